@@ -1,0 +1,25 @@
+use sea_orm::entity::prelude::*;
+
+/// The application directory and its account-level settings (catalog database).
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "applications")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub name: String,
+    /// `development`, `staging` or `production`.
+    pub environment: String,
+    /// `us`, `eu` or `ap`: which regional database holds the application's data.
+    pub region: String,
+    /// JSON array of origins (the CORS allowlist).
+    pub allowed_origins: Json,
+    pub branding: Json,
+    pub created_at: DateTimeUtc,
+    pub updated_at: DateTimeUtc,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

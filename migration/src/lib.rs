@@ -1,0 +1,38 @@
+//! Schema migrations. The catalog database and the regional databases have
+//! separate migrators, each with its own bookkeeping table.
+pub use sea_orm_migration::prelude::*;
+
+mod m20261122_000001_create_catalog;
+mod m20261122_000002_create_api_keys;
+mod m20261122_000003_create_audit_events;
+
+/// Migrations of the catalog database: accounts and the application directory.
+pub struct CatalogMigrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for CatalogMigrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![Box::new(m20261122_000001_create_catalog::Migration)]
+    }
+
+    fn migration_table_name() -> DynIden {
+        Alias::new("catalog_migrations").into_iden()
+    }
+}
+
+/// Migrations of each regional database: everything an application owns.
+pub struct RegionMigrator;
+
+#[async_trait::async_trait]
+impl MigratorTrait for RegionMigrator {
+    fn migrations() -> Vec<Box<dyn MigrationTrait>> {
+        vec![
+            Box::new(m20261122_000002_create_api_keys::Migration),
+            Box::new(m20261122_000003_create_audit_events::Migration),
+        ]
+    }
+
+    fn migration_table_name() -> DynIden {
+        Alias::new("region_migrations").into_iden()
+    }
+}

@@ -1,0 +1,203 @@
+//! Secret API keys on management routes. A presented key is checked for
+//! shape and checksum first (a look-alike never reaches the database), then
+//! looked up by its SHA-256 within the application named by
+//! `x-application-id`. Look-ups are cached for one second, which is the bound
+//! on how long a key revoked on another node keeps working; on the node that
+//! revokes it, it stops at once.
+use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
+
+use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
+use chrono::{DateTime, Utc};
+use entity::api_key;
+use moka::sync::Cache;
+use uuid::Uuid;
+
+use super::Scope;
+use crate::{
+    audit::Actor,
+    crypto::{constant_time_eq, key_format, sha256},
+    error::{ApiError, ApiResult, Code},
+    service::api_keys,
+    state::AppState,
+    storage::Db,
+    tenancy::Tenant,
+};
+
+/// An authenticated secret key and the application it belongs to.
+pub struct SecretKey {
+    pub id: Uuid,
+    scopes: Arc<[String]>,
+    pub tenant: Tenant,
+    pub shard: Db,
+}
+
+impl SecretKey {
+    pub fn require(&self, scope: Scope) -> ApiResult<()> {
+        if self
+            .scopes
+            .iter()
+            .any(|s| s == Scope::Admin.as_str() || s == scope.as_str())
+        {
+            Ok(())
+        } else {
+            Err(ApiError::new(
+                Code::InsufficientScope,
+                format!("This operation needs the `{}` scope.", scope.as_str()),
+            ))
+        }
+    }
+
+    pub fn actor(&self) -> Actor {
+        Actor::api_key(self.id)
+    }
+}
+
+#[derive(Clone)]
+struct CachedKey {
+    id: Uuid,
+    hash: Vec<u8>,
+    scopes: Arc<[String]>,
+    expires_at: Option<DateTime<Utc>>,
+    revoked: bool,
+}
+
+impl CachedKey {
+    fn from_model(row: api_key::Model) -> Self {
+        CachedKey {
+            id: row.id,
+            scopes: serde_json::from_value::<Vec<String>>(row.scopes)
+                .unwrap_or_default()
+                .into(),
+            expires_at: row.expires_at,
+            revoked: row.revoked_at.is_some(),
+            hash: row.secret_hash,
+        }
+    }
+
+    fn usable(&self, now: DateTime<Utc>) -> bool {
+        !self.revoked && self.expires_at.is_none_or(|at| at > now)
+    }
+}
+
+/// Key look-ups by (application, hash), and when each key last had its
+/// `last_used_at` written.
+#[derive(Clone)]
+pub struct KeyCache {
+    lookups: Cache<(Uuid, Vec<u8>), Option<CachedKey>>,
+    touched: Cache<Uuid, ()>,
+}
+
+impl Default for KeyCache {
+    fn default() -> Self {
+        Self {
+            lookups: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(Duration::from_secs(1))
+                .build(),
+            touched: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(Duration::from_secs(60))
+                .build(),
+        }
+    }
+}
+
+impl KeyCache {
+    /// Forgets a key at once on this node (revocation).
+    pub fn forget(&self, application_id: Uuid, secret_hash: &[u8]) {
+        self.lookups
+            .invalidate(&(application_id, secret_hash.to_vec()));
+    }
+}
+
+/// The token of `Authorization: Bearer <token>`: exactly one header, the
+/// scheme spelled as RFC 6750 does, one space, a token without spaces.
+pub fn bearer_token(req: &HttpRequest) -> Option<&str> {
+    let mut values = req
+        .headers()
+        .get_all(actix_web::http::header::AUTHORIZATION);
+    let value = values.next()?;
+    if values.next().is_some() {
+        return None;
+    }
+    let token = value.to_str().ok()?.strip_prefix("Bearer ")?;
+    (!token.is_empty() && !token.contains(' ')).then_some(token)
+}
+
+impl FromRequest for SecretKey {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = ApiResult<SecretKey>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let tenant = req.extensions().get::<Tenant>().cloned();
+        let token = bearer_token(req).map(str::to_owned);
+        Box::pin(async move {
+            let (Some(state), Some(tenant), Some(token)) = (state, tenant, token) else {
+                return Err(ApiError::unauthenticated());
+            };
+            let key = authenticate(&state, tenant, &token).await?;
+            let rate = f64::from(
+                state
+                    .settings
+                    .rate_limits
+                    .management_per_application_per_second,
+            );
+            state
+                .limiter
+                .take(&key.tenant.id.to_string(), rate, 2.0 * rate)?;
+            Ok(key)
+        })
+    }
+}
+
+async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResult<SecretKey> {
+    let Some(live) = key_format::parse(key_format::KeyKind::Secret, token) else {
+        metrics::counter!("auth_rejected_total", "reason" => "malformed").increment(1);
+        return Err(ApiError::unauthenticated());
+    };
+    let shard = state
+        .storage
+        .shard(tenant.region)
+        .ok_or_else(ApiError::unauthenticated)?
+        .clone();
+    if live != tenant.environment.is_live() {
+        return Err(ApiError::unauthenticated());
+    }
+    let hash = sha256(token);
+    let cache_key = (tenant.id, hash);
+    let found = match state.keys.lookups.get(&cache_key) {
+        Some(found) => found,
+        None => {
+            let found = api_keys::find_by_hash(&shard.conn, tenant.id, &cache_key.1)
+                .await?
+                .map(CachedKey::from_model);
+            state.keys.lookups.insert(cache_key.clone(), found.clone());
+            found
+        }
+    };
+    let now = Utc::now();
+    let key = match found {
+        Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,
+        _ => {
+            metrics::counter!("auth_rejected_total", "reason" => "unknown_or_inactive")
+                .increment(1);
+            return Err(ApiError::unauthenticated());
+        }
+    };
+    if !state.keys.touched.contains_key(&key.id) {
+        state.keys.touched.insert(key.id, ());
+        let (shard, application_id, key_id) = (shard.clone(), tenant.id, key.id);
+        actix_web::rt::spawn(async move {
+            if let Err(err) = api_keys::touch(&shard, application_id, key_id, now).await {
+                tracing::warn!(error = %err, "could not record last_used_at");
+            }
+        });
+    }
+    Ok(SecretKey {
+        id: key.id,
+        scopes: key.scopes,
+        tenant,
+        shard,
+    })
+}

@@ -1,0 +1,80 @@
+//! Creating an account with a first application and admin key: the
+//! `bootstrap` command, and the first start of `serve` on an empty catalog.
+use chrono::Utc;
+use entity::{account, application};
+use sea_orm::{ActiveValue::Set, EntityTrait, PaginatorTrait};
+use serde::Serialize;
+use uuid::Uuid;
+
+use crate::{
+    audit::Actor,
+    error::ApiResult,
+    region::Region,
+    service::{
+        applications::{self, NewApplication},
+        validate::Issues,
+    },
+    storage::Storage,
+    tenancy::Environment,
+};
+
+pub struct BootstrapRequest {
+    pub name: String,
+    pub environment: Environment,
+    pub region: Region,
+    pub allowed_origins: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct Bootstrapped {
+    pub account_id: Uuid,
+    pub application_id: Uuid,
+    pub secret_key: String,
+}
+
+pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResult<Bootstrapped> {
+    let mut issues = Issues::default();
+    let name = issues.text("name", &request.name, 255);
+    let allowed_origins = applications::origins(&mut issues, request.allowed_origins);
+    issues.finish()?;
+    let account_id = Uuid::now_v7();
+    account::Entity::insert(account::ActiveModel {
+        id: Set(account_id),
+        name: Set(name.clone()),
+        created_at: Set(Utc::now()),
+    })
+    .exec_without_returning(&storage.catalog.conn)
+    .await?;
+    let new = NewApplication {
+        account_id,
+        name,
+        environment: request.environment,
+        region: request.region,
+        allowed_origins,
+        branding: serde_json::json!({}),
+    };
+    let (app, key) = applications::create(storage, new, &Actor::system()).await?;
+    Ok(Bootstrapped {
+        account_id,
+        application_id: app.id,
+        secret_key: key.secret,
+    })
+}
+
+/// On first start: a development application, when the catalog has none.
+pub async fn first_start(storage: &Storage) -> ApiResult<Option<Bootstrapped>> {
+    if application::Entity::find()
+        .count(&storage.catalog.conn)
+        .await?
+        > 0
+    {
+        return Ok(None);
+    }
+    let request = BootstrapRequest {
+        name: "Development".to_string(),
+        environment: Environment::Development,
+        region: Region::Us,
+        allowed_origins: Vec::new(),
+    };
+    bootstrap(storage, request).await.map(Some)
+}

@@ -1,0 +1,201 @@
+//! Settings and their loading. Later wins: built-in defaults,
+//! `config/default.toml`, the `--config`/`GATEHOUSE_CONFIG` file, then
+//! `GATEHOUSE__SECTION__KEY` environment variables.
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::region::Region;
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct Settings {
+    pub server: ServerSettings,
+    pub storage: StorageSettings,
+    #[serde(default)]
+    pub regions: RegionsSettings,
+    pub node: NodeSettings,
+    #[serde(default)]
+    pub cache: CacheSettings,
+    #[serde(default)]
+    pub security: SecuritySettings,
+    pub tokens: TokenSettings,
+    pub webhooks: WebhookSettings,
+    pub rate_limits: RateLimitSettings,
+    pub limits: LimitSettings,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct ServerSettings {
+    pub listen: String,
+    pub public_url: Option<String>,
+    /// HTTP worker threads; 0 means one per core.
+    pub workers: usize,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct StorageSettings {
+    pub data_dir: PathBuf,
+    pub catalog_url: Option<String>,
+    pub max_connections: u32,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RegionsSettings {
+    pub us: RegionSettings,
+    pub eu: RegionSettings,
+    pub ap: RegionSettings,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct RegionSettings {
+    pub database_url: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct NodeSettings {
+    pub regions: Vec<Region>,
+    #[serde(default)]
+    pub peers: PeerSettings,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct PeerSettings {
+    pub us: Option<String>,
+    pub eu: Option<String>,
+    pub ap: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct CacheSettings {
+    pub redis_url: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct SecuritySettings {
+    /// Base64 of 32 bytes. Unset: a generated `{data_dir}/master.key`.
+    pub master_key: Option<String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct TokenSettings {
+    pub access_ttl_seconds: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct WebhookSettings {
+    pub retry_schedule: String,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct RateLimitSettings {
+    pub sign_in_per_email_per_minute: u32,
+    pub sign_in_per_ip_per_minute: u32,
+    pub sign_up_per_ip_per_minute: u32,
+    /// Token bucket refill per second; the burst is twice this. 0 turns it off.
+    pub management_per_application_per_second: u32,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct LimitSettings {
+    pub active_secret_keys_per_application: u64,
+    pub webhooks_per_application: u64,
+    pub hooks_per_application: u64,
+    pub profile_fields_per_application: u64,
+}
+
+const DEFAULTS: &[(&str, &str)] = &[
+    ("server.listen", "127.0.0.1:8080"),
+    ("server.workers", "0"),
+    ("storage.data_dir", "./data"),
+    ("storage.max_connections", "16"),
+    ("tokens.access_ttl_seconds", "300"),
+    ("webhooks.retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h"),
+    ("rate_limits.sign_in_per_email_per_minute", "10"),
+    ("rate_limits.sign_in_per_ip_per_minute", "30"),
+    ("rate_limits.sign_up_per_ip_per_minute", "30"),
+    ("rate_limits.management_per_application_per_second", "1000"),
+    ("limits.active_secret_keys_per_application", "100"),
+    ("limits.webhooks_per_application", "50"),
+    ("limits.hooks_per_application", "20"),
+    ("limits.profile_fields_per_application", "200"),
+];
+
+impl Settings {
+    /// Loads every layer. `explicit` is the `--config` file, if given.
+    pub fn load(explicit: Option<&Path>) -> Result<Self, config::ConfigError> {
+        let explicit = explicit
+            .map(Path::to_path_buf)
+            .or_else(|| std::env::var_os("GATEHOUSE_CONFIG").map(PathBuf::from));
+        let mut builder = Self::defaults_builder()?
+            .add_source(config::File::with_name("config/default").required(false));
+        if let Some(path) = explicit {
+            builder = builder.add_source(config::File::from(path).required(true));
+        }
+        builder
+            .add_source(
+                config::Environment::with_prefix("GATEHOUSE")
+                    .prefix_separator("__")
+                    .separator("__")
+                    .list_separator(",")
+                    .with_list_parse_key("node.regions")
+                    .try_parsing(true),
+            )
+            .build()?
+            .try_deserialize()
+    }
+
+    /// Built-in defaults only: what tests start from.
+    pub fn defaults() -> Self {
+        Self::defaults_builder()
+            .and_then(|b| b.build())
+            .and_then(|c| c.try_deserialize())
+            .expect("built-in defaults deserialize")
+    }
+
+    fn defaults_builder(
+    ) -> Result<config::ConfigBuilder<config::builder::DefaultState>, config::ConfigError> {
+        let mut builder =
+            config::Config::builder().set_default("node.regions", vec!["us", "eu", "ap"])?;
+        for (key, value) in DEFAULTS {
+            builder = builder.set_default(*key, *value)?;
+        }
+        Ok(builder)
+    }
+
+    pub fn public_url(&self) -> String {
+        match &self.server.public_url {
+            Some(url) => url.trim_end_matches('/').to_string(),
+            None => format!("http://{}", self.server.listen),
+        }
+    }
+
+    pub fn catalog_url(&self) -> String {
+        self.storage
+            .catalog_url
+            .clone()
+            .unwrap_or_else(|| self.sqlite_url("catalog"))
+    }
+
+    pub fn region_url(&self, region: Region) -> String {
+        let configured = match region {
+            Region::Us => &self.regions.us.database_url,
+            Region::Eu => &self.regions.eu.database_url,
+            Region::Ap => &self.regions.ap.database_url,
+        };
+        configured
+            .clone()
+            .unwrap_or_else(|| self.sqlite_url(region.as_str()))
+    }
+
+    pub fn peer(&self, region: Region) -> Option<&str> {
+        match region {
+            Region::Us => self.node.peers.us.as_deref(),
+            Region::Eu => self.node.peers.eu.as_deref(),
+            Region::Ap => self.node.peers.ap.as_deref(),
+        }
+    }
+
+    fn sqlite_url(&self, name: &str) -> String {
+        format!("sqlite://{}/{name}.db", self.storage.data_dir.display())
+    }
+}

@@ -1,0 +1,185 @@
+//! `ApiError` and the one table of error codes → HTTP status (contract §2).
+use actix_web::{http::StatusCode, HttpResponse, ResponseError};
+use serde::Serialize;
+
+use crate::http::envelope;
+
+/// Every `error.code` the API can answer, with its status.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Code {
+    MalformedJson,
+    Unauthenticated,
+    InsufficientScope,
+    NotFound,
+    MethodNotAllowed,
+    Conflict,
+    PayloadTooLarge,
+    UnsupportedMediaType,
+    ValidationFailed,
+    UnknownRegion,
+    RateLimited,
+    Unavailable,
+    Internal,
+}
+
+impl Code {
+    pub fn status(self) -> StatusCode {
+        match self {
+            Code::MalformedJson => StatusCode::BAD_REQUEST,
+            Code::Unauthenticated => StatusCode::UNAUTHORIZED,
+            Code::InsufficientScope => StatusCode::FORBIDDEN,
+            Code::NotFound => StatusCode::NOT_FOUND,
+            Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
+            Code::Conflict => StatusCode::CONFLICT,
+            Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Code::ValidationFailed | Code::UnknownRegion => StatusCode::UNPROCESSABLE_ENTITY,
+            Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
+            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Code::MalformedJson => "malformed_json",
+            Code::Unauthenticated => "unauthenticated",
+            Code::InsufficientScope => "insufficient_scope",
+            Code::NotFound => "not_found",
+            Code::MethodNotAllowed => "method_not_allowed",
+            Code::Conflict => "conflict",
+            Code::PayloadTooLarge => "payload_too_large",
+            Code::UnsupportedMediaType => "unsupported_media_type",
+            Code::ValidationFailed => "validation_failed",
+            Code::UnknownRegion => "unknown_region",
+            Code::RateLimited => "rate_limited",
+            Code::Unavailable => "unavailable",
+            Code::Internal => "internal",
+        }
+    }
+}
+
+/// One problem with one field of a request.
+#[derive(Clone, Debug, Serialize, PartialEq, Eq, utoipa::ToSchema)]
+pub struct FieldIssue {
+    pub field: String,
+    pub issue: String,
+}
+
+#[derive(Debug)]
+pub struct ApiError {
+    pub code: Code,
+    pub message: String,
+    pub details: Vec<FieldIssue>,
+    pub retry_after: Option<u64>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+impl ApiError {
+    pub fn new(code: Code, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            message: message.into(),
+            details: Vec::new(),
+            retry_after: None,
+        }
+    }
+
+    /// The one answer for every authentication failure: no reason oracle.
+    pub fn unauthenticated() -> Self {
+        Self::new(Code::Unauthenticated, "Missing or invalid credentials.")
+    }
+
+    pub fn not_found(what: &str, id: impl std::fmt::Display) -> Self {
+        Self::new(Code::NotFound, format!("{what} `{id}` not found."))
+    }
+
+    pub fn invalid(field: &str, issue: impl Into<String>) -> Self {
+        Self::invalid_all(vec![FieldIssue {
+            field: field.to_string(),
+            issue: issue.into(),
+        }])
+    }
+
+    pub fn invalid_all(details: Vec<FieldIssue>) -> Self {
+        let message = match details.as_slice() {
+            [one] => format!("`{}`: {}", one.field, one.issue),
+            _ => "The request has invalid fields.".to_string(),
+        };
+        Self {
+            details,
+            ..Self::new(Code::ValidationFailed, message)
+        }
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> Self {
+        Self {
+            retry_after: Some(1),
+            ..Self::new(Code::Unavailable, message)
+        }
+    }
+
+    /// Logs the cause for operators; the caller learns nothing of internals.
+    pub fn internal(cause: impl std::fmt::Display) -> Self {
+        tracing::error!(error = %cause, "internal error");
+        Self::new(Code::Internal, "An internal error occurred.")
+    }
+
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+}
+
+impl std::fmt::Display for ApiError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.code.as_str(), self.message)
+    }
+}
+
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        self.code.status()
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        let mut response = HttpResponse::build(self.status_code());
+        if self.code == Code::Unauthenticated {
+            response.insert_header(("WWW-Authenticate", "Bearer"));
+        }
+        if let Some(seconds) = self.retry_after {
+            response.insert_header(("Retry-After", seconds.to_string()));
+        }
+        response.json(envelope::failure(self))
+    }
+}
+
+impl From<sea_orm::DbErr> for ApiError {
+    fn from(err: sea_orm::DbErr) -> Self {
+        use sea_orm::{DbErr, SqlErr};
+        match &err {
+            DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => {
+                tracing::warn!(error = %err, "database unavailable");
+                ApiError::unavailable("A database is unavailable; try again shortly.")
+            }
+            _ if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
+                ApiError::new(
+                    Code::Conflict,
+                    "The resource conflicts with an existing one.",
+                )
+            }
+            _ if is_busy(&err) => ApiError::unavailable("The database is busy; try again shortly."),
+            _ => ApiError::internal(err),
+        }
+    }
+}
+
+/// SQLite answers `database is locked` when another process holds the write
+/// lock past the busy timeout: a transient condition, not a defect.
+fn is_busy(err: &sea_orm::DbErr) -> bool {
+    let text = err.to_string();
+    text.contains("database is locked") || text.contains("(code: 5)")
+}
+
+impl std::error::Error for ApiError {}

@@ -1,0 +1,159 @@
+//! JSON request bodies. Extraction only takes the payload; reading happens
+//! when the handler asks, after authentication has succeeded, so a request
+//! that fails authentication never has its body parsed.
+use std::future::{ready, Ready};
+
+use actix_web::{dev::Payload, http::header, web, FromRequest, HttpRequest};
+use futures_util::StreamExt;
+use serde::de::DeserializeOwned;
+use serde_json::error::Category;
+
+use crate::error::{ApiError, ApiResult, Code, FieldIssue};
+
+/// Bodies up to 1 MiB (contract §7).
+pub const MAX_BODY: usize = 1024 * 1024;
+
+pub struct Body {
+    payload: Payload,
+    content_type: Option<String>,
+    content_length: Option<usize>,
+}
+
+impl FromRequest for Body {
+    type Error = actix_web::Error;
+    type Future = Ready<Result<Self, Self::Error>>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let header_str = |name| {
+            req.headers()
+                .get(name)
+                .and_then(|v: &header::HeaderValue| v.to_str().ok())
+        };
+        ready(Ok(Body {
+            payload: payload.take(),
+            content_type: header_str(header::CONTENT_TYPE).map(str::to_ascii_lowercase),
+            content_length: header_str(header::CONTENT_LENGTH).and_then(|v| v.parse().ok()),
+        }))
+    }
+}
+
+impl Body {
+    /// A required JSON body.
+    pub async fn json<T: DeserializeOwned>(self) -> ApiResult<T> {
+        let content_type = self.content_type.clone();
+        let bytes = self.bytes().await?;
+        if bytes.is_empty() {
+            return Err(ApiError::new(
+                Code::MalformedJson,
+                "A JSON body is required.",
+            ));
+        }
+        check_content_type(content_type.as_deref())?;
+        parse(&bytes)
+    }
+
+    /// An action's body: none, or JSON (`{}` or an object the action reads).
+    pub async fn optional_json<T: DeserializeOwned + Default>(self) -> ApiResult<T> {
+        let content_type = self.content_type.clone();
+        let bytes = self.bytes().await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(T::default());
+        }
+        check_content_type(content_type.as_deref())?;
+        parse(&bytes)
+    }
+
+    /// Reads the whole body, refusing it as soon as it passes the limit.
+    async fn bytes(mut self) -> ApiResult<web::BytesMut> {
+        let too_large = || ApiError::new(Code::PayloadTooLarge, "The body is larger than 1 MiB.");
+        if self.content_length.is_some_and(|n| n > MAX_BODY) {
+            return Err(too_large());
+        }
+        let mut body = web::BytesMut::new();
+        while let Some(chunk) = self.payload.next().await {
+            let chunk = chunk
+                .map_err(|_| ApiError::new(Code::MalformedJson, "The body could not be read."))?;
+            if body.len() + chunk.len() > MAX_BODY {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+fn check_content_type(content_type: Option<&str>) -> ApiResult<()> {
+    let acceptable = content_type.is_some_and(|ct| {
+        let mut parts = ct.split(';').map(str::trim);
+        parts.next() == Some("application/json")
+            && parts.all(|p| p.is_empty() || p == "charset=utf-8")
+    });
+    if acceptable {
+        Ok(())
+    } else {
+        Err(ApiError::new(
+            Code::UnsupportedMediaType,
+            "The body must be sent as `Content-Type: application/json`.",
+        ))
+    }
+}
+
+/// Parses JSON: bad syntax is 400 `malformed_json`; well-formed JSON of the
+/// wrong shape is 422 `validation_failed` naming the field.
+pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        match inner.classify() {
+            Category::Data => {
+                let message = inner.to_string();
+                let field = named_field(&message).unwrap_or(if path == "." {
+                    "body".to_string()
+                } else {
+                    path
+                });
+                ApiError::invalid_all(vec![FieldIssue {
+                    field,
+                    issue: strip_position(&message),
+                }])
+            }
+            _ => ApiError::new(Code::MalformedJson, "The body is not valid JSON."),
+        }
+    })?;
+    deserializer.end().map_err(|_| {
+        ApiError::new(
+            Code::MalformedJson,
+            "The body has trailing characters after the JSON value.",
+        )
+    })?;
+    Ok(value)
+}
+
+/// serde names missing, unknown and duplicate fields in backticks.
+fn named_field(message: &str) -> Option<String> {
+    let wanted = ["missing field `", "unknown field `", "duplicate field `"];
+    let start = wanted
+        .iter()
+        .find_map(|w| message.find(w).map(|i| i + w.len()))?;
+    let end = message[start..].find('`')?;
+    Some(message[start..start + end].to_string())
+}
+
+fn strip_position(message: &str) -> String {
+    match message.find(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// The body of an action route: none, or `{}`.
+#[derive(serde::Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub struct NoFields {}
+
+impl Body {
+    pub async fn no_fields(self) -> ApiResult<()> {
+        self.optional_json::<NoFields>().await.map(|_| ())
+    }
+}

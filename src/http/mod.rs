@@ -1,0 +1,17 @@
+//! HTTP plumbing shared by every route: the envelope, request ids, JSON
+//! bodies and query strings parsed into 4xx answers, metrics.
+pub mod body;
+pub mod envelope;
+pub mod errors;
+pub mod metrics;
+pub mod query;
+pub mod request_id;
+
+use uuid::Uuid;
+
+use crate::error::{ApiError, ApiResult};
+
+/// A path id that is not a UUID names nothing: 404, like an unknown id.
+pub fn path_id(what: &str, raw: &str) -> ApiResult<Uuid> {
+    Uuid::parse_str(raw).map_err(|_| ApiError::not_found(what, raw.escape_debug()))
+}

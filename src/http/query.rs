@@ -1,0 +1,55 @@
+//! Query strings: ill-typed or unknown parameters are 422 `validation_failed`.
+use std::future::{ready, Ready};
+
+use actix_web::{dev::Payload, FromRequest, HttpRequest};
+use serde::de::DeserializeOwned;
+
+use crate::error::{ApiError, ApiResult};
+
+pub struct Query<T>(pub T);
+
+impl<T: DeserializeOwned> FromRequest for Query<T> {
+    type Error = ApiError;
+    type Future = Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        ready(
+            serde_urlencoded::from_str::<T>(req.query_string())
+                .map(Query)
+                .map_err(|e| ApiError::invalid("query", e.to_string())),
+        )
+    }
+}
+
+/// `limit` and `offset` of a list, checked against the route's bounds.
+#[derive(Clone, Copy, Debug)]
+pub struct Page {
+    pub limit: u64,
+    pub offset: u64,
+}
+
+impl Page {
+    pub fn parse(
+        limit: Option<i64>,
+        offset: Option<i64>,
+        default: u64,
+        max: u64,
+    ) -> ApiResult<Page> {
+        let limit = match limit {
+            None => default,
+            Some(n) if n >= 1 && (n as u64) <= max => n as u64,
+            Some(_) => {
+                return Err(ApiError::invalid(
+                    "limit",
+                    format!("must be between 1 and {max}"),
+                ))
+            }
+        };
+        let offset = match offset {
+            None => 0,
+            Some(n) if (0..=i64::MAX / 2).contains(&n) => n as u64,
+            Some(_) => return Err(ApiError::invalid("offset", "must be zero or more")),
+        };
+        Ok(Page { limit, offset })
+    }
+}

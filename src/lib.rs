@@ -1,0 +1,16 @@
+pub mod audit;
+pub mod auth;
+pub mod bootstrap;
+pub mod config;
+pub mod crypto;
+pub mod error;
+pub mod http;
+pub mod openapi;
+pub mod region;
+pub mod routes;
+pub mod service;
+pub mod startup;
+pub mod state;
+pub mod storage;
+pub mod telemetry;
+pub mod tenancy;

@@ -1,0 +1,148 @@
+use std::{path::PathBuf, process::ExitCode};
+
+use clap::{Parser, Subcommand};
+use gatehouse::{
+    audit,
+    bootstrap::{self, BootstrapRequest},
+    config::Settings,
+    crypto::master_key::MasterKey,
+    region::Region,
+    startup::{self, Application},
+    telemetry,
+    tenancy::Environment,
+};
+use uuid::Uuid;
+
+#[derive(Parser)]
+#[command(
+    name = "gatehouse",
+    about = "Multi-tenant identity and access management"
+)]
+struct Cli {
+    /// A configuration file (else GATEHOUSE_CONFIG).
+    #[arg(long, global = true)]
+    config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start the HTTP service.
+    Serve,
+    /// Create an account, an application and an admin key; print them as JSON.
+    Bootstrap {
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value = "development", value_parser = ["development", "staging", "production"])]
+        environment: String,
+        #[arg(long, default_value = "us", value_parser = ["us", "eu", "ap"])]
+        region: String,
+        #[arg(long = "allowed-origin")]
+        allowed_origins: Vec<String>,
+    },
+    /// Apply migrations to the catalog and every regional database.
+    Migrate,
+    /// Audit-log tools.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum AuditCommand {
+    /// Recompute an application's chain; name the first row that does not hold.
+    Verify {
+        #[arg(long)]
+        application: Uuid,
+    },
+}
+
+#[actix_web::main]
+async fn main() -> ExitCode {
+    telemetry::init_logging();
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("gatehouse: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    let settings = Settings::load(cli.config.as_deref())?;
+    match cli.command {
+        Command::Serve => {
+            let app = Application::build(settings.clone()).await?;
+            if let Some(first) = bootstrap::first_start(&app.state.storage).await? {
+                println!(
+                    "First start: created a development application.\n  application_id: {}\n  secret_key:     {}\n(The secret key is shown this once.)",
+                    first.application_id, first.secret_key
+                );
+            }
+            tracing::info!(port = app.port(), "gatehouse listening");
+            app.run_until_stopped().await?;
+        }
+        Command::Bootstrap {
+            name,
+            environment,
+            region,
+            allowed_origins,
+        } => {
+            MasterKey::load_or_generate(
+                settings.security.master_key.as_deref(),
+                &settings.storage.data_dir,
+            )?;
+            let storage = startup::open_storage(&settings).await?;
+            let request = BootstrapRequest {
+                name,
+                environment: Environment::parse(&environment).expect("clap checked the value"),
+                region: Region::parse(&region).expect("clap checked the value"),
+                allowed_origins,
+            };
+            let created = bootstrap::bootstrap(&storage, request).await?;
+            println!("{}", serde_json::to_string(&created)?);
+        }
+        Command::Migrate => {
+            startup::open_storage(&settings).await?;
+            eprintln!("migrations applied");
+        }
+        Command::Audit {
+            command: AuditCommand::Verify { application },
+        } => {
+            let storage = startup::open_storage(&settings).await?;
+            let mut found = false;
+            for region in Region::ALL {
+                let Some(shard) = storage.shard(region) else {
+                    continue;
+                };
+                let result = audit::query::verify(&shard.conn, application).await?;
+                if matches!(result, Ok(0)) {
+                    continue;
+                }
+                found = true;
+                match result {
+                    Ok(rows) => println!(
+                        "{}",
+                        serde_json::json!({"application_id": application, "region": region, "ok": true, "rows": rows})
+                    ),
+                    Err(broken) => {
+                        println!(
+                            "{}",
+                            serde_json::json!({"application_id": application, "region": region, "ok": false, "first_bad_seq": broken.seq, "reason": broken.reason})
+                        );
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
+            }
+            if !found {
+                eprintln!("no audit rows for application {application}");
+                return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

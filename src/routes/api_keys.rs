@@ -1,0 +1,161 @@
+//! Application secret keys (operation 3, with list, get and revoke).
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use entity::api_key;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::{
+    auth::{secret_key::SecretKey, Scope},
+    error::ApiResult,
+    http::{
+        body::Body,
+        envelope, path_id,
+        query::{Page, Query},
+    },
+    service::api_keys::{self, Issued, NewApiKey},
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/api-keys")
+            .route(web::post().to(create_api_key))
+            .route(web::get().to(list_api_keys)),
+    )
+    .service(web::resource("/api-keys/{key_id}").route(web::get().to(find_api_key)))
+    .service(web::resource("/api-keys/{key_id}/revoke").route(web::post().to(revoke_api_key)));
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateApiKeyRequest {
+    /// 1 to 255 characters; unique among the application's active keys.
+    pub name: String,
+    /// At most 50, each `^[a-z][a-z0-9_:.-]{0,63}$`. `admin` implies all.
+    pub scopes: Option<Vec<String>>,
+    /// 1 to 3650; omitted or null: the key never expires.
+    pub expires_in_days: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ApiKeyView {
+    pub id: Uuid,
+    pub name: String,
+    /// The first 12 characters of the secret, for recognising it.
+    pub prefix: String,
+    pub scopes: Vec<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+    pub created_at: DateTime<Utc>,
+    pub last_used_at: Option<DateTime<Utc>>,
+    pub revoked_at: Option<DateTime<Utc>>,
+    /// False once revoked or expired.
+    pub active: bool,
+}
+
+impl From<api_key::Model> for ApiKeyView {
+    fn from(key: api_key::Model) -> Self {
+        ApiKeyView {
+            active: key.revoked_at.is_none() && key.expires_at.is_none_or(|at| at > Utc::now()),
+            id: key.id,
+            name: key.name,
+            prefix: key.prefix,
+            scopes: serde_json::from_value(key.scopes).unwrap_or_default(),
+            expires_at: key.expires_at,
+            created_at: key.created_at,
+            last_used_at: key.last_used_at,
+            revoked_at: key.revoked_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IssuedApiKeyView {
+    #[serde(flatten)]
+    pub key: ApiKeyView,
+    /// The secret, shown this once; only its hash is kept.
+    pub secret: String,
+}
+
+impl From<Issued> for IssuedApiKeyView {
+    fn from(issued: Issued) -> Self {
+        IssuedApiKeyView {
+            key: issued.key.into(),
+            secret: issued.secret,
+        }
+    }
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// 1 to 100, default 50.
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+/// Create an application secret key. The secret is in the answer once.
+#[utoipa::path(post, path = "/v1/api-keys", tag = "api-keys", request_body = CreateApiKeyRequest,
+    responses((status = 201, body = IssuedApiKeyView), (status = 403, description = "needs `admin`"), (status = 409, description = "name in use"), (status = 422)),
+    security(("secret_key" = [])))]
+pub async fn create_api_key(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    key.require(Scope::Admin)?;
+    let request: CreateApiKeyRequest = body.json().await?;
+    let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
+    let limit = state.settings.limits.active_secret_keys_per_application;
+    let issued = api_keys::create(
+        &key.shard,
+        key.tenant.id,
+        key.tenant.environment.is_live(),
+        &new,
+        &key.actor(),
+        limit,
+    )
+    .await?;
+    Ok(envelope::created(IssuedApiKeyView::from(issued)))
+}
+
+/// List the application's secret keys, newest first.
+#[utoipa::path(get, path = "/v1/api-keys", tag = "api-keys", params(ListQuery),
+    responses((status = 200, body = [ApiKeyView])), security(("secret_key" = [])))]
+pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
+    let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
+    let (keys, has_more) = api_keys::list(&key.shard.conn, key.tenant.id, page).await?;
+    Ok(envelope::page(
+        keys.into_iter().map(ApiKeyView::from).collect(),
+        has_more,
+        None,
+    ))
+}
+
+/// Get one secret key (never its secret).
+#[utoipa::path(get, path = "/v1/api-keys/{key_id}", tag = "api-keys",
+    responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
+pub async fn find_api_key(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("API key", &path)?;
+    let found = api_keys::find(&key.shard.conn, key.tenant.id, id).await?;
+    Ok(envelope::ok(ApiKeyView::from(found)))
+}
+
+/// Revoke a secret key. It stops working at once on this node and within a
+/// second on every other.
+#[utoipa::path(post, path = "/v1/api-keys/{key_id}/revoke", tag = "api-keys",
+    responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
+pub async fn revoke_api_key(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    key.require(Scope::Admin)?;
+    let id = path_id("API key", &path)?;
+    body.no_fields().await?;
+    let revoked = api_keys::revoke(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    state.keys.forget(key.tenant.id, &revoked.secret_hash);
+    Ok(envelope::ok(ApiKeyView::from(revoked)))
+}

@@ -1,0 +1,212 @@
+//! Applications of the caller's account (operations 9 and 16, with list and
+//! settings changes).
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use super::api_keys::ListQuery;
+use crate::{
+    auth::{secret_key::SecretKey, Scope},
+    error::{ApiError, ApiResult},
+    http::{
+        body::Body,
+        envelope, path_id,
+        query::{Page, Query},
+    },
+    region::Region,
+    service::{
+        applications::{self, NewApplication, SettingsPatch},
+        validate::Issues,
+    },
+    state::AppState,
+    tenancy::{Environment, Tenant},
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/applications")
+            .route(web::post().to(create_application))
+            .route(web::get().to(list_applications)),
+    )
+    .service(
+        web::resource("/applications/{application_id}")
+            .route(web::get().to(get_application))
+            .route(web::patch().to(update_application)),
+    );
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateApplicationRequest {
+    pub name: String,
+    /// `development` (default), `staging` or `production`.
+    pub environment: Option<String>,
+    /// Copy settings (allowed origins, branding) from this application of the same account.
+    pub copy_from: Option<Uuid>,
+    /// `us`, `eu` or `ap`; defaults to the caller's application's region.
+    pub region: Option<String>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateApplicationRequest {
+    pub name: Option<String>,
+    /// Origins (`scheme://host[:port]`) allowed to call end-user routes from a browser.
+    pub allowed_origins: Option<Vec<String>>,
+    #[schema(value_type = Object)]
+    pub branding: Option<Value>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ApplicationView {
+    pub id: Uuid,
+    pub name: String,
+    pub environment: Environment,
+    pub is_live: bool,
+    pub sandbox: bool,
+    pub region: Region,
+    pub allowed_origins: Vec<String>,
+    #[schema(value_type = Object)]
+    pub branding: Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&Tenant> for ApplicationView {
+    fn from(app: &Tenant) -> Self {
+        ApplicationView {
+            id: app.id,
+            name: app.name.clone(),
+            environment: app.environment,
+            is_live: app.environment.is_live(),
+            sandbox: app.environment == Environment::Development,
+            region: app.region,
+            allowed_origins: app.allowed_origins.clone(),
+            branding: app.branding.clone(),
+            created_at: app.created_at,
+            updated_at: app.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct CreatedApplicationView {
+    #[serde(flatten)]
+    pub application: ApplicationView,
+    /// The new application's first admin key, shown this once.
+    pub secret_key: String,
+}
+
+/// Create an application in the caller's account, with a first admin key.
+#[utoipa::path(post, path = "/v1/applications", tag = "applications", request_body = CreateApplicationRequest,
+    responses((status = 201, body = CreatedApplicationView), (status = 403), (status = 422)), security(("secret_key" = [])))]
+pub async fn create_application(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    key.require(Scope::Admin)?;
+    let request: CreateApplicationRequest = body.json().await?;
+    let mut issues = Issues::default();
+    let name = issues.text("name", &request.name, 255);
+    let environment = match request.environment.as_deref() {
+        None => Environment::Development,
+        Some(value) => Environment::parse(value).unwrap_or_else(|| {
+            issues.add("environment", "must be development, staging or production");
+            Environment::Development
+        }),
+    };
+    let region = match request.region.as_deref() {
+        None => key.tenant.region,
+        Some(value) => Region::parse(value).unwrap_or_else(|| {
+            issues.add("region", "must be us, eu or ap");
+            key.tenant.region
+        }),
+    };
+    issues.finish()?;
+    let (allowed_origins, branding) = match request.copy_from {
+        None => (Vec::new(), Value::Object(Default::default())),
+        Some(source) => {
+            let source =
+                applications::find_in_account(&state.storage, key.tenant.account_id, source)
+                    .await
+                    .map_err(|_| {
+                        ApiError::invalid("copy_from", "must be an application of the same account")
+                    })?;
+            (source.allowed_origins.clone(), source.branding.clone())
+        }
+    };
+    let new = NewApplication {
+        account_id: key.tenant.account_id,
+        name,
+        environment,
+        region,
+        allowed_origins,
+        branding,
+    };
+    let (app, first_key) = applications::create(&state.storage, new, &key.actor()).await?;
+    Ok(envelope::created(CreatedApplicationView {
+        application: (&app).into(),
+        secret_key: first_key.secret,
+    }))
+}
+
+/// List the account's applications, oldest first.
+#[utoipa::path(get, path = "/v1/applications", tag = "applications", params(ListQuery),
+    responses((status = 200, body = [ApplicationView])), security(("secret_key" = [])))]
+pub async fn list_applications(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    query: Query<ListQuery>,
+) -> ApiResult<HttpResponse> {
+    let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
+    let (apps, has_more) = applications::list(&state.storage, key.tenant.account_id, page).await?;
+    Ok(envelope::page(
+        apps.iter().map(ApplicationView::from).collect(),
+        has_more,
+        None,
+    ))
+}
+
+/// Get an application of the caller's account.
+#[utoipa::path(get, path = "/v1/applications/{application_id}", tag = "applications",
+    responses((status = 200, body = ApplicationView), (status = 404)), security(("secret_key" = [])))]
+pub async fn get_application(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let id = path_id("Application", &path)?;
+    let app = if id == key.tenant.id {
+        key.tenant.clone()
+    } else {
+        applications::find_in_account(&state.storage, key.tenant.account_id, id).await?
+    };
+    Ok(envelope::ok(ApplicationView::from(&app)))
+}
+
+/// Change the caller's application's name, allowed origins or branding.
+#[utoipa::path(patch, path = "/v1/applications/{application_id}", tag = "applications", request_body = UpdateApplicationRequest,
+    responses((status = 200, body = ApplicationView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+pub async fn update_application(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    key.require(Scope::Admin)?;
+    let id = path_id("Application", &path)?;
+    if id != key.tenant.id {
+        return Err(ApiError::not_found("Application", id));
+    }
+    let request: UpdateApplicationRequest = body.json().await?;
+    let patch = SettingsPatch::parse(request.name, request.allowed_origins, request.branding)?;
+    let app = state
+        .tenants
+        .update_settings(&key.tenant, patch, key.actor())
+        .await?;
+    Ok(envelope::ok(ApplicationView::from(&app)))
+}

@@ -1,0 +1,39 @@
+//! The audit log: list and export (operation 10). Both need `audit:read`.
+use actix_web::{web, HttpResponse};
+
+use crate::{
+    audit::query::{self, AuditFilter, AuditQuery, AuditRow},
+    auth::{secret_key::SecretKey, Scope},
+    error::ApiResult,
+    http::{envelope, query::Query},
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/audit-logs", web::get().to(list_audit_logs))
+        .route("/audit-logs/export", web::get().to(export_audit_logs));
+}
+
+/// List audit rows in `seq` order (limit 1 to 100, default 50).
+#[utoipa::path(get, path = "/v1/audit-logs", tag = "audit", params(AuditQuery),
+    responses((status = 200, body = [AuditRow]), (status = 403), (status = 422)), security(("secret_key" = [])))]
+pub async fn list_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiResult<HttpResponse> {
+    key.require(Scope::AuditRead)?;
+    answer(&key, AuditFilter::parse(query.0, 50, 100)?).await
+}
+
+/// Export audit rows with their chain hashes for external ingestion
+/// (limit 1 to 1000, default 100). Verifiable without database access.
+#[utoipa::path(get, path = "/v1/audit-logs/export", tag = "audit", params(AuditQuery),
+    responses((status = 200, body = [AuditRow]), (status = 403), (status = 422)), security(("secret_key" = [])))]
+pub async fn export_audit_logs(
+    key: SecretKey,
+    query: Query<AuditQuery>,
+) -> ApiResult<HttpResponse> {
+    key.require(Scope::AuditRead)?;
+    answer(&key, AuditFilter::parse(query.0, 100, 1000)?).await
+}
+
+async fn answer(key: &SecretKey, filter: AuditFilter) -> ApiResult<HttpResponse> {
+    let (rows, has_more) = query::list(&key.shard.conn, key.tenant.id, filter).await?;
+    Ok(envelope::page(rows, has_more, None))
+}

@@ -1,0 +1,66 @@
+//! Operations routes: liveness, readiness, metrics. No credentials, no envelope.
+use std::time::Duration;
+
+use actix_web::{web, HttpResponse};
+use serde_json::{json, Map, Value};
+
+use crate::state::AppState;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.route("/healthz", web::get().to(healthz))
+        .route("/readyz", web::get().to(readyz))
+        .route("/metrics", web::get().to(metrics));
+}
+
+/// The process is alive.
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200)))]
+pub async fn healthz() -> HttpResponse {
+    HttpResponse::Ok().json(json!({"status": "ok"}))
+}
+
+/// Every database this node holds, and Redis when configured, answers.
+/// 503 names the parts that do not.
+#[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200), (status = 503)))]
+pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
+    const WAIT: Duration = Duration::from_secs(2);
+    let mut checks = Map::new();
+    for db in state.storage.all() {
+        let ok = matches!(tokio::time::timeout(WAIT, db.conn.ping()).await, Ok(Ok(())));
+        checks.insert(
+            format!("database:{}", db.label),
+            json!(if ok { "ok" } else { "unavailable" }),
+        );
+    }
+    if let Some(redis) = &state.redis {
+        let ping = async {
+            let mut conn = redis.get_multiplexed_async_connection().await?;
+            redis::cmd("PING").query_async::<String>(&mut conn).await
+        };
+        let ok = matches!(tokio::time::timeout(WAIT, ping).await, Ok(Ok(_)));
+        checks.insert(
+            "redis".to_string(),
+            json!(if ok { "ok" } else { "unavailable" }),
+        );
+    }
+    let failing: Vec<String> = checks
+        .iter()
+        .filter(|(_, v)| *v != "ok")
+        .map(|(k, _)| k.clone())
+        .collect();
+    let body = json!({"status": if failing.is_empty() { "ready" } else { "unavailable" }, "checks": Value::Object(checks), "failing": failing});
+    if failing.is_empty() {
+        HttpResponse::Ok().json(body)
+    } else {
+        HttpResponse::ServiceUnavailable()
+            .insert_header(("Retry-After", "1"))
+            .json(body)
+    }
+}
+
+/// Prometheus text exposition.
+#[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, content_type = "text/plain")))]
+pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type("text/plain; version=0.0.4")
+        .body(state.metrics.render())
+}

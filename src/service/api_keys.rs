@@ -1,0 +1,240 @@
+//! Application secret keys: issue, list, find, revoke.
+use chrono::{DateTime, Duration, Utc};
+use entity::api_key;
+use sea_orm::{
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
+    QueryOrder, QuerySelect, SqlErr,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::validate::{is_scope, Issues};
+use crate::{
+    audit::{self, Actor},
+    crypto::{key_format, sha256},
+    error::{ApiError, ApiResult, Code},
+    http::query::Page,
+    storage::Db,
+};
+
+pub const MAX_SCOPES: usize = 50;
+
+/// A validated request for a new key.
+pub struct NewApiKey {
+    pub name: String,
+    pub scopes: Vec<String>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+impl NewApiKey {
+    pub fn parse(
+        name: &str,
+        scopes: Option<Vec<String>>,
+        expires_in_days: Option<i64>,
+    ) -> ApiResult<NewApiKey> {
+        let mut issues = Issues::default();
+        let name = issues.text("name", name, 255);
+        let mut scopes = scopes.unwrap_or_default();
+        if scopes.len() > MAX_SCOPES {
+            issues.add("scopes", format!("at most {MAX_SCOPES} scopes"));
+        }
+        if let Some(bad) = scopes.iter().find(|s| !is_scope(s)) {
+            issues.add(
+                "scopes",
+                format!("`{}` is not a scope name", bad.escape_debug()),
+            );
+        }
+        scopes.sort();
+        scopes.dedup();
+        let expires_at = match expires_in_days {
+            None => None,
+            Some(days @ 1..=3650) => Some(Utc::now() + Duration::days(days)),
+            Some(_) => {
+                issues.add("expires_in_days", "must be between 1 and 3650, or null");
+                None
+            }
+        };
+        issues.finish()?;
+        Ok(NewApiKey {
+            name,
+            scopes,
+            expires_at,
+        })
+    }
+}
+
+/// A key just issued, with its secret (shown once).
+pub struct Issued {
+    pub key: api_key::Model,
+    pub secret: String,
+}
+
+/// Inserts a key and its audit row in the caller's transaction.
+pub async fn insert(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    live: bool,
+    new: &NewApiKey,
+    actor: &Actor,
+) -> ApiResult<Issued> {
+    let secret = key_format::generate(key_format::KeyKind::Secret, live);
+    let key = api_key::Model {
+        id: Uuid::now_v7(),
+        application_id,
+        name: new.name.clone(),
+        prefix: key_format::display_prefix(&secret),
+        secret_hash: sha256(&secret),
+        scopes: json!(new.scopes),
+        expires_at: new.expires_at,
+        created_at: Utc::now(),
+        last_used_at: None,
+        revoked_at: None,
+    };
+    api_key::Entity::insert(api_key::ActiveModel::from(key.clone()))
+        .exec_without_returning(db)
+        .await
+        .map_err(|err| match err.sql_err() {
+            Some(SqlErr::UniqueConstraintViolation(_)) => ApiError::new(
+                Code::Conflict,
+                format!("An active key named `{}` already exists.", new.name),
+            ),
+            _ => err.into(),
+        })?;
+    audit::record(
+        db,
+        application_id,
+        actor,
+        "api_key.created",
+        Some(key.id),
+        json!({"name": key.name, "prefix": key.prefix, "scopes": new.scopes, "expires_at": key.expires_at}),
+    )
+    .await?;
+    Ok(Issued { key, secret })
+}
+
+/// Issues a key, within the application's limit of active keys.
+pub async fn create(
+    shard: &Db,
+    application_id: Uuid,
+    live: bool,
+    new: &NewApiKey,
+    actor: &Actor,
+    max_active: u64,
+) -> ApiResult<Issued> {
+    let txn = shard.begin_write().await?;
+    let active = active(application_id).count(&*txn).await?;
+    if active >= max_active {
+        return Err(ApiError::invalid(
+            "name",
+            format!("the application already has the limit of {max_active} active keys"),
+        ));
+    }
+    let issued = insert(&*txn, application_id, live, new, actor).await?;
+    txn.commit().await?;
+    Ok(issued)
+}
+
+fn of_application(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {
+    api_key::Entity::find().filter(api_key::Column::ApplicationId.eq(application_id))
+}
+
+fn active(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {
+    of_application(application_id)
+        .filter(api_key::Column::RevokedAt.is_null())
+        .filter(
+            api_key::Column::ExpiresAt
+                .is_null()
+                .or(api_key::Column::ExpiresAt.gt(Utc::now())),
+        )
+}
+
+pub async fn list(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    page: Page,
+) -> Result<(Vec<api_key::Model>, bool), DbErr> {
+    let mut keys = of_application(application_id)
+        .order_by_desc(api_key::Column::CreatedAt)
+        .order_by_desc(api_key::Column::Id)
+        .offset(page.offset)
+        .limit(page.limit + 1)
+        .all(db)
+        .await?;
+    let has_more = keys.len() as u64 > page.limit;
+    keys.truncate(page.limit as usize);
+    Ok((keys, has_more))
+}
+
+pub async fn find(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    id: Uuid,
+) -> ApiResult<api_key::Model> {
+    of_application(application_id)
+        .filter(api_key::Column::Id.eq(id))
+        .one(db)
+        .await?
+        .ok_or_else(|| ApiError::not_found("API key", id))
+}
+
+pub async fn find_by_hash(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    hash: &[u8],
+) -> Result<Option<api_key::Model>, DbErr> {
+    of_application(application_id)
+        .filter(api_key::Column::SecretHash.eq(hash.to_vec()))
+        .one(db)
+        .await
+}
+
+/// Revokes a key; revoking a revoked key answers it unchanged.
+pub async fn revoke(
+    shard: &Db,
+    application_id: Uuid,
+    id: Uuid,
+    actor: &Actor,
+) -> ApiResult<api_key::Model> {
+    let txn = shard.begin_write().await?;
+    let mut key = find(&*txn, application_id, id).await?;
+    if key.revoked_at.is_some() {
+        return Ok(key);
+    }
+    let now = Utc::now();
+    api_key::Entity::update_many()
+        .col_expr(api_key::Column::RevokedAt, Expr::value(now))
+        .filter(api_key::Column::ApplicationId.eq(application_id))
+        .filter(api_key::Column::Id.eq(id))
+        .exec(&*txn)
+        .await?;
+    audit::record(
+        &*txn,
+        application_id,
+        actor,
+        "api_key.revoked",
+        Some(id),
+        json!({"name": key.name, "prefix": key.prefix}),
+    )
+    .await?;
+    txn.commit().await?;
+    key.revoked_at = Some(now);
+    Ok(key)
+}
+
+/// Records when a key was last used. Off the request path, at most once a
+/// minute per key (the caller decides when).
+pub async fn touch(
+    shard: &Db,
+    application_id: Uuid,
+    id: Uuid,
+    at: DateTime<Utc>,
+) -> Result<(), DbErr> {
+    let txn = shard.begin_write().await?;
+    api_key::Entity::update_many()
+        .col_expr(api_key::Column::LastUsedAt, Expr::value(at))
+        .filter(api_key::Column::ApplicationId.eq(application_id))
+        .filter(api_key::Column::Id.eq(id))
+        .exec(&*txn)
+        .await?;
+    txn.commit().await
+}

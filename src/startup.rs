@@ -1,0 +1,115 @@
+//! Building the service: storage, actors, state and the HTTP server.
+use std::{net::TcpListener, sync::Arc, time::Duration};
+
+use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
+
+use crate::{
+    auth::{rate_limit::RateLimiter, secret_key::KeyCache},
+    config::Settings,
+    crypto::master_key::MasterKey,
+    http::{self as gh_http, errors},
+    region::{forward, router::Directory},
+    routes,
+    state::AppState,
+    storage::Storage,
+    telemetry,
+    tenancy::registry::TenantRegistry,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error("storage: {0}")]
+    Storage(#[from] sea_orm::DbErr),
+    #[error(transparent)]
+    MasterKey(#[from] crate::crypto::master_key::MasterKeyError),
+    #[error("redis: {0}")]
+    Redis(#[from] redis::RedisError),
+    #[error("listen on {0}: {1}")]
+    Listen(String, std::io::Error),
+    #[error("http client: {0}")]
+    Http(#[from] reqwest::Error),
+}
+
+pub struct Application {
+    port: u16,
+    server: Server,
+    pub state: web::Data<AppState>,
+}
+
+/// Opens the storage and applies every migration.
+pub async fn open_storage(settings: &Settings) -> Result<Storage, StartupError> {
+    let storage = Storage::open(settings).await?;
+    storage.migrate().await?;
+    Ok(storage)
+}
+
+impl Application {
+    /// Builds the server bound to `server.listen` (port 0 picks a free port).
+    pub async fn build(settings: Settings) -> Result<Application, StartupError> {
+        let master_key = MasterKey::load_or_generate(
+            settings.security.master_key.as_deref(),
+            &settings.storage.data_dir,
+        )?;
+        let storage = Arc::new(open_storage(&settings).await?);
+        let directory = Directory::start(storage.catalog.clone());
+        let redis = settings
+            .cache
+            .redis_url
+            .as_deref()
+            .map(redis::Client::open)
+            .transpose()?;
+        let state = web::Data::new(AppState {
+            tenants: TenantRegistry::new(storage.clone(), directory.clone()),
+            settings: Arc::new(settings.clone()),
+            storage,
+            directory,
+            keys: KeyCache::default(),
+            limiter: RateLimiter::default(),
+            master_key,
+            metrics: telemetry::metrics_handle(),
+            redis,
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(30))
+                .redirect(reqwest::redirect::Policy::none())
+                .build()?,
+        });
+        let listener = TcpListener::bind(&settings.server.listen)
+            .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?;
+        let port = listener
+            .local_addr()
+            .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?
+            .port();
+        let app_state = state.clone();
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .app_data(app_state.clone())
+                .wrap(errors::method_not_allowed())
+                .wrap(from_fn(forward::middleware))
+                .wrap(from_fn(gh_http::metrics::middleware))
+                .wrap(from_fn(gh_http::request_id::middleware))
+                .configure(routes::configure)
+                .default_service(web::to(errors::unknown_route))
+        })
+        .shutdown_timeout(10);
+        if settings.server.workers > 0 {
+            server = server.workers(settings.server.workers);
+        }
+        let server = server
+            .listen(listener)
+            .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?
+            .run();
+        Ok(Application {
+            port,
+            server,
+            state,
+        })
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}

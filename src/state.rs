@@ -1,0 +1,27 @@
+//! The state every handler receives: passed explicitly, no globals.
+use std::sync::Arc;
+
+use metrics_exporter_prometheus::PrometheusHandle;
+
+use crate::{
+    auth::{rate_limit::RateLimiter, secret_key::KeyCache},
+    config::Settings,
+    crypto::master_key::MasterKey,
+    region::router::Directory,
+    storage::Storage,
+    tenancy::registry::TenantRegistry,
+};
+
+pub struct AppState {
+    pub settings: Arc<Settings>,
+    pub storage: Arc<Storage>,
+    pub directory: Directory,
+    pub tenants: TenantRegistry,
+    pub keys: KeyCache,
+    pub limiter: RateLimiter,
+    pub master_key: MasterKey,
+    pub metrics: PrometheusHandle,
+    pub redis: Option<redis::Client>,
+    /// For forwarding to peer nodes.
+    pub http: reqwest::Client,
+}

@@ -1,0 +1,146 @@
+//! Database connections: the catalog and the regional shards this node holds.
+//! SQLite and PostgreSQL go through the same code; the one difference is that
+//! SQLite allows a single writer, so write transactions on a SQLite file take
+//! an in-process lock first instead of failing with `database is locked`.
+use std::{collections::HashMap, ops::Deref, sync::Arc, time::Duration};
+
+use migration::MigratorTrait;
+use sea_orm::{
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
+    DbErr, TransactionTrait,
+};
+use tokio::sync::{Mutex, OwnedMutexGuard};
+
+use crate::{config::Settings, region::Region};
+
+#[derive(Clone)]
+pub struct Db {
+    pub conn: DatabaseConnection,
+    pub label: String,
+    write_lock: Option<Arc<Mutex<()>>>,
+}
+
+/// A write transaction; on SQLite it also holds the database's write lock.
+pub struct WriteTxn {
+    txn: DatabaseTransaction,
+    _guard: Option<OwnedMutexGuard<()>>,
+}
+
+impl Deref for WriteTxn {
+    type Target = DatabaseTransaction;
+    fn deref(&self) -> &DatabaseTransaction {
+        &self.txn
+    }
+}
+
+impl WriteTxn {
+    pub async fn commit(self) -> Result<(), DbErr> {
+        self.txn.commit().await
+    }
+}
+
+impl Db {
+    pub async fn connect(url: &str, label: &str, max_connections: u32) -> Result<Db, DbErr> {
+        let sqlite = url.starts_with("sqlite:");
+        let url = if sqlite {
+            prepare_sqlite(url)?
+        } else {
+            url.to_string()
+        };
+        let mut options = ConnectOptions::new(url);
+        options
+            .max_connections(max_connections)
+            .min_connections(1)
+            .acquire_timeout(Duration::from_secs(3))
+            .connect_timeout(Duration::from_secs(3))
+            .sqlx_logging(false);
+        let conn = Database::connect(options).await?;
+        if sqlite {
+            // WAL lets readers run beside the writer; it is a property of the file.
+            conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
+        }
+        Ok(Db {
+            conn,
+            label: label.to_string(),
+            write_lock: sqlite.then(|| Arc::new(Mutex::new(()))),
+        })
+    }
+
+    pub fn backend(&self) -> DbBackend {
+        self.conn.get_database_backend()
+    }
+
+    pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
+        let guard = match &self.write_lock {
+            Some(lock) => Some(lock.clone().lock_owned().await),
+            None => None,
+        };
+        Ok(WriteTxn {
+            txn: self.conn.begin().await?,
+            _guard: guard,
+        })
+    }
+}
+
+/// Creates the directory of a SQLite file and asks for the file to be created.
+fn prepare_sqlite(url: &str) -> Result<String, DbErr> {
+    let path = url
+        .trim_start_matches("sqlite://")
+        .trim_start_matches("sqlite:");
+    let file = path.split('?').next().unwrap_or_default();
+    if let Some(parent) = std::path::Path::new(file).parent() {
+        if !parent.as_os_str().is_empty() {
+            std::fs::create_dir_all(parent)
+                .map_err(|e| DbErr::Custom(format!("cannot create {}: {e}", parent.display())))?;
+        }
+    }
+    Ok(if url.contains("mode=") {
+        url.to_string()
+    } else if url.contains('?') {
+        format!("{url}&mode=rwc")
+    } else {
+        format!("{url}?mode=rwc")
+    })
+}
+
+/// The catalog and the regional databases of the regions this node holds.
+pub struct Storage {
+    pub catalog: Db,
+    shards: HashMap<Region, Db>,
+}
+
+impl Storage {
+    pub async fn open(settings: &Settings) -> Result<Storage, DbErr> {
+        let max = settings.storage.max_connections;
+        let catalog = Db::connect(&settings.catalog_url(), "catalog", max).await?;
+        let mut shards = HashMap::new();
+        for region in &settings.node.regions {
+            shards.insert(
+                *region,
+                Db::connect(&settings.region_url(*region), region.as_str(), max).await?,
+            );
+        }
+        Ok(Storage { catalog, shards })
+    }
+
+    pub async fn migrate(&self) -> Result<(), DbErr> {
+        migration::CatalogMigrator::up(&self.catalog.conn, None).await?;
+        for shard in self.shards.values() {
+            migration::RegionMigrator::up(&shard.conn, None).await?;
+        }
+        Ok(())
+    }
+
+    pub fn shard(&self, region: Region) -> Option<&Db> {
+        self.shards.get(&region)
+    }
+
+    pub fn holds(&self, region: Region) -> bool {
+        self.shards.contains_key(&region)
+    }
+
+    /// Every database this node holds, the catalog first.
+    pub fn all(&self) -> impl Iterator<Item = &Db> {
+        std::iter::once(&self.catalog).chain(Region::ALL.iter().filter_map(|r| self.shards.get(r)))
+    }
+}

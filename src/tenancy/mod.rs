@@ -1,0 +1,86 @@
+//! Tenancy: an application is the tenant. [`TenantSnapshot`] is the read-only
+//! view of one application that handlers carry; [`actor::TenantActor`] (one
+//! per application, started on demand, stopped when idle) is the single
+//! writer of tenant-wide changes, and publishes the new snapshot.
+pub mod actor;
+pub mod registry;
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use entity::application;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::region::Region;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Environment {
+    Development,
+    Staging,
+    Production,
+}
+
+impl Environment {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Environment::Development => "development",
+            Environment::Staging => "staging",
+            Environment::Production => "production",
+        }
+    }
+
+    pub fn parse(value: &str) -> Option<Environment> {
+        [
+            Environment::Development,
+            Environment::Staging,
+            Environment::Production,
+        ]
+        .into_iter()
+        .find(|e| e.as_str() == value)
+    }
+
+    pub fn is_live(self) -> bool {
+        self == Environment::Production
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct TenantSnapshot {
+    pub id: Uuid,
+    pub account_id: Uuid,
+    pub name: String,
+    pub environment: Environment,
+    pub region: Region,
+    pub allowed_origins: Vec<String>,
+    pub branding: serde_json::Value,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+pub type Tenant = Arc<TenantSnapshot>;
+
+impl TenantSnapshot {
+    /// A catalog row written by this code always converts; a row that does
+    /// not (edited by hand) is reported rather than guessed at.
+    pub fn from_model(row: application::Model) -> Result<TenantSnapshot, String> {
+        Ok(TenantSnapshot {
+            id: row.id,
+            account_id: row.account_id,
+            environment: Environment::parse(&row.environment).ok_or_else(|| {
+                format!(
+                    "application {} has environment {:?}",
+                    row.id, row.environment
+                )
+            })?,
+            region: Region::parse(&row.region)
+                .ok_or_else(|| format!("application {} has region {:?}", row.id, row.region))?,
+            allowed_origins: serde_json::from_value(row.allowed_origins).unwrap_or_default(),
+            branding: row.branding,
+            name: row.name,
+            created_at: row.created_at,
+            updated_at: row.updated_at,
+        })
+    }
+}

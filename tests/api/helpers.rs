@@ -1,0 +1,246 @@
+//! Spawns the real application on port 0 with fresh storage: SQLite files in
+//! a temporary directory, or fresh PostgreSQL databases when
+//! `GATEHOUSE_TEST_POSTGRES_URL` is set.
+use actix_web::web;
+use gatehouse::{
+    bootstrap::{bootstrap, BootstrapRequest},
+    config::Settings,
+    region::Region,
+    startup::Application,
+    state::AppState,
+    tenancy::Environment,
+};
+use reqwest::{header::HeaderMap, Method};
+use sea_orm::{ConnectionTrait, Database};
+use serde_json::Value;
+use uuid::Uuid;
+
+/// Fresh storage shared by the nodes of one test.
+pub struct TestStorage {
+    pub settings: Settings,
+    pub dir: tempfile::TempDir,
+}
+
+impl TestStorage {
+    pub async fn new() -> TestStorage {
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let mut settings = Settings::defaults();
+        settings.storage.data_dir = dir.path().to_path_buf();
+        settings.storage.max_connections = 5;
+        settings.server.listen = "127.0.0.1:0".to_string();
+        settings.server.workers = 2;
+        if let Ok(base) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") {
+            let admin = Database::connect(&base)
+                .await
+                .expect("GATEHOUSE_TEST_POSTGRES_URL must be reachable");
+            let prefix = format!("gh_test_{}", Uuid::new_v4().simple());
+            let url_for = |name: &str| {
+                let db = format!("{prefix}_{name}");
+                let mut url = url::Url::parse(&base).expect("postgres url");
+                url.set_path(&db);
+                (db, url.to_string())
+            };
+            let names = ["catalog", "us", "eu", "ap"].map(|n| url_for(n));
+            for (db, _) in &names {
+                admin
+                    .execute_unprepared(&format!("CREATE DATABASE {db}"))
+                    .await
+                    .expect("create test database");
+            }
+            settings.storage.catalog_url = Some(names[0].1.clone());
+            settings.regions.us.database_url = Some(names[1].1.clone());
+            settings.regions.eu.database_url = Some(names[2].1.clone());
+            settings.regions.ap.database_url = Some(names[3].1.clone());
+        }
+        TestStorage { settings, dir }
+    }
+}
+
+/// Who calls: an application id and a secret key.
+#[derive(Clone, Debug)]
+pub struct Caller {
+    pub application_id: String,
+    pub key: String,
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub state: web::Data<AppState>,
+    pub caller: Caller,
+    pub account_id: Uuid,
+    pub storage: TestStorage,
+}
+
+#[derive(Debug)]
+pub struct Reply {
+    pub status: u16,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn data(&self) -> &Value {
+        &self.body["data"]
+    }
+
+    pub fn error_code(&self) -> &str {
+        self.body["error"]["code"].as_str().unwrap_or_default()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+pub async fn spawn_app() -> TestApp {
+    spawn_with(|_| {}).await
+}
+
+pub async fn spawn_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let mut storage = TestStorage::new().await;
+    configure(&mut storage.settings);
+    let region = storage.settings.node.regions[0];
+    spawn_node(storage, region).await
+}
+
+/// Starts a node on `storage` and bootstraps an account whose first
+/// application lives in `region`.
+pub async fn spawn_node(storage: TestStorage, region: Region) -> TestApp {
+    let app = Application::build(storage.settings.clone())
+        .await
+        .expect("application builds");
+    let address = format!("http://127.0.0.1:{}", app.port());
+    let state = app.state.clone();
+    actix_web::rt::spawn(app.run_until_stopped());
+    let created = bootstrap(
+        &state.storage,
+        request("Test", Environment::Development, region),
+    )
+    .await
+    .expect("bootstrap");
+    TestApp {
+        address,
+        client: reqwest::Client::new(),
+        state,
+        caller: Caller {
+            application_id: created.application_id.to_string(),
+            key: created.secret_key,
+        },
+        account_id: created.account_id,
+        storage,
+    }
+}
+
+pub fn request(name: &str, environment: Environment, region: Region) -> BootstrapRequest {
+    BootstrapRequest {
+        name: name.to_string(),
+        environment,
+        region,
+        allowed_origins: vec![],
+    }
+}
+
+impl TestApp {
+    pub async fn send(
+        &self,
+        caller: &Caller,
+        method: Method,
+        path: &str,
+        body: Option<&Value>,
+    ) -> Reply {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.address))
+            .header("x-application-id", &caller.application_id)
+            .bearer_auth(&caller.key);
+        if let Some(body) = body {
+            request = request.json(body);
+        }
+        reply(request.send().await.expect("request sent")).await
+    }
+
+    pub async fn get(&self, path: &str) -> Reply {
+        self.send(&self.caller, Method::GET, path, None).await
+    }
+
+    pub async fn post(&self, path: &str, body: &Value) -> Reply {
+        self.send(&self.caller, Method::POST, path, Some(body))
+            .await
+    }
+
+    pub async fn patch(&self, path: &str, body: &Value) -> Reply {
+        self.send(&self.caller, Method::PATCH, path, Some(body))
+            .await
+    }
+
+    /// A request built by the test, sent as it is.
+    pub async fn raw(&self, request: reqwest::RequestBuilder) -> Reply {
+        reply(request.send().await.expect("request sent")).await
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.address)
+    }
+
+    /// A new application in this account, with its first key.
+    pub async fn create_application(&self, body: Value) -> Caller {
+        let created = self.post("/v1/applications", &body).await;
+        assert_eq!(created.status, 201, "{:?}", created.body);
+        Caller {
+            application_id: created.data()["id"].as_str().unwrap().to_string(),
+            key: created.data()["secret_key"].as_str().unwrap().to_string(),
+        }
+    }
+
+    /// An application in a new account of its own.
+    pub async fn other_account(&self) -> Caller {
+        let created = bootstrap(
+            &self.state.storage,
+            request("Other", Environment::Development, Region::Us),
+        )
+        .await
+        .expect("bootstrap");
+        Caller {
+            application_id: created.application_id.to_string(),
+            key: created.secret_key,
+        }
+    }
+
+    /// A key of this application with exactly `scopes`.
+    pub async fn key_with_scopes(&self, scopes: Value) -> Caller {
+        let created = self
+            .post(
+                "/v1/api-keys",
+                &serde_json::json!({"name": format!("k-{}", Uuid::new_v4()), "scopes": scopes}),
+            )
+            .await;
+        assert_eq!(created.status, 201, "{:?}", created.body);
+        Caller {
+            application_id: self.caller.application_id.clone(),
+            key: created.data()["secret"].as_str().unwrap().to_string(),
+        }
+    }
+
+    pub async fn audit_types(&self) -> Vec<String> {
+        let rows = self.get("/v1/audit-logs/export?limit=1000").await;
+        rows.data()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["type"].as_str().unwrap().to_string())
+            .collect()
+    }
+}
+
+async fn reply(response: reqwest::Response) -> Reply {
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap_or_default();
+    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}

@@ -1,0 +1,10 @@
+//! The one integration-test binary: every area's tests, against the real
+//! application on loopback.
+mod api_keys;
+mod applications;
+mod audit;
+mod cli;
+mod helpers;
+mod http_surface;
+mod ops;
+mod regions;
