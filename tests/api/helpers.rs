@@ -18,7 +18,8 @@ use uuid::Uuid;
 /// Fresh storage shared by the nodes of one test.
 pub struct TestStorage {
     pub settings: Settings,
-    pub dir: tempfile::TempDir,
+    /// Kept for the test's lifetime: the SQLite files and master key live here.
+    _dir: tempfile::TempDir,
 }
 
 impl TestStorage {
@@ -40,7 +41,7 @@ impl TestStorage {
                 url.set_path(&db);
                 (db, url.to_string())
             };
-            let names = ["catalog", "us", "eu", "ap"].map(|n| url_for(n));
+            let names = ["catalog", "us", "eu", "ap"].map(url_for);
             for (db, _) in &names {
                 admin
                     .execute_unprepared(&format!("CREATE DATABASE {db}"))
@@ -52,7 +53,10 @@ impl TestStorage {
             settings.regions.eu.database_url = Some(names[2].1.clone());
             settings.regions.ap.database_url = Some(names[3].1.clone());
         }
-        TestStorage { settings, dir }
+        TestStorage {
+            settings,
+            _dir: dir,
+        }
     }
 }
 
@@ -68,7 +72,6 @@ pub struct TestApp {
     pub client: reqwest::Client,
     pub state: web::Data<AppState>,
     pub caller: Caller,
-    pub account_id: Uuid,
     pub storage: TestStorage,
 }
 
@@ -127,7 +130,6 @@ pub async fn spawn_node(storage: TestStorage, region: Region) -> TestApp {
             application_id: created.application_id.to_string(),
             key: created.secret_key,
         },
-        account_id: created.account_id,
         storage,
     }
 }
