@@ -54,20 +54,12 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         branding: serde_json::json!({}),
     };
     let (app, key) = applications::create(storage, new, &Actor::system()).await?;
-    Ok(Bootstrapped {
-        account_id,
-        application_id: app.id,
-        secret_key: key.secret,
-    })
+    Ok(Bootstrapped { account_id, application_id: app.id, secret_key: key.secret })
 }
 
 /// On first start: a development application, when the catalog has none.
 pub async fn first_start(storage: &Storage) -> ApiResult<Option<Bootstrapped>> {
-    if application::Entity::find()
-        .count(&storage.catalog.conn)
-        .await?
-        > 0
-    {
+    if application::Entity::find().count(&storage.catalog.conn).await? > 0 {
         return Ok(None);
     }
     let request = BootstrapRequest {

@@ -123,11 +123,10 @@ const DEFAULTS: &[(&str, &str)] = &[
 impl Settings {
     /// Loads every layer. `explicit` is the `--config` file, if given.
     pub fn load(explicit: Option<&Path>) -> Result<Self, config::ConfigError> {
-        let explicit = explicit
-            .map(Path::to_path_buf)
-            .or_else(|| std::env::var_os("GATEHOUSE_CONFIG").map(PathBuf::from));
-        let mut builder = Self::defaults_builder()?
-            .add_source(config::File::with_name("config/default").required(false));
+        let explicit =
+            explicit.map(Path::to_path_buf).or_else(|| std::env::var_os("GATEHOUSE_CONFIG").map(PathBuf::from));
+        let mut builder =
+            Self::defaults_builder()?.add_source(config::File::with_name("config/default").required(false));
         if let Some(path) = explicit {
             builder = builder.add_source(config::File::from(path).required(true));
         }
@@ -152,10 +151,8 @@ impl Settings {
             .expect("built-in defaults deserialize")
     }
 
-    fn defaults_builder(
-    ) -> Result<config::ConfigBuilder<config::builder::DefaultState>, config::ConfigError> {
-        let mut builder =
-            config::Config::builder().set_default("node.regions", vec!["us", "eu", "ap"])?;
+    fn defaults_builder() -> Result<config::ConfigBuilder<config::builder::DefaultState>, config::ConfigError> {
+        let mut builder = config::Config::builder().set_default("node.regions", vec!["us", "eu", "ap"])?;
         for (key, value) in DEFAULTS {
             builder = builder.set_default(*key, *value)?;
         }
@@ -170,10 +167,7 @@ impl Settings {
     }
 
     pub fn catalog_url(&self) -> String {
-        self.storage
-            .catalog_url
-            .clone()
-            .unwrap_or_else(|| self.sqlite_url("catalog"))
+        self.storage.catalog_url.clone().unwrap_or_else(|| self.sqlite_url("catalog"))
     }
 
     pub fn region_url(&self, region: Region) -> String {
@@ -182,9 +176,7 @@ impl Settings {
             Region::Eu => &self.regions.eu.database_url,
             Region::Ap => &self.regions.ap.database_url,
         };
-        configured
-            .clone()
-            .unwrap_or_else(|| self.sqlite_url(region.as_str()))
+        configured.clone().unwrap_or_else(|| self.sqlite_url(region.as_str()))
     }
 
     pub fn peer(&self, region: Region) -> Option<&str> {

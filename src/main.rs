@@ -14,10 +14,7 @@ use gatehouse::{
 use uuid::Uuid;
 
 #[derive(Parser)]
-#[command(
-    name = "gatehouse",
-    about = "Multi-tenant identity and access management"
-)]
+#[command(name = "gatehouse", about = "Multi-tenant identity and access management")]
 struct Cli {
     /// A configuration file (else GATEHOUSE_CONFIG).
     #[arg(long, global = true)]
@@ -86,16 +83,8 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             tracing::info!(port = app.port(), "gatehouse listening");
             app.run_until_stopped().await?;
         }
-        Command::Bootstrap {
-            name,
-            environment,
-            region,
-            allowed_origins,
-        } => {
-            MasterKey::load_or_generate(
-                settings.security.master_key.as_deref(),
-                &settings.storage.data_dir,
-            )?;
+        Command::Bootstrap { name, environment, region, allowed_origins } => {
+            MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)?;
             let storage = startup::open_storage(&settings).await?;
             let request = BootstrapRequest {
                 name,
@@ -110,9 +99,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             startup::open_storage(&settings).await?;
             eprintln!("migrations applied");
         }
-        Command::Audit {
-            command: AuditCommand::Verify { application },
-        } => {
+        Command::Audit { command: AuditCommand::Verify { application } } => {
             let storage = startup::open_storage(&settings).await?;
             let mut found = false;
             for region in Region::ALL {

@@ -7,9 +7,7 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use crate::{
-    audit::query::AuditRow, error::FieldIssue, region::Region, routes, tenancy::Environment,
-};
+use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, tenancy::Environment};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -34,9 +32,7 @@ impl Modify for SecretKeyAuth {
     fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
         let components = openapi.components.get_or_insert_with(Default::default);
         let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
-        scheme.description = Some(
-            "A secret key (`sk_test_…`/`sk_live_…`) with the `x-application-id` header.".into(),
-        );
+        scheme.description = Some("A secret key (`sk_test_…`/`sk_live_…`) with the `x-application-id` header.".into());
         components.add_security_scheme("secret_key", SecurityScheme::Http(scheme));
     }
 }
@@ -45,12 +41,6 @@ impl Modify for SecretKeyAuth {
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "operations", responses((status = 200, content_type = "application/json")))]
 pub async fn document() -> HttpResponse {
     static JSON: OnceLock<String> = OnceLock::new();
-    let json = JSON.get_or_init(|| {
-        ApiDoc::openapi()
-            .to_json()
-            .expect("the OpenAPI document serialises")
-    });
-    HttpResponse::Ok()
-        .content_type("application/json")
-        .body(json.clone())
+    let json = JSON.get_or_init(|| ApiDoc::openapi().to_json().expect("the OpenAPI document serialises"));
+    HttpResponse::Ok().content_type("application/json").body(json.clone())
 }

@@ -4,7 +4,10 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
 
 use crate::{
-    auth::{rate_limit::RateLimiter, secret_key::KeyCache},
+    auth::{
+        rate_limit::{self, RateLimiter},
+        secret_key::KeyCache,
+    },
     config::Settings,
     crypto::master_key::MasterKey,
     http::{self as gh_http, errors},
@@ -46,25 +49,18 @@ pub async fn open_storage(settings: &Settings) -> Result<Storage, StartupError> 
 impl Application {
     /// Builds the server bound to `server.listen` (port 0 picks a free port).
     pub async fn build(settings: Settings) -> Result<Application, StartupError> {
-        let master_key = MasterKey::load_or_generate(
-            settings.security.master_key.as_deref(),
-            &settings.storage.data_dir,
-        )?;
+        let master_key =
+            MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)?;
         let storage = Arc::new(open_storage(&settings).await?);
         let directory = Directory::start(storage.catalog.clone());
-        let redis = settings
-            .cache
-            .redis_url
-            .as_deref()
-            .map(redis::Client::open)
-            .transpose()?;
+        let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
         let state = web::Data::new(AppState {
             tenants: TenantRegistry::new(storage.clone(), directory.clone()),
             settings: Arc::new(settings.clone()),
             storage,
             directory,
             keys: KeyCache::default(),
-            limiter: RateLimiter::default(),
+            limiter: RateLimiter::new(redis.clone()),
             master_key,
             metrics: telemetry::metrics_handle(),
             redis,
@@ -75,15 +71,13 @@ impl Application {
         });
         let listener = TcpListener::bind(&settings.server.listen)
             .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?;
-        let port = listener
-            .local_addr()
-            .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?
-            .port();
+        let port = listener.local_addr().map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?.port();
         let app_state = state.clone();
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
                 .wrap(errors::method_not_allowed())
+                .wrap(from_fn(rate_limit::headers))
                 .wrap(from_fn(forward::middleware))
                 .wrap(from_fn(gh_http::metrics::middleware))
                 .wrap(from_fn(gh_http::request_id::middleware))
@@ -94,15 +88,9 @@ impl Application {
         if settings.server.workers > 0 {
             server = server.workers(settings.server.workers);
         }
-        let server = server
-            .listen(listener)
-            .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?
-            .run();
-        Ok(Application {
-            port,
-            server,
-            state,
-        })
+        let server =
+            server.listen(listener).map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?.run();
+        Ok(Application { port, server, state })
     }
 
     pub fn port(&self) -> u16 {

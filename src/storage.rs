@@ -6,8 +6,8 @@ use std::{collections::HashMap, ops::Deref, sync::Arc, time::Duration};
 
 use migration::MigratorTrait;
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend,
-    DbErr, TransactionTrait,
+    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
+    TransactionTrait,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -42,11 +42,7 @@ impl WriteTxn {
 impl Db {
     pub async fn connect(url: &str, label: &str, max_connections: u32) -> Result<Db, DbErr> {
         let sqlite = url.starts_with("sqlite:");
-        let url = if sqlite {
-            prepare_sqlite(url)?
-        } else {
-            url.to_string()
-        };
+        let url = if sqlite { prepare_sqlite(url)? } else { url.to_string() };
         let mut options = ConnectOptions::new(url);
         options
             .max_connections(max_connections)
@@ -59,11 +55,7 @@ impl Db {
             // WAL lets readers run beside the writer; it is a property of the file.
             conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
         }
-        Ok(Db {
-            conn,
-            label: label.to_string(),
-            write_lock: sqlite.then(|| Arc::new(Mutex::new(()))),
-        })
+        Ok(Db { conn, label: label.to_string(), write_lock: sqlite.then(|| Arc::new(Mutex::new(()))) })
     }
 
     pub fn backend(&self) -> DbBackend {
@@ -75,18 +67,13 @@ impl Db {
             Some(lock) => Some(lock.clone().lock_owned().await),
             None => None,
         };
-        Ok(WriteTxn {
-            txn: self.conn.begin().await?,
-            _guard: guard,
-        })
+        Ok(WriteTxn { txn: self.conn.begin().await?, _guard: guard })
     }
 }
 
 /// Creates the directory of a SQLite file and asks for the file to be created.
 fn prepare_sqlite(url: &str) -> Result<String, DbErr> {
-    let path = url
-        .trim_start_matches("sqlite://")
-        .trim_start_matches("sqlite:");
+    let path = url.trim_start_matches("sqlite://").trim_start_matches("sqlite:");
     let file = path.split('?').next().unwrap_or_default();
     if let Some(parent) = std::path::Path::new(file).parent() {
         if !parent.as_os_str().is_empty() {
@@ -115,10 +102,7 @@ impl Storage {
         let catalog = Db::connect(&settings.catalog_url(), "catalog", max).await?;
         let mut shards = HashMap::new();
         for region in &settings.node.regions {
-            shards.insert(
-                *region,
-                Db::connect(&settings.region_url(*region), region.as_str(), max).await?,
-            );
+            shards.insert(*region, Db::connect(&settings.region_url(*region), region.as_str(), max).await?);
         }
         Ok(Storage { catalog, shards })
     }

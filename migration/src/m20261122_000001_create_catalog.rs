@@ -12,11 +12,7 @@ impl MigrationTrait for Migration {
                     .table(Accounts::Table)
                     .col(ColumnDef::new(Accounts::Id).uuid().not_null().primary_key())
                     .col(ColumnDef::new(Accounts::Name).string().not_null())
-                    .col(
-                        ColumnDef::new(Accounts::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(ColumnDef::new(Accounts::CreatedAt).timestamp_with_time_zone().not_null())
                     .to_owned(),
             )
             .await?;
@@ -24,36 +20,15 @@ impl MigrationTrait for Migration {
             .create_table(
                 Table::create()
                     .table(Applications::Table)
-                    .col(
-                        ColumnDef::new(Applications::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
+                    .col(ColumnDef::new(Applications::Id).uuid().not_null().primary_key())
                     .col(ColumnDef::new(Applications::AccountId).uuid().not_null())
                     .col(ColumnDef::new(Applications::Name).string().not_null())
-                    .col(
-                        ColumnDef::new(Applications::Environment)
-                            .string()
-                            .not_null(),
-                    )
+                    .col(ColumnDef::new(Applications::Environment).string().not_null())
                     .col(ColumnDef::new(Applications::Region).string().not_null())
-                    .col(
-                        ColumnDef::new(Applications::AllowedOrigins)
-                            .json()
-                            .not_null(),
-                    )
+                    .col(ColumnDef::new(Applications::AllowedOrigins).json().not_null())
                     .col(ColumnDef::new(Applications::Branding).json().not_null())
-                    .col(
-                        ColumnDef::new(Applications::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(Applications::UpdatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
+                    .col(ColumnDef::new(Applications::CreatedAt).timestamp_with_time_zone().not_null())
+                    .col(ColumnDef::new(Applications::UpdatedAt).timestamp_with_time_zone().not_null())
                     .foreign_key(
                         ForeignKey::create()
                             .from(Applications::Table, Applications::AccountId)
@@ -74,12 +49,8 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(Applications::Table).to_owned())
-            .await?;
-        manager
-            .drop_table(Table::drop().table(Accounts::Table).to_owned())
-            .await
+        manager.drop_table(Table::drop().table(Applications::Table).to_owned()).await?;
+        manager.drop_table(Table::drop().table(Accounts::Table).to_owned()).await
     }
 }
 

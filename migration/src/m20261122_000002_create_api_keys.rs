@@ -14,33 +14,12 @@ impl MigrationTrait for Migration {
                     .col(ColumnDef::new(ApiKeys::ApplicationId).uuid().not_null())
                     .col(ColumnDef::new(ApiKeys::Name).string().not_null())
                     .col(ColumnDef::new(ApiKeys::Prefix).string().not_null())
-                    .col(
-                        ColumnDef::new(ApiKeys::SecretHash)
-                            .binary()
-                            .not_null()
-                            .unique_key(),
-                    )
+                    .col(ColumnDef::new(ApiKeys::SecretHash).binary().not_null().unique_key())
                     .col(ColumnDef::new(ApiKeys::Scopes).json().not_null())
-                    .col(
-                        ColumnDef::new(ApiKeys::ExpiresAt)
-                            .timestamp_with_time_zone()
-                            .null(),
-                    )
-                    .col(
-                        ColumnDef::new(ApiKeys::CreatedAt)
-                            .timestamp_with_time_zone()
-                            .not_null(),
-                    )
-                    .col(
-                        ColumnDef::new(ApiKeys::LastUsedAt)
-                            .timestamp_with_time_zone()
-                            .null(),
-                    )
-                    .col(
-                        ColumnDef::new(ApiKeys::RevokedAt)
-                            .timestamp_with_time_zone()
-                            .null(),
-                    )
+                    .col(ColumnDef::new(ApiKeys::ExpiresAt).timestamp_with_time_zone().null())
+                    .col(ColumnDef::new(ApiKeys::CreatedAt).timestamp_with_time_zone().not_null())
+                    .col(ColumnDef::new(ApiKeys::LastUsedAt).timestamp_with_time_zone().null())
+                    .col(ColumnDef::new(ApiKeys::RevokedAt).timestamp_with_time_zone().null())
                     .to_owned(),
             )
             .await?;
@@ -68,9 +47,7 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(ApiKeys::Table).to_owned())
-            .await
+        manager.drop_table(Table::drop().table(ApiKeys::Table).to_owned()).await
     }
 }
 

@@ -10,12 +10,7 @@ impl MigrationTrait for Migration {
             .create_table(
                 Table::create()
                     .table(AuditHeads::Table)
-                    .col(
-                        ColumnDef::new(AuditHeads::ApplicationId)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
+                    .col(ColumnDef::new(AuditHeads::ApplicationId).uuid().not_null().primary_key())
                     .col(ColumnDef::new(AuditHeads::Seq).big_integer().not_null())
                     .col(ColumnDef::new(AuditHeads::Hash).string().not_null())
                     .to_owned(),
@@ -25,12 +20,7 @@ impl MigrationTrait for Migration {
             .create_table(
                 Table::create()
                     .table(AuditEvents::Table)
-                    .col(
-                        ColumnDef::new(AuditEvents::Id)
-                            .uuid()
-                            .not_null()
-                            .primary_key(),
-                    )
+                    .col(ColumnDef::new(AuditEvents::Id).uuid().not_null().primary_key())
                     .col(ColumnDef::new(AuditEvents::ApplicationId).uuid().not_null())
                     .col(ColumnDef::new(AuditEvents::Seq).big_integer().not_null())
                     .col(ColumnDef::new(AuditEvents::EventType).string().not_null())
@@ -66,12 +56,8 @@ impl MigrationTrait for Migration {
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
-        manager
-            .drop_table(Table::drop().table(AuditEvents::Table).to_owned())
-            .await?;
-        manager
-            .drop_table(Table::drop().table(AuditHeads::Table).to_owned())
-            .await
+        manager.drop_table(Table::drop().table(AuditEvents::Table).to_owned()).await?;
+        manager.drop_table(Table::drop().table(AuditHeads::Table).to_owned()).await
     }
 }
 

@@ -74,14 +74,7 @@ impl ChainedRow {
             &occurred_at,
             &data,
         );
-        Ok(ChainedRow {
-            id,
-            seq,
-            occurred_at,
-            data,
-            prev_hash,
-            hash,
-        })
+        Ok(ChainedRow { id, seq, occurred_at, data, prev_hash, hash })
     }
 }
 
@@ -100,30 +93,20 @@ pub struct Verifier {
 
 impl Default for Verifier {
     fn default() -> Self {
-        Self {
-            next_seq: 1,
-            prev_hash: GENESIS.to_string(),
-        }
+        Self { next_seq: 1, prev_hash: GENESIS.to_string() }
     }
 }
 
 impl Verifier {
     pub fn check(&mut self, row: &audit_event::Model) -> Result<(), ChainBreak> {
-        let broken = |reason: &str| ChainBreak {
-            seq: self.next_seq,
-            reason: reason.to_string(),
-        };
+        let broken = |reason: &str| ChainBreak { seq: self.next_seq, reason: reason.to_string() };
         if row.seq != self.next_seq {
-            return Err(broken(&format!(
-                "row {} is missing (found seq {} next)",
-                self.next_seq, row.seq
-            )));
+            return Err(broken(&format!("row {} is missing (found seq {} next)", self.next_seq, row.seq)));
         }
         if row.prev_hash != self.prev_hash {
             return Err(broken("prev_hash does not match the previous row's hash"));
         }
-        let data: serde_json::Value =
-            serde_json::from_str(&row.data).map_err(|_| broken("data is not valid JSON"))?;
+        let data: serde_json::Value = serde_json::from_str(&row.data).map_err(|_| broken("data is not valid JSON"))?;
         let canonical = canonical(&data).map_err(|_| broken("data cannot be canonicalised"))?;
         let expected = row_hash(
             &row.prev_hash,

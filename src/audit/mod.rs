@@ -6,10 +6,7 @@ pub mod chain;
 pub mod query;
 
 use entity::{audit_event, audit_head};
-use sea_orm::{
-    sea_query::Expr, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    QueryFilter,
-};
+use sea_orm::{sea_query::Expr, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -23,12 +20,7 @@ pub enum ActorKind {
 }
 
 impl ActorKind {
-    pub const ALL: [ActorKind; 4] = [
-        ActorKind::User,
-        ActorKind::ApiKey,
-        ActorKind::System,
-        ActorKind::Public,
-    ];
+    pub const ALL: [ActorKind; 4] = [ActorKind::User, ActorKind::ApiKey, ActorKind::System, ActorKind::Public];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -53,17 +45,11 @@ pub struct Actor {
 
 impl Actor {
     pub fn api_key(key_id: Uuid) -> Actor {
-        Actor {
-            kind: ActorKind::ApiKey,
-            id: Some(key_id.to_string()),
-        }
+        Actor { kind: ActorKind::ApiKey, id: Some(key_id.to_string()) }
     }
 
     pub fn system() -> Actor {
-        Actor {
-            kind: ActorKind::System,
-            id: None,
-        }
+        Actor { kind: ActorKind::System, id: None }
     }
 }
 
@@ -94,18 +80,13 @@ pub async fn record(
     data: serde_json::Value,
 ) -> Result<audit_event::Model, DbErr> {
     let head = audit_head::Entity::update_many()
-        .col_expr(
-            audit_head::Column::Seq,
-            Expr::col(audit_head::Column::Seq).add(1),
-        )
+        .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(1))
         .filter(audit_head::Column::ApplicationId.eq(application_id))
         .exec_with_returning(db)
         .await?
         .into_iter()
         .next()
-        .ok_or_else(|| {
-            DbErr::RecordNotFound(format!("audit chain of application {application_id}"))
-        })?;
+        .ok_or_else(|| DbErr::RecordNotFound(format!("audit chain of application {application_id}")))?;
     let row = chain::ChainedRow::new(head.seq, head.hash, event_type, actor, aggregate_id, &data)
         .map_err(|e| DbErr::Custom(format!("audit data cannot be canonicalised: {e}")))?;
     audit_head::Entity::update_many()
@@ -126,8 +107,6 @@ pub async fn record(
         prev_hash: row.prev_hash,
         hash: row.hash,
     };
-    audit_event::Entity::insert(audit_event::ActiveModel::from(model.clone()))
-        .exec_without_returning(db)
-        .await?;
+    audit_event::Entity::insert(audit_event::ActiveModel::from(model.clone())).exec_without_returning(db).await?;
     Ok(model)
 }

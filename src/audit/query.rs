@@ -3,8 +3,7 @@ use chrono::DateTime;
 use entity::{audit_event, audit_head};
 use sea_orm::{
     sea_query::{Expr, LikeExpr},
-    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    ColumnTrait, Condition, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -56,27 +55,23 @@ impl AuditFilter {
             );
         }
         if let Some(kind) = non_empty(query.actor_kind) {
-            let kind = ActorKind::parse(&kind).ok_or_else(|| {
-                ApiError::invalid("actor_kind", "must be one of user, api_key, system, public")
-            })?;
+            let kind = ActorKind::parse(&kind)
+                .ok_or_else(|| ApiError::invalid("actor_kind", "must be one of user, api_key, system, public"))?;
             condition = condition.add(audit_event::Column::ActorKind.eq(kind.as_str()));
         }
         if let Some(id) = non_empty(query.aggregate_id) {
-            let id = Uuid::parse_str(&id)
-                .map_err(|_| ApiError::invalid("aggregate_id", "must be a UUID"))?;
+            let id = Uuid::parse_str(&id).map_err(|_| ApiError::invalid("aggregate_id", "must be a UUID"))?;
             condition = condition.add(audit_event::Column::AggregateId.eq(id));
         }
         if let Some(text) = non_empty(query.search) {
             condition = condition.add(like(format!("%{}%", escape_like(&text.to_lowercase()))));
         }
         if let Some(after) = non_empty(query.after) {
-            condition =
-                condition.add(audit_event::Column::OccurredAt.gte(time_bound("after", &after)?));
+            condition = condition.add(audit_event::Column::OccurredAt.gte(time_bound("after", &after)?));
         }
         if let Some(before) = non_empty(query.before) {
             // Rows carry microseconds: a bound of whole seconds includes that second's last microsecond.
-            condition =
-                condition.add(audit_event::Column::OccurredAt.lte(time_bound("before", &before)?));
+            condition = condition.add(audit_event::Column::OccurredAt.lte(time_bound("before", &before)?));
         }
         Ok(AuditFilter { condition, page })
     }
@@ -92,14 +87,13 @@ fn like(pattern: String) -> sea_orm::sea_query::SimpleExpr {
 
 /// `%`, `_` and `\` in user text match themselves.
 fn escape_like(text: &str) -> String {
-    text.chars()
-        .fold(String::with_capacity(text.len()), |mut out, c| {
-            if matches!(c, '%' | '_' | '\\') {
-                out.push('\\');
-            }
-            out.push(c);
-            out
-        })
+    text.chars().fold(String::with_capacity(text.len()), |mut out, c| {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+        out
+    })
 }
 
 fn time_bound(field: &str, value: &str) -> ApiResult<String> {
@@ -163,10 +157,7 @@ pub async fn list(
 
 /// Recomputes an application's whole chain from the database. `Ok` carries
 /// the number of rows verified; `Err` names the first row that does not hold.
-pub async fn verify(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-) -> Result<Result<i64, ChainBreak>, DbErr> {
+pub async fn verify(db: &impl ConnectionTrait, application_id: Uuid) -> Result<Result<i64, ChainBreak>, DbErr> {
     const PAGE: u64 = 1000;
     let mut verifier = Verifier::default();
     let mut after_seq = 0;
@@ -188,11 +179,7 @@ pub async fn verify(
             _ => break,
         }
     }
-    let head = audit_head::Entity::find_by_id(application_id)
-        .one(db)
-        .await?;
-    let (seq, hash) = head
-        .map(|h| (h.seq, h.hash))
-        .unwrap_or((0, super::chain::GENESIS.to_string()));
+    let head = audit_head::Entity::find_by_id(application_id).one(db).await?;
+    let (seq, hash) = head.map(|h| (h.seq, h.hash)).unwrap_or((0, super::chain::GENESIS.to_string()));
     Ok(verifier.finish(seq, &hash))
 }

@@ -33,17 +33,10 @@ pub struct SecretKey {
 
 impl SecretKey {
     pub fn require(&self, scope: Scope) -> ApiResult<()> {
-        if self
-            .scopes
-            .iter()
-            .any(|s| s == Scope::Admin.as_str() || s == scope.as_str())
-        {
+        if self.scopes.iter().any(|s| s == Scope::Admin.as_str() || s == scope.as_str()) {
             Ok(())
         } else {
-            Err(ApiError::new(
-                Code::InsufficientScope,
-                format!("This operation needs the `{}` scope.", scope.as_str()),
-            ))
+            Err(ApiError::new(Code::InsufficientScope, format!("This operation needs the `{}` scope.", scope.as_str())))
         }
     }
 
@@ -65,9 +58,7 @@ impl CachedKey {
     fn from_model(row: api_key::Model) -> Self {
         CachedKey {
             id: row.id,
-            scopes: serde_json::from_value::<Vec<String>>(row.scopes)
-                .unwrap_or_default()
-                .into(),
+            scopes: serde_json::from_value::<Vec<String>>(row.scopes).unwrap_or_default().into(),
             expires_at: row.expires_at,
             revoked: row.revoked_at.is_some(),
             hash: row.secret_hash,
@@ -90,14 +81,8 @@ pub struct KeyCache {
 impl Default for KeyCache {
     fn default() -> Self {
         Self {
-            lookups: Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(Duration::from_secs(1))
-                .build(),
-            touched: Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(Duration::from_secs(60))
-                .build(),
+            lookups: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
+            touched: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
         }
     }
 }
@@ -105,17 +90,14 @@ impl Default for KeyCache {
 impl KeyCache {
     /// Forgets a key at once on this node (revocation).
     pub fn forget(&self, application_id: Uuid, secret_hash: &[u8]) {
-        self.lookups
-            .invalidate(&(application_id, secret_hash.to_vec()));
+        self.lookups.invalidate(&(application_id, secret_hash.to_vec()));
     }
 }
 
 /// The token of `Authorization: Bearer <token>`: exactly one header, the
 /// scheme spelled as RFC 6750 does, one space, a token without spaces.
 pub fn bearer_token(req: &HttpRequest) -> Option<&str> {
-    let mut values = req
-        .headers()
-        .get_all(actix_web::http::header::AUTHORIZATION);
+    let mut values = req.headers().get_all(actix_web::http::header::AUTHORIZATION);
     let value = values.next()?;
     if values.next().is_some() {
         return None;
@@ -132,21 +114,25 @@ impl FromRequest for SecretKey {
         let state = req.app_data::<web::Data<AppState>>().cloned();
         let tenant = req.extensions().get::<Tenant>().cloned();
         let token = bearer_token(req).map(str::to_owned);
+        let req = req.clone();
         Box::pin(async move {
             let (Some(state), Some(tenant), Some(token)) = (state, tenant, token) else {
                 return Err(ApiError::unauthenticated());
             };
             let key = authenticate(&state, tenant, &token).await?;
-            let rate = f64::from(
-                state
-                    .settings
-                    .rate_limits
-                    .management_per_application_per_second,
-            );
-            state
-                .limiter
-                .take(&key.tenant.id.to_string(), rate, 2.0 * rate)?;
-            Ok(key)
+            let rate = f64::from(state.settings.rate_limits.management_per_application_per_second);
+            match state.limiter.take(&format!("management:{}", key.tenant.id), rate, 2.0 * rate).await {
+                Ok(quota) => {
+                    if let Some(quota) = quota {
+                        req.extensions_mut().insert(quota);
+                    }
+                    Ok(key)
+                }
+                Err((refused, quota)) => {
+                    req.extensions_mut().insert(quota);
+                    Err(refused)
+                }
+            }
         })
     }
 }
@@ -156,11 +142,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
         metrics::counter!("auth_rejected_total", "reason" => "malformed").increment(1);
         return Err(ApiError::unauthenticated());
     };
-    let shard = state
-        .storage
-        .shard(tenant.region)
-        .ok_or_else(ApiError::unauthenticated)?
-        .clone();
+    let shard = state.storage.shard(tenant.region).ok_or_else(ApiError::unauthenticated)?.clone();
     if live != tenant.environment.is_live() {
         return Err(ApiError::unauthenticated());
     }
@@ -169,9 +151,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
     let found = match state.keys.lookups.get(&cache_key) {
         Some(found) => found,
         None => {
-            let found = api_keys::find_by_hash(&shard.conn, tenant.id, &cache_key.1)
-                .await?
-                .map(CachedKey::from_model);
+            let found = api_keys::find_by_hash(&shard.conn, tenant.id, &cache_key.1).await?.map(CachedKey::from_model);
             state.keys.lookups.insert(cache_key.clone(), found.clone());
             found
         }
@@ -180,8 +160,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
     let key = match found {
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,
         _ => {
-            metrics::counter!("auth_rejected_total", "reason" => "unknown_or_inactive")
-                .increment(1);
+            metrics::counter!("auth_rejected_total", "reason" => "unknown_or_inactive").increment(1);
             return Err(ApiError::unauthenticated());
         }
     };
@@ -194,10 +173,5 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
             }
         });
     }
-    Ok(SecretKey {
-        id: key.id,
-        scopes: key.scopes,
-        tenant,
-        shard,
-    })
+    Ok(SecretKey { id: key.id, scopes: key.scopes, tenant, shard })
 }

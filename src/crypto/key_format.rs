@@ -31,9 +31,7 @@ impl KeyKind {
 
 /// Generates a new credential of `kind`; `live` for production applications.
 pub fn generate(kind: KeyKind, live: bool) -> String {
-    let random: String = (0..RANDOM_LEN)
-        .map(|_| ALPHABET[OsRng.gen_range(0..ALPHABET.len())] as char)
-        .collect();
+    let random: String = (0..RANDOM_LEN).map(|_| ALPHABET[OsRng.gen_range(0..ALPHABET.len())] as char).collect();
     let mode = if live { "live" } else { "test" };
     format!("{}_{mode}_{random}{}", kind.prefix(), checksum(&random))
 }
@@ -42,11 +40,8 @@ pub fn generate(kind: KeyKind, live: bool) -> String {
 /// it is a `live` key, or `None` when it cannot be one of ours.
 pub fn parse(kind: KeyKind, presented: &str) -> Option<bool> {
     let rest = presented.strip_prefix(kind.prefix())?.strip_prefix('_')?;
-    let (live, body) = if let Some(body) = rest.strip_prefix("live_") {
-        (true, body)
-    } else {
-        (false, rest.strip_prefix("test_")?)
-    };
+    let (live, body) =
+        if let Some(body) = rest.strip_prefix("live_") { (true, body) } else { (false, rest.strip_prefix("test_")?) };
     if body.len() != RANDOM_LEN + CHECKSUM_LEN || !body.bytes().all(|b| b.is_ascii_alphanumeric()) {
         return None;
     }
@@ -79,10 +74,7 @@ mod tests {
         assert_eq!(parse(KeyKind::Secret, &key), Some(false));
         let mut broken = key.clone().into_bytes();
         broken[10] = if broken[10] == b'a' { b'b' } else { b'a' };
-        assert_eq!(
-            parse(KeyKind::Secret, &String::from_utf8(broken).unwrap()),
-            None
-        );
+        assert_eq!(parse(KeyKind::Secret, &String::from_utf8(broken).unwrap()), None);
         assert_eq!(parse(KeyKind::User, &key), None);
     }
 

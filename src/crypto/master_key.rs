@@ -16,9 +16,7 @@ pub struct MasterKey {
 
 impl std::fmt::Debug for MasterKey {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("MasterKey")
-            .field("id", &self.id)
-            .finish_non_exhaustive()
+        f.debug_struct("MasterKey").field("id", &self.id).finish_non_exhaustive()
     }
 }
 
@@ -27,10 +25,7 @@ pub enum MasterKeyError {
     #[error("security.master_key must be base64 of exactly 32 bytes")]
     Malformed,
     #[error("cannot read or write the master key file {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
 }
 
 impl MasterKey {
@@ -39,27 +34,19 @@ impl MasterKey {
     }
 
     pub fn from_base64(value: &str) -> Result<Self, MasterKeyError> {
-        let decoded = STANDARD
-            .decode(value.trim())
-            .map_err(|_| MasterKeyError::Malformed)?;
+        let decoded = STANDARD.decode(value.trim()).map_err(|_| MasterKeyError::Malformed)?;
         let bytes: [u8; 32] = decoded.try_into().map_err(|_| MasterKeyError::Malformed)?;
         Ok(Self { bytes, id: 1 })
     }
 
     /// Reads the configured key, or the key file under `data_dir`, creating
     /// it when absent.
-    pub fn load_or_generate(
-        configured: Option<&str>,
-        data_dir: &Path,
-    ) -> Result<Self, MasterKeyError> {
+    pub fn load_or_generate(configured: Option<&str>, data_dir: &Path) -> Result<Self, MasterKeyError> {
         if let Some(value) = configured {
             return Self::from_base64(value);
         }
         let path = data_dir.join("master.key");
-        let io = |source| MasterKeyError::Io {
-            path: path.display().to_string(),
-            source,
-        };
+        let io = |source| MasterKeyError::Io { path: path.display().to_string(), source };
         match std::fs::read_to_string(&path) {
             Ok(text) => Self::from_base64(&text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {

@@ -19,13 +19,7 @@ pub fn seal(key: &MasterKey, context: &str, plaintext: &[u8]) -> Vec<u8> {
     let mut nonce = [0u8; 12];
     OsRng.fill_bytes(&mut nonce);
     let sealed = cipher
-        .encrypt(
-            Nonce::from_slice(&nonce),
-            Payload {
-                msg: plaintext,
-                aad: context.as_bytes(),
-            },
-        )
+        .encrypt(Nonce::from_slice(&nonce), Payload { msg: plaintext, aad: context.as_bytes() })
         .expect("AES-GCM encryption of an in-memory buffer cannot fail");
     let mut out = Vec::with_capacity(1 + 12 + sealed.len());
     out.push(key.id);
@@ -40,13 +34,7 @@ pub fn open(key: &MasterKey, context: &str, sealed: &[u8]) -> Result<Vec<u8>, Op
     }
     let cipher = Aes256Gcm::new(key.bytes().into());
     cipher
-        .decrypt(
-            Nonce::from_slice(&sealed[1..13]),
-            Payload {
-                msg: &sealed[13..],
-                aad: context.as_bytes(),
-            },
-        )
+        .decrypt(Nonce::from_slice(&sealed[1..13]), Payload { msg: &sealed[13..], aad: context.as_bytes() })
         .map_err(|_| OpenError)
 }
 
@@ -61,19 +49,12 @@ mod tests {
     #[test]
     fn a_sealed_value_opens_only_in_its_own_context_and_untampered() {
         let sealed = seal(&key(), "app-a/webhook/secret", b"whsec_x");
-        assert_eq!(
-            open(&key(), "app-a/webhook/secret", &sealed).unwrap(),
-            b"whsec_x"
-        );
+        assert_eq!(open(&key(), "app-a/webhook/secret", &sealed).unwrap(), b"whsec_x");
         assert!(open(&key(), "app-b/webhook/secret", &sealed).is_err());
         let mut flipped = sealed.clone();
         *flipped.last_mut().unwrap() ^= 1;
         assert!(open(&key(), "app-a/webhook/secret", &flipped).is_err());
         assert!(open(&key(), "app-a/webhook/secret", &sealed[..20]).is_err());
-        assert_ne!(
-            seal(&key(), "c", b"same"),
-            seal(&key(), "c", b"same"),
-            "nonces are random"
-        );
+        assert_ne!(seal(&key(), "c", b"same"), seal(&key(), "c", b"same"), "nonces are random");
     }
 }

@@ -78,12 +78,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 impl ApiError {
     pub fn new(code: Code, message: impl Into<String>) -> Self {
-        Self {
-            code,
-            message: message.into(),
-            details: Vec::new(),
-            retry_after: None,
-        }
+        Self { code, message: message.into(), details: Vec::new(), retry_after: None }
     }
 
     /// The one answer for every authentication failure: no reason oracle.
@@ -96,10 +91,7 @@ impl ApiError {
     }
 
     pub fn invalid(field: &str, issue: impl Into<String>) -> Self {
-        Self::invalid_all(vec![FieldIssue {
-            field: field.to_string(),
-            issue: issue.into(),
-        }])
+        Self::invalid_all(vec![FieldIssue { field: field.to_string(), issue: issue.into() }])
     }
 
     pub fn invalid_all(details: Vec<FieldIssue>) -> Self {
@@ -107,17 +99,11 @@ impl ApiError {
             [one] => format!("`{}`: {}", one.field, one.issue),
             _ => "The request has invalid fields.".to_string(),
         };
-        Self {
-            details,
-            ..Self::new(Code::ValidationFailed, message)
-        }
+        Self { details, ..Self::new(Code::ValidationFailed, message) }
     }
 
     pub fn unavailable(message: impl Into<String>) -> Self {
-        Self {
-            retry_after: Some(1),
-            ..Self::new(Code::Unavailable, message)
-        }
+        Self { retry_after: Some(1), ..Self::new(Code::Unavailable, message) }
     }
 
     /// Logs the cause for operators; the caller learns nothing of internals.
@@ -164,10 +150,7 @@ impl From<sea_orm::DbErr> for ApiError {
                 ApiError::unavailable("A database is unavailable; try again shortly.")
             }
             _ if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-                ApiError::new(
-                    Code::Conflict,
-                    "The resource conflicts with an existing one.",
-                )
+                ApiError::new(Code::Conflict, "The resource conflicts with an existing one.")
             }
             _ if is_busy(&err) => ApiError::unavailable("The database is busy; try again shortly."),
             _ => ApiError::internal(err),

@@ -24,11 +24,7 @@ impl FromRequest for Body {
     type Future = Ready<Result<Self, Self::Error>>;
 
     fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
-        let header_str = |name| {
-            req.headers()
-                .get(name)
-                .and_then(|v: &header::HeaderValue| v.to_str().ok())
-        };
+        let header_str = |name| req.headers().get(name).and_then(|v: &header::HeaderValue| v.to_str().ok());
         ready(Ok(Body {
             payload: payload.take(),
             content_type: header_str(header::CONTENT_TYPE).map(str::to_ascii_lowercase),
@@ -43,10 +39,7 @@ impl Body {
         let content_type = self.content_type.clone();
         let bytes = self.bytes().await?;
         if bytes.is_empty() {
-            return Err(ApiError::new(
-                Code::MalformedJson,
-                "A JSON body is required.",
-            ));
+            return Err(ApiError::new(Code::MalformedJson, "A JSON body is required."));
         }
         check_content_type(content_type.as_deref())?;
         parse(&bytes)
@@ -71,8 +64,7 @@ impl Body {
         }
         let mut body = web::BytesMut::new();
         while let Some(chunk) = self.payload.next().await {
-            let chunk = chunk
-                .map_err(|_| ApiError::new(Code::MalformedJson, "The body could not be read."))?;
+            let chunk = chunk.map_err(|_| ApiError::new(Code::MalformedJson, "The body could not be read."))?;
             if body.len() + chunk.len() > MAX_BODY {
                 return Err(too_large());
             }
@@ -85,16 +77,12 @@ impl Body {
 fn check_content_type(content_type: Option<&str>) -> ApiResult<()> {
     let acceptable = content_type.is_some_and(|ct| {
         let mut parts = ct.split(';').map(str::trim);
-        parts.next() == Some("application/json")
-            && parts.all(|p| p.is_empty() || p == "charset=utf-8")
+        parts.next() == Some("application/json") && parts.all(|p| p.is_empty() || p == "charset=utf-8")
     });
     if acceptable {
         Ok(())
     } else {
-        Err(ApiError::new(
-            Code::UnsupportedMediaType,
-            "The body must be sent as `Content-Type: application/json`.",
-        ))
+        Err(ApiError::new(Code::UnsupportedMediaType, "The body must be sent as `Content-Type: application/json`."))
     }
 }
 
@@ -108,34 +96,22 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         match inner.classify() {
             Category::Data => {
                 let message = inner.to_string();
-                let field = named_field(&message).unwrap_or(if path == "." {
-                    "body".to_string()
-                } else {
-                    path
-                });
-                ApiError::invalid_all(vec![FieldIssue {
-                    field,
-                    issue: strip_position(&message),
-                }])
+                let field = named_field(&message).unwrap_or(if path == "." { "body".to_string() } else { path });
+                ApiError::invalid_all(vec![FieldIssue { field, issue: strip_position(&message) }])
             }
             _ => ApiError::new(Code::MalformedJson, "The body is not valid JSON."),
         }
     })?;
-    deserializer.end().map_err(|_| {
-        ApiError::new(
-            Code::MalformedJson,
-            "The body has trailing characters after the JSON value.",
-        )
-    })?;
+    deserializer
+        .end()
+        .map_err(|_| ApiError::new(Code::MalformedJson, "The body has trailing characters after the JSON value."))?;
     Ok(value)
 }
 
 /// serde names missing, unknown and duplicate fields in backticks.
 fn named_field(message: &str) -> Option<String> {
     let wanted = ["missing field `", "unknown field `", "duplicate field `"];
-    let start = wanted
-        .iter()
-        .find_map(|w| message.find(w).map(|i| i + w.len()))?;
+    let start = wanted.iter().find_map(|w| message.find(w).map(|i| i + w.len()))?;
     let end = message[start..].find('`')?;
     Some(message[start..start + end].to_string())
 }

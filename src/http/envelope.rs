@@ -29,13 +29,8 @@ pub fn failure(err: &ApiError) -> Value {
     json!({"success": false, "data": null, "error": error, "meta": meta(None)})
 }
 
-fn respond(
-    status: StatusCode,
-    data: impl Serialize,
-    extra: Option<(bool, Option<u64>)>,
-) -> HttpResponse {
-    HttpResponse::build(status)
-        .json(json!({"success": true, "data": data, "error": null, "meta": meta(extra)}))
+fn respond(status: StatusCode, data: impl Serialize, extra: Option<(bool, Option<u64>)>) -> HttpResponse {
+    HttpResponse::build(status).json(json!({"success": true, "data": data, "error": null, "meta": meta(extra)}))
 }
 
 pub fn ok(data: impl Serialize) -> HttpResponse {

@@ -16,13 +16,7 @@ pub async fn unknown_route() -> Result<actix_web::HttpResponse, ApiError> {
 pub fn method_not_allowed<B: 'static>() -> ErrorHandlers<B> {
     ErrorHandlers::new().handler(StatusCode::METHOD_NOT_ALLOWED, |res: ServiceResponse<B>| {
         let (req, _) = res.into_parts();
-        let body = ApiError::new(
-            Code::MethodNotAllowed,
-            "This route does not take that method.",
-        )
-        .error_response();
-        Ok(ErrorHandlerResponse::Response(
-            ServiceResponse::new(req, body).map_into_right_body(),
-        ))
+        let body = ApiError::new(Code::MethodNotAllowed, "This route does not take that method.").error_response();
+        Ok(ErrorHandlerResponse::Response(ServiceResponse::new(req, body).map_into_right_body()))
     })
 }

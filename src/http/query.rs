@@ -29,21 +29,11 @@ pub struct Page {
 }
 
 impl Page {
-    pub fn parse(
-        limit: Option<i64>,
-        offset: Option<i64>,
-        default: u64,
-        max: u64,
-    ) -> ApiResult<Page> {
+    pub fn parse(limit: Option<i64>, offset: Option<i64>, default: u64, max: u64) -> ApiResult<Page> {
         let limit = match limit {
             None => default,
             Some(n) if n >= 1 && (n as u64) <= max => n as u64,
-            Some(_) => {
-                return Err(ApiError::invalid(
-                    "limit",
-                    format!("must be between 1 and {max}"),
-                ))
-            }
+            Some(_) => return Err(ApiError::invalid("limit", format!("must be between 1 and {max}"))),
         };
         let offset = match offset {
             None => 0,

@@ -37,9 +37,7 @@ pub async fn middleware(
         .unwrap_or_else(|| Uuid::now_v7().to_string());
     let mut response = REQUEST_ID.scope(id.clone(), next.call(req)).await?;
     if let Ok(value) = HeaderValue::from_str(&id) {
-        response
-            .headers_mut()
-            .insert(HeaderName::from_static(HEADER), value);
+        response.headers_mut().insert(HeaderName::from_static(HEADER), value);
     }
     Ok(response)
 }

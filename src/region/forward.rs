@@ -38,19 +38,12 @@ pub async fn middleware<B: MessageBody + 'static>(
     let Some(id) = application_id(req.request()) else {
         return Ok(next.call(req).await?.map_into_left_body());
     };
-    let state = req
-        .app_data::<web::Data<AppState>>()
-        .expect("AppState is registered")
-        .clone();
+    let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
     let tenant = match state.directory.resolve(id).await {
         Ok(Some(tenant)) => tenant,
         // Unknown application: authentication answers 401 further in.
         Ok(None) => return Ok(next.call(req).await?.map_into_left_body()),
-        Err(err) => {
-            return Ok(req
-                .into_response(err.error_response())
-                .map_into_right_body())
-        }
+        Err(err) => return Ok(req.into_response(err.error_response()).map_into_right_body()),
     };
     if state.storage.holds(tenant.region) {
         req.extensions_mut().insert(tenant);
@@ -63,16 +56,8 @@ pub async fn middleware<B: MessageBody + 'static>(
     Ok(req.into_response(response).map_into_right_body())
 }
 
-async fn forward(
-    state: &AppState,
-    req: &mut ServiceRequest,
-    region: Region,
-) -> Result<HttpResponse, ApiError> {
-    let unavailable = || {
-        ApiError::unavailable(format!(
-            "Region `{region}` is not reachable from this node."
-        ))
-    };
+async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> Result<HttpResponse, ApiError> {
+    let unavailable = || ApiError::unavailable(format!("Region `{region}` is not reachable from this node."));
     let peer = state.settings.peer(region).ok_or_else(unavailable)?;
     if req.headers().contains_key(FORWARDED_HEADER) {
         return Err(unavailable());
@@ -80,47 +65,26 @@ async fn forward(
     let mut payload = req.take_payload();
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
-        let chunk = chunk.map_err(|_| {
-            ApiError::new(
-                crate::error::Code::MalformedJson,
-                "The body could not be read.",
-            )
-        })?;
+        let chunk =
+            chunk.map_err(|_| ApiError::new(crate::error::Code::MalformedJson, "The body could not be read."))?;
         if body.len() + chunk.len() > MAX_BODY {
-            return Err(ApiError::new(
-                crate::error::Code::PayloadTooLarge,
-                "The body is larger than 1 MiB.",
-            ));
+            return Err(ApiError::new(crate::error::Code::PayloadTooLarge, "The body is larger than 1 MiB."));
         }
         body.extend_from_slice(&chunk);
     }
-    let path = req
-        .uri()
-        .path_and_query()
-        .map(|p| p.as_str())
-        .unwrap_or("/");
-    let method =
-        reqwest::Method::from_bytes(req.method().as_str().as_bytes()).map_err(|_| unavailable())?;
-    let mut outgoing = state
-        .http
-        .request(method, format!("{}{path}", peer.trim_end_matches('/')));
+    let path = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
+    let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes()).map_err(|_| unavailable())?;
+    let mut outgoing = state.http.request(method, format!("{}{path}", peer.trim_end_matches('/')));
     for (name, value) in req.headers() {
         if !is_hop_by_hop(name.as_str()) {
             outgoing = outgoing.header(name.as_str(), value.as_bytes());
         }
     }
-    let answer = outgoing
-        .header(FORWARDED_HEADER, "1")
-        .body(body.freeze())
-        .send()
-        .await
-        .map_err(|e| {
-            tracing::warn!(error = %e, %region, "forwarding to peer failed");
-            unavailable()
-        })?;
-    let mut response = HttpResponse::build(
-        StatusCode::from_u16(answer.status().as_u16()).map_err(|_| unavailable())?,
-    );
+    let answer = outgoing.header(FORWARDED_HEADER, "1").body(body.freeze()).send().await.map_err(|e| {
+        tracing::warn!(error = %e, %region, "forwarding to peer failed");
+        unavailable()
+    })?;
+    let mut response = HttpResponse::build(StatusCode::from_u16(answer.status().as_u16()).map_err(|_| unavailable())?);
     for (name, value) in answer.headers() {
         if !is_hop_by_hop(name.as_str()) && name.as_str() != "content-length" {
             response.append_header((name.as_str(), value.as_bytes()));
@@ -134,13 +98,6 @@ async fn forward(
 fn is_hop_by_hop(name: &str) -> bool {
     matches!(
         name,
-        "connection"
-            | "keep-alive"
-            | "proxy-connection"
-            | "te"
-            | "trailer"
-            | "transfer-encoding"
-            | "upgrade"
-            | "host"
+        "connection" | "keep-alive" | "proxy-connection" | "te" | "trailer" | "transfer-encoding" | "upgrade" | "host"
     ) || name == header::CONTENT_LENGTH.as_str()
 }

@@ -44,13 +44,9 @@ impl Handler<Load> for RegionRouter {
     fn handle(&mut self, Load(id): Load, _: &mut Context<Self>) -> Self::Result {
         let (catalog, entries) = (self.catalog.clone(), self.entries.clone());
         Box::pin(async move {
-            let row = application::Entity::find_by_id(id)
-                .one(&catalog.conn)
-                .await?;
+            let row = application::Entity::find_by_id(id).one(&catalog.conn).await?;
             let entry = match row {
-                Some(row) => Some(Arc::new(
-                    TenantSnapshot::from_model(row).map_err(DbErr::Custom)?,
-                )),
+                Some(row) => Some(Arc::new(TenantSnapshot::from_model(row).map_err(DbErr::Custom)?)),
                 None => None,
             };
             entries.insert(id, entry.clone());
@@ -77,15 +73,8 @@ pub struct Directory {
 impl Directory {
     /// Starts the router on the current arbiter and returns its handle.
     pub fn start(catalog: Db) -> Directory {
-        let entries: Entries = Cache::builder()
-            .max_capacity(100_000)
-            .time_to_live(ENTRY_TTL)
-            .build();
-        let router = RegionRouter {
-            catalog,
-            entries: entries.clone(),
-        }
-        .start();
+        let entries: Entries = Cache::builder().max_capacity(100_000).time_to_live(ENTRY_TTL).build();
+        let router = RegionRouter { catalog, entries: entries.clone() }.start();
         Directory { entries, router }
     }
 
@@ -94,11 +83,7 @@ impl Directory {
         if let Some(entry) = self.entries.get(&id) {
             return Ok(entry);
         }
-        self.router
-            .send(Load(id))
-            .await
-            .map_err(ApiError::internal)?
-            .map_err(ApiError::from)
+        self.router.send(Load(id)).await.map_err(ApiError::internal)?.map_err(ApiError::from)
     }
 
     /// Publishes a changed application; done before the change is answered.

@@ -19,13 +19,9 @@ use crate::{
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(
-        web::resource("/api-keys")
-            .route(web::post().to(create_api_key))
-            .route(web::get().to(list_api_keys)),
-    )
-    .service(web::resource("/api-keys/{key_id}").route(web::get().to(find_api_key)))
-    .service(web::resource("/api-keys/{key_id}/revoke").route(web::post().to(revoke_api_key)));
+    cfg.service(web::resource("/api-keys").route(web::post().to(create_api_key)).route(web::get().to(list_api_keys)))
+        .service(web::resource("/api-keys/{key_id}").route(web::get().to(find_api_key)))
+        .service(web::resource("/api-keys/{key_id}/revoke").route(web::post().to(revoke_api_key)));
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -80,10 +76,7 @@ pub struct IssuedApiKeyView {
 
 impl From<Issued> for IssuedApiKeyView {
     fn from(issued: Issued) -> Self {
-        IssuedApiKeyView {
-            key: issued.key.into(),
-            secret: issued.secret,
-        }
+        IssuedApiKeyView { key: issued.key.into(), secret: issued.secret }
     }
 }
 
@@ -99,24 +92,14 @@ pub struct ListQuery {
 #[utoipa::path(post, path = "/v1/api-keys", tag = "api-keys", request_body = CreateApiKeyRequest,
     responses((status = 201, body = IssuedApiKeyView), (status = 403, description = "needs `admin`"), (status = 409, description = "name in use"), (status = 422)),
     security(("secret_key" = [])))]
-pub async fn create_api_key(
-    state: web::Data<AppState>,
-    key: SecretKey,
-    body: Body,
-) -> ApiResult<HttpResponse> {
+pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
     let request: CreateApiKeyRequest = body.json().await?;
     let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
     let limit = state.settings.limits.active_secret_keys_per_application;
-    let issued = api_keys::create(
-        &key.shard,
-        key.tenant.id,
-        key.tenant.environment.is_live(),
-        &new,
-        &key.actor(),
-        limit,
-    )
-    .await?;
+    let issued =
+        api_keys::create(&key.shard, key.tenant.id, key.tenant.environment.is_live(), &new, &key.actor(), limit)
+            .await?;
     Ok(envelope::created(IssuedApiKeyView::from(issued)))
 }
 
@@ -126,11 +109,7 @@ pub async fn create_api_key(
 pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
     let (keys, has_more) = api_keys::list(&key.shard.conn, key.tenant.id, page).await?;
-    Ok(envelope::page(
-        keys.into_iter().map(ApiKeyView::from).collect(),
-        has_more,
-        None,
-    ))
+    Ok(envelope::page(keys.into_iter().map(ApiKeyView::from).collect(), has_more, None))
 }
 
 /// Get one secret key (never its secret).

@@ -103,11 +103,7 @@ pub struct CreatedApplicationView {
 /// Create an application in the caller's account, with a first admin key.
 #[utoipa::path(post, path = "/v1/applications", tag = "applications", request_body = CreateApplicationRequest,
     responses((status = 201, body = CreatedApplicationView), (status = 403), (status = 422)), security(("secret_key" = [])))]
-pub async fn create_application(
-    state: web::Data<AppState>,
-    key: SecretKey,
-    body: Body,
-) -> ApiResult<HttpResponse> {
+pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
     let request: CreateApplicationRequest = body.json().await?;
     let mut issues = Issues::default();
@@ -130,28 +126,16 @@ pub async fn create_application(
     let (allowed_origins, branding) = match request.copy_from {
         None => (Vec::new(), Value::Object(Default::default())),
         Some(source) => {
-            let source =
-                applications::find_in_account(&state.storage, key.tenant.account_id, source)
-                    .await
-                    .map_err(|_| {
-                        ApiError::invalid("copy_from", "must be an application of the same account")
-                    })?;
+            let source = applications::find_in_account(&state.storage, key.tenant.account_id, source)
+                .await
+                .map_err(|_| ApiError::invalid("copy_from", "must be an application of the same account"))?;
             (source.allowed_origins.clone(), source.branding.clone())
         }
     };
-    let new = NewApplication {
-        account_id: key.tenant.account_id,
-        name,
-        environment,
-        region,
-        allowed_origins,
-        branding,
-    };
+    let new =
+        NewApplication { account_id: key.tenant.account_id, name, environment, region, allowed_origins, branding };
     let (app, first_key) = applications::create(&state.storage, new, &key.actor()).await?;
-    Ok(envelope::created(CreatedApplicationView {
-        application: (&app).into(),
-        secret_key: first_key.secret,
-    }))
+    Ok(envelope::created(CreatedApplicationView { application: (&app).into(), secret_key: first_key.secret }))
 }
 
 /// List the account's applications, oldest first.
@@ -164,11 +148,7 @@ pub async fn list_applications(
 ) -> ApiResult<HttpResponse> {
     let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
     let (apps, has_more) = applications::list(&state.storage, key.tenant.account_id, page).await?;
-    Ok(envelope::page(
-        apps.iter().map(ApplicationView::from).collect(),
-        has_more,
-        None,
-    ))
+    Ok(envelope::page(apps.iter().map(ApplicationView::from).collect(), has_more, None))
 }
 
 /// Get an application of the caller's account.
@@ -204,9 +184,6 @@ pub async fn update_application(
     }
     let request: UpdateApplicationRequest = body.json().await?;
     let patch = SettingsPatch::parse(request.name, request.allowed_origins, request.branding)?;
-    let app = state
-        .tenants
-        .update_settings(&key.tenant, patch, key.actor())
-        .await?;
+    let app = state.tenants.update_settings(&key.tenant, patch, key.actor()).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))
 }

@@ -25,10 +25,7 @@ pub async fn list_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiRes
 /// (limit 1 to 1000, default 100). Verifiable without database access.
 #[utoipa::path(get, path = "/v1/audit-logs/export", tag = "audit", params(AuditQuery),
     responses((status = 200, body = [AuditRow]), (status = 403), (status = 422)), security(("secret_key" = [])))]
-pub async fn export_audit_logs(
-    key: SecretKey,
-    query: Query<AuditQuery>,
-) -> ApiResult<HttpResponse> {
+pub async fn export_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiResult<HttpResponse> {
     key.require(Scope::AuditRead)?;
     answer(&key, AuditFilter::parse(query.0, 100, 1000)?).await
 }

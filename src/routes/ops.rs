@@ -26,10 +26,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     let mut checks = Map::new();
     for db in state.storage.all() {
         let ok = matches!(tokio::time::timeout(WAIT, db.conn.ping()).await, Ok(Ok(())));
-        checks.insert(
-            format!("database:{}", db.label),
-            json!(if ok { "ok" } else { "unavailable" }),
-        );
+        checks.insert(format!("database:{}", db.label), json!(if ok { "ok" } else { "unavailable" }));
     }
     if let Some(redis) = &state.redis {
         let ping = async {
@@ -37,30 +34,19 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
             redis::cmd("PING").query_async::<String>(&mut conn).await
         };
         let ok = matches!(tokio::time::timeout(WAIT, ping).await, Ok(Ok(_)));
-        checks.insert(
-            "redis".to_string(),
-            json!(if ok { "ok" } else { "unavailable" }),
-        );
+        checks.insert("redis".to_string(), json!(if ok { "ok" } else { "unavailable" }));
     }
-    let failing: Vec<String> = checks
-        .iter()
-        .filter(|(_, v)| *v != "ok")
-        .map(|(k, _)| k.clone())
-        .collect();
+    let failing: Vec<String> = checks.iter().filter(|(_, v)| *v != "ok").map(|(k, _)| k.clone()).collect();
     let body = json!({"status": if failing.is_empty() { "ready" } else { "unavailable" }, "checks": Value::Object(checks), "failing": failing});
     if failing.is_empty() {
         HttpResponse::Ok().json(body)
     } else {
-        HttpResponse::ServiceUnavailable()
-            .insert_header(("Retry-After", "1"))
-            .json(body)
+        HttpResponse::ServiceUnavailable().insert_header(("Retry-After", "1")).json(body)
     }
 }
 
 /// Prometheus text exposition.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, content_type = "text/plain")))]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok()
-        .content_type("text/plain; version=0.0.4")
-        .body(state.metrics.render())
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(state.metrics.render())
 }

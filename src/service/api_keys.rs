@@ -2,8 +2,8 @@
 use chrono::{DateTime, Duration, Utc};
 use entity::api_key;
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter,
-    QueryOrder, QuerySelect, SqlErr,
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, SqlErr,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -27,11 +27,7 @@ pub struct NewApiKey {
 }
 
 impl NewApiKey {
-    pub fn parse(
-        name: &str,
-        scopes: Option<Vec<String>>,
-        expires_in_days: Option<i64>,
-    ) -> ApiResult<NewApiKey> {
+    pub fn parse(name: &str, scopes: Option<Vec<String>>, expires_in_days: Option<i64>) -> ApiResult<NewApiKey> {
         let mut issues = Issues::default();
         let name = issues.text("name", name, 255);
         let mut scopes = scopes.unwrap_or_default();
@@ -39,10 +35,7 @@ impl NewApiKey {
             issues.add("scopes", format!("at most {MAX_SCOPES} scopes"));
         }
         if let Some(bad) = scopes.iter().find(|s| !is_scope(s)) {
-            issues.add(
-                "scopes",
-                format!("`{}` is not a scope name", bad.escape_debug()),
-            );
+            issues.add("scopes", format!("`{}` is not a scope name", bad.escape_debug()));
         }
         scopes.sort();
         scopes.dedup();
@@ -55,11 +48,7 @@ impl NewApiKey {
             }
         };
         issues.finish()?;
-        Ok(NewApiKey {
-            name,
-            scopes,
-            expires_at,
-        })
+        Ok(NewApiKey { name, scopes, expires_at })
     }
 }
 
@@ -90,16 +79,14 @@ pub async fn insert(
         last_used_at: None,
         revoked_at: None,
     };
-    api_key::Entity::insert(api_key::ActiveModel::from(key.clone()))
-        .exec_without_returning(db)
-        .await
-        .map_err(|err| match err.sql_err() {
-            Some(SqlErr::UniqueConstraintViolation(_)) => ApiError::new(
-                Code::Conflict,
-                format!("An active key named `{}` already exists.", new.name),
-            ),
+    api_key::Entity::insert(api_key::ActiveModel::from(key.clone())).exec_without_returning(db).await.map_err(
+        |err| match err.sql_err() {
+            Some(SqlErr::UniqueConstraintViolation(_)) => {
+                ApiError::new(Code::Conflict, format!("An active key named `{}` already exists.", new.name))
+            }
             _ => err.into(),
-        })?;
+        },
+    )?;
     audit::record(
         db,
         application_id,
@@ -141,11 +128,7 @@ fn of_application(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {
 fn active(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {
     of_application(application_id)
         .filter(api_key::Column::RevokedAt.is_null())
-        .filter(
-            api_key::Column::ExpiresAt
-                .is_null()
-                .or(api_key::Column::ExpiresAt.gt(Utc::now())),
-        )
+        .filter(api_key::Column::ExpiresAt.is_null().or(api_key::Column::ExpiresAt.gt(Utc::now())))
 }
 
 pub async fn list(
@@ -165,11 +148,7 @@ pub async fn list(
     Ok((keys, has_more))
 }
 
-pub async fn find(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    id: Uuid,
-) -> ApiResult<api_key::Model> {
+pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<api_key::Model> {
     of_application(application_id)
         .filter(api_key::Column::Id.eq(id))
         .one(db)
@@ -182,19 +161,11 @@ pub async fn find_by_hash(
     application_id: Uuid,
     hash: &[u8],
 ) -> Result<Option<api_key::Model>, DbErr> {
-    of_application(application_id)
-        .filter(api_key::Column::SecretHash.eq(hash.to_vec()))
-        .one(db)
-        .await
+    of_application(application_id).filter(api_key::Column::SecretHash.eq(hash.to_vec())).one(db).await
 }
 
 /// Revokes a key; revoking a revoked key answers it unchanged.
-pub async fn revoke(
-    shard: &Db,
-    application_id: Uuid,
-    id: Uuid,
-    actor: &Actor,
-) -> ApiResult<api_key::Model> {
+pub async fn revoke(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<api_key::Model> {
     let txn = shard.begin_write().await?;
     let mut key = find(&*txn, application_id, id).await?;
     if key.revoked_at.is_some() {
@@ -223,12 +194,7 @@ pub async fn revoke(
 
 /// Records when a key was last used. Off the request path, at most once a
 /// minute per key (the caller decides when).
-pub async fn touch(
-    shard: &Db,
-    application_id: Uuid,
-    id: Uuid,
-    at: DateTime<Utc>,
-) -> Result<(), DbErr> {
+pub async fn touch(shard: &Db, application_id: Uuid, id: Uuid, at: DateTime<Utc>) -> Result<(), DbErr> {
     let txn = shard.begin_write().await?;
     api_key::Entity::update_many()
         .col_expr(api_key::Column::LastUsedAt, Expr::value(at))

@@ -6,8 +6,7 @@ use std::sync::Arc;
 use chrono::Utc;
 use entity::application;
 use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter,
-    QueryOrder, QuerySelect,
+    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
 };
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -60,11 +59,7 @@ impl SettingsPatch {
             branding_issue(&mut issues, b);
         }
         issues.finish()?;
-        Ok(SettingsPatch {
-            name,
-            allowed_origins,
-            branding,
-        })
+        Ok(SettingsPatch { name, allowed_origins, branding })
     }
 }
 
@@ -89,13 +84,8 @@ pub fn origins(issues: &mut Issues, values: Vec<String>) -> Vec<String> {
             {
                 out.push(url.origin().ascii_serialization())
             }
-            _ => issues.add(
-                "allowed_origins",
-                format!(
-                    "`{}` is not an origin (scheme://host[:port])",
-                    value.escape_debug()
-                ),
-            ),
+            _ => issues
+                .add("allowed_origins", format!("`{}` is not an origin (scheme://host[:port])", value.escape_debug())),
         }
     }
     out.sort();
@@ -107,10 +97,7 @@ pub fn branding_issue(issues: &mut Issues, branding: &Value) {
     if !branding.is_object() {
         issues.add("branding", "must be a JSON object");
     } else if branding.to_string().len() > MAX_BRANDING_BYTES {
-        issues.add(
-            "branding",
-            format!("must be at most {MAX_BRANDING_BYTES} bytes"),
-        );
+        issues.add("branding", format!("must be at most {MAX_BRANDING_BYTES} bytes"));
     }
 }
 
@@ -118,17 +105,10 @@ pub fn branding_issue(issues: &mut Issues, branding: &Value) {
 /// admin key, then enters it in the catalog. The regional rows commit first:
 /// until the catalog row exists nothing can reach them, so a crash between
 /// the two leaves only unreachable rows, never a directory entry without data.
-pub async fn create(
-    storage: &Storage,
-    new: NewApplication,
-    actor: &Actor,
-) -> ApiResult<(Tenant, Issued)> {
-    let shard = storage.shard(new.region).ok_or_else(|| {
-        ApiError::invalid(
-            "region",
-            format!("region `{}` is not held by this node", new.region),
-        )
-    })?;
+pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> ApiResult<(Tenant, Issued)> {
+    let shard = storage
+        .shard(new.region)
+        .ok_or_else(|| ApiError::invalid("region", format!("region `{}` is not held by this node", new.region)))?;
     let now = Utc::now();
     let row = application::Model {
         id: Uuid::now_v7(),
@@ -143,10 +123,7 @@ pub async fn create(
     };
     let first_key = NewApiKey {
         name: "Default secret key".to_string(),
-        scopes: vec![
-            Scope::Admin.as_str().to_string(),
-            Scope::AuditRead.as_str().to_string(),
-        ],
+        scopes: vec![Scope::Admin.as_str().to_string(), Scope::AuditRead.as_str().to_string()],
         expires_at: None,
     };
     let txn = shard.begin_write().await?;
@@ -160,8 +137,7 @@ pub async fn create(
         json!({"name": row.name, "environment": row.environment, "region": row.region}),
     )
     .await?;
-    let issued =
-        api_keys::insert(&*txn, row.id, new.environment.is_live(), &first_key, actor).await?;
+    let issued = api_keys::insert(&*txn, row.id, new.environment.is_live(), &first_key, actor).await?;
     txn.commit().await?;
     application::Entity::insert(application::ActiveModel::from(row.clone()))
         .exec_without_returning(&storage.catalog.conn)
@@ -170,9 +146,7 @@ pub async fn create(
 }
 
 fn snapshot(row: application::Model) -> ApiResult<Tenant> {
-    TenantSnapshot::from_model(row)
-        .map(Arc::new)
-        .map_err(ApiError::internal)
+    TenantSnapshot::from_model(row).map(Arc::new).map_err(ApiError::internal)
 }
 
 /// An application of the account; another account's is 404.
@@ -185,11 +159,7 @@ pub async fn find_in_account(storage: &Storage, account_id: Uuid, id: Uuid) -> A
     snapshot(row)
 }
 
-pub async fn list(
-    storage: &Storage,
-    account_id: Uuid,
-    page: Page,
-) -> ApiResult<(Vec<Tenant>, bool)> {
+pub async fn list(storage: &Storage, account_id: Uuid, page: Page) -> ApiResult<(Vec<Tenant>, bool)> {
     let mut rows = application::Entity::find()
         .filter(application::Column::AccountId.eq(account_id))
         .order_by_asc(application::Column::CreatedAt)
@@ -200,10 +170,7 @@ pub async fn list(
         .await?;
     let has_more = rows.len() as u64 > page.limit;
     rows.truncate(page.limit as usize);
-    Ok((
-        rows.into_iter().map(snapshot).collect::<ApiResult<_>>()?,
-        has_more,
-    ))
+    Ok((rows.into_iter().map(snapshot).collect::<ApiResult<_>>()?, has_more))
 }
 
 /// Applies a settings change. Only the application's tenant actor calls
@@ -211,21 +178,14 @@ pub async fn list(
 /// written in a regional transaction that commits after the catalog change;
 /// the two commits are adjacent, and the regional one cannot fail on a
 /// constraint (it only appends to a chain this actor alone extends).
-pub async fn update_settings(
-    storage: &Storage,
-    id: Uuid,
-    patch: SettingsPatch,
-    actor: &Actor,
-) -> ApiResult<Tenant> {
+pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, actor: &Actor) -> ApiResult<Tenant> {
     let row = application::Entity::find_by_id(id)
         .one(&storage.catalog.conn)
         .await?
         .ok_or_else(|| ApiError::not_found("Application", id))?;
-    let region = Region::parse(&row.region)
-        .ok_or_else(|| ApiError::internal("application row with unknown region"))?;
-    let shard = storage
-        .shard(region)
-        .ok_or_else(|| ApiError::unavailable("The application's region is not held here."))?;
+    let region = Region::parse(&row.region).ok_or_else(|| ApiError::internal("application row with unknown region"))?;
+    let shard =
+        storage.shard(region).ok_or_else(|| ApiError::unavailable("The application's region is not held here."))?;
     let mut changed = Vec::new();
     let mut active = row.into_active_model();
     if let Some(name) = patch.name {
@@ -242,15 +202,7 @@ pub async fn update_settings(
     }
     active.updated_at = Set(Utc::now());
     let regional = shard.begin_write().await?;
-    audit::record(
-        &*regional,
-        id,
-        actor,
-        "application.updated",
-        Some(id),
-        json!({"changed": changed}),
-    )
-    .await?;
+    audit::record(&*regional, id, actor, "application.updated", Some(id), json!({"changed": changed})).await?;
     let catalog = storage.catalog.begin_write().await?;
     let updated = active.update(&*catalog).await?;
     catalog.commit().await?;

@@ -7,10 +7,7 @@ pub struct Issues(Vec<FieldIssue>);
 
 impl Issues {
     pub fn add(&mut self, field: &str, issue: impl Into<String>) {
-        self.0.push(FieldIssue {
-            field: field.to_string(),
-            issue: issue.into(),
-        });
+        self.0.push(FieldIssue { field: field.to_string(), issue: issue.into() });
     }
 
     /// A required text of 1..=max characters without control characters.

@@ -37,13 +37,7 @@ impl TenantActor {
         directory: Directory,
         registry: Arc<Mutex<HashMap<Uuid, Addr<TenantActor>>>>,
     ) -> Self {
-        Self {
-            id,
-            storage,
-            directory,
-            registry,
-            last_active: Instant::now(),
-        }
+        Self { id, storage, directory, registry, last_active: Instant::now() }
     }
 }
 
@@ -53,11 +47,7 @@ impl Actor for TenantActor {
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(IDLE_AFTER / 5, |actor, ctx| {
             if actor.last_active.elapsed() >= IDLE_AFTER {
-                actor
-                    .registry
-                    .lock()
-                    .expect("registry lock")
-                    .remove(&actor.id);
+                actor.registry.lock().expect("registry lock").remove(&actor.id);
                 ctx.stop();
             }
         });
@@ -79,8 +69,7 @@ impl Handler<UpdateSettings> for TenantActor {
         let (id, storage, directory) = (self.id, self.storage.clone(), self.directory.clone());
         AtomicResponse::new(Box::pin(
             async move {
-                let tenant =
-                    applications::update_settings(&storage, id, msg.patch, &msg.actor).await?;
+                let tenant = applications::update_settings(&storage, id, msg.patch, &msg.actor).await?;
                 directory.publish(tenant.clone()).await;
                 Ok(tenant)
             }

@@ -32,13 +32,9 @@ impl Environment {
     }
 
     pub fn parse(value: &str) -> Option<Environment> {
-        [
-            Environment::Development,
-            Environment::Staging,
-            Environment::Production,
-        ]
-        .into_iter()
-        .find(|e| e.as_str() == value)
+        [Environment::Development, Environment::Staging, Environment::Production]
+            .into_iter()
+            .find(|e| e.as_str() == value)
     }
 
     pub fn is_live(self) -> bool {
@@ -68,12 +64,8 @@ impl TenantSnapshot {
         Ok(TenantSnapshot {
             id: row.id,
             account_id: row.account_id,
-            environment: Environment::parse(&row.environment).ok_or_else(|| {
-                format!(
-                    "application {} has environment {:?}",
-                    row.id, row.environment
-                )
-            })?,
+            environment: Environment::parse(&row.environment)
+                .ok_or_else(|| format!("application {} has environment {:?}", row.id, row.environment))?,
             region: Region::parse(&row.region)
                 .ok_or_else(|| format!("application {} has region {:?}", row.id, row.region))?,
             allowed_origins: serde_json::from_value(row.allowed_origins).unwrap_or_default(),

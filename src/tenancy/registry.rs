@@ -29,11 +29,7 @@ pub struct TenantRegistry {
 
 impl TenantRegistry {
     pub fn new(storage: Arc<Storage>, directory: Directory) -> Self {
-        Self {
-            actors: Arc::default(),
-            storage,
-            directory,
-        }
+        Self { actors: Arc::default(), storage, directory }
     }
 
     fn actor(&self, tenant: &Tenant) -> Addr<TenantActor> {
@@ -41,38 +37,21 @@ impl TenantRegistry {
         actors
             .entry(tenant.id)
             .or_insert_with(|| {
-                TenantActor::new(
-                    tenant.id,
-                    self.storage.clone(),
-                    self.directory.clone(),
-                    self.actors.clone(),
-                )
-                .start()
+                TenantActor::new(tenant.id, self.storage.clone(), self.directory.clone(), self.actors.clone()).start()
             })
             .clone()
     }
 
     /// Changes the application's settings through its actor, so that
     /// tenant-wide changes happen one at a time.
-    pub async fn update_settings(
-        &self,
-        tenant: &Tenant,
-        patch: SettingsPatch,
-        actor: AuditActor,
-    ) -> ApiResult<Tenant> {
+    pub async fn update_settings(&self, tenant: &Tenant, patch: SettingsPatch, actor: AuditActor) -> ApiResult<Tenant> {
         let message = UpdateSettings { patch, actor };
         match self.actor(tenant).send(message.clone()).await {
             Ok(result) => result,
             // The actor stopped for idleness between lookup and send: start a new one.
             Err(MailboxError::Closed) => {
-                self.actors
-                    .lock()
-                    .expect("registry lock")
-                    .remove(&tenant.id);
-                self.actor(tenant)
-                    .send(message)
-                    .await
-                    .map_err(ApiError::internal)?
+                self.actors.lock().expect("registry lock").remove(&tenant.id);
+                self.actor(tenant).send(message).await.map_err(ApiError::internal)?
             }
             Err(err) => Err(ApiError::internal(err)),
         }

@@ -10,12 +10,8 @@ use crate::helpers::{spawn_app, Caller};
 #[actix_web::test]
 async fn a_created_key_is_shown_once_stored_hashed_and_works() {
     let app = spawn_app().await;
-    let created = app
-        .post(
-            "/v1/api-keys",
-            &json!({"name": "ci", "scopes": ["audit:read"], "expires_in_days": 30}),
-        )
-        .await;
+    let created =
+        app.post("/v1/api-keys", &json!({"name": "ci", "scopes": ["audit:read"], "expires_in_days": 30})).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     let secret = created.data()["secret"].as_str().unwrap().to_string();
     assert!(secret.starts_with("sk_test_"));
@@ -31,23 +27,12 @@ async fn a_created_key_is_shown_once_stored_hashed_and_works() {
     let listed = app.get("/v1/api-keys").await;
     assert!(!listed.body.to_string().contains(&secret));
 
-    let shard = app
-        .state
-        .storage
-        .shard(gatehouse::region::Region::Us)
-        .unwrap();
-    let row = api_key::Entity::find_by_id(id.parse::<uuid::Uuid>().unwrap())
-        .one(&shard.conn)
-        .await
-        .unwrap()
-        .unwrap();
+    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let row = api_key::Entity::find_by_id(id.parse::<uuid::Uuid>().unwrap()).one(&shard.conn).await.unwrap().unwrap();
     assert_eq!(row.secret_hash, gatehouse::crypto::sha256(&secret));
     assert!(!format!("{row:?}").contains(&secret[12..]));
 
-    let caller = Caller {
-        application_id: app.caller.application_id.clone(),
-        key: secret,
-    };
+    let caller = Caller { application_id: app.caller.application_id.clone(), key: secret };
     let used = app.send(&caller, Method::GET, "/v1/audit-logs", None).await;
     assert_eq!(used.status, 200);
 }
@@ -56,43 +41,18 @@ async fn a_created_key_is_shown_once_stored_hashed_and_works() {
 async fn a_key_without_admin_may_read_but_not_create_keys() {
     let app = spawn_app().await;
     let reader = app.key_with_scopes(json!([])).await;
-    assert_eq!(
-        app.send(&reader, Method::GET, "/v1/api-keys", None)
-            .await
-            .status,
-        200
-    );
-    let refused = app
-        .send(
-            &reader,
-            Method::POST,
-            "/v1/api-keys",
-            Some(&json!({"name": "x"})),
-        )
-        .await;
-    assert_eq!(
-        (refused.status, refused.error_code()),
-        (403, "insufficient_scope")
-    );
-    let audit = app
-        .send(&reader, Method::GET, "/v1/audit-logs/export", None)
-        .await;
-    assert_eq!(
-        (audit.status, audit.error_code()),
-        (403, "insufficient_scope")
-    );
+    assert_eq!(app.send(&reader, Method::GET, "/v1/api-keys", None).await.status, 200);
+    let refused = app.send(&reader, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_scope"));
+    let audit = app.send(&reader, Method::GET, "/v1/audit-logs/export", None).await;
+    assert_eq!((audit.status, audit.error_code()), (403, "insufficient_scope"));
 }
 
 #[actix_web::test]
 async fn a_revoked_key_stops_working_at_once() {
     let app = spawn_app().await;
     let victim = app.key_with_scopes(json!(["admin"])).await;
-    assert_eq!(
-        app.send(&victim, Method::GET, "/v1/api-keys", None)
-            .await
-            .status,
-        200
-    );
+    assert_eq!(app.send(&victim, Method::GET, "/v1/api-keys", None).await.status, 200);
     let listed = app.get("/v1/api-keys").await;
     let id = listed
         .data()
@@ -104,48 +64,25 @@ async fn a_revoked_key_stops_working_at_once() {
         .as_str()
         .unwrap()
         .to_string();
-    let revoked = app
-        .post(&format!("/v1/api-keys/{id}/revoke"), &json!({}))
-        .await;
+    let revoked = app.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await;
     assert_eq!(revoked.status, 200);
     assert!(revoked.data()["revoked_at"].is_string());
     assert_eq!(revoked.data()["active"], false);
     let after = app.send(&victim, Method::GET, "/v1/api-keys", None).await;
     assert_eq!((after.status, after.error_code()), (401, "unauthenticated"));
-    let again = app
-        .post(&format!("/v1/api-keys/{id}/revoke"), &json!({}))
-        .await;
+    let again = app.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await;
     assert_eq!(again.status, 200, "revoking twice answers the key");
-    assert_eq!(
-        app.audit_types()
-            .await
-            .iter()
-            .filter(|t| *t == "api_key.revoked")
-            .count(),
-        1
-    );
+    assert_eq!(app.audit_types().await.iter().filter(|t| *t == "api_key.revoked").count(), 1);
 }
 
 #[actix_web::test]
 async fn an_expired_key_is_refused() {
     let app = spawn_app().await;
-    let created = app
-        .post(
-            "/v1/api-keys",
-            &json!({"name": "short", "expires_in_days": 1}),
-        )
-        .await;
+    let created = app.post("/v1/api-keys", &json!({"name": "short", "expires_in_days": 1})).await;
     let id: uuid::Uuid = created.data()["id"].as_str().unwrap().parse().unwrap();
-    let shard = app
-        .state
-        .storage
-        .shard(gatehouse::region::Region::Us)
-        .unwrap();
+    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
     api_key::Entity::update_many()
-        .col_expr(
-            api_key::Column::ExpiresAt,
-            Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)),
-        )
+        .col_expr(api_key::Column::ExpiresAt, Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)))
         .filter(api_key::Column::Id.eq(id))
         .exec(&shard.conn)
         .await
@@ -154,61 +91,26 @@ async fn an_expired_key_is_refused() {
         application_id: app.caller.application_id.clone(),
         key: created.data()["secret"].as_str().unwrap().into(),
     };
-    assert_eq!(
-        app.send(&caller, Method::GET, "/v1/api-keys", None)
-            .await
-            .status,
-        401
-    );
-    assert_eq!(
-        app.get(&format!("/v1/api-keys/{id}")).await.data()["active"],
-        false
-    );
+    assert_eq!(app.send(&caller, Method::GET, "/v1/api-keys", None).await.status, 401);
+    assert_eq!(app.get(&format!("/v1/api-keys/{id}")).await.data()["active"], false);
 }
 
 #[actix_web::test]
 async fn another_tenants_key_is_404_and_a_key_for_another_application_is_401() {
     let app = spawn_app().await;
     let other = app.other_account().await;
-    let mine = app.get("/v1/api-keys").await.data()[0]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let theirs = app
-        .send(&other, Method::GET, &format!("/v1/api-keys/{mine}"), None)
-        .await;
+    let mine = app.get("/v1/api-keys").await.data()[0]["id"].as_str().unwrap().to_string();
+    let theirs = app.send(&other, Method::GET, &format!("/v1/api-keys/{mine}"), None).await;
     assert_eq!((theirs.status, theirs.error_code()), (404, "not_found"));
-    let unknown = app
-        .send(
-            &other,
-            Method::GET,
-            &format!("/v1/api-keys/{}", uuid::Uuid::now_v7()),
-            None,
-        )
-        .await;
+    let unknown = app.send(&other, Method::GET, &format!("/v1/api-keys/{}", uuid::Uuid::now_v7()), None).await;
     assert_eq!(
         theirs.body["error"]["message"].as_str().unwrap().len(),
         unknown.body["error"]["message"].as_str().unwrap().len()
     );
-    let revoke = app
-        .send(
-            &other,
-            Method::POST,
-            &format!("/v1/api-keys/{mine}/revoke"),
-            None,
-        )
-        .await;
+    let revoke = app.send(&other, Method::POST, &format!("/v1/api-keys/{mine}/revoke"), None).await;
     assert_eq!(revoke.status, 404);
-    let crossed = Caller {
-        application_id: other.application_id.clone(),
-        key: app.caller.key.clone(),
-    };
-    assert_eq!(
-        app.send(&crossed, Method::GET, "/v1/api-keys", None)
-            .await
-            .status,
-        401
-    );
+    let crossed = Caller { application_id: other.application_id.clone(), key: app.caller.key.clone() };
+    assert_eq!(app.send(&crossed, Method::GET, "/v1/api-keys", None).await.status, 401);
 }
 
 #[actix_web::test]
@@ -223,29 +125,10 @@ async fn invalid_key_requests_are_422_and_store_nothing() {
         json!({"name": "a", "expires_in_days": 3651}),
     ] {
         let reply = app.post("/v1/api-keys", &body).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (422, "validation_failed"),
-            "{body}"
-        );
+        assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{body}");
     }
-    assert_eq!(
-        app.get("/v1/api-keys")
-            .await
-            .data()
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    assert_eq!(
-        app.audit_types()
-            .await
-            .iter()
-            .filter(|t| *t == "api_key.created")
-            .count(),
-        1
-    );
+    assert_eq!(app.get("/v1/api-keys").await.data().as_array().unwrap().len(), 1);
+    assert_eq!(app.audit_types().await.iter().filter(|t| *t == "api_key.created").count(), 1);
 }
 
 #[actix_web::test]
@@ -255,26 +138,11 @@ async fn twenty_concurrent_creators_of_one_name_get_one_success_and_nineteen_409
     let attempts = (0..20).map(|_| app.post("/v1/api-keys", &body));
     let replies = futures_util::future::join_all(attempts).await;
     let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 201).count(),
-        1,
-        "{statuses:?}"
-    );
-    assert_eq!(
-        statuses.iter().filter(|s| **s == 409).count(),
-        19,
-        "{statuses:?}"
-    );
-    assert!(replies
-        .iter()
-        .filter(|r| r.status == 409)
-        .all(|r| r.error_code() == "conflict"));
+    assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
+    assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 19, "{statuses:?}");
+    assert!(replies.iter().filter(|r| r.status == 409).all(|r| r.error_code() == "conflict"));
     let verified = gatehouse::audit::query::verify(
-        &app.state
-            .storage
-            .shard(gatehouse::region::Region::Us)
-            .unwrap()
-            .conn,
+        &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn,
         app.caller.application_id.parse().unwrap(),
     )
     .await
@@ -301,30 +169,10 @@ async fn last_used_at_is_recorded_after_use() {
 #[actix_web::test]
 async fn a_production_application_gets_live_keys_and_refuses_test_ones() {
     let app = spawn_app().await;
-    let live = app
-        .create_application(json!({"name": "Prod", "environment": "production"}))
-        .await;
+    let live = app.create_application(json!({"name": "Prod", "environment": "production"})).await;
     assert!(live.key.starts_with("sk_live_"));
-    let created = app
-        .send(
-            &live,
-            Method::POST,
-            "/v1/api-keys",
-            Some(&json!({"name": "x"})),
-        )
-        .await;
-    assert!(created.data()["secret"]
-        .as_str()
-        .unwrap()
-        .starts_with("sk_live_"));
-    let test_key_at_live = Caller {
-        application_id: live.application_id.clone(),
-        key: app.caller.key.clone(),
-    };
-    assert_eq!(
-        app.send(&test_key_at_live, Method::GET, "/v1/api-keys", None)
-            .await
-            .status,
-        401
-    );
+    let created = app.send(&live, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await;
+    assert!(created.data()["secret"].as_str().unwrap().starts_with("sk_live_"));
+    let test_key_at_live = Caller { application_id: live.application_id.clone(), key: app.caller.key.clone() };
+    assert_eq!(app.send(&test_key_at_live, Method::GET, "/v1/api-keys", None).await.status, 401);
 }

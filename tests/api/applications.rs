@@ -7,38 +7,19 @@ use crate::helpers::spawn_app;
 #[actix_web::test]
 async fn a_created_application_answers_with_its_first_key_which_works() {
     let app = spawn_app().await;
-    let created = app
-        .post(
-            "/v1/applications",
-            &json!({"name": "Shop", "environment": "staging"}),
-        )
-        .await;
+    let created = app.post("/v1/applications", &json!({"name": "Shop", "environment": "staging"})).await;
     assert_eq!(created.status, 201, "{:?}", created.body);
     let data = created.data();
     assert_eq!(
-        (
-            data["name"].as_str(),
-            data["environment"].as_str(),
-            data["region"].as_str()
-        ),
+        (data["name"].as_str(), data["environment"].as_str(), data["region"].as_str()),
         (Some("Shop"), Some("staging"), Some("us"))
     );
-    assert_eq!(
-        (data["is_live"].as_bool(), data["sandbox"].as_bool()),
-        (Some(false), Some(false))
-    );
+    assert_eq!((data["is_live"].as_bool(), data["sandbox"].as_bool()), (Some(false), Some(false)));
     let new = crate::helpers::Caller {
         application_id: data["id"].as_str().unwrap().into(),
         key: data["secret_key"].as_str().unwrap().into(),
     };
-    let own = app
-        .send(
-            &new,
-            Method::GET,
-            &format!("/v1/applications/{}", new.application_id),
-            None,
-        )
-        .await;
+    let own = app.send(&new, Method::GET, &format!("/v1/applications/{}", new.application_id), None).await;
     assert_eq!(own.status, 200);
     assert!(own.data().get("secret_key").is_none());
     let types: Vec<String> = app
@@ -63,21 +44,10 @@ async fn copy_from_copies_settings_within_the_account_only() {
         )
         .await;
     assert_eq!(patched.status, 200, "{:?}", patched.body);
-    assert_eq!(
-        patched.data()["allowed_origins"],
-        json!(["https://app.example.com"])
-    );
-    let copy = app
-        .post(
-            "/v1/applications",
-            &json!({"name": "Copy", "copy_from": app.caller.application_id}),
-        )
-        .await;
+    assert_eq!(patched.data()["allowed_origins"], json!(["https://app.example.com"]));
+    let copy = app.post("/v1/applications", &json!({"name": "Copy", "copy_from": app.caller.application_id})).await;
     assert_eq!(copy.status, 201);
-    assert_eq!(
-        copy.data()["allowed_origins"],
-        json!(["https://app.example.com"])
-    );
+    assert_eq!(copy.data()["allowed_origins"], json!(["https://app.example.com"]));
     assert_eq!(copy.data()["branding"], json!({"color": "#123456"}));
     let other = app.other_account().await;
     let refused = app
@@ -88,10 +58,7 @@ async fn copy_from_copies_settings_within_the_account_only() {
             Some(&json!({"name": "X", "copy_from": app.caller.application_id})),
         )
         .await;
-    assert_eq!(
-        (refused.status, refused.error_code()),
-        (422, "validation_failed")
-    );
+    assert_eq!((refused.status, refused.error_code()), (422, "validation_failed"));
     assert_eq!(refused.body["error"]["details"][0]["field"], "copy_from");
 }
 
@@ -99,17 +66,10 @@ async fn copy_from_copies_settings_within_the_account_only() {
 async fn applications_of_another_account_are_404() {
     let app = spawn_app().await;
     let other = app.other_account().await;
-    let reply = app
-        .get(&format!("/v1/applications/{}", other.application_id))
-        .await;
+    let reply = app.get(&format!("/v1/applications/{}", other.application_id)).await;
     assert_eq!((reply.status, reply.error_code()), (404, "not_found"));
     assert_eq!(app.get("/v1/applications/not-a-uuid").await.status, 404);
-    let patch = app
-        .patch(
-            &format!("/v1/applications/{}", other.application_id),
-            &json!({"name": "stolen"}),
-        )
-        .await;
+    let patch = app.patch(&format!("/v1/applications/{}", other.application_id), &json!({"name": "stolen"})).await;
     assert_eq!(patch.status, 404);
     let listed = app.get("/v1/applications").await;
     assert_eq!(listed.data().as_array().unwrap().len(), 1);
@@ -125,11 +85,7 @@ async fn invalid_applications_and_settings_are_422_and_change_nothing() {
         json!({"name": "a", "copy_from": "nope"}),
     ] {
         let reply = app.post("/v1/applications", &body).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (422, "validation_failed"),
-            "{body}"
-        );
+        assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{body}");
     }
     let path = format!("/v1/applications/{}", app.caller.application_id);
     for body in [
@@ -140,17 +96,9 @@ async fn invalid_applications_and_settings_are_422_and_change_nothing() {
         json!({"name": "a\nb"}),
     ] {
         let reply = app.patch(&path, &body).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (422, "validation_failed"),
-            "{body}"
-        );
+        assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{body}");
     }
-    let deep = format!(
-        "{{\"branding\": {}{}}}",
-        "[".repeat(10_000),
-        "]".repeat(10_000)
-    );
+    let deep = format!("{{\"branding\": {}{}}}", "[".repeat(10_000), "]".repeat(10_000));
     let nested = app
         .raw(
             app.client
@@ -161,20 +109,8 @@ async fn invalid_applications_and_settings_are_422_and_change_nothing() {
                 .body(deep),
         )
         .await;
-    assert_eq!(
-        (nested.status, nested.error_code()),
-        (400, "malformed_json"),
-        "nesting past the parser's limit"
-    );
-    assert_eq!(
-        app.get("/v1/applications")
-            .await
-            .data()
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
+    assert_eq!((nested.status, nested.error_code()), (400, "malformed_json"), "nesting past the parser's limit");
+    assert_eq!(app.get("/v1/applications").await.data().as_array().unwrap().len(), 1);
     assert_eq!(app.get(&path).await.data()["name"], "Test");
 }
 
@@ -182,15 +118,9 @@ async fn invalid_applications_and_settings_are_422_and_change_nothing() {
 async fn a_settings_change_is_visible_at_once_and_audited() {
     let app = spawn_app().await;
     let path = format!("/v1/applications/{}", app.caller.application_id);
-    assert_eq!(
-        app.patch(&path, &json!({"name": "Renamed"})).await.status,
-        200
-    );
+    assert_eq!(app.patch(&path, &json!({"name": "Renamed"})).await.status, 200);
     assert_eq!(app.get(&path).await.data()["name"], "Renamed");
     let listed = app.get("/v1/applications").await;
     assert_eq!(listed.data()[0]["name"], "Renamed");
-    assert!(app
-        .audit_types()
-        .await
-        .contains(&"application.updated".to_string()));
+    assert!(app.audit_types().await.contains(&"application.updated".to_string()));
 }

@@ -21,18 +21,14 @@ fn expected_hash(row: &Value) -> String {
         serde_jcs::to_string(&row["data"]).unwrap(),
     ]
     .join("\n");
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    Sha256::digest(text.as_bytes()).iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[actix_web::test]
 async fn exported_rows_form_a_chain_verifiable_from_the_export_alone() {
     let app = spawn_app().await;
     for i in 0..3 {
-        app.post("/v1/api-keys", &json!({"name": format!("k{i}")}))
-            .await;
+        app.post("/v1/api-keys", &json!({"name": format!("k{i}")})).await;
     }
     let export = app.get("/v1/audit-logs/export").await;
     assert_eq!(export.status, 200);
@@ -49,10 +45,7 @@ async fn exported_rows_form_a_chain_verifiable_from_the_export_alone() {
     assert_eq!(created["type"], "api_key.created");
     assert_eq!(created["actor_kind"], "api_key");
     assert!(created["actor_id"].is_string());
-    assert!(
-        !export.body.to_string().contains(&app.caller.key),
-        "no secret in the audit log"
-    );
+    assert!(!export.body.to_string().contains(&app.caller.key), "no secret in the audit log");
 }
 
 #[actix_web::test]
@@ -60,48 +53,21 @@ async fn filters_select_families_actors_aggregates_text_and_time() {
     let app = spawn_app().await;
     let created = app.post("/v1/api-keys", &json!({"name": "k"})).await;
     let key_id = created.data()["id"].as_str().unwrap().to_string();
-    app.post(&format!("/v1/api-keys/{key_id}/revoke"), &json!({}))
-        .await;
-    let count =
-        |reply: crate::helpers::Reply| reply.data().as_array().map(Vec::len).unwrap_or(usize::MAX);
+    app.post(&format!("/v1/api-keys/{key_id}/revoke"), &json!({})).await;
+    let count = |reply: crate::helpers::Reply| reply.data().as_array().map(Vec::len).unwrap_or(usize::MAX);
     assert_eq!(count(app.get("/v1/audit-logs?type=api_key").await), 3);
-    assert_eq!(
-        count(app.get("/v1/audit-logs?type=api_key.revoked").await),
-        1
-    );
-    assert_eq!(
-        count(app.get("/v1/audit-logs?type=api").await),
-        0,
-        "a family is a whole dotted segment"
-    );
+    assert_eq!(count(app.get("/v1/audit-logs?type=api_key.revoked").await), 1);
+    assert_eq!(count(app.get("/v1/audit-logs?type=api").await), 0, "a family is a whole dotted segment");
     assert_eq!(count(app.get("/v1/audit-logs?actor_kind=system").await), 2);
     assert_eq!(count(app.get("/v1/audit-logs?actor_kind=api_key").await), 2);
-    assert_eq!(
-        count(
-            app.get(&format!("/v1/audit-logs?aggregate_id={key_id}"))
-                .await
-        ),
-        2
-    );
+    assert_eq!(count(app.get(&format!("/v1/audit-logs?aggregate_id={key_id}")).await), 2);
     assert_eq!(count(app.get("/v1/audit-logs?search=revok").await), 1);
-    assert_eq!(
-        count(app.get("/v1/audit-logs?search=%25").await),
-        0,
-        "wildcards match themselves"
-    );
+    assert_eq!(count(app.get("/v1/audit-logs?search=%25").await), 0, "wildcards match themselves");
     let all = app.get("/v1/audit-logs").await;
     let third = all.data()[2]["occurred_at"].as_str().unwrap().to_string();
     let encoded = third.replace(':', "%3A");
-    assert_eq!(
-        count(app.get(&format!("/v1/audit-logs?after={encoded}")).await),
-        2,
-        "after is inclusive"
-    );
-    assert_eq!(
-        count(app.get(&format!("/v1/audit-logs?before={encoded}")).await),
-        3,
-        "before is inclusive"
-    );
+    assert_eq!(count(app.get(&format!("/v1/audit-logs?after={encoded}")).await), 2, "after is inclusive");
+    assert_eq!(count(app.get(&format!("/v1/audit-logs?before={encoded}")).await), 3, "before is inclusive");
     let paged = app.get("/v1/audit-logs?limit=2&offset=1").await;
     assert_eq!(paged.data()[0]["seq"], 2);
     assert_eq!(paged.body["meta"]["has_more"], true);
@@ -121,20 +87,10 @@ async fn out_of_range_or_ill_typed_filters_are_422() {
         "before=2026-13-01T00:00:00Z",
     ] {
         let reply = app.get(&format!("/v1/audit-logs?{query}")).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (422, "validation_failed"),
-            "{query}"
-        );
+        assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{query}");
     }
-    assert_eq!(
-        app.get("/v1/audit-logs/export?limit=1000").await.status,
-        200
-    );
-    assert_eq!(
-        app.get("/v1/audit-logs/export?limit=1001").await.status,
-        422
-    );
+    assert_eq!(app.get("/v1/audit-logs/export?limit=1000").await.status, 200);
+    assert_eq!(app.get("/v1/audit-logs/export?limit=1001").await.status, 422);
 }
 
 #[actix_web::test]
@@ -142,9 +98,7 @@ async fn another_applications_rows_are_never_listed() {
     let app = spawn_app().await;
     let other = app.other_account().await;
     app.post("/v1/api-keys", &json!({"name": "mine"})).await;
-    let theirs = app
-        .send(&other, Method::GET, "/v1/audit-logs/export", None)
-        .await;
+    let theirs = app.send(&other, Method::GET, "/v1/audit-logs/export", None).await;
     assert_eq!(theirs.data().as_array().unwrap().len(), 2);
     assert!(!theirs.body.to_string().contains("mine"));
 }
@@ -154,38 +108,19 @@ async fn concurrent_writers_never_fork_the_chain_and_a_tampered_row_is_named() {
     let app = spawn_app().await;
     let bodies: Vec<Value> = (0..20).map(|i| json!({"name": format!("c{i}")})).collect();
     let writes = bodies.iter().map(|body| app.post("/v1/api-keys", body));
-    assert!(futures_util::future::join_all(writes)
-        .await
-        .iter()
-        .all(|r| r.status == 201));
-    let shard = &app
-        .state
-        .storage
-        .shard(gatehouse::region::Region::Us)
-        .unwrap()
-        .conn;
+    assert!(futures_util::future::join_all(writes).await.iter().all(|r| r.status == 201));
+    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
-    assert_eq!(
-        gatehouse::audit::query::verify(shard, application_id)
-            .await
-            .unwrap(),
-        Ok(22)
-    );
+    assert_eq!(gatehouse::audit::query::verify(shard, application_id).await.unwrap(), Ok(22));
 
     audit_event::Entity::update_many()
-        .col_expr(
-            audit_event::Column::EventType,
-            Expr::value("api_key.deleted"),
-        )
+        .col_expr(audit_event::Column::EventType, Expr::value("api_key.deleted"))
         .filter(audit_event::Column::ApplicationId.eq(application_id))
         .filter(audit_event::Column::Seq.eq(7))
         .exec(shard)
         .await
         .unwrap();
-    let broken = gatehouse::audit::query::verify(shard, application_id)
-        .await
-        .unwrap()
-        .unwrap_err();
+    let broken = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap_err();
     assert_eq!(broken.seq, 7);
 }
 
@@ -193,15 +128,9 @@ async fn concurrent_writers_never_fork_the_chain_and_a_tampered_row_is_named() {
 async fn a_deleted_row_or_a_cut_tail_is_detected() {
     let app = spawn_app().await;
     for i in 0..3 {
-        app.post("/v1/api-keys", &json!({"name": format!("k{i}")}))
-            .await;
+        app.post("/v1/api-keys", &json!({"name": format!("k{i}")})).await;
     }
-    let shard = &app
-        .state
-        .storage
-        .shard(gatehouse::region::Region::Us)
-        .unwrap()
-        .conn;
+    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
     audit_event::Entity::delete_many()
         .filter(audit_event::Column::ApplicationId.eq(application_id))
@@ -209,10 +138,7 @@ async fn a_deleted_row_or_a_cut_tail_is_detected() {
         .exec(shard)
         .await
         .unwrap();
-    let cut = gatehouse::audit::query::verify(shard, application_id)
-        .await
-        .unwrap()
-        .unwrap_err();
+    let cut = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap_err();
     assert_eq!(cut.seq, 5, "{cut:?}");
     audit_event::Entity::delete_many()
         .filter(audit_event::Column::ApplicationId.eq(application_id))
@@ -220,9 +146,6 @@ async fn a_deleted_row_or_a_cut_tail_is_detected() {
         .exec(shard)
         .await
         .unwrap();
-    let gap = gatehouse::audit::query::verify(shard, application_id)
-        .await
-        .unwrap()
-        .unwrap_err();
+    let gap = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap_err();
     assert_eq!(gap.seq, 3, "{gap:?}");
 }

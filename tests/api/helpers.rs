@@ -30,10 +30,9 @@ impl TestStorage {
         settings.storage.max_connections = 5;
         settings.server.listen = "127.0.0.1:0".to_string();
         settings.server.workers = 2;
+        settings.cache.redis_url = std::env::var("GATEHOUSE_TEST_REDIS_URL").ok();
         if let Ok(base) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") {
-            let admin = Database::connect(&base)
-                .await
-                .expect("GATEHOUSE_TEST_POSTGRES_URL must be reachable");
+            let admin = Database::connect(&base).await.expect("GATEHOUSE_TEST_POSTGRES_URL must be reachable");
             let prefix = format!("gh_test_{}", Uuid::new_v4().simple());
             let url_for = |name: &str| {
                 let db = format!("{prefix}_{name}");
@@ -43,20 +42,14 @@ impl TestStorage {
             };
             let names = ["catalog", "us", "eu", "ap"].map(url_for);
             for (db, _) in &names {
-                admin
-                    .execute_unprepared(&format!("CREATE DATABASE {db}"))
-                    .await
-                    .expect("create test database");
+                admin.execute_unprepared(&format!("CREATE DATABASE {db}")).await.expect("create test database");
             }
             settings.storage.catalog_url = Some(names[0].1.clone());
             settings.regions.us.database_url = Some(names[1].1.clone());
             settings.regions.eu.database_url = Some(names[2].1.clone());
             settings.regions.ap.database_url = Some(names[3].1.clone());
         }
-        TestStorage {
-            settings,
-            _dir: dir,
-        }
+        TestStorage { settings, _dir: dir }
     }
 }
 
@@ -110,42 +103,34 @@ pub async fn spawn_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
 /// Starts a node on `storage` and bootstraps an account whose first
 /// application lives in `region`.
 pub async fn spawn_node(storage: TestStorage, region: Region) -> TestApp {
-    let app = Application::build(storage.settings.clone())
-        .await
-        .expect("application builds");
+    let app = Application::build(storage.settings.clone()).await.expect("application builds");
     let address = format!("http://127.0.0.1:{}", app.port());
     let state = app.state.clone();
     actix_web::rt::spawn(app.run_until_stopped());
-    let created = bootstrap(
-        &state.storage,
-        request("Test", Environment::Development, region),
-    )
-    .await
-    .expect("bootstrap");
+    let created =
+        bootstrap(&state.storage, request("Test", Environment::Development, region)).await.expect("bootstrap");
     TestApp {
         address,
         client: reqwest::Client::new(),
         state,
-        caller: Caller {
-            application_id: created.application_id.to_string(),
-            key: created.secret_key,
-        },
+        caller: Caller { application_id: created.application_id.to_string(), key: created.secret_key },
         storage,
     }
 }
 
 pub fn request(name: &str, environment: Environment, region: Region) -> BootstrapRequest {
-    BootstrapRequest {
-        name: name.to_string(),
-        environment,
-        region,
-        allowed_origins: vec![],
-    }
+    BootstrapRequest { name: name.to_string(), environment, region, allowed_origins: vec![] }
 }
 
 impl TestApp {
-    pub async fn send(
+    pub async fn send(&self, caller: &Caller, method: Method, path: &str, body: Option<&Value>) -> Reply {
+        self.send_at(&self.address, caller, method, path, body).await
+    }
+
+    /// Sends to another node (`address`) of the same deployment.
+    pub async fn send_at(
         &self,
+        address: &str,
         caller: &Caller,
         method: Method,
         path: &str,
@@ -153,7 +138,7 @@ impl TestApp {
     ) -> Reply {
         let mut request = self
             .client
-            .request(method, format!("{}{path}", self.address))
+            .request(method, format!("{address}{path}"))
             .header("x-application-id", &caller.application_id)
             .bearer_auth(&caller.key);
         if let Some(body) = body {
@@ -167,13 +152,11 @@ impl TestApp {
     }
 
     pub async fn post(&self, path: &str, body: &Value) -> Reply {
-        self.send(&self.caller, Method::POST, path, Some(body))
-            .await
+        self.send(&self.caller, Method::POST, path, Some(body)).await
     }
 
     pub async fn patch(&self, path: &str, body: &Value) -> Reply {
-        self.send(&self.caller, Method::PATCH, path, Some(body))
-            .await
+        self.send(&self.caller, Method::PATCH, path, Some(body)).await
     }
 
     /// A request built by the test, sent as it is.
@@ -197,25 +180,16 @@ impl TestApp {
 
     /// An application in a new account of its own.
     pub async fn other_account(&self) -> Caller {
-        let created = bootstrap(
-            &self.state.storage,
-            request("Other", Environment::Development, Region::Us),
-        )
-        .await
-        .expect("bootstrap");
-        Caller {
-            application_id: created.application_id.to_string(),
-            key: created.secret_key,
-        }
+        let created = bootstrap(&self.state.storage, request("Other", Environment::Development, Region::Us))
+            .await
+            .expect("bootstrap");
+        Caller { application_id: created.application_id.to_string(), key: created.secret_key }
     }
 
     /// A key of this application with exactly `scopes`.
     pub async fn key_with_scopes(&self, scopes: Value) -> Caller {
         let created = self
-            .post(
-                "/v1/api-keys",
-                &serde_json::json!({"name": format!("k-{}", Uuid::new_v4()), "scopes": scopes}),
-            )
+            .post("/v1/api-keys", &serde_json::json!({"name": format!("k-{}", Uuid::new_v4()), "scopes": scopes}))
             .await;
         assert_eq!(created.status, 201, "{:?}", created.body);
         Caller {
@@ -226,12 +200,7 @@ impl TestApp {
 
     pub async fn audit_types(&self) -> Vec<String> {
         let rows = self.get("/v1/audit-logs/export?limit=1000").await;
-        rows.data()
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|r| r["type"].as_str().unwrap().to_string())
-            .collect()
+        rows.data().as_array().unwrap().iter().map(|r| r["type"].as_str().unwrap().to_string()).collect()
     }
 }
 
@@ -240,9 +209,5 @@ async fn reply(response: reqwest::Response) -> Reply {
     let headers = response.headers().clone();
     let text = response.text().await.unwrap_or_default();
     let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    Reply {
-        status,
-        headers,
-        body,
-    }
+    Reply { status, headers, body }
 }

@@ -21,10 +21,7 @@ async fn a_success_carries_the_whole_envelope_and_echoes_the_request_id() {
     assert!(reply.data().is_array());
     assert_eq!(reply.body["meta"]["request_id"], "req-42");
     assert_eq!(reply.body["meta"]["has_more"], false);
-    assert!(reply.body["meta"]["timestamp"]
-        .as_str()
-        .unwrap()
-        .ends_with('Z'));
+    assert!(reply.body["meta"]["timestamp"].as_str().unwrap().ends_with('Z'));
     assert_eq!(reply.header("x-request-id"), Some("req-42"));
 }
 
@@ -34,14 +31,9 @@ async fn an_unknown_route_is_404_and_a_wrong_method_is_405_in_the_envelope() {
     let missing = app.get("/v1/no-such-thing").await;
     assert_eq!((missing.status, missing.error_code()), (404, "not_found"));
     assert_eq!(missing.body["success"], false);
-    assert!(missing.body["meta"]["request_id"]
-        .as_str()
-        .is_some_and(|id| !id.is_empty()));
+    assert!(missing.body["meta"]["request_id"].as_str().is_some_and(|id| !id.is_empty()));
     let wrong = app.raw(app.client.delete(app.url("/v1/api-keys"))).await;
-    assert_eq!(
-        (wrong.status, wrong.error_code()),
-        (405, "method_not_allowed")
-    );
+    assert_eq!((wrong.status, wrong.error_code()), (405, "method_not_allowed"));
 }
 
 #[actix_web::test]
@@ -49,15 +41,9 @@ async fn every_malformed_credential_is_the_same_401_with_www_authenticate() {
     let app = spawn_app().await;
     let id = &app.caller.application_id;
     let key = &app.caller.key;
-    let bad_checksum = format!(
-        "{}{}",
-        &key[..key.len() - 1],
-        if key.ends_with('a') { 'b' } else { 'a' }
-    );
+    let bad_checksum = format!("{}{}", &key[..key.len() - 1], if key.ends_with('a') { 'b' } else { 'a' });
     let cases: Vec<reqwest::RequestBuilder> = vec![
-        app.client
-            .get(app.url("/v1/api-keys"))
-            .header("x-application-id", id),
+        app.client.get(app.url("/v1/api-keys")).header("x-application-id", id),
         app.client
             .get(app.url("/v1/api-keys"))
             .header("x-application-id", id)
@@ -70,59 +56,33 @@ async fn every_malformed_credential_is_the_same_401_with_www_authenticate() {
             .get(app.url("/v1/api-keys"))
             .header("x-application-id", id)
             .header("authorization", format!("Basic {key}")),
-        app.client
-            .get(app.url("/v1/api-keys"))
-            .header("x-application-id", id)
-            .header("authorization", "Bearer "),
-        app.client
-            .get(app.url("/v1/api-keys"))
-            .header("x-application-id", id)
-            .bearer_auth(&bad_checksum),
-        app.client
-            .get(app.url("/v1/api-keys"))
-            .header("x-application-id", id)
-            .bearer_auth("sk_test_short"),
+        app.client.get(app.url("/v1/api-keys")).header("x-application-id", id).header("authorization", "Bearer "),
+        app.client.get(app.url("/v1/api-keys")).header("x-application-id", id).bearer_auth(&bad_checksum),
+        app.client.get(app.url("/v1/api-keys")).header("x-application-id", id).bearer_auth("sk_test_short"),
         app.client.get(app.url("/v1/api-keys")).bearer_auth(key),
-        app.client
-            .get(app.url("/v1/api-keys"))
-            .header("x-application-id", "not-a-uuid")
-            .bearer_auth(key),
+        app.client.get(app.url("/v1/api-keys")).header("x-application-id", "not-a-uuid").bearer_auth(key),
         app.client
             .get(app.url("/v1/api-keys"))
             .header("x-application-id", id)
             .header("authorization", format!("Bearer {key}"))
             .header("authorization", format!("Bearer {key}")),
-        app.client
-            .get(app.url(&format!("/v1/api-keys?api_key={key}")))
-            .header("x-application-id", id),
+        app.client.get(app.url(&format!("/v1/api-keys?api_key={key}"))).header("x-application-id", id),
     ];
     let mut bodies = Vec::new();
     for case in cases {
         let reply = app.raw(case).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (401, "unauthenticated"),
-            "{:?}",
-            reply.body
-        );
+        assert_eq!((reply.status, reply.error_code()), (401, "unauthenticated"), "{:?}", reply.body);
         assert_eq!(reply.header("www-authenticate"), Some("Bearer"));
         bodies.push(reply.body["error"].clone());
     }
-    assert!(
-        bodies.windows(2).all(|w| w[0] == w[1]),
-        "one body for every reason"
-    );
+    assert!(bodies.windows(2).all(|w| w[0] == w[1]), "one body for every reason");
 }
 
 #[actix_web::test]
 async fn a_look_alike_key_is_refused_without_a_database_lookup() {
     let app = spawn_app().await;
     let key = &app.caller.key;
-    let look_alike = format!(
-        "{}{}",
-        &key[..key.len() - 1],
-        if key.ends_with('a') { 'b' } else { 'a' }
-    );
+    let look_alike = format!("{}{}", &key[..key.len() - 1], if key.ends_with('a') { 'b' } else { 'a' });
     let before = app.state.metrics.render();
     let reply = app
         .raw(
@@ -171,115 +131,32 @@ async fn bad_bodies_get_their_own_4xx_and_store_nothing() {
     };
     let deep = format!("{}{}", "[".repeat(10_000), "]".repeat(10_000));
     let cases: Vec<(reqwest::RequestBuilder, u16, &str)> = vec![
+        (post(b"{\"name\": ".to_vec(), "application/json"), 400, "malformed_json"),
+        (post(b"{\"name\": \"a\"} trailing".to_vec(), "application/json"), 400, "malformed_json"),
+        (post(b"\"\\ud800\"".to_vec(), "application/json"), 400, "malformed_json"),
+        (post(deep.into_bytes(), "application/json"), 422, "validation_failed"),
+        (post(b"{\"name\": \"a\"}".to_vec(), "text/plain"), 415, "unsupported_media_type"),
+        (post(b"{\"name\": \"a\"}".to_vec(), "application/json; charset=utf-16"), 415, "unsupported_media_type"),
+        (post(vec![b' '; 1024 * 1024 + 1], "application/json"), 413, "payload_too_large"),
+        (post(b"{}".to_vec(), "application/json"), 422, "validation_failed"),
+        (post(b"{\"name\": 5}".to_vec(), "application/json"), 422, "validation_failed"),
+        (post(b"{\"name\": \"a\", \"application_id\": \"x\"}".to_vec(), "application/json"), 422, "validation_failed"),
+        (post(b"{\"name\": \"a\\u0000b\"}".to_vec(), "application/json"), 422, "validation_failed"),
         (
-            post(b"{\"name\": ".to_vec(), "application/json"),
-            400,
-            "malformed_json",
-        ),
-        (
-            post(b"{\"name\": \"a\"} trailing".to_vec(), "application/json"),
-            400,
-            "malformed_json",
-        ),
-        (
-            post(b"\"\\ud800\"".to_vec(), "application/json"),
-            400,
-            "malformed_json",
-        ),
-        (
-            post(deep.into_bytes(), "application/json"),
+            post(format!("{{\"name\": \"{}\"}}", "x".repeat(10_000)).into_bytes(), "application/json"),
             422,
             "validation_failed",
         ),
-        (
-            post(b"{\"name\": \"a\"}".to_vec(), "text/plain"),
-            415,
-            "unsupported_media_type",
-        ),
-        (
-            post(
-                b"{\"name\": \"a\"}".to_vec(),
-                "application/json; charset=utf-16",
-            ),
-            415,
-            "unsupported_media_type",
-        ),
-        (
-            post(vec![b' '; 1024 * 1024 + 1], "application/json"),
-            413,
-            "payload_too_large",
-        ),
-        (
-            post(b"{}".to_vec(), "application/json"),
-            422,
-            "validation_failed",
-        ),
-        (
-            post(b"{\"name\": 5}".to_vec(), "application/json"),
-            422,
-            "validation_failed",
-        ),
-        (
-            post(
-                b"{\"name\": \"a\", \"application_id\": \"x\"}".to_vec(),
-                "application/json",
-            ),
-            422,
-            "validation_failed",
-        ),
-        (
-            post(b"{\"name\": \"a\\u0000b\"}".to_vec(), "application/json"),
-            422,
-            "validation_failed",
-        ),
-        (
-            post(
-                format!("{{\"name\": \"{}\"}}", "x".repeat(10_000)).into_bytes(),
-                "application/json",
-            ),
-            422,
-            "validation_failed",
-        ),
-        (
-            post(
-                b"{\"name\": \"a\", \"expires_in_days\": -1}".to_vec(),
-                "application/json",
-            ),
-            422,
-            "validation_failed",
-        ),
-        (
-            post(
-                b"{\"name\": \"a\", \"expires_in_days\": 1e400}".to_vec(),
-                "application/json",
-            ),
-            400,
-            "malformed_json",
-        ),
-        (
-            post(
-                b"{\"name\": \"a\", \"name\": \"b\"}".to_vec(),
-                "application/json",
-            ),
-            422,
-            "validation_failed",
-        ),
+        (post(b"{\"name\": \"a\", \"expires_in_days\": -1}".to_vec(), "application/json"), 422, "validation_failed"),
+        (post(b"{\"name\": \"a\", \"expires_in_days\": 1e400}".to_vec(), "application/json"), 400, "malformed_json"),
+        (post(b"{\"name\": \"a\", \"name\": \"b\"}".to_vec(), "application/json"), 422, "validation_failed"),
     ];
     for (i, (request, status, code)) in cases.into_iter().enumerate() {
         let reply = app.raw(request).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (status, code),
-            "case {i}: {:?}",
-            reply.body
-        );
+        assert_eq!((reply.status, reply.error_code()), (status, code), "case {i}: {:?}", reply.body);
     }
     let keys = app.get("/v1/api-keys").await;
-    assert_eq!(
-        keys.data().as_array().unwrap().len(),
-        1,
-        "only the bootstrap key exists"
-    );
+    assert_eq!(keys.data().as_array().unwrap().len(), 1, "only the bootstrap key exists");
 }
 
 #[actix_web::test]
@@ -288,30 +165,17 @@ async fn a_validation_failure_names_the_field() {
     let missing = app.post("/v1/api-keys", &json!({"scopes": []})).await;
     assert_eq!(missing.status, 422);
     assert_eq!(missing.body["error"]["details"][0]["field"], "name");
-    let typed = app
-        .post("/v1/api-keys", &json!({"name": "a", "scopes": "admin"}))
-        .await;
+    let typed = app.post("/v1/api-keys", &json!({"name": "a", "scopes": "admin"})).await;
     assert_eq!(typed.body["error"]["details"][0]["field"], "scopes");
 }
 
 #[actix_web::test]
 async fn query_parameters_out_of_range_are_422_and_a_path_id_that_is_no_uuid_is_404() {
     let app = spawn_app().await;
-    for query in [
-        "limit=0",
-        "limit=101",
-        "limit=-1",
-        "limit=abc",
-        "limit=99999999999999999999",
-        "offset=-5",
-        "nope=1",
-    ] {
+    for query in ["limit=0", "limit=101", "limit=-1", "limit=abc", "limit=99999999999999999999", "offset=-5", "nope=1"]
+    {
         let reply = app.get(&format!("/v1/api-keys?{query}")).await;
-        assert_eq!(
-            (reply.status, reply.error_code()),
-            (422, "validation_failed"),
-            "{query}"
-        );
+        assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{query}");
     }
     let reply = app.get("/v1/api-keys/'%20OR%201=1--").await;
     assert_eq!((reply.status, reply.error_code()), (404, "not_found"));

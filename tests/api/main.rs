@@ -7,4 +7,5 @@ mod cli;
 mod helpers;
 mod http_surface;
 mod ops;
+mod rate_limits;
 mod regions;

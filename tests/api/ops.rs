@@ -7,10 +7,7 @@ use crate::helpers::{spawn_app, spawn_with};
 async fn health_and_readiness_answer_without_credentials_or_envelope() {
     let app = spawn_app().await;
     let health = app.raw(app.client.get(app.url("/healthz"))).await;
-    assert_eq!(
-        (health.status, health.body["status"].as_str()),
-        (200, Some("ok"))
-    );
+    assert_eq!((health.status, health.body["status"].as_str()), (200, Some("ok")));
     let ready = app.raw(app.client.get(app.url("/readyz"))).await;
     assert_eq!(ready.status, 200, "{:?}", ready.body);
     assert_eq!(ready.body["checks"]["database:catalog"], "ok");
@@ -29,14 +26,7 @@ async fn readiness_names_an_unreachable_redis() {
 #[actix_web::test]
 async fn a_lost_database_gives_503_with_retry_after_and_readiness_names_it() {
     let app = spawn_app().await;
-    app.state
-        .storage
-        .catalog
-        .conn
-        .clone()
-        .close()
-        .await
-        .unwrap();
+    app.state.storage.catalog.conn.clone().close().await.unwrap();
     let reply = app
         .raw(
             app.client
@@ -45,19 +35,11 @@ async fn a_lost_database_gives_503_with_retry_after_and_readiness_names_it() {
                 .bearer_auth(&app.caller.key),
         )
         .await;
-    assert_eq!(
-        (reply.status, reply.error_code()),
-        (503, "unavailable"),
-        "{:?}",
-        reply.body
-    );
+    assert_eq!((reply.status, reply.error_code()), (503, "unavailable"), "{:?}", reply.body);
     assert!(reply.header("retry-after").is_some());
     let ready = app.raw(app.client.get(app.url("/readyz"))).await;
     assert_eq!(ready.status, 503);
-    assert_eq!(
-        ready.body["failing"],
-        serde_json::json!(["database:catalog"])
-    );
+    assert_eq!(ready.body["failing"], serde_json::json!(["database:catalog"]));
 }
 
 #[actix_web::test]
@@ -66,20 +48,14 @@ async fn metrics_count_requests_by_route_and_status() {
     app.get("/v1/api-keys").await;
     let text = app.raw(app.client.get(app.url("/metrics"))).await.body;
     let text = text.as_str().unwrap();
-    assert!(
-        text.contains("http_requests_total{method=\"GET\",route=\"/v1/api-keys\",status=\"200\"}"),
-        "{text}"
-    );
+    assert!(text.contains("http_requests_total{method=\"GET\",route=\"/v1/api-keys\",status=\"200\"}"), "{text}");
     assert!(text.contains("http_request_duration_seconds_bucket"));
 }
 
 #[actix_web::test]
 async fn the_openapi_document_describes_every_route() {
     let app = spawn_app().await;
-    let doc: Value = app
-        .raw(app.client.get(app.url("/v1/openapi.json")))
-        .await
-        .body;
+    let doc: Value = app.raw(app.client.get(app.url("/v1/openapi.json"))).await.body;
     assert!(doc["openapi"].as_str().unwrap().starts_with("3.1"));
     let paths = doc["paths"].as_object().unwrap();
     for (path, method) in [
@@ -98,10 +74,7 @@ async fn the_openapi_document_describes_every_route() {
         ("/metrics", "get"),
         ("/v1/openapi.json", "get"),
     ] {
-        assert!(
-            paths.get(path).and_then(|p| p.get(method)).is_some(),
-            "{method} {path} is missing"
-        );
+        assert!(paths.get(path).and_then(|p| p.get(method)).is_some(), "{method} {path} is missing");
     }
     assert!(doc["components"]["schemas"]["CreateApiKeyRequest"].is_object());
 }

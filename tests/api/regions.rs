@@ -22,29 +22,12 @@ async fn a_request_for_another_regions_application_is_answered_by_that_regions_n
     a_storage.settings.node.regions = vec![Region::Us];
     a_storage.settings.node.peers.eu = Some(b_address);
     let node_a = spawn_node(a_storage, Region::Us).await;
-    let eu = bootstrap(
-        &b_state.storage,
-        request("EU", Environment::Development, Region::Eu),
-    )
-    .await
-    .unwrap();
-    let eu_caller = Caller {
-        application_id: eu.application_id.to_string(),
-        key: eu.secret_key,
-    };
+    let eu = bootstrap(&b_state.storage, request("EU", Environment::Development, Region::Eu)).await.unwrap();
+    let eu_caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
 
     // Act
-    let listed = node_a
-        .send(&eu_caller, Method::GET, "/v1/api-keys", None)
-        .await;
-    let created = node_a
-        .send(
-            &eu_caller,
-            Method::POST,
-            "/v1/api-keys",
-            Some(&json!({"name": "via-a"})),
-        )
-        .await;
+    let listed = node_a.send(&eu_caller, Method::GET, "/v1/api-keys", None).await;
+    let created = node_a.send(&eu_caller, Method::POST, "/v1/api-keys", Some(&json!({"name": "via-a"}))).await;
 
     // Assert
     assert_eq!(listed.status, 200, "{:?}", listed.body);
@@ -78,19 +61,9 @@ async fn a_region_without_a_reachable_peer_is_503_with_retry_after() {
     // An ap application written straight into the shared catalog and ap database.
     let mut ap_settings = node.storage.settings.clone();
     ap_settings.node.regions = vec![Region::Ap];
-    let ap_storage = gatehouse::startup::open_storage(&ap_settings)
-        .await
-        .unwrap();
-    let ap = bootstrap(
-        &ap_storage,
-        request("AP", Environment::Development, Region::Ap),
-    )
-    .await
-    .unwrap();
-    let caller = Caller {
-        application_id: ap.application_id.to_string(),
-        key: ap.secret_key,
-    };
+    let ap_storage = gatehouse::startup::open_storage(&ap_settings).await.unwrap();
+    let ap = bootstrap(&ap_storage, request("AP", Environment::Development, Region::Ap)).await.unwrap();
+    let caller = Caller { application_id: ap.application_id.to_string(), key: ap.secret_key };
     let reply = node.send(&caller, Method::GET, "/v1/api-keys", None).await;
     assert_eq!((reply.status, reply.error_code()), (503, "unavailable"));
     assert!(reply.header("retry-after").is_some());
