@@ -191,3 +191,29 @@ impl Settings {
         format!("sqlite://{}/{name}.db", self.storage.data_dir.display())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_overrides_defaults_and_environment_variables_override_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gatehouse.toml");
+        std::fs::write(&file, "[server]\nlisten = \"127.0.0.1:9999\"\n[storage]\nmax_connections = 3\n").unwrap();
+        std::env::set_var("GATEHOUSE__STORAGE__MAX_CONNECTIONS", "7");
+        std::env::set_var("GATEHOUSE__NODE__REGIONS", "eu,ap");
+        std::env::set_var("GATEHOUSE__NODE__PEERS__US", "http://us.internal:8080");
+        let settings = Settings::load(Some(&file)).unwrap();
+        std::env::remove_var("GATEHOUSE__STORAGE__MAX_CONNECTIONS");
+        std::env::remove_var("GATEHOUSE__NODE__REGIONS");
+        std::env::remove_var("GATEHOUSE__NODE__PEERS__US");
+        assert_eq!(settings.server.listen, "127.0.0.1:9999");
+        assert_eq!(settings.storage.max_connections, 7);
+        assert_eq!(settings.node.regions, vec![Region::Eu, Region::Ap]);
+        assert_eq!(settings.peer(Region::Us), Some("http://us.internal:8080"));
+        assert_eq!(settings.tokens.access_ttl_seconds, 300, "untouched keys keep their defaults");
+        assert_eq!(settings.public_url(), "http://127.0.0.1:9999");
+        assert_eq!(settings.region_url(Region::Eu), "sqlite://./data/eu.db");
+    }
+}

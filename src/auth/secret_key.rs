@@ -1,9 +1,10 @@
 //! Secret API keys on management routes. A presented key is checked for
 //! shape and checksum first (a look-alike never reaches the database), then
 //! looked up by its SHA-256 within the application named by
-//! `x-application-id`. Look-ups are cached for one second, which is the bound
-//! on how long a key revoked on another node keeps working; on the node that
-//! revokes it, it stops at once.
+//! `x-application-id`. Key records are cached for one second, which is the
+//! bound on how long a key revoked on another node keeps working (and how
+//! stale another node's answer about a key can be); on the node that revokes
+//! a key, it stops at once.
 use std::{future::Future, pin::Pin, sync::Arc, time::Duration};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
@@ -70,27 +71,41 @@ impl CachedKey {
     }
 }
 
-/// Key look-ups by (application, hash), and when each key last had its
+/// Key records by (application, secret hash) for authentication and by
+/// (application, id) for reads; and when each key last had its
 /// `last_used_at` written.
 #[derive(Clone)]
 pub struct KeyCache {
-    lookups: Cache<(Uuid, Vec<u8>), Option<CachedKey>>,
+    by_secret: Cache<(Uuid, Vec<u8>), Option<CachedKey>>,
+    by_id: Cache<(Uuid, Uuid), Arc<api_key::Model>>,
     touched: Cache<Uuid, ()>,
 }
 
 impl Default for KeyCache {
     fn default() -> Self {
         Self {
-            lookups: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
+            by_secret: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
+            by_id: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
             touched: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
         }
     }
 }
 
 impl KeyCache {
-    /// Forgets a key at once on this node (revocation).
-    pub fn forget(&self, application_id: Uuid, secret_hash: &[u8]) {
-        self.lookups.invalidate(&(application_id, secret_hash.to_vec()));
+    /// A key record of the application; a miss costs one indexed read.
+    pub async fn find(&self, shard: &Db, application_id: Uuid, id: Uuid) -> ApiResult<Arc<api_key::Model>> {
+        if let Some(key) = self.by_id.get(&(application_id, id)) {
+            return Ok(key);
+        }
+        let key = Arc::new(api_keys::find(&shard.conn, application_id, id).await?);
+        self.by_id.insert((application_id, id), key.clone());
+        Ok(key)
+    }
+
+    /// Forgets a key at once on this node (revocation, a changed record).
+    pub fn forget(&self, key: &api_key::Model) {
+        self.by_secret.invalidate(&(key.application_id, key.secret_hash.clone()));
+        self.by_id.invalidate(&(key.application_id, key.id));
     }
 }
 
@@ -148,11 +163,11 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
     }
     let hash = sha256(token);
     let cache_key = (tenant.id, hash);
-    let found = match state.keys.lookups.get(&cache_key) {
+    let found = match state.keys.by_secret.get(&cache_key) {
         Some(found) => found,
         None => {
             let found = api_keys::find_by_hash(&shard.conn, tenant.id, &cache_key.1).await?.map(CachedKey::from_model);
-            state.keys.lookups.insert(cache_key.clone(), found.clone());
+            state.keys.by_secret.insert(cache_key.clone(), found.clone());
             found
         }
     };
@@ -166,10 +181,11 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
     };
     if !state.keys.touched.contains_key(&key.id) {
         state.keys.touched.insert(key.id, ());
-        let (shard, application_id, key_id) = (shard.clone(), tenant.id, key.id);
+        let (shard, keys, application_id, key_id) = (shard.clone(), state.keys.clone(), tenant.id, key.id);
         actix_web::rt::spawn(async move {
-            if let Err(err) = api_keys::touch(&shard, application_id, key_id, now).await {
-                tracing::warn!(error = %err, "could not record last_used_at");
+            match api_keys::touch(&shard, application_id, key_id, now).await {
+                Ok(()) => keys.by_id.invalidate(&(application_id, key_id)),
+                Err(err) => tracing::warn!(error = %err, "could not record last_used_at"),
             }
         });
     }

@@ -1,47 +1,69 @@
-//! The response envelope: `{success, data, error, meta}` (contract §2).
+//! The response envelope: `{success, data, error, meta}` (contract §2),
+//! serialised straight from typed values.
 use actix_web::{http::StatusCode, HttpResponse};
 use serde::Serialize;
-use serde_json::{json, Value};
 
 use super::request_id;
-use crate::error::ApiError;
+use crate::error::{ApiError, FieldIssue};
 
 pub fn timestamp_now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-fn meta(extra: Option<(bool, Option<u64>)>) -> Value {
-    let mut meta = json!({"timestamp": timestamp_now(), "request_id": request_id::current()});
-    if let Some((has_more, total)) = extra {
-        meta["has_more"] = json!(has_more);
-        if let Some(total) = total {
-            meta["total"] = json!(total);
-        }
-    }
-    meta
+#[derive(Serialize)]
+pub struct Envelope<'a, T: Serialize> {
+    success: bool,
+    data: Option<T>,
+    error: Option<ErrorBody<'a>>,
+    meta: Meta,
 }
 
-pub fn failure(err: &ApiError) -> Value {
-    let mut error = json!({"code": err.code.as_str(), "message": err.message});
-    if !err.details.is_empty() {
-        error["details"] = json!(err.details);
-    }
-    json!({"success": false, "data": null, "error": error, "meta": meta(None)})
+#[derive(Serialize)]
+struct ErrorBody<'a> {
+    code: &'static str,
+    message: &'a str,
+    #[serde(skip_serializing_if = "<[FieldIssue]>::is_empty")]
+    details: &'a [FieldIssue],
 }
 
-fn respond(status: StatusCode, data: impl Serialize, extra: Option<(bool, Option<u64>)>) -> HttpResponse {
-    HttpResponse::build(status).json(json!({"success": true, "data": data, "error": null, "meta": meta(extra)}))
+#[derive(Serialize)]
+struct Meta {
+    timestamp: String,
+    request_id: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    has_more: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    total: Option<u64>,
+}
+
+impl Meta {
+    fn new(has_more: Option<bool>, total: Option<u64>) -> Meta {
+        Meta { timestamp: timestamp_now(), request_id: request_id::current(), has_more, total }
+    }
+}
+
+pub fn failure(err: &ApiError) -> Envelope<'_, ()> {
+    Envelope {
+        success: false,
+        data: None,
+        error: Some(ErrorBody { code: err.code.as_str(), message: &err.message, details: &err.details }),
+        meta: Meta::new(None, None),
+    }
+}
+
+fn respond(status: StatusCode, data: impl Serialize, meta: Meta) -> HttpResponse {
+    HttpResponse::build(status).json(Envelope { success: true, data: Some(data), error: None, meta })
 }
 
 pub fn ok(data: impl Serialize) -> HttpResponse {
-    respond(StatusCode::OK, data, None)
+    respond(StatusCode::OK, data, Meta::new(None, None))
 }
 
 pub fn created(data: impl Serialize) -> HttpResponse {
-    respond(StatusCode::CREATED, data, None)
+    respond(StatusCode::CREATED, data, Meta::new(None, None))
 }
 
 /// A page of a list: `data` is the array, `meta` says whether more follow.
 pub fn page<T: Serialize>(items: Vec<T>, has_more: bool, total: Option<u64>) -> HttpResponse {
-    respond(StatusCode::OK, items, Some((has_more, total)))
+    respond(StatusCode::OK, items, Meta::new(Some(has_more), total))
 }

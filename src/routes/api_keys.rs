@@ -50,14 +50,14 @@ pub struct ApiKeyView {
     pub active: bool,
 }
 
-impl From<api_key::Model> for ApiKeyView {
-    fn from(key: api_key::Model) -> Self {
+impl From<&api_key::Model> for ApiKeyView {
+    fn from(key: &api_key::Model) -> Self {
         ApiKeyView {
             active: key.revoked_at.is_none() && key.expires_at.is_none_or(|at| at > Utc::now()),
             id: key.id,
-            name: key.name,
-            prefix: key.prefix,
-            scopes: serde_json::from_value(key.scopes).unwrap_or_default(),
+            name: key.name.clone(),
+            prefix: key.prefix.clone(),
+            scopes: serde_json::from_value(key.scopes.clone()).unwrap_or_default(),
             expires_at: key.expires_at,
             created_at: key.created_at,
             last_used_at: key.last_used_at,
@@ -76,7 +76,7 @@ pub struct IssuedApiKeyView {
 
 impl From<Issued> for IssuedApiKeyView {
     fn from(issued: Issued) -> Self {
-        IssuedApiKeyView { key: issued.key.into(), secret: issued.secret }
+        IssuedApiKeyView { key: (&issued.key).into(), secret: issued.secret }
     }
 }
 
@@ -109,16 +109,20 @@ pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Bo
 pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
     let (keys, has_more) = api_keys::list(&key.shard.conn, key.tenant.id, page).await?;
-    Ok(envelope::page(keys.into_iter().map(ApiKeyView::from).collect(), has_more, None))
+    Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more, None))
 }
 
 /// Get one secret key (never its secret).
 #[utoipa::path(get, path = "/v1/api-keys/{key_id}", tag = "api-keys",
     responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
-pub async fn find_api_key(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+pub async fn find_api_key(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
     let id = path_id("API key", &path)?;
-    let found = api_keys::find(&key.shard.conn, key.tenant.id, id).await?;
-    Ok(envelope::ok(ApiKeyView::from(found)))
+    let found = state.keys.find(&key.shard, key.tenant.id, id).await?;
+    Ok(envelope::ok(ApiKeyView::from(&*found)))
 }
 
 /// Revoke a secret key. It stops working at once on this node and within a
@@ -135,6 +139,6 @@ pub async fn revoke_api_key(
     let id = path_id("API key", &path)?;
     body.no_fields().await?;
     let revoked = api_keys::revoke(&key.shard, key.tenant.id, id, &key.actor()).await?;
-    state.keys.forget(key.tenant.id, &revoked.secret_hash);
-    Ok(envelope::ok(ApiKeyView::from(revoked)))
+    state.keys.forget(&revoked);
+    Ok(envelope::ok(ApiKeyView::from(&revoked)))
 }
