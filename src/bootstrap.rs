@@ -1,6 +1,5 @@
 //! Creating an account with a first application and admin key: the
 //! `bootstrap` command, and the first start of `serve` on an empty catalog.
-use chrono::Utc;
 use entity::{account, application};
 use sea_orm::{ActiveValue::Set, EntityTrait, PaginatorTrait};
 use serde::Serialize;
@@ -41,7 +40,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
     account::Entity::insert(account::ActiveModel {
         id: Set(account_id),
         name: Set(name.clone()),
-        created_at: Set(Utc::now()),
+        created_at: Set(crate::clock::now()),
     })
     .exec_without_returning(&storage.catalog.conn)
     .await?;

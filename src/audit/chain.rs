@@ -15,12 +15,6 @@ pub fn canonical(data: &serde_json::Value) -> Result<String, serde_json::Error> 
     serde_jcs::to_string(data)
 }
 
-/// Formats a time exactly as rows store it (microseconds, `Z`): fixed width,
-/// so text order is time order.
-pub fn format_time(at: chrono::DateTime<chrono::Utc>) -> String {
-    at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
 #[allow(clippy::too_many_arguments)]
 pub fn row_hash(
     prev_hash: &str,
@@ -61,7 +55,7 @@ impl ChainedRow {
         data: &serde_json::Value,
     ) -> Result<ChainedRow, serde_json::Error> {
         let id = Uuid::now_v7();
-        let occurred_at = format_time(chrono::Utc::now());
+        let occurred_at = crate::clock::format(crate::clock::now());
         let data = canonical(data)?;
         let hash = row_hash(
             &prev_hash,

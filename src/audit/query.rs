@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{
-    chain::{format_time, ChainBreak, Verifier},
+    chain::{ChainBreak, Verifier},
     ActorKind,
 };
 use crate::{
@@ -98,7 +98,7 @@ fn escape_like(text: &str) -> String {
 
 fn time_bound(field: &str, value: &str) -> ApiResult<String> {
     DateTime::parse_from_rfc3339(value)
-        .map(|t| format_time(t.to_utc()))
+        .map(|t| crate::clock::format(t.to_utc()))
         .map_err(|_| ApiError::invalid(field, "must be an RFC 3339 date-time"))
 }
 

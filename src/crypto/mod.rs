@@ -7,8 +7,8 @@ pub mod seal;
 use sha2::{Digest, Sha256};
 
 /// SHA-256 of a credential, as stored at rest.
-pub fn sha256(value: &str) -> Vec<u8> {
-    Sha256::digest(value.as_bytes()).to_vec()
+pub fn sha256(value: &str) -> [u8; 32] {
+    Sha256::digest(value.as_bytes()).into()
 }
 
 /// Lowercase hex SHA-256.

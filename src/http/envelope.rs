@@ -6,10 +6,6 @@ use serde::Serialize;
 use super::request_id;
 use crate::error::{ApiError, FieldIssue};
 
-pub fn timestamp_now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
 #[derive(Serialize)]
 pub struct Envelope<'a, T: Serialize> {
     success: bool,
@@ -38,7 +34,12 @@ struct Meta {
 
 impl Meta {
     fn new(has_more: Option<bool>, total: Option<u64>) -> Meta {
-        Meta { timestamp: timestamp_now(), request_id: request_id::current(), has_more, total }
+        Meta {
+            timestamp: crate::clock::format(crate::clock::now()),
+            request_id: request_id::current(),
+            has_more,
+            total,
+        }
     }
 }
 

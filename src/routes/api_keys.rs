@@ -42,9 +42,13 @@ pub struct ApiKeyView {
     /// The first 12 characters of the secret, for recognising it.
     pub prefix: String,
     pub scopes: Vec<String>,
+    #[serde(serialize_with = "crate::clock::serialize_option")]
     pub expires_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize_option")]
     pub last_used_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "crate::clock::serialize_option")]
     pub revoked_at: Option<DateTime<Utc>>,
     /// False once revoked or expired.
     pub active: bool,
@@ -57,7 +61,7 @@ impl From<&api_key::Model> for ApiKeyView {
             id: key.id,
             name: key.name.clone(),
             prefix: key.prefix.clone(),
-            scopes: serde_json::from_value(key.scopes.clone()).unwrap_or_default(),
+            scopes: api_keys::scopes(key).collect(),
             expires_at: key.expires_at,
             created_at: key.created_at,
             last_used_at: key.last_used_at,

@@ -71,7 +71,9 @@ pub struct ApplicationView {
     pub allowed_origins: Vec<String>,
     #[schema(value_type = Object)]
     pub branding: Value,
+    #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize")]
     pub updated_at: DateTime<Utc>,
 }
 

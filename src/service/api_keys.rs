@@ -41,7 +41,7 @@ impl NewApiKey {
         scopes.dedup();
         let expires_at = match expires_in_days {
             None => None,
-            Some(days @ 1..=3650) => Some(Utc::now() + Duration::days(days)),
+            Some(days @ 1..=3650) => Some(crate::clock::now() + Duration::days(days)),
             Some(_) => {
                 issues.add("expires_in_days", "must be between 1 and 3650, or null");
                 None
@@ -72,10 +72,10 @@ pub async fn insert(
         application_id,
         name: new.name.clone(),
         prefix: key_format::display_prefix(&secret),
-        secret_hash: sha256(&secret),
+        secret_hash: sha256(&secret).to_vec(),
         scopes: json!(new.scopes),
         expires_at: new.expires_at,
-        created_at: Utc::now(),
+        created_at: crate::clock::now(),
         last_used_at: None,
         revoked_at: None,
     };
@@ -119,6 +119,11 @@ pub async fn create(
     let issued = insert(&*txn, application_id, live, new, actor).await?;
     txn.commit().await?;
     Ok(issued)
+}
+
+/// The scopes of a stored key.
+pub fn scopes(key: &api_key::Model) -> impl Iterator<Item = String> + '_ {
+    key.scopes.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned))
 }
 
 fn of_application(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {
@@ -171,7 +176,7 @@ pub async fn revoke(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -
     if key.revoked_at.is_some() {
         return Ok(key);
     }
-    let now = Utc::now();
+    let now = crate::clock::now();
     api_key::Entity::update_many()
         .col_expr(api_key::Column::RevokedAt, Expr::value(now))
         .filter(api_key::Column::ApplicationId.eq(application_id))

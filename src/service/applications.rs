@@ -3,7 +3,6 @@
 //! and audit chain live in its region.
 use std::sync::Arc;
 
-use chrono::Utc;
 use entity::application;
 use sea_orm::{
     ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
@@ -109,7 +108,7 @@ pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> Ap
     let shard = storage
         .shard(new.region)
         .ok_or_else(|| ApiError::invalid("region", format!("region `{}` is not held by this node", new.region)))?;
-    let now = Utc::now();
+    let now = crate::clock::now();
     let row = application::Model {
         id: Uuid::now_v7(),
         account_id: new.account_id,
@@ -200,7 +199,7 @@ pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, 
         active.branding = Set(branding);
         changed.push("branding");
     }
-    active.updated_at = Set(Utc::now());
+    active.updated_at = Set(crate::clock::now());
     let regional = shard.begin_write().await?;
     audit::record(&*regional, id, actor, "application.updated", Some(id), json!({"changed": changed})).await?;
     let catalog = storage.catalog.begin_write().await?;

@@ -1,0 +1,58 @@
+//! The time the service records and how it writes it. Times are UTC to the
+//! microsecond, which is what PostgreSQL stores, so SQLite and PostgreSQL
+//! answer the same instants. They are written as RFC 3339 with exactly six
+//! fractional digits and `Z`: fixed width, so text order is time order (audit
+//! rows store `occurred_at` this way and filter on the text).
+use chrono::{DateTime, Datelike, SubsecRound, Timelike, Utc};
+use serde::Serializer;
+
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}
+
+/// `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
+pub fn format(at: DateTime<Utc>) -> String {
+    let mut out = *b"0000-00-00T00:00:00.000000Z";
+    let mut put = |at: usize, width: usize, mut value: u32| {
+        for slot in out[at..at + width].iter_mut().rev() {
+            *slot = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, at.year().clamp(0, 9999) as u32);
+    put(5, 2, at.month());
+    put(8, 2, at.day());
+    put(11, 2, at.hour());
+    put(14, 2, at.minute());
+    put(17, 2, at.second());
+    // A leap second carries nanoseconds past 1e9: write its last microsecond.
+    put(20, 6, (at.nanosecond() / 1000).min(999_999));
+    String::from_utf8(out.to_vec()).expect("ASCII digits")
+}
+
+/// `#[serde(serialize_with = "clock::serialize")]` for API timestamps.
+pub fn serialize<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&format(*at))
+}
+
+/// The same for optional timestamps (`null` when absent).
+pub fn serialize_option<S: Serializer>(at: &Option<DateTime<Utc>>, serializer: S) -> Result<S::Ok, S::Error> {
+    match at {
+        Some(at) => serialize(at, serializer),
+        None => serializer.serialize_none(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_written_with_six_fractional_digits_like_chrono_micros() {
+        for text in ["2026-11-22T04:28:30.411227Z", "2026-01-02T03:04:05.000000Z", "0999-12-31T23:59:59.999999Z"] {
+            let at = DateTime::parse_from_rfc3339(text).unwrap().to_utc();
+            assert_eq!(format(at), text);
+            assert_eq!(format(at), at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
+        }
+    }
+}
