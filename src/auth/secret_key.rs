@@ -18,7 +18,7 @@ use std::{
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use chrono::{DateTime, Utc};
 use entity::api_key;
-use moka::sync::Cache;
+use moka::future::Cache;
 use uuid::Uuid;
 
 use super::Scope;
@@ -93,7 +93,8 @@ impl CachedKey {
 }
 
 /// Key records by (application, secret hash) for authentication and by
-/// (application, id) for reads.
+/// (application, id) for reads. Concurrent misses of one entry share a
+/// single database read.
 #[derive(Clone)]
 pub struct KeyCache {
     by_secret: Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
@@ -112,20 +113,35 @@ impl Default for KeyCache {
 impl KeyCache {
     /// A key record of the application; a miss costs one indexed read.
     pub async fn find(&self, shard: &Db, application_id: Uuid, id: Uuid) -> ApiResult<Arc<api_key::Model>> {
-        if let Some(key) = self.by_id.get(&(application_id, id)) {
-            return Ok(key);
+        let load = async { api_keys::find_optional(&shard.conn, application_id, id).await.map(|k| k.map(Arc::new)) };
+        // A missing key is not cached: it may be created a moment later.
+        match self.by_id.try_get_with((application_id, id), async { load.await?.ok_or(LoadError::Missing) }).await {
+            Ok(key) => Ok(key),
+            Err(err) => match &*err {
+                LoadError::Missing => Err(ApiError::not_found("API key", id)),
+                LoadError::Db(err) => Err(err.into()),
+            },
         }
-        let key = Arc::new(api_keys::find(&shard.conn, application_id, id).await?);
-        self.by_id.insert((application_id, id), key.clone());
-        Ok(key)
     }
 
     /// Forgets a key at once on this node (revocation, a changed record).
-    pub fn forget(&self, key: &api_key::Model) {
+    pub async fn forget(&self, key: &api_key::Model) {
         if let Ok(hash) = key.secret_hash.as_slice().try_into() {
-            self.by_secret.invalidate(&(key.application_id, hash));
+            self.by_secret.invalidate(&(key.application_id, hash)).await;
         }
-        self.by_id.invalidate(&(key.application_id, key.id));
+        self.by_id.invalidate(&(key.application_id, key.id)).await;
+    }
+}
+
+/// Why a key record could not be loaded.
+#[derive(Debug)]
+enum LoadError {
+    Missing,
+    Db(sea_orm::DbErr),
+}
+impl From<sea_orm::DbErr> for LoadError {
+    fn from(err: sea_orm::DbErr) -> Self {
+        LoadError::Db(err)
     }
 }
 
@@ -186,14 +202,10 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
     }
     let hash = sha256(token);
     let cache_key = (tenant.id, hash);
-    let found = match state.keys.by_secret.get(&cache_key) {
-        Some(found) => found,
-        None => {
-            let found = api_keys::find_by_hash(&shard.conn, tenant.id, &cache_key.1).await?.map(CachedKey::from_model);
-            state.keys.by_secret.insert(cache_key, found.clone());
-            found
-        }
+    let load = async {
+        api_keys::find_by_hash(&shard.conn, tenant.id, &cache_key.1).await.map(|k| k.map(CachedKey::from_model))
     };
+    let found = state.keys.by_secret.try_get_with(cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
     let now = crate::clock::now();
     let key = match found {
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,
@@ -206,7 +218,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
         let (shard, keys, application_id, key_id) = (shard.clone(), state.keys.clone(), tenant.id, key.id);
         actix_web::rt::spawn(async move {
             match api_keys::touch(&shard, application_id, key_id, now).await {
-                Ok(()) => keys.by_id.invalidate(&(application_id, key_id)),
+                Ok(()) => keys.by_id.invalidate(&(application_id, key_id)).await,
                 Err(err) => tracing::warn!(error = %err, "could not record last_used_at"),
             }
         });

@@ -130,21 +130,29 @@ impl ResponseError for ApiError {
     }
 
     fn error_response(&self) -> HttpResponse {
-        let mut response = HttpResponse::build(self.status_code());
+        use actix_web::http::header::{HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+        let mut answer = envelope::json(self.status_code(), &envelope::failure(self));
         if self.code == Code::Unauthenticated {
-            response.insert_header(("WWW-Authenticate", "Bearer"));
+            answer.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }
         if let Some(seconds) = self.retry_after {
-            response.insert_header(("Retry-After", seconds.to_string()));
+            answer.headers_mut().insert(RETRY_AFTER, HeaderValue::from(seconds));
         }
-        response.json(envelope::failure(self))
+        answer
     }
 }
 
 impl From<sea_orm::DbErr> for ApiError {
     fn from(err: sea_orm::DbErr) -> Self {
+        ApiError::from(&err)
+    }
+}
+
+/// Also for errors shared by several waiters (a coalesced cache load).
+impl From<&sea_orm::DbErr> for ApiError {
+    fn from(err: &sea_orm::DbErr) -> Self {
         use sea_orm::{DbErr, SqlErr};
-        match &err {
+        match err {
             DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => {
                 tracing::warn!(error = %err, "database unavailable");
                 ApiError::unavailable("A database is unavailable; try again shortly.")
@@ -152,7 +160,7 @@ impl From<sea_orm::DbErr> for ApiError {
             _ if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
                 ApiError::new(Code::Conflict, "The resource conflicts with an existing one.")
             }
-            _ if is_busy(&err) => ApiError::unavailable("The database is busy; try again shortly."),
+            _ if is_busy(err) => ApiError::unavailable("The database is busy; try again shortly."),
             _ => ApiError::internal(err),
         }
     }

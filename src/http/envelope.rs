@@ -1,6 +1,6 @@
 //! The response envelope: `{success, data, error, meta}` (contract §2),
 //! serialised straight from typed values.
-use actix_web::{http::StatusCode, HttpResponse};
+use actix_web::{http::StatusCode, HttpResponse, ResponseError};
 use serde::Serialize;
 
 use super::request_id;
@@ -53,7 +53,17 @@ pub fn failure(err: &ApiError) -> Envelope<'_, ()> {
 }
 
 fn respond(status: StatusCode, data: impl Serialize, meta: Meta) -> HttpResponse {
-    HttpResponse::build(status).json(Envelope { success: true, data: Some(data), error: None, meta })
+    json(status, &Envelope { success: true, data: Some(data), error: None, meta })
+}
+
+/// Serialises into a buffer sized for a typical answer, sparing the
+/// reallocations of growing one from empty.
+pub fn json(status: StatusCode, body: &impl Serialize) -> HttpResponse {
+    let mut buffer = Vec::with_capacity(1024);
+    match serde_json::to_writer(&mut buffer, body) {
+        Ok(()) => HttpResponse::build(status).content_type("application/json").body(buffer),
+        Err(err) => crate::error::ApiError::internal(err).error_response(),
+    }
 }
 
 pub fn ok(data: impl Serialize) -> HttpResponse {

@@ -143,6 +143,6 @@ pub async fn revoke_api_key(
     let id = path_id("API key", &path)?;
     body.no_fields().await?;
     let revoked = api_keys::revoke(&key.shard, key.tenant.id, id, &key.actor()).await?;
-    state.keys.forget(&revoked);
+    state.keys.forget(&revoked).await;
     Ok(envelope::ok(ApiKeyView::from(&revoked)))
 }

@@ -154,11 +154,15 @@ pub async fn list(
 }
 
 pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<api_key::Model> {
-    of_application(application_id)
-        .filter(api_key::Column::Id.eq(id))
-        .one(db)
-        .await?
-        .ok_or_else(|| ApiError::not_found("API key", id))
+    find_optional(db, application_id, id).await?.ok_or_else(|| ApiError::not_found("API key", id))
+}
+
+pub async fn find_optional(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    id: Uuid,
+) -> Result<Option<api_key::Model>, DbErr> {
+    of_application(application_id).filter(api_key::Column::Id.eq(id)).one(db).await
 }
 
 pub async fn find_by_hash(
