@@ -65,3 +65,72 @@ fn a_tampered_row_makes_audit_verify_fail_naming_it() {
     let report: serde_json::Value = serde_json::from_slice(&verified.stdout).unwrap();
     assert_eq!(report["first_bad_seq"], 2);
 }
+
+/// Sends one HTTP/1.1 request over a plain socket; answers the status line.
+fn http_get(port: u16, path: &str, headers: &[(&str, &str)]) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    let extra: String = headers.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: localhost\r\n{extra}Connection: close\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    answer.lines().next().map(str::to_owned)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn wait_until_serving(port: u16) {
+    for _ in 0..300 {
+        if http_get(port, "/healthz", &[]).is_some_and(|s| s.contains("200")) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("gatehouse serve did not start");
+}
+
+#[test]
+fn serve_on_an_empty_catalog_prints_a_working_development_key_once() {
+    use std::io::Read;
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let start = || {
+        gatehouse(dir.path())
+            .arg("serve")
+            .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let mut first = start();
+    wait_until_serving(port);
+    let mut printed = String::new();
+    let mut stdout = first.stdout.take().unwrap();
+    let mut buffer = [0u8; 4096];
+    while !printed.contains("(The secret key is shown this once.)") {
+        let n = stdout.read(&mut buffer).unwrap();
+        assert!(n > 0, "serve printed: {printed}");
+        printed.push_str(&String::from_utf8_lossy(&buffer[..n]));
+    }
+    let value =
+        |label: &str| printed.lines().find_map(|l| l.trim().strip_prefix(label)).map(|v| v.trim().to_string()).unwrap();
+    let (application_id, secret_key) = (value("application_id:"), value("secret_key:"));
+    let status = http_get(
+        port,
+        "/v1/api-keys",
+        &[("Authorization", &format!("Bearer {secret_key}")), ("x-application-id", &application_id)],
+    );
+    first.kill().unwrap();
+    first.wait().unwrap();
+    assert!(status.unwrap().contains("200"));
+
+    let mut second = start();
+    wait_until_serving(port);
+    second.kill().unwrap();
+    let mut again = String::new();
+    second.stdout.take().unwrap().read_to_string(&mut again).unwrap();
+    second.wait().unwrap();
+    assert!(!again.contains("secret_key"), "a second start prints no key: {again}");
+}
