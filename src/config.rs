@@ -84,6 +84,11 @@ pub struct TokenSettings {
 #[derive(Clone, Debug, Deserialize)]
 pub struct WebhookSettings {
     pub retry_schedule: String,
+    /// How often each region's worker looks for due deliveries.
+    pub poll_interval_ms: u64,
+    pub timeout_seconds: u64,
+    /// Deliveries in flight at once per region's worker.
+    pub concurrency: usize,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -110,6 +115,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("storage.max_connections", "16"),
     ("tokens.access_ttl_seconds", "300"),
     ("webhooks.retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h"),
+    ("webhooks.poll_interval_ms", "200"),
+    ("webhooks.timeout_seconds", "10"),
+    ("webhooks.concurrency", "64"),
     ("rate_limits.sign_in_per_email_per_minute", "10"),
     ("rate_limits.sign_in_per_ip_per_minute", "30"),
     ("rate_limits.sign_up_per_ip_per_minute", "30"),

@@ -5,6 +5,7 @@ pub mod clock;
 pub mod config;
 pub mod crypto;
 pub mod error;
+pub mod events;
 pub mod http;
 pub mod openapi;
 pub mod region;

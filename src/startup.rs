@@ -10,6 +10,7 @@ use crate::{
     },
     config::Settings,
     crypto::master_key::MasterKey,
+    events::delivery,
     http::{self as gh_http, errors},
     region::{forward, router::Directory},
     routes,
@@ -31,6 +32,8 @@ pub enum StartupError {
     Listen(String, std::io::Error),
     #[error("http client: {0}")]
     Http(#[from] reqwest::Error),
+    #[error("webhooks.retry_schedule: {0}")]
+    RetrySchedule(String),
 }
 
 pub struct Application {
@@ -68,7 +71,9 @@ impl Application {
                 .timeout(Duration::from_secs(30))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
+            webhooks: delivery::Clients::build(Duration::from_secs(settings.webhooks.timeout_seconds))?,
         });
+        delivery::start(state.clone());
         let listener = TcpListener::bind(&settings.server.listen)
             .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?;
         let port = listener.local_addr().map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?.port();

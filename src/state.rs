@@ -7,6 +7,7 @@ use crate::{
     auth::{rate_limit::RateLimiter, secret_key::KeyCache},
     config::Settings,
     crypto::master_key::MasterKey,
+    events::delivery,
     region::router::Directory,
     storage::Storage,
     tenancy::registry::TenantRegistry,
@@ -24,4 +25,6 @@ pub struct AppState {
     pub redis: Option<redis::Client>,
     /// For forwarding to peer nodes.
     pub http: reqwest::Client,
+    /// For webhook deliveries.
+    pub webhooks: delivery::Clients,
 }

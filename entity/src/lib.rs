@@ -5,3 +5,6 @@ pub mod api_key;
 pub mod application;
 pub mod audit_event;
 pub mod audit_head;
+pub mod webhook;
+pub mod webhook_attempt;
+pub mod webhook_message;

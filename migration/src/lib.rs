@@ -5,6 +5,7 @@ pub use sea_orm_migration::prelude::*;
 mod m20261122_000001_create_catalog;
 mod m20261122_000002_create_api_keys;
 mod m20261122_000003_create_audit_events;
+mod m20261122_000004_create_webhooks;
 
 /// Migrations of the catalog database: accounts and the application directory.
 pub struct CatalogMigrator;
@@ -29,6 +30,7 @@ impl MigratorTrait for RegionMigrator {
         vec![
             Box::new(m20261122_000002_create_api_keys::Migration),
             Box::new(m20261122_000003_create_audit_events::Migration),
+            Box::new(m20261122_000004_create_webhooks::Migration),
         ]
     }
 

@@ -65,8 +65,8 @@ pub async fn init_chain(db: &impl ConnectionTrait, application_id: Uuid) -> Resu
     Ok(())
 }
 
-/// Appends one row to the application's chain. Call it inside the
-/// transaction of the change it records.
+/// Appends one row to the application's chain, and its webhook messages to
+/// the outbox. Call it inside the transaction of the change it records.
 ///
 /// The first statement bumps the chain head and returns the new `seq` with
 /// the previous hash; that row stays locked until the transaction ends, so
@@ -108,5 +108,6 @@ pub async fn record(
         hash: row.hash,
     };
     audit_event::Entity::insert(audit_event::ActiveModel::from(model.clone())).exec_without_returning(db).await?;
+    crate::events::outbox::enqueue(db, &model).await?;
     Ok(model)
 }

@@ -133,3 +133,13 @@ impl Body {
         self.optional_json::<NoFields>().await.map(|_| ())
     }
 }
+
+/// For a field that may be sent as `null` to clear it: absent is `None`,
+/// `null` is `Some(None)`.
+pub fn present<'de, D, T>(deserializer: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de>,
+{
+    serde::Deserialize::deserialize(deserializer).map(Some)
+}

@@ -3,6 +3,7 @@ pub mod api_keys;
 pub mod applications;
 pub mod audit_logs;
 pub mod ops;
+pub mod webhooks;
 
 use actix_web::web;
 
@@ -12,6 +13,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(applications::configure)
             .configure(api_keys::configure)
             .configure(audit_logs::configure)
+            .configure(webhooks::configure)
             .route("/openapi.json", web::get().to(crate::openapi::document)),
     );
 }

@@ -4,3 +4,4 @@
 pub mod api_keys;
 pub mod applications;
 pub mod validate;
+pub mod webhooks;

@@ -9,3 +9,4 @@ mod http_surface;
 mod ops;
 mod rate_limits;
 mod regions;
+mod webhooks;

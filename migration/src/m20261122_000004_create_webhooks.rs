@@ -1,0 +1,150 @@
+use sea_orm_migration::prelude::*;
+
+#[derive(DeriveMigrationName)]
+pub struct Migration;
+
+#[async_trait::async_trait]
+impl MigrationTrait for Migration {
+    async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .create_table(
+                Table::create()
+                    .table(Webhooks::Table)
+                    .col(ColumnDef::new(Webhooks::Id).uuid().not_null().primary_key())
+                    .col(ColumnDef::new(Webhooks::ApplicationId).uuid().not_null())
+                    .col(ColumnDef::new(Webhooks::Url).string_len(2048).not_null())
+                    .col(ColumnDef::new(Webhooks::Description).string_len(1024).null())
+                    .col(ColumnDef::new(Webhooks::EventTypes).json().not_null())
+                    .col(ColumnDef::new(Webhooks::Status).string().not_null())
+                    .col(ColumnDef::new(Webhooks::SecretSealed).binary().not_null())
+                    .col(ColumnDef::new(Webhooks::PreviousSecretSealed).binary().null())
+                    .col(ColumnDef::new(Webhooks::PreviousSecretExpiresAt).timestamp_with_time_zone().null())
+                    .col(ColumnDef::new(Webhooks::CreatedAt).timestamp_with_time_zone().not_null())
+                    .col(ColumnDef::new(Webhooks::UpdatedAt).timestamp_with_time_zone().not_null())
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("webhooks_application_id")
+                    .table(Webhooks::Table)
+                    .col(Webhooks::ApplicationId)
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(WebhookMessages::Table)
+                    .col(ColumnDef::new(WebhookMessages::Id).uuid().not_null().primary_key())
+                    .col(ColumnDef::new(WebhookMessages::ApplicationId).uuid().not_null())
+                    .col(ColumnDef::new(WebhookMessages::WebhookId).uuid().not_null())
+                    .col(ColumnDef::new(WebhookMessages::EventType).string().not_null())
+                    .col(ColumnDef::new(WebhookMessages::Payload).text().not_null())
+                    .col(ColumnDef::new(WebhookMessages::Status).string().not_null())
+                    .col(ColumnDef::new(WebhookMessages::AttemptsMade).integer().not_null())
+                    .col(ColumnDef::new(WebhookMessages::NextAttemptAt).timestamp_with_time_zone().null())
+                    .col(ColumnDef::new(WebhookMessages::LeaseUntil).timestamp_with_time_zone().null())
+                    .col(ColumnDef::new(WebhookMessages::CreatedAt).timestamp_with_time_zone().not_null())
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("webhook_messages_due")
+                    .table(WebhookMessages::Table)
+                    .col(WebhookMessages::Status)
+                    .col(WebhookMessages::NextAttemptAt)
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("webhook_messages_webhook")
+                    .table(WebhookMessages::Table)
+                    .col(WebhookMessages::ApplicationId)
+                    .col(WebhookMessages::WebhookId)
+                    .col(WebhookMessages::CreatedAt)
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_table(
+                Table::create()
+                    .table(WebhookAttempts::Table)
+                    .col(ColumnDef::new(WebhookAttempts::Id).uuid().not_null().primary_key())
+                    .col(ColumnDef::new(WebhookAttempts::ApplicationId).uuid().not_null())
+                    .col(ColumnDef::new(WebhookAttempts::MessageId).uuid().not_null())
+                    .col(ColumnDef::new(WebhookAttempts::Attempt).integer().not_null())
+                    .col(ColumnDef::new(WebhookAttempts::ResponseStatus).integer().null())
+                    .col(ColumnDef::new(WebhookAttempts::DurationMs).big_integer().not_null())
+                    .col(ColumnDef::new(WebhookAttempts::Error).string().null())
+                    .col(ColumnDef::new(WebhookAttempts::AttemptedAt).timestamp_with_time_zone().not_null())
+                    .to_owned(),
+            )
+            .await?;
+        manager
+            .create_index(
+                Index::create()
+                    .name("webhook_attempts_message")
+                    .table(WebhookAttempts::Table)
+                    .col(WebhookAttempts::MessageId)
+                    .col(WebhookAttempts::Attempt)
+                    .to_owned(),
+            )
+            .await
+    }
+
+    async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager.drop_table(Table::drop().table(WebhookAttempts::Table).to_owned()).await?;
+        manager.drop_table(Table::drop().table(WebhookMessages::Table).to_owned()).await?;
+        manager.drop_table(Table::drop().table(Webhooks::Table).to_owned()).await
+    }
+}
+
+#[derive(DeriveIden)]
+enum Webhooks {
+    Table,
+    Id,
+    ApplicationId,
+    Url,
+    Description,
+    EventTypes,
+    Status,
+    SecretSealed,
+    PreviousSecretSealed,
+    PreviousSecretExpiresAt,
+    CreatedAt,
+    UpdatedAt,
+}
+
+#[derive(DeriveIden)]
+enum WebhookMessages {
+    Table,
+    Id,
+    ApplicationId,
+    WebhookId,
+    EventType,
+    Payload,
+    Status,
+    AttemptsMade,
+    NextAttemptAt,
+    LeaseUntil,
+    CreatedAt,
+}
+
+#[derive(DeriveIden)]
+enum WebhookAttempts {
+    Table,
+    Id,
+    ApplicationId,
+    MessageId,
+    Attempt,
+    ResponseStatus,
+    DurationMs,
+    Error,
+    AttemptedAt,
+}

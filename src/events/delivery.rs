@@ -1,0 +1,349 @@
+//! Delivery workers: one per region this node holds. A worker claims due
+//! messages with a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL; on SQLite
+//! the single writer makes the claiming `UPDATE … RETURNING` atomic), so
+//! several nodes never send one attempt at once, and a crashed node's lease
+//! expires and its messages are taken over. Each attempt is recorded; a
+//! failure is retried by the schedule; a message that exhausts it, or an
+//! answer of 410, disables the endpoint.
+use std::{net::SocketAddr, sync::Arc, time::Duration};
+
+use actix_web::web;
+use chrono::{DateTime, Utc};
+use entity::{webhook, webhook_attempt, webhook_message};
+use futures_util::StreamExt;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use sea_orm::{
+    sea_query::Expr, ActiveValue::Set, ColumnTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect, Statement,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{outbox, schedule, signing, url_safety};
+use crate::{
+    audit::{self, Actor},
+    clock,
+    crypto::seal,
+    region::Region,
+    state::AppState,
+    storage::Db,
+};
+
+/// A claimed message belongs to its worker this long.
+const LEASE: Duration = Duration::from_secs(60);
+/// How much of an answer is read (and dropped) so the connection can be reused.
+const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+pub const SUCCEEDED: &str = "succeeded";
+pub const FAILED: &str = "failed";
+pub const DISABLED: &str = "disabled";
+
+/// The HTTP clients of deliveries: redirects are never followed; for
+/// production applications names resolve to public addresses only, so the
+/// address dialled is the address checked (no DNS rebinding).
+#[derive(Clone)]
+pub struct Clients {
+    open: reqwest::Client,
+    public_only: reqwest::Client,
+}
+
+impl Clients {
+    pub fn build(timeout: Duration) -> Result<Clients, reqwest::Error> {
+        let builder = || {
+            reqwest::Client::builder()
+                .timeout(timeout)
+                .redirect(reqwest::redirect::Policy::none())
+                .pool_max_idle_per_host(32)
+                .user_agent("Gatehouse-Webhooks/1")
+        };
+        Ok(Clients { open: builder().build()?, public_only: builder().dns_resolver(Arc::new(PublicOnly)).build()? })
+    }
+}
+
+struct PublicOnly;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = found.into_iter().filter(|a| url_safety::is_public(a.ip())).collect();
+            if public.is_empty() {
+                return Err("blocked_destination".into());
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
+    }
+}
+
+/// Starts one worker per held region on the current arbiter.
+pub fn start(state: web::Data<AppState>) {
+    for region in Region::ALL {
+        if let Some(shard) = state.storage.shard(region) {
+            let (state, shard) = (state.clone(), shard.clone());
+            actix_web::rt::spawn(async move { run(state, shard).await });
+        }
+    }
+}
+
+async fn run(state: web::Data<AppState>, shard: Db) {
+    let poll = Duration::from_millis(state.settings.webhooks.poll_interval_ms.max(10));
+    let concurrency = state.settings.webhooks.concurrency.max(1);
+    loop {
+        match claim(&shard, concurrency as u64 * 2).await {
+            Ok(messages) if !messages.is_empty() => {
+                futures_util::stream::iter(messages)
+                    .for_each_concurrent(concurrency, |message| deliver(&state, &shard, message))
+                    .await;
+            }
+            Ok(_) => tokio::time::sleep(poll).await,
+            Err(err) => {
+                tracing::warn!(error = %err, region = %shard.label, "claiming webhook deliveries failed");
+                tokio::time::sleep(poll).await;
+            }
+        }
+    }
+}
+
+/// Takes up to `limit` due messages of any application in this region.
+async fn claim(shard: &Db, limit: u64) -> Result<Vec<webhook_message::Model>, DbErr> {
+    let now = clock::now();
+    let due = webhook_message::Column::Status
+        .eq(outbox::PENDING)
+        .and(webhook_message::Column::NextAttemptAt.lte(now))
+        .and(webhook_message::Column::LeaseUntil.is_null().or(webhook_message::Column::LeaseUntil.lt(now)));
+    // A read first: an idle region takes no write lock.
+    if webhook_message::Entity::find()
+        .filter(due)
+        .select_only()
+        .column(webhook_message::Column::Id)
+        .into_tuple::<Uuid>()
+        .one(&shard.conn)
+        .await?
+        .is_none()
+    {
+        return Ok(Vec::new());
+    }
+    let until = now + chrono::Duration::from_std(LEASE).expect("small");
+    let statement = match shard.backend() {
+        DbBackend::Postgres => Statement::from_sql_and_values(
+            DbBackend::Postgres,
+            "UPDATE webhook_messages SET lease_until = $1 WHERE id IN (SELECT id FROM webhook_messages \
+             WHERE status = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2) \
+             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *",
+            [until.into(), now.into(), (limit as i64).into()],
+        ),
+        backend => Statement::from_sql_and_values(
+            backend,
+            "UPDATE webhook_messages SET lease_until = ? WHERE id IN (SELECT id FROM webhook_messages \
+             WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) \
+             ORDER BY next_attempt_at LIMIT ?) RETURNING *",
+            [until.into(), now.into(), now.into(), (limit as i64).into()],
+        ),
+    };
+    let txn = shard.begin_write().await?;
+    let claimed = webhook_message::Entity::find().from_raw_sql(statement).all(&*txn).await?;
+    txn.commit().await?;
+    Ok(claimed)
+}
+
+/// What one attempt came to.
+struct Outcome {
+    status: Option<u16>,
+    error: Option<&'static str>,
+    duration_ms: i64,
+    retry_after: Option<Duration>,
+}
+
+impl Outcome {
+    fn succeeded(&self) -> bool {
+        self.status.is_some_and(|s| (200..300).contains(&s))
+    }
+}
+
+async fn deliver(state: &AppState, shard: &Db, message: webhook_message::Model) {
+    let endpoint = match webhook::Entity::find_by_id(message.webhook_id)
+        .filter(webhook::Column::ApplicationId.eq(message.application_id))
+        .one(&shard.conn)
+        .await
+    {
+        Ok(Some(endpoint)) => endpoint,
+        Ok(None) => return finish_without_attempt(shard, &message).await,
+        Err(err) => return tracing::warn!(error = %err, "loading a webhook endpoint failed"),
+    };
+    if endpoint.status != outbox::ACTIVE {
+        return finish_without_attempt(shard, &message).await;
+    }
+    let outcome = attempt(state, &endpoint, &message).await;
+    metrics::counter!("webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
+        .increment(1);
+    metrics::histogram!("webhook_message_age_seconds")
+        .record((clock::now() - message.created_at).num_milliseconds().max(0) as f64 / 1000.0);
+    if let Err(err) = record(state, shard, &endpoint, &message, outcome).await {
+        tracing::warn!(error = %err, "recording a webhook attempt failed; the lease will expire and it is retried");
+    }
+}
+
+async fn attempt(state: &AppState, endpoint: &webhook::Model, message: &webhook_message::Model) -> Outcome {
+    let started = std::time::Instant::now();
+    let failed = |error: &'static str| Outcome {
+        status: None,
+        error: Some(error),
+        duration_ms: started.elapsed().as_millis() as i64,
+        retry_after: None,
+    };
+    let production = match state.directory.resolve(message.application_id).await {
+        Ok(Some(app)) => app.environment.is_live(),
+        _ => return failed("application_unavailable"),
+    };
+    let Ok(url) = url_safety::check(&endpoint.url, production) else {
+        return failed("blocked_destination");
+    };
+    let Some(signature) = signatures(state, endpoint, message) else {
+        return failed("secret_unavailable");
+    };
+    let client = if production { &state.webhooks.public_only } else { &state.webhooks.open };
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("webhook-id", message.id.to_string())
+        .header("webhook-timestamp", signature.0.to_string())
+        .header("webhook-signature", signature.1)
+        .body(message.payload.clone())
+        .send()
+        .await;
+    let mut response = match response {
+        Ok(response) => response,
+        Err(err) if err.is_timeout() => return failed("timeout"),
+        Err(err) if format!("{err:?}").contains("blocked_destination") => return failed("blocked_destination"),
+        Err(err) if err.is_connect() => return failed("connect"),
+        Err(_) => return failed("request"),
+    };
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok()?.parse::<u64>().ok())
+        .map(|s| Duration::from_secs(s.min(86_400)));
+    let mut read = 0;
+    while let Ok(Some(chunk)) = response.chunk().await {
+        read += chunk.len();
+        if read > MAX_ANSWER_BYTES {
+            break;
+        }
+    }
+    let error =
+        (!(200..300).contains(&status)).then_some(if (300..400).contains(&status) { "redirect" } else { "status" });
+    Outcome { status: Some(status), error, duration_ms: started.elapsed().as_millis() as i64, retry_after }
+}
+
+/// The timestamp and the `webhook-signature` value: the current secret, and
+/// during the day after a rotation the previous one too.
+fn signatures(state: &AppState, endpoint: &webhook::Model, message: &webhook_message::Model) -> Option<(i64, String)> {
+    let context = secret_context(endpoint.application_id, endpoint.id);
+    let open =
+        |sealed: &[u8]| seal::open(&state.master_key, &context, sealed).ok().and_then(|s| String::from_utf8(s).ok());
+    let timestamp = Utc::now().timestamp();
+    let id = message.id.to_string();
+    let mut signatures = vec![signing::sign(&open(&endpoint.secret_sealed)?, &id, timestamp, &message.payload)];
+    if let (Some(previous), Some(until)) = (&endpoint.previous_secret_sealed, endpoint.previous_secret_expires_at) {
+        if until > Utc::now() {
+            signatures.extend(open(previous).map(|secret| signing::sign(&secret, &id, timestamp, &message.payload)));
+        }
+    }
+    Some((timestamp, signatures.join(" ")))
+}
+
+/// What a webhook's signing secret is sealed to.
+pub fn secret_context(application_id: Uuid, webhook_id: Uuid) -> String {
+    format!("{application_id}/webhooks/{webhook_id}/secret")
+}
+
+async fn record(
+    state: &AppState,
+    shard: &Db,
+    endpoint: &webhook::Model,
+    message: &webhook_message::Model,
+    outcome: Outcome,
+) -> Result<(), DbErr> {
+    let now = clock::now();
+    let attempts_made = message.attempts_made + 1;
+    let delays = schedule::parse(&state.settings.webhooks.retry_schedule).unwrap_or_else(|_| vec![Duration::ZERO]);
+    let gone = outcome.status == Some(410);
+    let (status, next_attempt_at): (&str, Option<DateTime<Utc>>) = if outcome.succeeded() {
+        (SUCCEEDED, None)
+    } else if gone || attempts_made as usize >= delays.len() {
+        (FAILED, None)
+    } else {
+        let delay = schedule::with_jitter(delays[attempts_made as usize]).max(outcome.retry_after.unwrap_or_default());
+        (outbox::PENDING, Some(now + chrono::Duration::from_std(delay).unwrap_or_default()))
+    };
+    let txn = shard.begin_write().await?;
+    webhook_attempt::Entity::insert(webhook_attempt::ActiveModel {
+        id: Set(Uuid::now_v7()),
+        application_id: Set(message.application_id),
+        message_id: Set(message.id),
+        attempt: Set(attempts_made),
+        response_status: Set(outcome.status.map(i32::from)),
+        duration_ms: Set(outcome.duration_ms),
+        error: Set(outcome.error.map(str::to_owned)),
+        attempted_at: Set(now),
+    })
+    .exec_without_returning(&*txn)
+    .await?;
+    webhook_message::Entity::update_many()
+        .col_expr(webhook_message::Column::Status, Expr::value(status))
+        .col_expr(webhook_message::Column::AttemptsMade, Expr::value(attempts_made))
+        .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(next_attempt_at))
+        .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<DateTime<Utc>>::None))
+        .filter(webhook_message::Column::ApplicationId.eq(message.application_id))
+        .filter(webhook_message::Column::Id.eq(message.id))
+        .exec(&*txn)
+        .await?;
+    if status == FAILED {
+        let reason = if gone { "endpoint answered 410 Gone" } else { "a message exhausted the retry schedule" };
+        disable(&*txn, endpoint, reason).await?;
+    }
+    txn.commit().await
+}
+
+/// Disables an active endpoint and records why (a system change).
+async fn disable(db: &impl sea_orm::ConnectionTrait, endpoint: &webhook::Model, reason: &str) -> Result<(), DbErr> {
+    let changed = webhook::Entity::update_many()
+        .col_expr(webhook::Column::Status, Expr::value(DISABLED))
+        .col_expr(webhook::Column::UpdatedAt, Expr::value(clock::now()))
+        .filter(webhook::Column::ApplicationId.eq(endpoint.application_id))
+        .filter(webhook::Column::Id.eq(endpoint.id))
+        .filter(webhook::Column::Status.eq(outbox::ACTIVE))
+        .exec(db)
+        .await?;
+    if changed.rows_affected > 0 {
+        audit::record(
+            db,
+            endpoint.application_id,
+            &Actor::system(),
+            "webhook.endpoint.disabled",
+            Some(endpoint.id),
+            json!({"url": endpoint.url, "reason": reason}),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// A message whose endpoint was deleted or disabled is not sent.
+async fn finish_without_attempt(shard: &Db, message: &webhook_message::Model) {
+    let result = async {
+        let txn = shard.begin_write().await?;
+        webhook_message::Entity::update_many()
+            .col_expr(webhook_message::Column::Status, Expr::value(FAILED))
+            .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(Option::<DateTime<Utc>>::None))
+            .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<DateTime<Utc>>::None))
+            .filter(webhook_message::Column::ApplicationId.eq(message.application_id))
+            .filter(webhook_message::Column::Id.eq(message.id))
+            .exec(&*txn)
+            .await?;
+        txn.commit().await
+    };
+    if let Err(err) = result.await {
+        tracing::warn!(error = %err, "closing an undeliverable webhook message failed");
+    }
+}

@@ -1,0 +1,310 @@
+//! Webhook endpoints: register, list, change, delete, rotate the secret; and
+//! their deliveries.
+use chrono::Utc;
+use entity::{webhook, webhook_attempt, webhook_message};
+use sea_orm::{
+    sea_query::Expr, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
+    IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::validate::Issues;
+use crate::{
+    audit::{self, Actor},
+    clock,
+    crypto::{master_key::MasterKey, seal},
+    error::{ApiError, ApiResult, Code, FieldIssue},
+    events::{delivery, outbox, signing, url_safety},
+    http::query::Page,
+    storage::Db,
+};
+
+pub const MAX_EVENT_TYPES: usize = 50;
+/// How long the previous secret keeps signing after a rotation.
+pub const ROTATION_OVERLAP_HOURS: i64 = 24;
+
+/// A URL that passed the rules, or 422 `invalid_url`.
+pub fn checked_url(raw: &str, production: bool) -> ApiResult<String> {
+    url_safety::check(raw, production).map(|_| raw.to_string()).map_err(|issue| ApiError {
+        details: vec![FieldIssue { field: "url".into(), issue: issue.clone() }],
+        ..ApiError::new(Code::InvalidUrl, format!("`url` {issue}."))
+    })
+}
+
+/// Event types to filter on: audit types or dotted families.
+pub fn event_types(issues: &mut Issues, values: Vec<String>) -> Vec<String> {
+    if values.len() > MAX_EVENT_TYPES {
+        issues.add("event_types", format!("at most {MAX_EVENT_TYPES} entries"));
+    }
+    let valid = |t: &str| {
+        t.len() <= 128
+            && t.split('.').all(|part| {
+                part.starts_with(|c: char| c.is_ascii_lowercase())
+                    && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+            })
+    };
+    if let Some(bad) = values.iter().find(|t| !valid(t)) {
+        issues.add("event_types", format!("`{}` is not an event type", bad.escape_debug()));
+    }
+    let mut values = values;
+    values.sort();
+    values.dedup();
+    values
+}
+
+pub struct NewWebhook {
+    pub url: String,
+    pub description: Option<String>,
+    pub event_types: Vec<String>,
+}
+
+#[derive(Default)]
+pub struct WebhookPatch {
+    pub url: Option<String>,
+    pub description: Option<Option<String>>,
+    pub event_types: Option<Vec<String>>,
+    pub status: Option<String>,
+}
+
+pub async fn create(
+    shard: &Db,
+    master_key: &MasterKey,
+    application_id: Uuid,
+    new: NewWebhook,
+    actor: &Actor,
+    limit: u64,
+) -> ApiResult<(webhook::Model, String)> {
+    let txn = shard.begin_write().await?;
+    if of_application(application_id).count(&*txn).await? >= limit {
+        return Err(ApiError::invalid(
+            "url",
+            format!("the application already has the limit of {limit} webhook endpoints"),
+        ));
+    }
+    let id = Uuid::now_v7();
+    let secret = signing::generate_secret();
+    let now = clock::now();
+    let row = webhook::Model {
+        id,
+        application_id,
+        url: new.url,
+        description: new.description,
+        event_types: json!(new.event_types),
+        status: outbox::ACTIVE.to_string(),
+        secret_sealed: seal::seal(master_key, &delivery::secret_context(application_id, id), secret.as_bytes()),
+        previous_secret_sealed: None,
+        previous_secret_expires_at: None,
+        created_at: now,
+        updated_at: now,
+    };
+    webhook::Entity::insert(webhook::ActiveModel::from(row.clone())).exec_without_returning(&*txn).await?;
+    audit::record(
+        &*txn,
+        application_id,
+        actor,
+        "webhook.created",
+        Some(id),
+        json!({"url": row.url, "event_types": row.event_types}),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok((row, secret))
+}
+
+fn of_application(application_id: Uuid) -> sea_orm::Select<webhook::Entity> {
+    webhook::Entity::find().filter(webhook::Column::ApplicationId.eq(application_id))
+}
+
+pub async fn list(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    page: Page,
+) -> Result<(Vec<webhook::Model>, bool), DbErr> {
+    let mut rows = of_application(application_id)
+        .order_by_asc(webhook::Column::CreatedAt)
+        .order_by_asc(webhook::Column::Id)
+        .offset(page.offset)
+        .limit(page.limit + 1)
+        .all(db)
+        .await?;
+    let has_more = rows.len() as u64 > page.limit;
+    rows.truncate(page.limit as usize);
+    Ok((rows, has_more))
+}
+
+pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<webhook::Model> {
+    of_application(application_id)
+        .filter(webhook::Column::Id.eq(id))
+        .one(db)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Webhook", id))
+}
+
+pub async fn update(
+    shard: &Db,
+    application_id: Uuid,
+    id: Uuid,
+    patch: WebhookPatch,
+    actor: &Actor,
+) -> ApiResult<webhook::Model> {
+    let txn = shard.begin_write().await?;
+    let mut row = find(&*txn, application_id, id).await?.into_active_model();
+    let mut changed = Vec::new();
+    if let Some(url) = patch.url {
+        row.url = Set(url);
+        changed.push("url");
+    }
+    if let Some(description) = patch.description {
+        row.description = Set(description);
+        changed.push("description");
+    }
+    if let Some(types) = patch.event_types {
+        row.event_types = Set(json!(types));
+        changed.push("event_types");
+    }
+    if let Some(status) = patch.status {
+        row.status = Set(status);
+        changed.push("status");
+    }
+    row.updated_at = Set(clock::now());
+    let updated = row.update(&*txn).await?;
+    audit::record(&*txn, application_id, actor, "webhook.updated", Some(id), json!({"changed": changed})).await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
+/// Deletes an endpoint with its messages and attempts.
+pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
+    let txn = shard.begin_write().await?;
+    let row = find(&*txn, application_id, id).await?;
+    let messages: Vec<Uuid> = webhook_message::Entity::find()
+        .filter(webhook_message::Column::ApplicationId.eq(application_id))
+        .filter(webhook_message::Column::WebhookId.eq(id))
+        .select_only()
+        .column(webhook_message::Column::Id)
+        .into_tuple()
+        .all(&*txn)
+        .await?;
+    for chunk in messages.chunks(500) {
+        webhook_attempt::Entity::delete_many()
+            .filter(webhook_attempt::Column::ApplicationId.eq(application_id))
+            .filter(webhook_attempt::Column::MessageId.is_in(chunk.to_vec()))
+            .exec(&*txn)
+            .await?;
+    }
+    webhook_message::Entity::delete_many()
+        .filter(webhook_message::Column::ApplicationId.eq(application_id))
+        .filter(webhook_message::Column::WebhookId.eq(id))
+        .exec(&*txn)
+        .await?;
+    webhook::Entity::delete_many()
+        .filter(webhook::Column::ApplicationId.eq(application_id))
+        .filter(webhook::Column::Id.eq(id))
+        .exec(&*txn)
+        .await?;
+    audit::record(&*txn, application_id, actor, "webhook.deleted", Some(id), json!({"url": row.url})).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// A new secret; the previous one keeps signing for a day beside it.
+pub async fn rotate_secret(
+    shard: &Db,
+    master_key: &MasterKey,
+    application_id: Uuid,
+    id: Uuid,
+    actor: &Actor,
+) -> ApiResult<(webhook::Model, String)> {
+    let txn = shard.begin_write().await?;
+    let current = find(&*txn, application_id, id).await?;
+    let secret = signing::generate_secret();
+    let mut row = current.clone().into_active_model();
+    row.previous_secret_sealed = Set(Some(current.secret_sealed));
+    row.previous_secret_expires_at = Set(Some(clock::now() + chrono::Duration::hours(ROTATION_OVERLAP_HOURS)));
+    row.secret_sealed = Set(seal::seal(master_key, &delivery::secret_context(application_id, id), secret.as_bytes()));
+    row.updated_at = Set(clock::now());
+    let updated = row.update(&*txn).await?;
+    audit::record(&*txn, application_id, actor, "webhook.secret_rotated", Some(id), json!({})).await?;
+    txn.commit().await?;
+    Ok((updated, secret))
+}
+
+/// A page of an endpoint's messages, newest first, each with its attempts.
+pub async fn deliveries(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    webhook_id: Uuid,
+    page: Page,
+) -> ApiResult<(Vec<(webhook_message::Model, Vec<webhook_attempt::Model>)>, bool)> {
+    find(db, application_id, webhook_id).await?;
+    let mut messages = webhook_message::Entity::find()
+        .filter(webhook_message::Column::ApplicationId.eq(application_id))
+        .filter(webhook_message::Column::WebhookId.eq(webhook_id))
+        .order_by_desc(webhook_message::Column::CreatedAt)
+        .order_by_desc(webhook_message::Column::Id)
+        .offset(page.offset)
+        .limit(page.limit + 1)
+        .all(db)
+        .await?;
+    let has_more = messages.len() as u64 > page.limit;
+    messages.truncate(page.limit as usize);
+    let mut attempts = webhook_attempt::Entity::find()
+        .filter(webhook_attempt::Column::ApplicationId.eq(application_id))
+        .filter(webhook_attempt::Column::MessageId.is_in(messages.iter().map(|m| m.id)))
+        .order_by_asc(webhook_attempt::Column::Attempt)
+        .all(db)
+        .await?;
+    let grouped = messages
+        .into_iter()
+        .map(|message| {
+            let (mine, rest): (Vec<_>, Vec<_>) = attempts.drain(..).partition(|a| a.message_id == message.id);
+            attempts = rest;
+            (message, mine)
+        })
+        .collect();
+    Ok((grouped, has_more))
+}
+
+/// Sends a message again: it is due now, whatever happened to it before.
+pub async fn retry(
+    shard: &Db,
+    application_id: Uuid,
+    webhook_id: Uuid,
+    message_id: Uuid,
+    actor: &Actor,
+) -> ApiResult<webhook_message::Model> {
+    let txn = shard.begin_write().await?;
+    find(&*txn, application_id, webhook_id).await?;
+    let filter = webhook_message::Column::ApplicationId
+        .eq(application_id)
+        .and(webhook_message::Column::WebhookId.eq(webhook_id))
+        .and(webhook_message::Column::Id.eq(message_id));
+    let now = clock::now();
+    let changed = webhook_message::Entity::update_many()
+        .col_expr(webhook_message::Column::Status, Expr::value(outbox::PENDING))
+        .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(now))
+        .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<chrono::DateTime<Utc>>::None))
+        .filter(filter.clone())
+        .exec(&*txn)
+        .await?;
+    if changed.rows_affected == 0 {
+        return Err(ApiError::not_found("Delivery", message_id));
+    }
+    audit::record(
+        &*txn,
+        application_id,
+        actor,
+        "webhook.delivery.retried",
+        Some(webhook_id),
+        json!({"message_id": message_id}),
+    )
+    .await?;
+    let message = webhook_message::Entity::find()
+        .filter(filter)
+        .one(&*txn)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Delivery", message_id))?;
+    txn.commit().await?;
+    Ok(message)
+}

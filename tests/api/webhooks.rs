@@ -1,0 +1,299 @@
+//! Operation 4: endpoints, and delivery to a real receiver on loopback.
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::Duration,
+};
+
+use actix_web::{web, App, HttpRequest, HttpResponse, HttpServer};
+use base64::{engine::general_purpose::STANDARD, Engine};
+use hmac::{Hmac, Mac};
+use reqwest::Method;
+use serde_json::{json, Value};
+use sha2::Sha256;
+
+use crate::helpers::{spawn_with, TestApp};
+
+#[derive(Clone, Debug)]
+pub struct Received {
+    pub id: String,
+    pub timestamp: String,
+    pub signature: String,
+    pub body: String,
+}
+
+/// An HTTP receiver answering statuses from a script (then 200).
+pub struct Receiver {
+    pub url: String,
+    pub received: Arc<Mutex<Vec<Received>>>,
+}
+
+#[derive(Clone)]
+struct Script {
+    answers: Arc<Mutex<VecDeque<u16>>>,
+    received: Arc<Mutex<Vec<Received>>>,
+}
+
+async fn receive(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -> HttpResponse {
+    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    script.received.lock().unwrap().push(Received {
+        id: header("webhook-id"),
+        timestamp: header("webhook-timestamp"),
+        signature: header("webhook-signature"),
+        body: String::from_utf8_lossy(&body).into_owned(),
+    });
+    let status = script.answers.lock().unwrap().pop_front().unwrap_or(200);
+    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap()).finish()
+}
+
+pub async fn start_receiver(answers: Vec<u16>) -> Receiver {
+    let script = Script { answers: Arc::new(Mutex::new(answers.into())), received: Arc::default() };
+    let received = script.received.clone();
+    let data = web::Data::new(script);
+    let server = HttpServer::new(move || App::new().app_data(data.clone()).default_service(web::to(receive)))
+        .workers(1)
+        .bind("127.0.0.1:0")
+        .unwrap();
+    let port = server.addrs()[0].port();
+    actix_web::rt::spawn(server.run());
+    Receiver { url: format!("http://127.0.0.1:{port}/hook"), received }
+}
+
+impl Receiver {
+    pub async fn wait_for(&self, count: usize) -> Vec<Received> {
+        for _ in 0..400 {
+            if self.received.lock().unwrap().len() >= count {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        self.received.lock().unwrap().clone()
+    }
+}
+
+/// Standard Webhooks verification, written here from the specification.
+pub fn verifies(secret: &str, delivery: &Received) -> bool {
+    let key = STANDARD.decode(secret.trim_start_matches("whsec_")).unwrap();
+    let mut mac = Hmac::<Sha256>::new_from_slice(&key).unwrap();
+    mac.update(format!("{}.{}.{}", delivery.id, delivery.timestamp, delivery.body).as_bytes());
+    let expected = format!("v1,{}", STANDARD.encode(mac.finalize().into_bytes()));
+    delivery.signature.split(' ').any(|s| s == expected)
+}
+
+async fn fast_app() -> TestApp {
+    spawn_with(|s| {
+        s.webhooks.poll_interval_ms = 20;
+        s.webhooks.retry_schedule = "0s,100ms,100ms".into();
+    })
+    .await
+}
+
+async fn register(app: &TestApp, receiver: &Receiver, event_types: Value) -> (String, String) {
+    let created = app.post("/v1/webhooks", &json!({"url": receiver.url, "event_types": event_types})).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    (created.data()["id"].as_str().unwrap().to_string(), created.data()["secret"].as_str().unwrap().to_string())
+}
+
+#[actix_web::test]
+async fn an_event_is_delivered_signed_with_the_endpoints_secret() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![]).await;
+    let (id, secret) = register(&app, &receiver, json!(["api_key"])).await;
+    assert!(secret.starts_with("whsec_") && STANDARD.decode(&secret[6..]).unwrap().len() == 32);
+    let key = app.post("/v1/api-keys", &json!({"name": "ci"})).await;
+
+    let delivered = receiver.wait_for(1).await;
+    assert_eq!(delivered.len(), 1);
+    assert!(verifies(&secret, &delivered[0]));
+    let body: Value = serde_json::from_str(&delivered[0].body).unwrap();
+    assert_eq!(body["type"], "api_key.created");
+    assert_eq!(body["data"]["aggregate_id"], key.data()["id"]);
+    assert!(body["timestamp"].is_string());
+    let tampered = Received { body: delivered[0].body.replace("ci", "cj"), ..delivered[0].clone() };
+    assert!(!verifies(&secret, &tampered));
+
+    let fetched = app.get(&format!("/v1/webhooks/{id}")).await;
+    assert!(fetched.data().get("secret").is_none());
+    let mut deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
+    for _ in 0..40 {
+        if deliveries.data()[0]["status"] == "succeeded" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+        deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
+    }
+    let message = &deliveries.data()[0];
+    assert_eq!(message["id"], delivered[0].id.as_str());
+    assert_eq!(message["status"], "succeeded");
+    assert_eq!(message["attempts"][0]["response_status"], 200);
+}
+
+#[actix_web::test]
+async fn a_failing_receiver_gets_the_same_message_again_until_it_answers_2xx() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![500, 500, 200]).await;
+    let (id, secret) = register(&app, &receiver, json!(["api_key.created"])).await;
+    app.post("/v1/api-keys", &json!({"name": "retry-me"})).await;
+    let delivered = receiver.wait_for(3).await;
+    assert_eq!(delivered.len(), 3);
+    assert!(delivered.iter().all(|d| d.id == delivered[0].id), "one webhook-id for every attempt");
+    assert!(delivered.iter().all(|d| verifies(&secret, d)));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
+    let attempts: Vec<Value> = deliveries.data()[0]["attempts"].as_array().unwrap().clone();
+    assert_eq!(
+        attempts.iter().map(|a| a["response_status"].clone()).collect::<Vec<_>>(),
+        [json!(500), json!(500), json!(200)]
+    );
+    assert_eq!(deliveries.data()[0]["status"], "succeeded");
+    assert_eq!(app.get(&format!("/v1/webhooks/{id}")).await.data()["status"], "active");
+}
+
+#[actix_web::test]
+async fn a_410_disables_the_endpoint_and_the_disabling_is_recorded() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![410]).await;
+    let (id, _) = register(&app, &receiver, json!(["api_key"])).await;
+    app.post("/v1/api-keys", &json!({"name": "gone"})).await;
+    receiver.wait_for(1).await;
+    let mut status = Value::Null;
+    for _ in 0..40 {
+        status = app.get(&format!("/v1/webhooks/{id}")).await.data()["status"].clone();
+        if status == "disabled" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(status, "disabled");
+    assert!(app.audit_types().await.contains(&"webhook.endpoint.disabled".to_string()));
+    app.post("/v1/api-keys", &json!({"name": "after"})).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received.lock().unwrap().len(), 1, "a disabled endpoint gets nothing");
+}
+
+#[actix_web::test]
+async fn a_message_that_exhausts_the_schedule_fails_and_disables_the_endpoint() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![500; 10]).await;
+    let (id, _) = register(&app, &receiver, json!(["api_key"])).await;
+    app.post("/v1/api-keys", &json!({"name": "doomed"})).await;
+    let delivered = receiver.wait_for(3).await;
+    assert_eq!(delivered.len(), 3, "one attempt per entry of the schedule");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.received.lock().unwrap().len(), 3);
+    let deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
+    assert_eq!(deliveries.data()[0]["status"], "failed");
+    assert_eq!(app.get(&format!("/v1/webhooks/{id}")).await.data()["status"], "disabled");
+}
+
+#[actix_web::test]
+async fn filters_take_only_their_types_and_a_retry_resends_the_same_message() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![]).await;
+    let (id, _) = register(&app, &receiver, json!(["application"])).await;
+    app.post("/v1/api-keys", &json!({"name": "not-for-this-endpoint"})).await;
+    app.patch(&format!("/v1/applications/{}", app.caller.application_id), &json!({"name": "Renamed"})).await;
+    let delivered = receiver.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(receiver.received.lock().unwrap().len(), 1);
+    assert!(delivered[0].body.contains("application.updated"));
+    let retried = app.post(&format!("/v1/webhooks/{id}/deliveries/{}/retry", delivered[0].id), &json!({})).await;
+    assert_eq!(retried.status, 200, "{:?}", retried.body);
+    let again = receiver.wait_for(2).await;
+    assert_eq!(again[1].id, delivered[0].id);
+}
+
+#[actix_web::test]
+async fn after_a_rotation_deliveries_carry_both_signatures() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![]).await;
+    let (id, old) = register(&app, &receiver, json!(["api_key"])).await;
+    let rotated = app.post(&format!("/v1/webhooks/{id}/rotate-secret"), &json!({})).await;
+    assert_eq!(rotated.status, 200);
+    let new = rotated.data()["secret"].as_str().unwrap().to_string();
+    assert_ne!(new, old);
+    app.post("/v1/api-keys", &json!({"name": "rotated"})).await;
+    let delivered = receiver.wait_for(1).await;
+    assert_eq!(delivered[0].signature.split(' ').count(), 2);
+    assert!(verifies(&new, &delivered[0]) && verifies(&old, &delivered[0]));
+}
+
+#[actix_web::test]
+async fn unsafe_or_malformed_urls_are_422_invalid_url_and_store_nothing() {
+    let app = fast_app().await;
+    let production = app.create_application(json!({"name": "Prod", "environment": "production"})).await;
+    for url in [
+        "",
+        "ftp://example.com/",
+        "http://user:pw@127.0.0.1/",
+        "not a url",
+        &format!("https://example.com/{}", "a".repeat(2050)),
+    ] {
+        let reply = app.post("/v1/webhooks", &json!({"url": url})).await;
+        assert_eq!((reply.status, reply.error_code()), (422, "invalid_url"), "{url}");
+    }
+    for url in [
+        "http://hooks.example.com/",
+        "https://127.0.0.1/",
+        "https://2130706433/",
+        "https://[::ffff:127.0.0.1]/",
+        "https://169.254.169.254/",
+        "https://localhost/",
+    ] {
+        let reply = app.send(&production, Method::POST, "/v1/webhooks", Some(&json!({"url": url}))).await;
+        assert_eq!((reply.status, reply.error_code()), (422, "invalid_url"), "{url}");
+    }
+    let bad_types = app.post("/v1/webhooks", &json!({"url": "http://127.0.0.1:1/", "event_types": ["Bad Type"]})).await;
+    assert_eq!((bad_types.status, bad_types.error_code()), (422, "validation_failed"));
+    assert_eq!(app.get("/v1/webhooks").await.data().as_array().unwrap().len(), 0);
+    assert_eq!(app.send(&production, Method::GET, "/v1/webhooks", None).await.data().as_array().unwrap().len(), 0);
+}
+
+#[actix_web::test]
+async fn another_tenants_webhook_is_404_everywhere() {
+    let app = fast_app().await;
+    let other = app.other_account().await;
+    let receiver = start_receiver(vec![]).await;
+    let (id, _) = register(&app, &receiver, json!([])).await;
+    for (method, path) in [
+        (Method::GET, format!("/v1/webhooks/{id}")),
+        (Method::DELETE, format!("/v1/webhooks/{id}")),
+        (Method::GET, format!("/v1/webhooks/{id}/deliveries")),
+        (Method::POST, format!("/v1/webhooks/{id}/rotate-secret")),
+    ] {
+        let reply = app.send(&other, method.clone(), &path, None).await;
+        assert_eq!((reply.status, reply.error_code()), (404, "not_found"), "{method} {path}");
+    }
+    let patched =
+        app.send(&other, Method::PATCH, &format!("/v1/webhooks/{id}"), Some(&json!({"status": "disabled"}))).await;
+    assert_eq!(patched.status, 404);
+    assert_eq!(app.get(&format!("/v1/webhooks/{id}")).await.data()["status"], "active");
+}
+
+#[actix_web::test]
+async fn an_endpoint_can_be_disabled_changed_and_deleted() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![]).await;
+    let (id, _) = register(&app, &receiver, json!([])).await;
+    let patched = app
+        .patch(
+            &format!("/v1/webhooks/{id}"),
+            &json!({"status": "disabled", "description": "paused", "event_types": ["user"]}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    assert_eq!(
+        (patched.data()["status"].as_str(), patched.data()["description"].as_str()),
+        (Some("disabled"), Some("paused"))
+    );
+    let cleared = app.patch(&format!("/v1/webhooks/{id}"), &json!({"description": null})).await;
+    assert!(cleared.data()["description"].is_null());
+    assert_eq!(app.patch(&format!("/v1/webhooks/{id}"), &json!({"status": "paused"})).await.status, 422);
+    let deleted = app.send(&app.caller, Method::DELETE, &format!("/v1/webhooks/{id}"), None).await;
+    assert_eq!(deleted.status, 200);
+    assert_eq!(app.get(&format!("/v1/webhooks/{id}")).await.status, 404);
+    let types = app.audit_types().await;
+    for t in ["webhook.created", "webhook.updated", "webhook.deleted"] {
+        assert!(types.contains(&t.to_string()), "{t}");
+    }
+}
