@@ -87,6 +87,8 @@ pub struct WebhookSettings {
     /// How often each region's worker looks for due deliveries.
     pub poll_interval_ms: u64,
     pub timeout_seconds: u64,
+    /// How long a claimed delivery belongs to its worker; longer than the timeout.
+    pub lease_seconds: u64,
     /// Deliveries in flight at once per region's worker.
     pub concurrency: usize,
 }
@@ -117,6 +119,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("webhooks.retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h"),
     ("webhooks.poll_interval_ms", "200"),
     ("webhooks.timeout_seconds", "10"),
+    ("webhooks.lease_seconds", "60"),
     ("webhooks.concurrency", "64"),
     ("rate_limits.sign_in_per_email_per_minute", "10"),
     ("rate_limits.sign_in_per_ip_per_minute", "30"),

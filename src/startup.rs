@@ -32,8 +32,8 @@ pub enum StartupError {
     Listen(String, std::io::Error),
     #[error("http client: {0}")]
     Http(#[from] reqwest::Error),
-    #[error("webhooks.retry_schedule: {0}")]
-    RetrySchedule(String),
+    #[error("webhooks: {0}")]
+    Webhooks(String),
 }
 
 pub struct Application {

@@ -28,8 +28,6 @@ use crate::{
     storage::Db,
 };
 
-/// A claimed message belongs to its worker this long.
-const LEASE: Duration = Duration::from_secs(60);
 /// How much of an answer is read (and dropped) so the connection can be reused.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
@@ -88,7 +86,7 @@ async fn run(state: web::Data<AppState>, shard: Db) {
     let poll = Duration::from_millis(state.settings.webhooks.poll_interval_ms.max(10));
     let concurrency = state.settings.webhooks.concurrency.max(1);
     loop {
-        match claim(&shard, concurrency as u64 * 2).await {
+        match claim(&shard, concurrency as u64 * 2, Duration::from_secs(state.settings.webhooks.lease_seconds)).await {
             Ok(messages) if !messages.is_empty() => {
                 futures_util::stream::iter(messages)
                     .for_each_concurrent(concurrency, |message| deliver(&state, &shard, message))
@@ -104,7 +102,7 @@ async fn run(state: web::Data<AppState>, shard: Db) {
 }
 
 /// Takes up to `limit` due messages of any application in this region.
-async fn claim(shard: &Db, limit: u64) -> Result<Vec<webhook_message::Model>, DbErr> {
+async fn claim(shard: &Db, limit: u64, lease: Duration) -> Result<Vec<webhook_message::Model>, DbErr> {
     let now = clock::now();
     let due = webhook_message::Column::Status
         .eq(outbox::PENDING)
@@ -122,7 +120,7 @@ async fn claim(shard: &Db, limit: u64) -> Result<Vec<webhook_message::Model>, Db
     {
         return Ok(Vec::new());
     }
-    let until = now + chrono::Duration::from_std(LEASE).expect("small");
+    let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
     let statement = match shard.backend() {
         DbBackend::Postgres => Statement::from_sql_and_values(
             DbBackend::Postgres,

@@ -4,6 +4,7 @@ mod api_keys;
 mod applications;
 mod audit;
 mod cli;
+mod delivery_durability;
 mod helpers;
 mod http_surface;
 mod ops;
