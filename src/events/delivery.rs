@@ -5,17 +5,17 @@
 //! expires and its messages are taken over. Each attempt is recorded; a
 //! failure is retried by the schedule; a message that exhausts it, or an
 //! answer of 410, disables the endpoint.
-use std::{net::SocketAddr, sync::Arc, time::Duration};
+use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::web;
 use chrono::{DateTime, Utc};
 use entity::{webhook, webhook_attempt, webhook_message};
-use futures_util::StreamExt;
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use sea_orm::{
     sea_query::Expr, ActiveValue::Set, ColumnTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect, Statement,
 };
 use serde_json::json;
+use tokio::sync::{mpsc, Semaphore};
 use uuid::Uuid;
 
 use super::{outbox, schedule, signing, url_safety};
@@ -28,6 +28,8 @@ use crate::{
     storage::Db,
 };
 
+/// Outcomes written per transaction at most.
+const RECORD_BATCH: usize = 256;
 /// How much of an answer is read (and dropped) so the connection can be reused.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
@@ -82,23 +84,82 @@ pub fn start(state: web::Data<AppState>) {
     }
 }
 
+/// Claims due messages while permits are free and delivers each in its own
+/// task; outcomes go to one recorder that writes them in batches, so a
+/// thousand deliveries cost a few commits, and a slow endpoint holds one
+/// permit, not the worker.
 async fn run(state: web::Data<AppState>, shard: Db) {
     let poll = Duration::from_millis(state.settings.webhooks.poll_interval_ms.max(10));
-    let concurrency = state.settings.webhooks.concurrency.max(1);
+    let lease = Duration::from_secs(state.settings.webhooks.lease_seconds);
+    let permits = Arc::new(Semaphore::new(state.settings.webhooks.concurrency.max(1)));
+    let (outcomes, recorded) = mpsc::channel(RECORD_BATCH * 4);
+    actix_web::rt::spawn(recorder(state.clone(), shard.clone(), recorded));
     loop {
-        match claim(&shard, concurrency as u64 * 2, Duration::from_secs(state.settings.webhooks.lease_seconds)).await {
-            Ok(messages) if !messages.is_empty() => {
-                futures_util::stream::iter(messages)
-                    .for_each_concurrent(concurrency, |message| deliver(&state, &shard, message))
-                    .await;
-            }
-            Ok(_) => tokio::time::sleep(poll).await,
+        // Wait for at least one free permit before claiming anything.
+        drop(permits.clone().acquire_owned().await.expect("never closed"));
+        let free = permits.available_permits() as u64;
+        let claimed = match claim(&shard, free, lease).await {
+            Ok(claimed) => claimed,
             Err(err) => {
                 tracing::warn!(error = %err, region = %shard.label, "claiming webhook deliveries failed");
-                tokio::time::sleep(poll).await;
+                Vec::new()
             }
+        };
+        if claimed.is_empty() {
+            tokio::time::sleep(poll).await;
+            continue;
+        }
+        let endpoints = match endpoints_of(&shard, &claimed).await {
+            Ok(endpoints) => endpoints,
+            Err(err) => {
+                tracing::warn!(error = %err, "loading webhook endpoints failed; the leases will expire");
+                tokio::time::sleep(poll).await;
+                continue;
+            }
+        };
+        for message in claimed {
+            let endpoint = endpoints
+                .get(&message.webhook_id)
+                .filter(|e| e.application_id == message.application_id && e.status == outbox::ACTIVE)
+                .cloned();
+            let Some(endpoint) = endpoint else {
+                finish_without_attempt(&shard, &message).await;
+                continue;
+            };
+            let permit = permits.clone().acquire_owned().await.expect("never closed");
+            let (state, outcomes) = (state.clone(), outcomes.clone());
+            actix_web::rt::spawn(async move {
+                let outcome = attempt(&state, &endpoint, &message).await;
+                metrics::counter!("webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
+                    .increment(1);
+                metrics::histogram!("webhook_message_age_seconds")
+                    .record((clock::now() - message.created_at).num_milliseconds().max(0) as f64 / 1000.0);
+                let _ = outcomes.send((endpoint, message, outcome)).await;
+                drop(permit);
+            });
         }
     }
+}
+
+type Recorded = (webhook::Model, webhook_message::Model, Outcome);
+
+/// Writes outcomes in batches: whatever has arrived, up to [`RECORD_BATCH`].
+async fn recorder(state: web::Data<AppState>, shard: Db, mut outcomes: mpsc::Receiver<Recorded>) {
+    let mut batch = Vec::with_capacity(RECORD_BATCH);
+    while outcomes.recv_many(&mut batch, RECORD_BATCH).await > 0 {
+        if let Err(err) = record(&state, &shard, &batch).await {
+            tracing::warn!(error = %err, "recording webhook attempts failed; their leases will expire and they are retried");
+        }
+        batch.clear();
+    }
+}
+
+/// The endpoints of a claimed batch, in one query.
+async fn endpoints_of(shard: &Db, messages: &[webhook_message::Model]) -> Result<HashMap<Uuid, webhook::Model>, DbErr> {
+    let ids: Vec<Uuid> =
+        messages.iter().map(|m| m.webhook_id).collect::<std::collections::HashSet<_>>().into_iter().collect();
+    let rows = webhook::Entity::find().filter(webhook::Column::Id.is_in(ids)).all(&shard.conn).await?;
+    Ok(rows.into_iter().map(|row| (row.id, row)).collect())
 }
 
 /// Takes up to `limit` due messages of any application in this region.
@@ -154,29 +215,6 @@ struct Outcome {
 impl Outcome {
     fn succeeded(&self) -> bool {
         self.status.is_some_and(|s| (200..300).contains(&s))
-    }
-}
-
-async fn deliver(state: &AppState, shard: &Db, message: webhook_message::Model) {
-    let endpoint = match webhook::Entity::find_by_id(message.webhook_id)
-        .filter(webhook::Column::ApplicationId.eq(message.application_id))
-        .one(&shard.conn)
-        .await
-    {
-        Ok(Some(endpoint)) => endpoint,
-        Ok(None) => return finish_without_attempt(shard, &message).await,
-        Err(err) => return tracing::warn!(error = %err, "loading a webhook endpoint failed"),
-    };
-    if endpoint.status != outbox::ACTIVE {
-        return finish_without_attempt(shard, &message).await;
-    }
-    let outcome = attempt(state, &endpoint, &message).await;
-    metrics::counter!("webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
-        .increment(1);
-    metrics::histogram!("webhook_message_age_seconds")
-        .record((clock::now() - message.created_at).num_milliseconds().max(0) as f64 / 1000.0);
-    if let Err(err) = record(state, shard, &endpoint, &message, outcome).await {
-        tracing::warn!(error = %err, "recording a webhook attempt failed; the lease will expire and it is retried");
     }
 }
 
@@ -255,51 +293,48 @@ pub fn secret_context(application_id: Uuid, webhook_id: Uuid) -> String {
     format!("{application_id}/webhooks/{webhook_id}/secret")
 }
 
-async fn record(
-    state: &AppState,
-    shard: &Db,
-    endpoint: &webhook::Model,
-    message: &webhook_message::Model,
-    outcome: Outcome,
-) -> Result<(), DbErr> {
+async fn record(state: &AppState, shard: &Db, batch: &[Recorded]) -> Result<(), DbErr> {
     let now = clock::now();
-    let attempts_made = message.attempts_made + 1;
     let delays = schedule::parse(&state.settings.webhooks.retry_schedule).unwrap_or_else(|_| vec![Duration::ZERO]);
-    let gone = outcome.status == Some(410);
-    let (status, next_attempt_at): (&str, Option<DateTime<Utc>>) = if outcome.succeeded() {
-        (SUCCEEDED, None)
-    } else if gone || attempts_made as usize >= delays.len() {
-        (FAILED, None)
-    } else {
-        let delay = schedule::with_jitter(delays[attempts_made as usize]).max(outcome.retry_after.unwrap_or_default());
-        (outbox::PENDING, Some(now + chrono::Duration::from_std(delay).unwrap_or_default()))
-    };
     let txn = shard.begin_write().await?;
-    webhook_attempt::Entity::insert(webhook_attempt::ActiveModel {
-        id: Set(Uuid::now_v7()),
-        application_id: Set(message.application_id),
-        message_id: Set(message.id),
-        attempt: Set(attempts_made),
-        response_status: Set(outcome.status.map(i32::from)),
-        duration_ms: Set(outcome.duration_ms),
-        error: Set(outcome.error.map(str::to_owned)),
-        attempted_at: Set(now),
-    })
-    .exec_without_returning(&*txn)
-    .await?;
-    webhook_message::Entity::update_many()
-        .col_expr(webhook_message::Column::Status, Expr::value(status))
-        .col_expr(webhook_message::Column::AttemptsMade, Expr::value(attempts_made))
-        .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(next_attempt_at))
-        .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<DateTime<Utc>>::None))
-        .filter(webhook_message::Column::ApplicationId.eq(message.application_id))
-        .filter(webhook_message::Column::Id.eq(message.id))
-        .exec(&*txn)
-        .await?;
-    if status == FAILED {
-        let reason = if gone { "endpoint answered 410 Gone" } else { "a message exhausted the retry schedule" };
-        disable(&*txn, endpoint, reason).await?;
+    let mut attempts = Vec::with_capacity(batch.len());
+    for (endpoint, message, outcome) in batch {
+        let attempts_made = message.attempts_made + 1;
+        let gone = outcome.status == Some(410);
+        let (status, next_attempt_at): (&str, Option<DateTime<Utc>>) = if outcome.succeeded() {
+            (SUCCEEDED, None)
+        } else if gone || attempts_made as usize >= delays.len() {
+            (FAILED, None)
+        } else {
+            let delay =
+                schedule::with_jitter(delays[attempts_made as usize]).max(outcome.retry_after.unwrap_or_default());
+            (outbox::PENDING, Some(now + chrono::Duration::from_std(delay).unwrap_or_default()))
+        };
+        attempts.push(webhook_attempt::ActiveModel {
+            id: Set(Uuid::now_v7()),
+            application_id: Set(message.application_id),
+            message_id: Set(message.id),
+            attempt: Set(attempts_made),
+            response_status: Set(outcome.status.map(i32::from)),
+            duration_ms: Set(outcome.duration_ms),
+            error: Set(outcome.error.map(str::to_owned)),
+            attempted_at: Set(now),
+        });
+        webhook_message::Entity::update_many()
+            .col_expr(webhook_message::Column::Status, Expr::value(status))
+            .col_expr(webhook_message::Column::AttemptsMade, Expr::value(attempts_made))
+            .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(next_attempt_at))
+            .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<DateTime<Utc>>::None))
+            .filter(webhook_message::Column::ApplicationId.eq(message.application_id))
+            .filter(webhook_message::Column::Id.eq(message.id))
+            .exec(&*txn)
+            .await?;
+        if status == FAILED {
+            let reason = if gone { "endpoint answered 410 Gone" } else { "a message exhausted the retry schedule" };
+            disable(&*txn, endpoint, reason).await?;
+        }
     }
+    webhook_attempt::Entity::insert_many(attempts).exec_without_returning(&*txn).await?;
     txn.commit().await
 }
 
