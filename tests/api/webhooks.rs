@@ -297,3 +297,55 @@ async fn an_endpoint_can_be_disabled_changed_and_deleted() {
         assert!(types.contains(&t.to_string()), "{t}");
     }
 }
+
+#[actix_web::test]
+async fn a_redirect_is_a_failed_attempt_and_is_not_followed() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![302, 200]).await;
+    let (id, _) = register(&app, &receiver, json!(["api_key"])).await;
+    app.post("/v1/api-keys", &json!({"name": "redirected"})).await;
+    let delivered = receiver.wait_for(2).await;
+    assert_eq!(delivered.len(), 2, "the retry came back to the registered URL");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let attempts = app.get(&format!("/v1/webhooks/{id}/deliveries")).await.data()[0]["attempts"].clone();
+    assert_eq!((attempts[0]["response_status"].as_i64(), attempts[0]["error"].as_str()), (Some(302), Some("redirect")));
+    assert_eq!(attempts[1]["response_status"], 200);
+}
+
+#[actix_web::test]
+async fn a_production_endpoint_pointing_inside_is_refused_at_delivery_time() {
+    use entity::webhook;
+    use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
+    let app = fast_app().await;
+    let production = app.create_application(json!({"name": "Prod", "environment": "production"})).await;
+    let receiver = start_receiver(vec![]).await;
+    let created = app
+        .send(
+            &production,
+            Method::POST,
+            "/v1/webhooks",
+            Some(&json!({"url": "https://hooks.example.com/x", "event_types": ["api_key"]})),
+        )
+        .await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let id: uuid::Uuid = created.data()["id"].as_str().unwrap().parse().unwrap();
+    // As if a row were changed behind the API's back (or a name now resolved inside).
+    webhook::Entity::update_many()
+        .col_expr(webhook::Column::Url, Expr::value(receiver.url.replace("http://", "https://")))
+        .filter(webhook::Column::Id.eq(id))
+        .exec(&app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn)
+        .await
+        .unwrap();
+    app.send(&production, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await;
+    let mut error = Value::Null;
+    for _ in 0..80 {
+        let deliveries = app.send(&production, Method::GET, &format!("/v1/webhooks/{id}/deliveries"), None).await;
+        error = deliveries.data()[0]["attempts"][0]["error"].clone();
+        if !error.is_null() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(error, "blocked_destination");
+    assert!(receiver.received.lock().unwrap().is_empty(), "nothing was sent inside");
+}
