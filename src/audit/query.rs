@@ -142,16 +142,11 @@ pub async fn list(
     application_id: Uuid,
     filter: AuditFilter,
 ) -> Result<(Vec<AuditRow>, bool), DbErr> {
-    let mut rows = audit_event::Entity::find()
+    let query = audit_event::Entity::find()
         .filter(audit_event::Column::ApplicationId.eq(application_id))
         .filter(filter.condition)
-        .order_by_asc(audit_event::Column::Seq)
-        .offset(filter.page.offset)
-        .limit(filter.page.limit + 1)
-        .all(db)
-        .await?;
-    let has_more = rows.len() as u64 > filter.page.limit;
-    rows.truncate(filter.page.limit as usize);
+        .order_by_asc(audit_event::Column::Seq);
+    let (rows, has_more) = filter.page.fetch(query, db).await?;
     Ok((rows.into_iter().map(AuditRow::from).collect(), has_more))
 }
 

@@ -2,6 +2,7 @@
 use std::future::{ready, Ready};
 
 use actix_web::{dev::Payload, FromRequest, HttpRequest};
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait, QuerySelect, Select};
 use serde::de::DeserializeOwned;
 
 use crate::error::{ApiError, ApiResult};
@@ -41,5 +42,18 @@ impl Page {
             Some(_) => return Err(ApiError::invalid("offset", "must be zero or more")),
         };
         Ok(Page { limit, offset })
+    }
+
+    /// This page of an ordered query, and whether more rows follow (one
+    /// extra row is read to know).
+    pub async fn fetch<E: EntityTrait>(
+        self,
+        query: Select<E>,
+        db: &impl ConnectionTrait,
+    ) -> Result<(Vec<E::Model>, bool), DbErr> {
+        let mut rows = query.offset(self.offset).limit(self.limit + 1).all(db).await?;
+        let has_more = rows.len() as u64 > self.limit;
+        rows.truncate(self.limit as usize);
+        Ok((rows, has_more))
     }
 }

@@ -2,8 +2,7 @@
 use chrono::{DateTime, Duration, Utc};
 use entity::api_key;
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, SqlErr,
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, SqlErr,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -141,16 +140,11 @@ pub async fn list(
     application_id: Uuid,
     page: Page,
 ) -> Result<(Vec<api_key::Model>, bool), DbErr> {
-    let mut keys = of_application(application_id)
-        .order_by_desc(api_key::Column::CreatedAt)
-        .order_by_desc(api_key::Column::Id)
-        .offset(page.offset)
-        .limit(page.limit + 1)
-        .all(db)
-        .await?;
-    let has_more = keys.len() as u64 > page.limit;
-    keys.truncate(page.limit as usize);
-    Ok((keys, has_more))
+    page.fetch(
+        of_application(application_id).order_by_desc(api_key::Column::CreatedAt).order_by_desc(api_key::Column::Id),
+        db,
+    )
+    .await
 }
 
 pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<api_key::Model> {

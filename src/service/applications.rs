@@ -4,9 +4,7 @@
 use std::sync::Arc;
 
 use entity::application;
-use sea_orm::{
-    ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
-};
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -159,16 +157,11 @@ pub async fn find_in_account(storage: &Storage, account_id: Uuid, id: Uuid) -> A
 }
 
 pub async fn list(storage: &Storage, account_id: Uuid, page: Page) -> ApiResult<(Vec<Tenant>, bool)> {
-    let mut rows = application::Entity::find()
+    let query = application::Entity::find()
         .filter(application::Column::AccountId.eq(account_id))
         .order_by_asc(application::Column::CreatedAt)
-        .order_by_asc(application::Column::Id)
-        .offset(page.offset)
-        .limit(page.limit + 1)
-        .all(&storage.catalog.conn)
-        .await?;
-    let has_more = rows.len() as u64 > page.limit;
-    rows.truncate(page.limit as usize);
+        .order_by_asc(application::Column::Id);
+    let (rows, has_more) = page.fetch(query, &storage.catalog.conn).await?;
     Ok((rows.into_iter().map(snapshot).collect::<ApiResult<_>>()?, has_more))
 }
 

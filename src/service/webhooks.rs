@@ -121,16 +121,11 @@ pub async fn list(
     application_id: Uuid,
     page: Page,
 ) -> Result<(Vec<webhook::Model>, bool), DbErr> {
-    let mut rows = of_application(application_id)
-        .order_by_asc(webhook::Column::CreatedAt)
-        .order_by_asc(webhook::Column::Id)
-        .offset(page.offset)
-        .limit(page.limit + 1)
-        .all(db)
-        .await?;
-    let has_more = rows.len() as u64 > page.limit;
-    rows.truncate(page.limit as usize);
-    Ok((rows, has_more))
+    page.fetch(
+        of_application(application_id).order_by_asc(webhook::Column::CreatedAt).order_by_asc(webhook::Column::Id),
+        db,
+    )
+    .await
 }
 
 pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<webhook::Model> {
@@ -238,17 +233,12 @@ pub async fn deliveries(
     page: Page,
 ) -> ApiResult<(Vec<(webhook_message::Model, Vec<webhook_attempt::Model>)>, bool)> {
     find(db, application_id, webhook_id).await?;
-    let mut messages = webhook_message::Entity::find()
+    let query = webhook_message::Entity::find()
         .filter(webhook_message::Column::ApplicationId.eq(application_id))
         .filter(webhook_message::Column::WebhookId.eq(webhook_id))
         .order_by_desc(webhook_message::Column::CreatedAt)
-        .order_by_desc(webhook_message::Column::Id)
-        .offset(page.offset)
-        .limit(page.limit + 1)
-        .all(db)
-        .await?;
-    let has_more = messages.len() as u64 > page.limit;
-    messages.truncate(page.limit as usize);
+        .order_by_desc(webhook_message::Column::Id);
+    let (messages, has_more) = page.fetch(query, db).await?;
     let mut attempts = webhook_attempt::Entity::find()
         .filter(webhook_attempt::Column::ApplicationId.eq(application_id))
         .filter(webhook_attempt::Column::MessageId.is_in(messages.iter().map(|m| m.id)))
