@@ -16,6 +16,10 @@ pub fn check(raw: &str, production: bool) -> Result<Url, String> {
     if raw.is_empty() || raw.len() > MAX_URL {
         return Err(format!("must be 1 to {MAX_URL} characters"));
     }
+    // The parser would quietly drop or encode them; the stored URL is the one given.
+    if raw.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
     let url = Url::parse(raw).map_err(|_| "is not an absolute URL".to_string())?;
     match url.scheme() {
         "https" => {}
@@ -140,5 +144,7 @@ mod tests {
         assert!(check("https://93.184.216.34:8443/x", true).is_ok());
         assert!(check("http://127.0.0.1:9000/hook", false).is_ok());
         assert!(check("http://user@127.0.0.1:9000/hook", false).is_err());
+        assert!(check("http://127.0.0.1:9000/a\0b", false).is_err());
+        assert!(check("http://127.0.0.1:9000/\r\nX-Injected: 1", false).is_err());
     }
 }

@@ -227,6 +227,7 @@ async fn unsafe_or_malformed_urls_are_422_invalid_url_and_store_nothing() {
         "ftp://example.com/",
         "http://user:pw@127.0.0.1/",
         "not a url",
+        "http://127.0.0.1:1/a\u{0}b",
         &format!("https://example.com/{}", "a".repeat(2050)),
     ] {
         let reply = app.post("/v1/webhooks", &json!({"url": url})).await;
