@@ -20,9 +20,11 @@ pub struct Received {
     pub timestamp: String,
     pub signature: String,
     pub body: String,
+    pub at: std::time::Instant,
 }
 
-/// An HTTP receiver answering statuses from a script (then 200).
+/// An HTTP receiver answering statuses from a script (then 200); a 429
+/// carries `Retry-After: 1`.
 pub struct Receiver {
     pub url: String,
     pub received: Arc<Mutex<Vec<Received>>>,
@@ -41,9 +43,14 @@ async fn receive(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) 
         timestamp: header("webhook-timestamp"),
         signature: header("webhook-signature"),
         body: String::from_utf8_lossy(&body).into_owned(),
+        at: std::time::Instant::now(),
     });
     let status = script.answers.lock().unwrap().pop_front().unwrap_or(200);
-    HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap()).finish()
+    let mut answer = HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap());
+    if status == 429 {
+        answer.insert_header(("Retry-After", "1"));
+    }
+    answer.finish()
 }
 
 pub async fn start_receiver(answers: Vec<u16>) -> Receiver {
@@ -349,4 +356,16 @@ async fn a_production_endpoint_pointing_inside_is_refused_at_delivery_time() {
     }
     assert_eq!(error, "blocked_destination");
     assert!(receiver.received.lock().unwrap().is_empty(), "nothing was sent inside");
+}
+
+#[actix_web::test]
+async fn retry_after_is_honoured() {
+    let app = fast_app().await;
+    let receiver = start_receiver(vec![429, 200]).await;
+    register(&app, &receiver, json!(["api_key"])).await;
+    app.post("/v1/api-keys", &json!({"name": "slow-down"})).await;
+    let delivered = receiver.wait_for(2).await;
+    assert_eq!(delivered.len(), 2);
+    let waited = delivered[1].at - delivered[0].at;
+    assert!(waited >= Duration::from_millis(950), "retried after {waited:?}, before the 1 s it was asked to wait");
 }
