@@ -37,13 +37,15 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
     let allowed_origins = applications::origins(&mut issues, request.allowed_origins);
     issues.finish()?;
     let account_id = Uuid::now_v7();
+    let catalog = storage.catalog.begin_write().await?;
     account::Entity::insert(account::ActiveModel {
         id: Set(account_id),
         name: Set(name.clone()),
         created_at: Set(crate::clock::now()),
     })
-    .exec_without_returning(&storage.catalog.conn)
+    .exec_without_returning(&*catalog)
     .await?;
+    catalog.commit().await?;
     let new = NewApplication {
         account_id,
         name,

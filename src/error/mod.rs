@@ -168,11 +168,16 @@ impl From<&sea_orm::DbErr> for ApiError {
     }
 }
 
-/// SQLite answers `database is locked` when another process holds the write
-/// lock past the busy timeout: a transient condition, not a defect.
+/// Transient conditions, not defects: SQLite's `database is locked` when
+/// another process holds the write lock past the busy timeout, PostgreSQL's
+/// deadlock victims and serialization failures.
 fn is_busy(err: &sea_orm::DbErr) -> bool {
     let text = err.to_string();
-    text.contains("database is locked") || text.contains("(code: 5)")
+    text.contains("database is locked")
+        || text.contains("(code: 5)")
+        // PostgreSQL: a deadlock victim or a serialization failure may simply try again.
+        || text.contains("deadlock detected")
+        || text.contains("could not serialize access")
 }
 
 impl std::error::Error for ApiError {}

@@ -52,6 +52,8 @@ impl Clients {
             reqwest::Client::builder()
                 .timeout(timeout)
                 .redirect(reqwest::redirect::Policy::none())
+                // A proxy would resolve names itself, past the address check.
+                .no_proxy()
                 .pool_max_idle_per_host(32)
                 .user_agent("Gatehouse-Webhooks/1")
         };
@@ -320,16 +322,22 @@ async fn record(state: &AppState, shard: &Db, batch: &[Recorded]) -> Result<(), 
             error: Set(outcome.error.map(str::to_owned)),
             attempted_at: Set(now),
         });
-        webhook_message::Entity::update_many()
+        // Only while the claim is still ours: a message whose lease expired
+        // (or was retried by hand) belongs to its new owner, who records it.
+        let updated = webhook_message::Entity::update_many()
             .col_expr(webhook_message::Column::Status, Expr::value(status))
             .col_expr(webhook_message::Column::AttemptsMade, Expr::value(attempts_made))
             .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(next_attempt_at))
             .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<DateTime<Utc>>::None))
             .filter(webhook_message::Column::ApplicationId.eq(message.application_id))
             .filter(webhook_message::Column::Id.eq(message.id))
+            .filter(webhook_message::Column::LeaseUntil.eq(message.lease_until))
             .exec(&*txn)
             .await?;
-        if status == FAILED {
+        // A message failing its last scheduled attempt disables the endpoint;
+        // a failed manual retry beyond the schedule does not, again.
+        let exhausted_now = attempts_made as usize == delays.len() || gone;
+        if status == FAILED && exhausted_now && updated.rows_affected > 0 {
             let reason = if gone { "endpoint answered 410 Gone" } else { "a message exhausted the retry schedule" };
             disable(&*txn, endpoint, reason).await?;
         }
@@ -355,11 +363,17 @@ async fn disable(db: &impl sea_orm::ConnectionTrait, endpoint: &webhook::Model, 
             &Actor::system(),
             "webhook.endpoint.disabled",
             Some(endpoint.id),
-            json!({"url": endpoint.url, "reason": reason}),
+            json!({"host": host_of(&endpoint.url), "reason": reason}),
         )
         .await?;
     }
     Ok(())
+}
+
+/// The host of an endpoint's URL: what audit rows say of it, since a URL
+/// itself can be a credential (chat-service webhook URLs are).
+pub fn host_of(url: &str) -> String {
+    url::Url::parse(url).ok().and_then(|u| u.host_str().map(str::to_owned)).unwrap_or_default()
 }
 
 /// A message whose endpoint was deleted or disabled is not sent.

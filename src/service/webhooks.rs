@@ -105,7 +105,7 @@ pub async fn create(
         actor,
         "webhook.created",
         Some(id),
-        json!({"url": row.url, "event_types": row.event_types}),
+        json!({"host": delivery::host_of(&row.url), "event_types": row.event_types}),
     )
     .await?;
     txn.commit().await?;
@@ -198,7 +198,15 @@ pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -
         .filter(webhook::Column::Id.eq(id))
         .exec(&*txn)
         .await?;
-    audit::record(&*txn, application_id, actor, "webhook.deleted", Some(id), json!({"url": row.url})).await?;
+    audit::record(
+        &*txn,
+        application_id,
+        actor,
+        "webhook.deleted",
+        Some(id),
+        json!({"host": delivery::host_of(&row.url)}),
+    )
+    .await?;
     txn.commit().await?;
     Ok(())
 }
@@ -265,7 +273,9 @@ pub async fn retry(
     actor: &Actor,
 ) -> ApiResult<webhook_message::Model> {
     let txn = shard.begin_write().await?;
-    find(&*txn, application_id, webhook_id).await?;
+    if find(&*txn, application_id, webhook_id).await?.status != outbox::ACTIVE {
+        return Err(ApiError::new(Code::Conflict, format!("Webhook `{webhook_id}` is disabled; enable it first.")));
+    }
     let filter = webhook_message::Column::ApplicationId
         .eq(application_id)
         .and(webhook_message::Column::WebhookId.eq(webhook_id))
@@ -276,10 +286,16 @@ pub async fn retry(
         .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(now))
         .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<chrono::DateTime<Utc>>::None))
         .filter(filter.clone())
+        .filter(webhook_message::Column::LeaseUntil.is_null().or(webhook_message::Column::LeaseUntil.lt(now)))
         .exec(&*txn)
         .await?;
     if changed.rows_affected == 0 {
-        return Err(ApiError::not_found("Delivery", message_id));
+        webhook_message::Entity::find()
+            .filter(filter)
+            .one(&*txn)
+            .await?
+            .ok_or_else(|| ApiError::not_found("Delivery", message_id))?;
+        return Err(ApiError::new(Code::Conflict, format!("Delivery `{message_id}` is being sent right now.")));
     }
     audit::record(
         &*txn,

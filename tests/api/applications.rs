@@ -78,17 +78,20 @@ async fn applications_of_another_account_are_404() {
 #[actix_web::test]
 async fn invalid_applications_and_settings_are_422_and_change_nothing() {
     let app = spawn_app().await;
-    for body in [
-        json!({"name": ""}),
-        json!({"name": "a", "environment": "prod"}),
-        json!({"name": "a", "region": "mars"}),
-        json!({"name": "a", "copy_from": "nope"}),
-    ] {
+    for body in
+        [json!({"name": ""}), json!({"name": "a", "environment": "prod"}), json!({"name": "a", "copy_from": "nope"})]
+    {
         let reply = app.post("/v1/applications", &body).await;
         assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{body}");
     }
+    for region in ["mars", ""] {
+        let reply = app.post("/v1/applications", &json!({"name": "a", "region": region})).await;
+        assert_eq!((reply.status, reply.error_code()), (422, "unknown_region"), "{region}");
+    }
     let path = format!("/v1/applications/{}", app.caller.application_id);
     for body in [
+        json!({"branding": {"logo": {"alt": "a\u{0}b"}}}),
+        json!({"branding": {"a\u{0}": 1}}),
         json!({"allowed_origins": ["https://a.example.com/path"]}),
         json!({"allowed_origins": ["javascript:alert(1)"]}),
         json!({"allowed_origins": ["https://user@a.example.com"]}),

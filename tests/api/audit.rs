@@ -85,6 +85,9 @@ async fn out_of_range_or_ill_typed_filters_are_422() {
         "aggregate_id=nope",
         "after=yesterday",
         "before=2026-13-01T00:00:00Z",
+        "type=%00",
+        "search=a%00b",
+        "actor_kind=user%0A",
     ] {
         let reply = app.get(&format!("/v1/audit-logs?{query}")).await;
         assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{query}");

@@ -208,6 +208,9 @@ async fn filters_take_only_their_types_and_a_retry_resends_the_same_message() {
     assert_eq!(retried.status, 200, "{:?}", retried.body);
     let again = receiver.wait_for(2).await;
     assert_eq!(again[1].id, delivered[0].id);
+    app.patch(&format!("/v1/webhooks/{id}"), &json!({"status": "disabled"})).await;
+    let refused = app.post(&format!("/v1/webhooks/{id}/deliveries/{}/retry", delivered[0].id), &json!({})).await;
+    assert_eq!((refused.status, refused.error_code()), (409, "conflict"), "a disabled endpoint is enabled first");
 }
 
 #[actix_web::test]
