@@ -38,6 +38,7 @@ pub struct SecretKey {
     scopes: Arc<[String]>,
     pub tenant: Tenant,
     pub shard: Db,
+    keys: KeyCache,
 }
 
 impl SecretKey {
@@ -45,6 +46,7 @@ impl SecretKey {
         if self.scopes.iter().any(|s| s == Scope::Admin.as_str() || s == scope.as_str()) {
             Ok(())
         } else {
+            self.keys.record_refusal(&self.shard, self.tenant.id, self.id, "insufficient_scope");
             Err(ApiError::new(Code::InsufficientScope, format!("This operation needs the `{}` scope.", scope.as_str())))
         }
     }
@@ -99,6 +101,9 @@ impl CachedKey {
 pub struct KeyCache {
     by_secret: Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
     by_id: Cache<(Uuid, Uuid), Arc<api_key::Model>>,
+    /// Refusals recorded in the last minute, so a flood of a revoked key
+    /// cannot turn into a flood of writes.
+    refusals: moka::sync::Cache<(Uuid, &'static str), ()>,
 }
 
 impl Default for KeyCache {
@@ -106,6 +111,7 @@ impl Default for KeyCache {
         Self {
             by_secret: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
             by_id: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
+            refusals: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
         }
     }
 }
@@ -122,6 +128,35 @@ impl KeyCache {
                 LoadError::Db(err) => Err(err.into()),
             },
         }
+    }
+
+    /// Writes `api_key.use_refused` for a known key, off the request path and
+    /// at most once a minute per key and reason on this node.
+    fn record_refusal(&self, shard: &Db, application_id: Uuid, key_id: Uuid, reason: &'static str) {
+        if self.refusals.contains_key(&(key_id, reason)) {
+            return;
+        }
+        self.refusals.insert((key_id, reason), ());
+        let shard = shard.clone();
+        actix_web::rt::spawn(async move {
+            let write = async {
+                let txn = shard.begin_write().await?;
+                let data = serde_json::json!({ "reason": reason });
+                crate::audit::record(
+                    &*txn,
+                    application_id,
+                    &Actor::api_key(key_id),
+                    "api_key.use_refused",
+                    Some(key_id),
+                    data,
+                )
+                .await?;
+                txn.commit().await
+            };
+            if let Err(err) = write.await {
+                tracing::warn!(error = %err, "could not record a refused key use");
+            }
+        });
     }
 
     /// Forgets a key at once on this node (revocation, a changed record).
@@ -209,8 +244,14 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
     let now = crate::clock::now();
     let key = match found {
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,
+        Some(key) if constant_time_eq(&key.hash, &cache_key.1) => {
+            metrics::counter!("auth_rejected_total", "reason" => "inactive").increment(1);
+            let reason = if key.revoked { "revoked" } else { "expired" };
+            state.keys.record_refusal(&shard, tenant.id, key.id, reason);
+            return Err(ApiError::unauthenticated());
+        }
         _ => {
-            metrics::counter!("auth_rejected_total", "reason" => "unknown_or_inactive").increment(1);
+            metrics::counter!("auth_rejected_total", "reason" => "unknown").increment(1);
             return Err(ApiError::unauthenticated());
         }
     };
@@ -223,5 +264,5 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
             }
         });
     }
-    Ok(SecretKey { id: key.id, scopes: key.scopes, tenant, shard })
+    Ok(SecretKey { id: key.id, scopes: key.scopes, tenant, shard, keys: state.keys.clone() })
 }

@@ -46,6 +46,7 @@ async fn a_key_without_admin_may_read_but_not_create_keys() {
     assert_eq!((refused.status, refused.error_code()), (403, "insufficient_scope"));
     let audit = app.send(&reader, Method::GET, "/v1/audit-logs/export", None).await;
     assert_eq!((audit.status, audit.error_code()), (403, "insufficient_scope"));
+    assert_eq!(refusals(&app, "insufficient_scope").await, 1);
 }
 
 #[actix_web::test]
@@ -70,6 +71,9 @@ async fn a_revoked_key_stops_working_at_once() {
     assert_eq!(revoked.data()["active"], false);
     let after = app.send(&victim, Method::GET, "/v1/api-keys", None).await;
     assert_eq!((after.status, after.error_code()), (401, "unauthenticated"));
+    app.send(&victim, Method::GET, "/v1/api-keys", None).await;
+    app.send(&victim, Method::GET, "/v1/api-keys", None).await;
+    assert_eq!(refusals(&app, "revoked").await, 1, "three refused uses, one audit row a minute");
     let again = app.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await;
     assert_eq!(again.status, 200, "revoking twice answers the key");
     assert_eq!(app.audit_types().await.iter().filter(|t| *t == "api_key.revoked").count(), 1);
@@ -175,4 +179,20 @@ async fn a_production_application_gets_live_keys_and_refuses_test_ones() {
     assert!(created.data()["secret"].as_str().unwrap().starts_with("sk_live_"));
     let test_key_at_live = Caller { application_id: live.application_id.clone(), key: app.caller.key.clone() };
     assert_eq!(app.send(&test_key_at_live, Method::GET, "/v1/api-keys", None).await.status, 401);
+}
+
+/// `api_key.use_refused` rows with this reason, once they are written (off the request path).
+async fn refusals(app: &crate::helpers::TestApp, reason: &str) -> usize {
+    let mut count = 0;
+    for _ in 0..40 {
+        let rows = app.get("/v1/audit-logs/export?type=api_key.use_refused").await;
+        count = rows.data().as_array().unwrap().iter().filter(|r| r["data"]["reason"] == reason).count();
+        if count > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            let rows = app.get("/v1/audit-logs/export?type=api_key.use_refused").await;
+            return rows.data().as_array().unwrap().iter().filter(|r| r["data"]["reason"] == reason).count();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    count
 }
