@@ -95,7 +95,9 @@ async fn run(state: web::Data<AppState>, shard: Db) {
     let lease = Duration::from_secs(state.settings.webhooks.lease_seconds);
     let permits = Arc::new(Semaphore::new(state.settings.webhooks.concurrency.max(1)));
     let (outcomes, recorded) = mpsc::channel(RECORD_BATCH * 4);
-    actix_web::rt::spawn(recorder(state.clone(), shard.clone(), recorded));
+    // Checked at start-up, so this parse succeeds.
+    let delays = schedule::parse(&state.settings.webhooks.retry_schedule).unwrap_or_else(|_| vec![Duration::ZERO]);
+    actix_web::rt::spawn(recorder(delays, shard.clone(), recorded));
     loop {
         // Wait for at least one free permit before claiming anything.
         drop(permits.clone().acquire_owned().await.expect("never closed"));
@@ -146,10 +148,10 @@ async fn run(state: web::Data<AppState>, shard: Db) {
 type Recorded = (webhook::Model, webhook_message::Model, Outcome);
 
 /// Writes outcomes in batches: whatever has arrived, up to [`RECORD_BATCH`].
-async fn recorder(state: web::Data<AppState>, shard: Db, mut outcomes: mpsc::Receiver<Recorded>) {
+async fn recorder(delays: Vec<Duration>, shard: Db, mut outcomes: mpsc::Receiver<Recorded>) {
     let mut batch = Vec::with_capacity(RECORD_BATCH);
     while outcomes.recv_many(&mut batch, RECORD_BATCH).await > 0 {
-        if let Err(err) = record(&state, &shard, &batch).await {
+        if let Err(err) = record(&delays, &shard, &batch).await {
             tracing::warn!(error = %err, "recording webhook attempts failed; their leases will expire and they are retried");
         }
         batch.clear();
@@ -295,9 +297,8 @@ pub fn secret_context(application_id: Uuid, webhook_id: Uuid) -> String {
     format!("{application_id}/webhooks/{webhook_id}/secret")
 }
 
-async fn record(state: &AppState, shard: &Db, batch: &[Recorded]) -> Result<(), DbErr> {
+async fn record(delays: &[Duration], shard: &Db, batch: &[Recorded]) -> Result<(), DbErr> {
     let now = clock::now();
-    let delays = schedule::parse(&state.settings.webhooks.retry_schedule).unwrap_or_else(|_| vec![Duration::ZERO]);
     let txn = shard.begin_write().await?;
     let mut attempts = Vec::with_capacity(batch.len());
     for (endpoint, message, outcome) in batch {
