@@ -42,6 +42,7 @@ pub async fn enqueue(db: &impl ConnectionTrait, event: &audit_event::Model) -> R
         .all(db)
         .await?;
     let now = crate::clock::now();
+    let payload = payload(event);
     let messages: Vec<webhook_message::ActiveModel> = endpoints
         .iter()
         .filter(|endpoint| {
@@ -54,7 +55,7 @@ pub async fn enqueue(db: &impl ConnectionTrait, event: &audit_event::Model) -> R
                 application_id: event.application_id,
                 webhook_id: endpoint.id,
                 event_type: event.event_type.clone(),
-                payload: payload(event),
+                payload: payload.clone(),
                 status: PENDING.to_string(),
                 attempts_made: 0,
                 next_attempt_at: Some(now),

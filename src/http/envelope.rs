@@ -28,18 +28,11 @@ struct Meta {
     request_id: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     has_more: Option<bool>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    total: Option<u64>,
 }
 
 impl Meta {
-    fn new(has_more: Option<bool>, total: Option<u64>) -> Meta {
-        Meta {
-            timestamp: crate::clock::format(crate::clock::now()),
-            request_id: request_id::current(),
-            has_more,
-            total,
-        }
+    fn new(has_more: Option<bool>) -> Meta {
+        Meta { timestamp: crate::clock::format(crate::clock::now()), request_id: request_id::current(), has_more }
     }
 }
 
@@ -48,7 +41,7 @@ pub fn failure(err: &ApiError) -> Envelope<'_, ()> {
         success: false,
         data: None,
         error: Some(ErrorBody { code: err.code.as_str(), message: &err.message, details: &err.details }),
-        meta: Meta::new(None, None),
+        meta: Meta::new(None),
     }
 }
 
@@ -67,14 +60,14 @@ pub fn json(status: StatusCode, body: &impl Serialize) -> HttpResponse {
 }
 
 pub fn ok(data: impl Serialize) -> HttpResponse {
-    respond(StatusCode::OK, data, Meta::new(None, None))
+    respond(StatusCode::OK, data, Meta::new(None))
 }
 
 pub fn created(data: impl Serialize) -> HttpResponse {
-    respond(StatusCode::CREATED, data, Meta::new(None, None))
+    respond(StatusCode::CREATED, data, Meta::new(None))
 }
 
 /// A page of a list: `data` is the array, `meta` says whether more follow.
-pub fn page<T: Serialize>(items: Vec<T>, has_more: bool, total: Option<u64>) -> HttpResponse {
-    respond(StatusCode::OK, items, Meta::new(Some(has_more), total))
+pub fn page<T: Serialize>(items: Vec<T>, has_more: bool) -> HttpResponse {
+    respond(StatusCode::OK, items, Meta::new(Some(has_more)))
 }

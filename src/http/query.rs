@@ -29,6 +29,21 @@ fn parse<T: DeserializeOwned>(query: &str) -> ApiResult<Query<T>> {
     serde_urlencoded::from_str::<T>(query).map(Query).map_err(|e| ApiError::invalid("query", e.to_string()))
 }
 
+/// The query string of a plain list route.
+#[derive(serde::Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct ListQuery {
+    /// 1 to 100, default 50.
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+}
+
+impl ListQuery {
+    pub fn page(&self) -> ApiResult<Page> {
+        Page::parse(self.limit, self.offset, 50, 100)
+    }
+}
+
 /// `limit` and `offset` of a list, checked against the route's bounds.
 #[derive(Clone, Copy, Debug)]
 pub struct Page {

@@ -3,7 +3,7 @@ use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use entity::api_key;
 use serde::{Deserialize, Serialize};
-use utoipa::{IntoParams, ToSchema};
+use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
@@ -12,7 +12,7 @@ use crate::{
     http::{
         body::Body,
         envelope, path_id,
-        query::{Page, Query},
+        query::{ListQuery, Query},
     },
     service::api_keys::{self, Issued, NewApiKey},
     state::AppState,
@@ -84,14 +84,6 @@ impl From<Issued> for IssuedApiKeyView {
     }
 }
 
-#[derive(Deserialize, IntoParams)]
-#[serde(deny_unknown_fields)]
-pub struct ListQuery {
-    /// 1 to 100, default 50.
-    pub limit: Option<i64>,
-    pub offset: Option<i64>,
-}
-
 /// Create an application secret key. The secret is in the answer once.
 #[utoipa::path(post, path = "/v1/api-keys", tag = "api-keys", request_body = CreateApiKeyRequest,
     responses((status = 201, body = IssuedApiKeyView), (status = 403, description = "needs `admin`"), (status = 409, description = "name in use"), (status = 422)),
@@ -111,9 +103,9 @@ pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Bo
 #[utoipa::path(get, path = "/v1/api-keys", tag = "api-keys", params(ListQuery),
     responses((status = 200, body = [ApiKeyView])), security(("secret_key" = [])))]
 pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
+    let page = query.0.page()?;
     let (keys, has_more) = api_keys::list(&key.shard.conn, key.tenant.id, page).await?;
-    Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more, None))
+    Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more))
 }
 
 /// Get one secret key (never its secret).

@@ -7,14 +7,13 @@ use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::api_keys::ListQuery;
 use crate::{
     auth::{secret_key::SecretKey, Scope},
     error::{ApiError, ApiResult, Code},
     http::{
         body::Body,
         envelope, path_id,
-        query::{Page, Query},
+        query::{ListQuery, Query},
     },
     region::Region,
     service::{
@@ -147,9 +146,9 @@ pub async fn list_applications(
     key: SecretKey,
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
-    let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
+    let page = query.0.page()?;
     let (apps, has_more) = applications::list(&state.storage, key.tenant.account_id, page).await?;
-    Ok(envelope::page(apps.iter().map(ApplicationView::from).collect(), has_more, None))
+    Ok(envelope::page(apps.iter().map(ApplicationView::from).collect(), has_more))
 }
 
 /// Get an application of the caller's account.

@@ -32,5 +32,5 @@ pub async fn export_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiR
 
 async fn answer(key: &SecretKey, filter: AuditFilter) -> ApiResult<HttpResponse> {
     let (rows, has_more) = query::list(&key.shard.conn, key.tenant.id, filter).await?;
-    Ok(envelope::page(rows, has_more, None))
+    Ok(envelope::page(rows, has_more))
 }

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::api_keys::ListQuery;
 use crate::{
     auth::secret_key::SecretKey,
     error::ApiResult,
@@ -15,7 +14,7 @@ use crate::{
     http::{
         body::Body,
         envelope, path_id,
-        query::{Page, Query},
+        query::{ListQuery, Query},
     },
     service::{
         validate::Issues,
@@ -166,9 +165,9 @@ pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Bo
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks", params(ListQuery),
     responses((status = 200, body = [WebhookView])), security(("secret_key" = [])))]
 pub async fn list_webhooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
+    let page = query.0.page()?;
     let (rows, has_more) = webhooks::list(&key.shard.conn, key.tenant.id, page).await?;
-    Ok(envelope::page(rows.iter().map(WebhookView::from).collect(), has_more, None))
+    Ok(envelope::page(rows.iter().map(WebhookView::from).collect(), has_more))
 }
 
 /// Get a webhook endpoint (never its secret).
@@ -235,9 +234,9 @@ pub async fn list_deliveries(
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
-    let page = Page::parse(query.0.limit, query.0.offset, 50, 100)?;
+    let page = query.0.page()?;
     let (messages, has_more) = webhooks::deliveries(&key.shard.conn, key.tenant.id, id, page).await?;
-    Ok(envelope::page(messages.iter().map(|(m, a)| DeliveryView::new(m, a)).collect(), has_more, None))
+    Ok(envelope::page(messages.iter().map(|(m, a)| DeliveryView::new(m, a)).collect(), has_more))
 }
 
 /// Send a message again now.

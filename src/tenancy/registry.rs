@@ -56,8 +56,4 @@ impl TenantRegistry {
             Err(err) => Err(ApiError::internal(err)),
         }
     }
-
-    pub fn running(&self) -> usize {
-        self.actors.lock().expect("registry lock").len()
-    }
 }
