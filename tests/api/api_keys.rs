@@ -196,3 +196,26 @@ async fn refusals(app: &crate::helpers::TestApp, reason: &str) -> usize {
     }
     count
 }
+
+#[actix_web::test]
+async fn a_key_revoked_on_one_node_is_refused_by_another_within_a_second() {
+    let a = spawn_app().await;
+    let b_node = gatehouse::startup::Application::build(a.storage.settings.clone()).await.expect("second node");
+    let b = format!("http://127.0.0.1:{}", b_node.port());
+    actix_web::rt::spawn(b_node.run_until_stopped());
+    let victim = a.key_with_scopes(json!([])).await;
+    // Node B has looked the key up and holds it in its cache.
+    assert_eq!(a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status, 200);
+    let id = a.get("/v1/api-keys").await.data()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(a.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await.status, 200);
+    let revoked_at = std::time::Instant::now();
+    assert_eq!(a.send(&victim, Method::GET, "/v1/api-keys", None).await.status, 401, "at once on the revoking node");
+    loop {
+        let status = a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status;
+        if status == 401 {
+            break;
+        }
+        assert!(revoked_at.elapsed() < std::time::Duration::from_millis(1100), "node B still accepts the key");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
