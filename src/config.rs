@@ -74,11 +74,17 @@ pub struct CacheSettings {
 pub struct SecuritySettings {
     /// Base64 of 32 bytes. Unset: a generated `{data_dir}/master.key`.
     pub master_key: Option<String>,
+    /// Password hashes computed at once; 0 means one per core.
+    pub password_hash_concurrency: usize,
+    /// Password hashes that may wait for a core; past that, 503 at once.
+    pub password_hash_queue: usize,
 }
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct TokenSettings {
     pub access_ttl_seconds: u64,
+    /// A session ends when its refresh token goes unused this long.
+    pub refresh_ttl_seconds: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -116,6 +122,9 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("storage.data_dir", "./data"),
     ("storage.max_connections", "16"),
     ("tokens.access_ttl_seconds", "300"),
+    ("tokens.refresh_ttl_seconds", "2592000"),
+    ("security.password_hash_concurrency", "0"),
+    ("security.password_hash_queue", "16"),
     ("webhooks.retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h"),
     ("webhooks.poll_interval_ms", "200"),
     ("webhooks.timeout_seconds", "10"),

@@ -16,3 +16,4 @@ pub mod state;
 pub mod storage;
 pub mod telemetry;
 pub mod tenancy;
+pub mod tokens;

@@ -22,6 +22,23 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::webhooks::create_webhook, routes::webhooks::list_webhooks, routes::webhooks::find_webhook,
         routes::webhooks::update_webhook, routes::webhooks::delete_webhook, routes::webhooks::rotate_webhook_secret,
         routes::webhooks::list_deliveries, routes::webhooks::retry_delivery,
+        routes::api_keys::verify_api_key,
+        routes::auth::sign_up, routes::auth::sign_in, routes::auth::refresh, routes::auth::sign_out, routes::auth::me,
+        routes::auth::activate, routes::auth::create_personal_key, routes::auth::list_personal_keys,
+        routes::auth::revoke_personal_key,
+        routes::signing_keys::jwks, routes::signing_keys::discovery, routes::signing_keys::rotate_signing_key,
+        routes::users::create_user, routes::users::list_users, routes::users::find_user, routes::users::update_user,
+        routes::users::delete_user, routes::users::list_user_sessions, routes::users::revoke_session,
+        routes::organizations::create_organization, routes::organizations::list_organizations,
+        routes::organizations::find_organization, routes::organizations::update_organization,
+        routes::organizations::delete_organization, routes::organizations::add_membership,
+        routes::organizations::list_memberships, routes::organizations::update_membership,
+        routes::organizations::remove_membership,
+        routes::profile_fields::create_profile_field, routes::profile_fields::list_profile_fields,
+        routes::profile_fields::find_profile_field, routes::profile_fields::update_profile_field,
+        routes::profile_fields::delete_profile_field,
+        routes::hooks::create_hook, routes::hooks::list_hooks, routes::hooks::find_hook, routes::hooks::update_hook,
+        routes::hooks::delete_hook,
         document,
     ),
     components(schemas(AuditRow, FieldIssue, Region, Environment)),
@@ -37,6 +54,9 @@ impl Modify for SecretKeyAuth {
         let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
         scheme.description = Some("A secret key (`sk_test_…`/`sk_live_…`) with the `x-application-id` header.".into());
         components.add_security_scheme("secret_key", SecurityScheme::Http(scheme));
+        let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build();
+        scheme.description = Some("An end user's access token with the `x-application-id` header.".into());
+        components.add_security_scheme("access_token", SecurityScheme::Http(scheme));
     }
 }
 

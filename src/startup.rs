@@ -9,7 +9,7 @@ use crate::{
         secret_key::KeyCache,
     },
     config::Settings,
-    crypto::master_key::MasterKey,
+    crypto::{master_key::MasterKey, password::PasswordHasher},
     events::delivery,
     http::{self as gh_http, errors},
     region::{forward, router::Directory},
@@ -18,6 +18,7 @@ use crate::{
     storage::Storage,
     telemetry,
     tenancy::registry::TenantRegistry,
+    tokens::{keys::SigningKeys, AccessTokens},
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -51,7 +52,13 @@ pub async fn open_storage(settings: &Settings) -> Result<Storage, StartupError> 
 
 impl Application {
     /// Builds the server bound to `server.listen` (port 0 picks a free port).
-    pub async fn build(settings: Settings) -> Result<Application, StartupError> {
+    pub async fn build(mut settings: Settings) -> Result<Application, StartupError> {
+        let listener = TcpListener::bind(&settings.server.listen)
+            .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?;
+        let address = listener.local_addr().map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?;
+        let port = address.port();
+        // Port 0 picked a free port: the public URL (the token issuer) names the real one.
+        settings.server.listen = address.to_string();
         let master_key =
             MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)?;
         let storage = Arc::new(open_storage(&settings).await?);
@@ -64,6 +71,16 @@ impl Application {
             directory,
             keys: KeyCache::default(),
             limiter: RateLimiter::new(redis.clone()),
+            passwords: PasswordHasher::new(
+                settings.security.password_hash_concurrency,
+                settings.security.password_hash_queue,
+            ),
+            tokens: AccessTokens::new(
+                SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds),
+                settings.public_url(),
+                settings.tokens.access_ttl_seconds,
+            ),
+            cors: Default::default(),
             master_key,
             metrics: telemetry::metrics_handle(),
             redis,
@@ -74,15 +91,13 @@ impl Application {
             webhooks: delivery::Clients::build(Duration::from_secs(settings.webhooks.timeout_seconds))?,
         });
         delivery::start(state.clone());
-        let listener = TcpListener::bind(&settings.server.listen)
-            .map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?;
-        let port = listener.local_addr().map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?.port();
         let app_state = state.clone();
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
                 .wrap(errors::method_not_allowed())
                 .wrap(from_fn(rate_limit::headers))
+                .wrap(from_fn(gh_http::cors::middleware))
                 .wrap(from_fn(forward::middleware))
                 .wrap(from_fn(gh_http::metrics::middleware))
                 .wrap(from_fn(gh_http::request_id::middleware))

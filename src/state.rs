@@ -6,11 +6,12 @@ use metrics_exporter_prometheus::PrometheusHandle;
 use crate::{
     auth::{rate_limit::RateLimiter, secret_key::KeyCache},
     config::Settings,
-    crypto::master_key::MasterKey,
+    crypto::{master_key::MasterKey, password::PasswordHasher},
     events::delivery,
     region::router::Directory,
     storage::Storage,
     tenancy::registry::TenantRegistry,
+    tokens::AccessTokens,
 };
 
 pub struct AppState {
@@ -21,6 +22,9 @@ pub struct AppState {
     pub keys: KeyCache,
     pub limiter: RateLimiter,
     pub master_key: MasterKey,
+    pub passwords: PasswordHasher,
+    pub tokens: AccessTokens,
+    pub cors: crate::http::cors::OriginUnion,
     pub metrics: PrometheusHandle,
     pub redis: Option<redis::Client>,
     /// For forwarding to peer nodes.

@@ -6,6 +6,9 @@ mod m20261122_000001_create_catalog;
 mod m20261122_000002_create_api_keys;
 mod m20261122_000003_create_audit_events;
 mod m20261122_000004_create_webhooks;
+mod m20261123_000005_create_end_users;
+mod m20261123_000006_create_organizations;
+mod m20261123_000007_create_profile_fields_and_hooks;
 
 /// Migrations of the catalog database: accounts and the application directory.
 pub struct CatalogMigrator;
@@ -31,6 +34,9 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261122_000002_create_api_keys::Migration),
             Box::new(m20261122_000003_create_audit_events::Migration),
             Box::new(m20261122_000004_create_webhooks::Migration),
+            Box::new(m20261123_000005_create_end_users::Migration),
+            Box::new(m20261123_000006_create_organizations::Migration),
+            Box::new(m20261123_000007_create_profile_fields_and_hooks::Migration),
         ]
     }
 

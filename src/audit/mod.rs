@@ -48,6 +48,14 @@ impl Actor {
         Actor { kind: ActorKind::ApiKey, id: Some(key_id.to_string()) }
     }
 
+    pub fn user(user_id: Uuid) -> Actor {
+        Actor { kind: ActorKind::User, id: Some(user_id.to_string()) }
+    }
+
+    pub fn public() -> Actor {
+        Actor { kind: ActorKind::Public, id: None }
+    }
+
     pub fn system() -> Actor {
         Actor { kind: ActorKind::System, id: None }
     }

@@ -1,6 +1,7 @@
 //! Authentication: who is calling. Secret API keys for management routes
 //! ([`secret_key::SecretKey`], an extractor that fails before any body is
 //! read), their scopes, and the per-application request budget.
+pub mod end_user;
 pub mod rate_limit;
 pub mod secret_key;
 

@@ -2,6 +2,7 @@
 //! of values at rest with AES-256-GCM, and hashing of credentials.
 pub mod key_format;
 pub mod master_key;
+pub mod password;
 pub mod seal;
 
 use sha2::{Digest, Sha256};

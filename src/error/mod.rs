@@ -9,10 +9,17 @@ use crate::http::envelope;
 pub enum Code {
     MalformedJson,
     Unauthenticated,
+    InvalidCredentials,
     InsufficientScope,
+    InsufficientRole,
+    NoActiveOrganization,
+    OriginNotAllowed,
+    SignUpDenied,
     NotFound,
     MethodNotAllowed,
     Conflict,
+    KeyInUse,
+    AlreadyMember,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
@@ -20,6 +27,7 @@ pub enum Code {
     UnknownRegion,
     RateLimited,
     Unavailable,
+    HookUnavailable,
     Internal,
 }
 
@@ -27,16 +35,20 @@ impl Code {
     pub fn status(self) -> StatusCode {
         match self {
             Code::MalformedJson => StatusCode::BAD_REQUEST,
-            Code::Unauthenticated => StatusCode::UNAUTHORIZED,
-            Code::InsufficientScope => StatusCode::FORBIDDEN,
+            Code::Unauthenticated | Code::InvalidCredentials => StatusCode::UNAUTHORIZED,
+            Code::InsufficientScope
+            | Code::InsufficientRole
+            | Code::NoActiveOrganization
+            | Code::OriginNotAllowed
+            | Code::SignUpDenied => StatusCode::FORBIDDEN,
             Code::NotFound => StatusCode::NOT_FOUND,
             Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Code::Conflict => StatusCode::CONFLICT,
+            Code::Conflict | Code::KeyInUse | Code::AlreadyMember => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::ValidationFailed | Code::InvalidUrl | Code::UnknownRegion => StatusCode::UNPROCESSABLE_ENTITY,
             Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            Code::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::Unavailable | Code::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -45,10 +57,17 @@ impl Code {
         match self {
             Code::MalformedJson => "malformed_json",
             Code::Unauthenticated => "unauthenticated",
+            Code::InvalidCredentials => "invalid_credentials",
             Code::InsufficientScope => "insufficient_scope",
+            Code::InsufficientRole => "insufficient_role",
+            Code::NoActiveOrganization => "no_active_organization",
+            Code::OriginNotAllowed => "origin_not_allowed",
+            Code::SignUpDenied => "sign_up_denied",
             Code::NotFound => "not_found",
             Code::MethodNotAllowed => "method_not_allowed",
             Code::Conflict => "conflict",
+            Code::KeyInUse => "key_in_use",
+            Code::AlreadyMember => "already_member",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",
@@ -56,6 +75,7 @@ impl Code {
             Code::UnknownRegion => "unknown_region",
             Code::RateLimited => "rate_limited",
             Code::Unavailable => "unavailable",
+            Code::HookUnavailable => "hook_unavailable",
             Code::Internal => "internal",
         }
     }

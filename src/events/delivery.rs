@@ -59,6 +59,16 @@ impl Clients {
         };
         Ok(Clients { open: builder().build()?, public_only: builder().dns_resolver(Arc::new(PublicOnly)).build()? })
     }
+
+    /// Production applications reach only public addresses, checked again
+    /// after DNS resolution.
+    pub fn client(&self, production: bool) -> &reqwest::Client {
+        if production {
+            &self.public_only
+        } else {
+            &self.open
+        }
+    }
 }
 
 struct PublicOnly;
@@ -240,7 +250,7 @@ async fn attempt(state: &AppState, endpoint: &webhook::Model, message: &webhook_
     let Some(signature) = signatures(state, endpoint, message) else {
         return failed("secret_unavailable");
     };
-    let client = if production { &state.webhooks.public_only } else { &state.webhooks.open };
+    let client = state.webhooks.client(production);
     let response = client
         .post(url)
         .header("content-type", "application/json")

@@ -21,10 +21,13 @@ const FORWARDED_HEADER: &str = "x-gatehouse-forwarded";
 /// Tells the caller which region's node answered a forwarded request.
 pub const SERVED_BY_HEADER: &str = "x-gatehouse-region";
 
-/// The application id of a request: exactly one header holding a UUID.
+/// The application id of a request: exactly one header holding a UUID, or,
+/// for the public documents that carry no header, the id in their path.
 pub fn application_id(req: &actix_web::HttpRequest) -> Option<Uuid> {
     let mut values = req.headers().get_all(APPLICATION_HEADER);
-    let value = values.next()?;
+    let Some(value) = values.next() else {
+        return well_known_application(req.path());
+    };
     if values.next().is_some() {
         return None;
     }
@@ -54,6 +57,12 @@ pub async fn middleware<B: MessageBody + 'static>(
         Err(err) => err.error_response(),
     };
     Ok(req.into_response(response).map_into_right_body())
+}
+
+/// `/v1/applications/{id}/.well-known/…`
+fn well_known_application(path: &str) -> Option<Uuid> {
+    let (id, rest) = path.strip_prefix("/v1/applications/")?.split_once('/')?;
+    rest.starts_with(".well-known/").then(|| Uuid::parse_str(id).ok()).flatten()
 }
 
 async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> Result<HttpResponse, ApiError> {

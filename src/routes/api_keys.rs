@@ -14,12 +14,17 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::api_keys::{self, Issued, NewApiKey},
+    service::{
+        api_keys::{self, Issued, NewApiKey},
+        user_api_keys,
+    },
     state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/api-keys").route(web::post().to(create_api_key)).route(web::get().to(list_api_keys)))
+        // Before `/api-keys/{key_id}`, which would otherwise take the path.
+        .service(web::resource("/api-keys/verify").route(web::post().to(verify_api_key)))
         .service(web::resource("/api-keys/{key_id}").route(web::get().to(find_api_key)))
         .service(web::resource("/api-keys/{key_id}/revoke").route(web::post().to(revoke_api_key)));
 }
@@ -137,4 +142,47 @@ pub async fn revoke_api_key(
     let revoked = api_keys::revoke(&key.shard, key.tenant.id, id, &key.actor()).await?;
     state.keys.forget(&revoked).await;
     Ok(envelope::ok(ApiKeyView::from(&revoked)))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyApiKeyRequest {
+    /// A user key (`uk_…`) or service-account key (`sak_…`) presented to the application's backend.
+    pub secret: String,
+}
+
+#[derive(Serialize, ToSchema, Default)]
+pub struct VerifiedKeyView {
+    pub valid: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kind: Option<&'static str>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subject_id: Option<Uuid>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_id: Option<Uuid>,
+}
+
+/// Resolve a user or service-account key of this application. An unknown,
+/// revoked or expired key is `{valid: false}` with 200.
+#[utoipa::path(post, path = "/v1/api-keys/verify", tag = "api-keys", request_body = VerifyApiKeyRequest,
+    responses((status = 200, body = VerifiedKeyView)), security(("secret_key" = [])))]
+pub async fn verify_api_key(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
+    let request: VerifyApiKeyRequest = body.json().await?;
+    let live = key.tenant.environment.is_live();
+    let found = user_api_keys::verify(&key.shard.conn, key.tenant.id, live, &request.secret).await?;
+    let view = match found {
+        Some(found) => VerifiedKeyView {
+            valid: true,
+            kind: Some("user"),
+            subject_id: Some(found.user_id),
+            scopes: Some(
+                found.scopes.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
+            ),
+            key_id: Some(found.id),
+        },
+        None => VerifiedKeyView::default(),
+    };
+    Ok(envelope::ok(view))
 }

@@ -2,7 +2,13 @@
 pub mod api_keys;
 pub mod applications;
 pub mod audit_logs;
+pub mod auth;
+pub mod hooks;
 pub mod ops;
+pub mod organizations;
+pub mod profile_fields;
+pub mod signing_keys;
+pub mod users;
 pub mod webhooks;
 
 use actix_web::web;
@@ -10,10 +16,16 @@ use actix_web::web;
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.configure(ops::configure).service(
         web::scope("/v1")
+            .configure(auth::configure)
+            .configure(signing_keys::configure)
             .configure(applications::configure)
             .configure(api_keys::configure)
             .configure(audit_logs::configure)
             .configure(webhooks::configure)
+            .configure(hooks::configure)
+            .configure(profile_fields::configure)
+            .configure(users::configure)
+            .configure(organizations::configure)
             .route("/openapi.json", web::get().to(crate::openapi::document)),
     );
 }

@@ -3,5 +3,11 @@
 //! query of a regional table filters on `application_id`.
 pub mod api_keys;
 pub mod applications;
+pub mod hooks;
+pub mod organizations;
+pub mod profile_fields;
+pub mod sessions;
+pub mod user_api_keys;
+pub mod users;
 pub mod validate;
 pub mod webhooks;

@@ -1,0 +1,27 @@
+use sea_orm::entity::prelude::*;
+
+/// A signed-in end user's session (regional). Access tokens carry its id as
+/// `sid`; it ends when revoked or when its refresh token goes unused past
+/// `expires_at`.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[sea_orm(table_name = "sessions")]
+pub struct Model {
+    #[sea_orm(primary_key, auto_increment = false)]
+    pub id: Uuid,
+    pub application_id: Uuid,
+    pub user_id: Uuid,
+    /// `aal1`, or `aal2` after a second factor.
+    pub aal: String,
+    pub active_organization_id: Option<Uuid>,
+    pub created_at: DateTimeUtc,
+    pub refreshed_at: DateTimeUtc,
+    pub expires_at: DateTimeUtc,
+    pub revoked_at: Option<DateTimeUtc>,
+    /// `sign_out`, `refresh_token_reuse`, `revoked`, `user_deleted`.
+    pub revoked_reason: Option<String>,
+}
+
+#[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
+pub enum Relation {}
+
+impl ActiveModelBehavior for ActiveModel {}

@@ -1,0 +1,64 @@
+//! End users on their own routes: `Authorization: Bearer <access token>`
+//! with `x-application-id`. The token must verify against the application's
+//! own keys (see [`crate::tokens::jwt`]) and its session must still be
+//! active, so a sign-out or a revocation ends access at once, not at `exp`.
+use std::{future::Future, pin::Pin};
+
+use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
+use entity::session;
+
+use super::secret_key::bearer_token;
+use crate::{
+    audit::Actor,
+    error::{ApiError, ApiResult},
+    service::sessions,
+    state::AppState,
+    storage::Db,
+    tenancy::Tenant,
+    tokens::jwt::Claims,
+};
+
+pub struct EndUser {
+    pub claims: Claims,
+    pub session: session::Model,
+    pub tenant: Tenant,
+    pub shard: Db,
+}
+
+impl EndUser {
+    pub fn actor(&self) -> Actor {
+        Actor::user(self.claims.sub)
+    }
+}
+
+impl FromRequest for EndUser {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = ApiResult<EndUser>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let state = req.app_data::<web::Data<AppState>>().cloned();
+        let tenant = req.extensions().get::<Tenant>().cloned();
+        let token = bearer_token(req).map(str::to_owned);
+        Box::pin(async move {
+            let (Some(state), Some(tenant), Some(token)) = (state, tenant, token) else {
+                return Err(ApiError::unauthenticated());
+            };
+            let shard = state.storage.shard(tenant.region).ok_or_else(ApiError::unauthenticated)?.clone();
+            let claims = match state.tokens.verify(&shard, tenant.id, &token).await? {
+                Ok(claims) => claims,
+                Err(rejection) => {
+                    metrics::counter!("access_token_rejected_total", "reason" => rejection.as_str()).increment(1);
+                    return Err(ApiError::unauthenticated());
+                }
+            };
+            let session = sessions::find_active(&shard.conn, tenant.id, claims.sid)
+                .await?
+                .filter(|s| s.user_id == claims.sub)
+                .ok_or_else(|| {
+                    metrics::counter!("access_token_rejected_total", "reason" => "session_ended").increment(1);
+                    ApiError::unauthenticated()
+                })?;
+            Ok(EndUser { claims, session, tenant, shard })
+        })
+    }
+}

@@ -1,0 +1,152 @@
+//! Hooks (operation 8, with create, list, get, delete).
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use entity::hook;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::{
+    auth::secret_key::SecretKey,
+    error::ApiResult,
+    http::{
+        body::{present, Body},
+        envelope, path_id,
+        query::{ListQuery, Query},
+    },
+    service::hooks::{self, HookPatch, NewHook},
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/hooks").route(web::post().to(create_hook)).route(web::get().to(list_hooks))).service(
+        web::resource("/hooks/{hook_id}")
+            .route(web::get().to(find_hook))
+            .route(web::patch().to(update_hook))
+            .route(web::delete().to(delete_hook)),
+    );
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HookView {
+    pub id: Uuid,
+    /// `pre_sign_up`.
+    pub point: String,
+    pub url: String,
+    pub description: Option<String>,
+    pub enabled: bool,
+    pub fail_open: bool,
+    pub timeout_ms: i32,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&hook::Model> for HookView {
+    fn from(h: &hook::Model) -> Self {
+        HookView {
+            id: h.id,
+            point: h.point.clone(),
+            url: h.url.clone(),
+            description: h.description.clone(),
+            enabled: h.enabled,
+            fail_open: h.fail_open,
+            timeout_ms: h.timeout_ms,
+            created_at: h.created_at,
+            updated_at: h.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct HookWithSecretView {
+    #[serde(flatten)]
+    pub hook: HookView,
+    /// `whsec_…`: verify calls with it as Standard Webhooks signatures. Shown once.
+    pub secret: String,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateHookRequest {
+    /// `pre_sign_up`.
+    pub point: String,
+    /// Follows the webhook url rules.
+    pub url: String,
+    pub description: Option<String>,
+    /// Default true.
+    pub enabled: Option<bool>,
+    /// Default false: a hook that does not answer fails the sign-up.
+    pub fail_open: Option<bool>,
+    /// 100 to 15000, default 5000.
+    pub timeout_ms: Option<i32>,
+}
+
+#[utoipa::path(post, path = "/v1/hooks", tag = "hooks", request_body = CreateHookRequest,
+    responses((status = 201, body = HookWithSecretView), (status = 422)), security(("secret_key" = [])))]
+pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
+    let r: CreateHookRequest = body.json().await?;
+    let new = NewHook {
+        point: r.point,
+        url: r.url,
+        description: r.description,
+        enabled: r.enabled.unwrap_or(true),
+        fail_open: r.fail_open.unwrap_or(false),
+        timeout_ms: r.timeout_ms.unwrap_or(hooks::DEFAULT_TIMEOUT_MS),
+    };
+    let limit = state.settings.limits.hooks_per_application;
+    let (hook, secret) = hooks::create(&key.shard, &state.master_key, &key.tenant, new, &key.actor(), limit).await?;
+    Ok(envelope::created(HookWithSecretView { hook: (&hook).into(), secret }))
+}
+
+#[utoipa::path(get, path = "/v1/hooks", tag = "hooks", params(ListQuery),
+    responses((status = 200, body = [HookView])), security(("secret_key" = [])))]
+pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
+    let page = query.0.page()?;
+    let (found, has_more) = hooks::list(&key.shard.conn, key.tenant.id, page).await?;
+    Ok(envelope::page(found.iter().map(HookView::from).collect(), has_more))
+}
+
+#[utoipa::path(get, path = "/v1/hooks/{hook_id}", tag = "hooks",
+    responses((status = 200, body = HookView), (status = 404)), security(("secret_key" = [])))]
+pub async fn find_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("Hook", &path)?;
+    Ok(envelope::ok(HookView::from(&hooks::find(&key.shard.conn, key.tenant.id, id).await?)))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateHookRequest {
+    #[serde(default, deserialize_with = "present")]
+    pub description: Option<Option<String>>,
+    pub enabled: Option<bool>,
+    pub fail_open: Option<bool>,
+    pub timeout_ms: Option<i32>,
+    pub url: Option<String>,
+}
+
+/// Update a hook (operation 8); its `point` cannot change.
+#[utoipa::path(patch, path = "/v1/hooks/{hook_id}", tag = "hooks", request_body = UpdateHookRequest,
+    responses((status = 200, body = HookView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+pub async fn update_hook(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+    let id = path_id("Hook", &path)?;
+    let r: UpdateHookRequest = body.json().await?;
+    let patch = HookPatch {
+        url: r.url,
+        description: r.description,
+        enabled: r.enabled,
+        fail_open: r.fail_open,
+        timeout_ms: r.timeout_ms,
+    };
+    let hook = hooks::update(&key.shard, &key.tenant, id, patch, &key.actor()).await?;
+    Ok(envelope::ok(HookView::from(&hook)))
+}
+
+#[utoipa::path(delete, path = "/v1/hooks/{hook_id}", tag = "hooks",
+    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+pub async fn delete_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("Hook", &path)?;
+    hooks::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    Ok(envelope::ok(serde_json::json!({})))
+}

@@ -1,0 +1,217 @@
+//! Organizations and memberships, managed with a secret key (contract §5).
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use entity::{membership, organization};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::{
+    auth::secret_key::SecretKey,
+    error::ApiResult,
+    http::{
+        body::Body,
+        envelope, path_id,
+        query::{ListQuery, Query},
+    },
+    service::organizations,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/organizations")
+            .route(web::post().to(create_organization))
+            .route(web::get().to(list_organizations)),
+    )
+    .service(
+        web::resource("/organizations/{organization_id}")
+            .route(web::get().to(find_organization))
+            .route(web::patch().to(update_organization))
+            .route(web::delete().to(delete_organization)),
+    )
+    .service(
+        web::resource("/organizations/{organization_id}/memberships")
+            .route(web::post().to(add_membership))
+            .route(web::get().to(list_memberships)),
+    )
+    .service(
+        web::resource("/organizations/{organization_id}/memberships/{user_id}")
+            .route(web::patch().to(update_membership))
+            .route(web::delete().to(remove_membership)),
+    );
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct OrganizationView {
+    pub id: Uuid,
+    pub name: String,
+    pub slug: String,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&organization::Model> for OrganizationView {
+    fn from(o: &organization::Model) -> Self {
+        OrganizationView {
+            id: o.id,
+            name: o.name.clone(),
+            slug: o.slug.clone(),
+            created_at: o.created_at,
+            updated_at: o.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct MembershipView {
+    pub user_id: Uuid,
+    pub organization_id: Uuid,
+    pub role: String,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub created_at: DateTime<Utc>,
+}
+
+impl From<&membership::Model> for MembershipView {
+    fn from(m: &membership::Model) -> Self {
+        MembershipView {
+            user_id: m.user_id,
+            organization_id: m.organization_id,
+            role: m.role.clone(),
+            created_at: m.created_at,
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateOrganizationRequest {
+    pub name: String,
+    /// `^[a-z0-9][a-z0-9-]{0,62}$`, unique in the application; omitted: made from the name.
+    pub slug: Option<String>,
+}
+
+#[utoipa::path(post, path = "/v1/organizations", tag = "organizations", request_body = CreateOrganizationRequest,
+    responses((status = 201, body = OrganizationView), (status = 409, description = "slug in use"), (status = 422)),
+    security(("secret_key" = [])))]
+pub async fn create_organization(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
+    let request: CreateOrganizationRequest = body.json().await?;
+    let created = organizations::create(&key.shard, key.tenant.id, &request.name, request.slug, &key.actor()).await?;
+    Ok(envelope::created(OrganizationView::from(&created)))
+}
+
+#[utoipa::path(get, path = "/v1/organizations", tag = "organizations", params(ListQuery),
+    responses((status = 200, body = [OrganizationView])), security(("secret_key" = [])))]
+pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
+    let page = query.0.page()?;
+    let (found, has_more) = organizations::list(&key.shard.conn, key.tenant.id, page).await?;
+    Ok(envelope::page(found.iter().map(OrganizationView::from).collect(), has_more))
+}
+
+#[utoipa::path(get, path = "/v1/organizations/{organization_id}", tag = "organizations",
+    responses((status = 200, body = OrganizationView), (status = 404)), security(("secret_key" = [])))]
+pub async fn find_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("Organization", &path)?;
+    Ok(envelope::ok(OrganizationView::from(&organizations::find(&key.shard.conn, key.tenant.id, id).await?)))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateOrganizationRequest {
+    pub name: Option<String>,
+    pub slug: Option<String>,
+}
+
+#[utoipa::path(patch, path = "/v1/organizations/{organization_id}", tag = "organizations",
+    request_body = UpdateOrganizationRequest,
+    responses((status = 200, body = OrganizationView), (status = 404), (status = 409), (status = 422)),
+    security(("secret_key" = [])))]
+pub async fn update_organization(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+    let id = path_id("Organization", &path)?;
+    let request: UpdateOrganizationRequest = body.json().await?;
+    let updated =
+        organizations::update(&key.shard, key.tenant.id, id, request.name, request.slug, &key.actor()).await?;
+    Ok(envelope::ok(OrganizationView::from(&updated)))
+}
+
+/// Delete an organization and its memberships.
+#[utoipa::path(delete, path = "/v1/organizations/{organization_id}", tag = "organizations",
+    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+pub async fn delete_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("Organization", &path)?;
+    organizations::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    Ok(envelope::ok(serde_json::json!({})))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AddMembershipRequest {
+    pub user_id: Uuid,
+    /// `owner`, `admin`, `member` or a custom role.
+    pub role: String,
+}
+
+#[utoipa::path(post, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations",
+    request_body = AddMembershipRequest,
+    responses((status = 201, body = MembershipView), (status = 404), (status = 409, description = "already_member"), (status = 422)),
+    security(("secret_key" = [])))]
+pub async fn add_membership(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+    let organization_id = path_id("Organization", &path)?;
+    let request: AddMembershipRequest = body.json().await?;
+    let added = organizations::add_member(
+        &key.shard,
+        key.tenant.id,
+        organization_id,
+        request.user_id,
+        request.role,
+        &key.actor(),
+    )
+    .await?;
+    Ok(envelope::created(MembershipView::from(&added)))
+}
+
+#[utoipa::path(get, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations", params(ListQuery),
+    responses((status = 200, body = [MembershipView]), (status = 404)), security(("secret_key" = [])))]
+pub async fn list_memberships(
+    key: SecretKey,
+    path: web::Path<String>,
+    query: Query<ListQuery>,
+) -> ApiResult<HttpResponse> {
+    let organization_id = path_id("Organization", &path)?;
+    let page = query.0.page()?;
+    let (found, has_more) = organizations::list_members(&key.shard.conn, key.tenant.id, organization_id, page).await?;
+    Ok(envelope::page(found.iter().map(MembershipView::from).collect(), has_more))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateMembershipRequest {
+    pub role: String,
+}
+
+#[utoipa::path(patch, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
+    request_body = UpdateMembershipRequest,
+    responses((status = 200, body = MembershipView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+pub async fn update_membership(
+    key: SecretKey,
+    path: web::Path<(String, String)>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    let organization_id = path_id("Organization", &path.0)?;
+    let user_id = path_id("Membership", &path.1)?;
+    let request: UpdateMembershipRequest = body.json().await?;
+    let updated =
+        organizations::update_member(&key.shard, key.tenant.id, organization_id, user_id, request.role, &key.actor())
+            .await?;
+    Ok(envelope::ok(MembershipView::from(&updated)))
+}
+
+#[utoipa::path(delete, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
+    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+pub async fn remove_membership(key: SecretKey, path: web::Path<(String, String)>) -> ApiResult<HttpResponse> {
+    let organization_id = path_id("Organization", &path.0)?;
+    let user_id = path_id("Membership", &path.1)?;
+    organizations::remove_member(&key.shard, key.tenant.id, organization_id, user_id, &key.actor()).await?;
+    Ok(envelope::ok(serde_json::json!({})))
+}

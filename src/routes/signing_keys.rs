@@ -1,0 +1,112 @@
+//! Public token-verification documents (JWKS, OpenID discovery) and signing
+//! key rotation. The documents need no credential; the application is named
+//! in the path, and the region router forwards by that id.
+use actix_web::{http::header, web, HttpResponse};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use serde::Serialize;
+use serde_json::json;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::{
+    auth::{secret_key::SecretKey, Scope},
+    error::{ApiError, ApiResult},
+    http::{body::Body, envelope, path_id},
+    state::AppState,
+    tenancy::Tenant,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/applications/{application_id}/.well-known/jwks.json").route(web::get().to(jwks)))
+        .service(
+            web::resource("/applications/{application_id}/.well-known/openid-configuration")
+                .route(web::get().to(discovery)),
+        )
+        .service(
+            web::resource("/applications/{application_id}/signing-keys/rotate")
+                .route(web::post().to(rotate_signing_key)),
+        );
+}
+
+/// The application named in the path, as resolved by the region router.
+async fn tenant_in_path(state: &AppState, raw: &str) -> ApiResult<Tenant> {
+    let id = path_id("Application", raw)?;
+    match state.directory.resolve(id).await? {
+        Some(tenant) if state.storage.holds(tenant.region) => Ok(tenant),
+        _ => Err(ApiError::not_found("Application", id)),
+    }
+}
+
+fn public_document(body: &serde_json::Value) -> HttpResponse {
+    HttpResponse::Ok()
+        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
+        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
+        .json(body)
+}
+
+/// The application's JSON Web Key Set: its current key and the retired keys
+/// whose tokens may still be live. A plain JWKS document, not the envelope.
+#[utoipa::path(get, path = "/v1/applications/{application_id}/.well-known/jwks.json", tag = "tokens",
+    responses((status = 200, description = "RFC 7517 key set"), (status = 404)))]
+pub async fn jwks(state: web::Data<AppState>, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let tenant = tenant_in_path(&state, &path).await?;
+    let shard = state.storage.shard(tenant.region).ok_or_else(|| ApiError::not_found("Application", tenant.id))?;
+    let set = state.tokens.keys.set(shard, tenant.id).await?;
+    let keys: Vec<_> = set
+        .published
+        .iter()
+        .map(|k| {
+            json!({"kty": "OKP", "crv": "Ed25519", "x": URL_SAFE_NO_PAD.encode(k.public.as_ref()),
+                "kid": k.kid.to_string(), "alg": "EdDSA", "use": "sig"})
+        })
+        .collect();
+    Ok(public_document(&json!({ "keys": keys })))
+}
+
+/// OpenID Provider metadata for the application's issuer.
+#[utoipa::path(get, path = "/v1/applications/{application_id}/.well-known/openid-configuration", tag = "tokens",
+    responses((status = 200, description = "OpenID Connect Discovery 1.0 metadata"), (status = 404)))]
+pub async fn discovery(state: web::Data<AppState>, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let tenant = tenant_in_path(&state, &path).await?;
+    let issuer = state.tokens.issuer(tenant.id);
+    let base = state.settings.public_url();
+    Ok(public_document(&json!({
+        "issuer": issuer,
+        "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
+        "token_endpoint": format!("{base}/v1/auth/token"),
+        "userinfo_endpoint": format!("{base}/v1/auth/me"),
+        "response_types_supported": ["token"],
+        "subject_types_supported": ["public"],
+        "id_token_signing_alg_values_supported": ["EdDSA"],
+        "token_endpoint_auth_methods_supported": ["none"],
+        "grant_types_supported": ["password", "refresh_token"],
+        "claims_supported": ["iss", "aud", "sub", "sid", "aal", "org", "org_role", "iat", "nbf", "exp", "jti"],
+    })))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RotatedView {
+    /// The `kid` of the new signing key.
+    pub kid: Uuid,
+}
+
+/// Rotate the application's signing key (admin). New tokens are signed with
+/// the new key at once; the old key stays in the JWKS until its last token
+/// has expired.
+#[utoipa::path(post, path = "/v1/applications/{application_id}/signing-keys/rotate", tag = "tokens",
+    responses((status = 200, body = RotatedView), (status = 403), (status = 404)), security(("secret_key" = [])))]
+pub async fn rotate_signing_key(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    key.require(Scope::Admin)?;
+    let id = path_id("Application", &path)?;
+    if id != key.tenant.id {
+        return Err(ApiError::not_found("Application", id));
+    }
+    body.no_fields().await?;
+    let kid = state.tokens.keys.rotate(&key.shard, key.tenant.id, &key.actor()).await?;
+    Ok(envelope::ok(RotatedView { kid }))
+}

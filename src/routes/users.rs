@@ -1,0 +1,233 @@
+//! End users and their sessions, managed with a secret key (contract §5).
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use entity::{session, user};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use crate::{
+    auth::secret_key::SecretKey,
+    error::ApiResult,
+    http::{
+        body::Body,
+        envelope, path_id,
+        query::{ListQuery, Query},
+    },
+    service::{
+        sessions,
+        users::{self, UserPatch},
+        validate::Issues,
+    },
+    state::AppState,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/users").route(web::post().to(create_user)).route(web::get().to(list_users)))
+        .service(
+            web::resource("/users/{user_id}")
+                .route(web::get().to(find_user))
+                .route(web::patch().to(update_user))
+                .route(web::delete().to(delete_user)),
+        )
+        .service(web::resource("/users/{user_id}/sessions").route(web::get().to(list_user_sessions)))
+        .service(web::resource("/sessions/{session_id}/revoke").route(web::post().to(revoke_session)));
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct UserView {
+    pub id: Uuid,
+    pub email: String,
+    /// Values of the application's profile fields.
+    #[schema(value_type = Object)]
+    pub profile: serde_json::Value,
+    pub has_password: bool,
+    #[serde(serialize_with = "crate::clock::serialize_option")]
+    pub last_sign_in_at: Option<DateTime<Utc>>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub updated_at: DateTime<Utc>,
+}
+
+impl From<&user::Model> for UserView {
+    fn from(user: &user::Model) -> Self {
+        UserView {
+            id: user.id,
+            email: user.email.clone(),
+            profile: user.profile.clone(),
+            has_password: user.password_hash.is_some(),
+            last_sign_in_at: user.last_sign_in_at,
+            created_at: user.created_at,
+            updated_at: user.updated_at,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SessionView {
+    pub id: Uuid,
+    pub user_id: Uuid,
+    /// `aal1`, or `aal2` after a second factor.
+    pub aal: String,
+    pub active_organization_id: Option<Uuid>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub refreshed_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub expires_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize_option")]
+    pub revoked_at: Option<DateTime<Utc>>,
+    pub active: bool,
+}
+
+impl From<&session::Model> for SessionView {
+    fn from(session: &session::Model) -> Self {
+        SessionView {
+            id: session.id,
+            user_id: session.user_id,
+            aal: session.aal.clone(),
+            active_organization_id: session.active_organization_id,
+            created_at: session.created_at,
+            refreshed_at: session.refreshed_at,
+            expires_at: session.expires_at,
+            revoked_at: session.revoked_at,
+            active: session.revoked_at.is_none() && session.expires_at > Utc::now(),
+        }
+    }
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateUserRequest {
+    pub email: String,
+    /// 8 to 256 characters; omitted: the user cannot sign in with a password.
+    pub password: Option<String>,
+    #[schema(value_type = Option<Object>)]
+    pub profile: Option<serde_json::Value>,
+}
+
+/// Create a user (no session is opened).
+#[utoipa::path(post, path = "/v1/users", tag = "users", request_body = CreateUserRequest,
+    responses((status = 201, body = UserView), (status = 409, description = "email in use"), (status = 422)),
+    security(("secret_key" = [])))]
+pub async fn create_user(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
+    let request: CreateUserRequest = body.json().await?;
+    let mut issues = Issues::default();
+    let email = users::email(&mut issues, &request.email);
+    if let Some(password) = &request.password {
+        users::password(&mut issues, password);
+    }
+    let profile = users::profile(&key.shard.conn, key.tenant.id, &mut issues, request.profile).await?;
+    issues.finish()?;
+    let password_hash = match request.password {
+        Some(password) => Some(state.passwords.hash(password).await?),
+        None => None,
+    };
+    let txn = key.shard.begin_write().await?;
+    let user = users::insert(&*txn, key.tenant.id, email, password_hash, profile, &key.actor()).await?;
+    txn.commit().await?;
+    Ok(envelope::created(UserView::from(&user)))
+}
+
+#[derive(Deserialize, IntoParams)]
+#[serde(deny_unknown_fields)]
+pub struct UserListQuery {
+    pub limit: Option<i64>,
+    pub offset: Option<i64>,
+    /// Exact email (case-insensitive).
+    pub email: Option<String>,
+}
+
+/// List users, newest first.
+#[utoipa::path(get, path = "/v1/users", tag = "users", params(UserListQuery),
+    responses((status = 200, body = [UserView])), security(("secret_key" = [])))]
+pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResult<HttpResponse> {
+    let query = query.0;
+    let page = ListQuery { limit: query.limit, offset: query.offset }.page()?;
+    let (found, has_more) = users::list(&key.shard.conn, key.tenant.id, query.email.as_deref(), page).await?;
+    Ok(envelope::page(found.iter().map(UserView::from).collect(), has_more))
+}
+
+#[utoipa::path(get, path = "/v1/users/{user_id}", tag = "users",
+    responses((status = 200, body = UserView), (status = 404)), security(("secret_key" = [])))]
+pub async fn find_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("User", &path)?;
+    Ok(envelope::ok(UserView::from(&users::find(&key.shard.conn, key.tenant.id, id).await?)))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateUserRequest {
+    pub email: Option<String>,
+    pub password: Option<String>,
+    /// Replaces the whole profile; checked against the schema.
+    #[schema(value_type = Option<Object>)]
+    pub profile: Option<serde_json::Value>,
+}
+
+#[utoipa::path(patch, path = "/v1/users/{user_id}", tag = "users", request_body = UpdateUserRequest,
+    responses((status = 200, body = UserView), (status = 404), (status = 409), (status = 422)),
+    security(("secret_key" = [])))]
+pub async fn update_user(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    let id = path_id("User", &path)?;
+    let request: UpdateUserRequest = body.json().await?;
+    users::find(&key.shard.conn, key.tenant.id, id).await?;
+    let mut issues = Issues::default();
+    let email = request.email.map(|e| users::email(&mut issues, &e));
+    if let Some(password) = &request.password {
+        users::password(&mut issues, password);
+    }
+    let profile = match request.profile {
+        Some(profile) => Some(users::profile(&key.shard.conn, key.tenant.id, &mut issues, Some(profile)).await?),
+        None => None,
+    };
+    issues.finish()?;
+    let password_hash = match request.password {
+        Some(password) => Some(state.passwords.hash(password).await?),
+        None => None,
+    };
+    let patch = UserPatch { email, password_hash, profile };
+    let user = users::update(&key.shard, key.tenant.id, id, patch, &key.actor()).await?;
+    Ok(envelope::ok(UserView::from(&user)))
+}
+
+/// Delete a user with their sessions, memberships and personal keys.
+#[utoipa::path(delete, path = "/v1/users/{user_id}", tag = "users",
+    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+pub async fn delete_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("User", &path)?;
+    users::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    Ok(envelope::ok(serde_json::json!({})))
+}
+
+/// A user's sessions, newest first.
+#[utoipa::path(get, path = "/v1/users/{user_id}/sessions", tag = "users", params(ListQuery),
+    responses((status = 200, body = [SessionView]), (status = 404)), security(("secret_key" = [])))]
+pub async fn list_user_sessions(
+    key: SecretKey,
+    path: web::Path<String>,
+    query: Query<ListQuery>,
+) -> ApiResult<HttpResponse> {
+    let id = path_id("User", &path)?;
+    let page = query.0.page()?;
+    users::find(&key.shard.conn, key.tenant.id, id).await?;
+    let (found, has_more) = sessions::list_of_user(&key.shard.conn, key.tenant.id, id, page).await?;
+    Ok(envelope::page(found.iter().map(SessionView::from).collect(), has_more))
+}
+
+/// Revoke a session: its refresh token and access tokens stop working at once.
+#[utoipa::path(post, path = "/v1/sessions/{session_id}/revoke", tag = "users",
+    responses((status = 200, body = SessionView), (status = 404)), security(("secret_key" = [])))]
+pub async fn revoke_session(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+    let id = path_id("Session", &path)?;
+    body.no_fields().await?;
+    let session = sessions::revoke(&key.shard, key.tenant.id, id, "revoked", &key.actor()).await?;
+    Ok(envelope::ok(SessionView::from(&session)))
+}

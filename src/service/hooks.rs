@@ -1,0 +1,335 @@
+//! Hooks (operation 8, with create, list, get, delete) and calling them.
+//! A `pre_sign_up` hook is POSTed `{"type":"pre_sign_up","application_id",
+//! "data":{email, profile}}`, signed like a webhook with the hook's own
+//! secret, and answers `{"decision":"allow"}` or `{"decision":"deny",
+//! "message"}`. One deadline of `timeout_ms` covers connecting, sending and
+//! reading; the answer is read up to 64 KiB; redirects are not followed.
+//! When a hook gives no usable answer, `fail_open` lets the sign-up go on;
+//! otherwise it fails with 503 `hook_unavailable`. Every call is an audit row.
+use std::time::{Duration, Instant};
+
+use entity::hook;
+use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::{validate::Issues, webhooks::checked_url};
+use crate::{
+    audit::{self, Actor},
+    crypto::{master_key::MasterKey, seal},
+    error::{ApiError, ApiResult, Code},
+    events::{delivery::Clients, signing},
+    http::query::Page,
+    storage::Db,
+    tenancy::Tenant,
+};
+
+pub const POINTS: [&str; 1] = ["pre_sign_up"];
+pub const DEFAULT_TIMEOUT_MS: i32 = 5000;
+const MAX_ANSWER: usize = 64 * 1024;
+/// Longest deny message passed on to the end user.
+const MAX_MESSAGE_CHARS: usize = 500;
+
+fn timeout_issue(issues: &mut Issues, timeout_ms: i32) {
+    if !(100..=15_000).contains(&timeout_ms) {
+        issues.add("timeout_ms", "must be between 100 and 15000");
+    }
+}
+
+fn description_issue(issues: &mut Issues, description: &Option<String>) {
+    if let Some(description) = description {
+        if description.chars().count() > 1024 || description.chars().any(|c| c.is_control() && c != '\n') {
+            issues.add("description", "at most 1024 characters, no control characters");
+        }
+    }
+}
+
+pub struct NewHook {
+    pub point: String,
+    pub url: String,
+    pub description: Option<String>,
+    pub enabled: bool,
+    pub fail_open: bool,
+    pub timeout_ms: i32,
+}
+
+pub fn secret_context(application_id: Uuid, id: Uuid) -> String {
+    format!("{application_id}/hook/{id}/secret")
+}
+
+pub async fn create(
+    shard: &Db,
+    master_key: &MasterKey,
+    tenant: &Tenant,
+    new: NewHook,
+    actor: &Actor,
+    limit: u64,
+) -> ApiResult<(hook::Model, String)> {
+    let mut issues = Issues::default();
+    if !POINTS.contains(&new.point.as_str()) {
+        issues.add("point", format!("must be one of {}", POINTS.join(", ")));
+    }
+    timeout_issue(&mut issues, new.timeout_ms);
+    description_issue(&mut issues, &new.description);
+    issues.finish()?;
+    let url = checked_url(&new.url, tenant.environment.is_live())?;
+    let txn = shard.begin_write().await?;
+    if of_application(tenant.id).count(&*txn).await? >= limit {
+        return Err(ApiError::invalid("url", format!("the application already has the limit of {limit} hooks")));
+    }
+    let id = Uuid::now_v7();
+    let secret = signing::generate_secret();
+    let now = crate::clock::now();
+    let row = hook::Model {
+        id,
+        application_id: tenant.id,
+        point: new.point,
+        url,
+        description: new.description,
+        enabled: new.enabled,
+        fail_open: new.fail_open,
+        timeout_ms: new.timeout_ms,
+        secret_sealed: seal::seal(master_key, &secret_context(tenant.id, id), secret.as_bytes()),
+        created_at: now,
+        updated_at: now,
+    };
+    hook::Entity::insert(hook::ActiveModel::from(row.clone())).exec_without_returning(&*txn).await?;
+    audit::record(&*txn, tenant.id, actor, "hook.created", Some(id), describe(&row)).await?;
+    txn.commit().await?;
+    Ok((row, secret))
+}
+
+fn describe(row: &hook::Model) -> Value {
+    json!({
+        "point": row.point,
+        "host": crate::events::delivery::host_of(&row.url),
+        "enabled": row.enabled,
+        "fail_open": row.fail_open,
+        "timeout_ms": row.timeout_ms,
+    })
+}
+
+fn of_application(application_id: Uuid) -> sea_orm::Select<hook::Entity> {
+    hook::Entity::find().filter(hook::Column::ApplicationId.eq(application_id))
+}
+
+pub async fn list(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    page: Page,
+) -> Result<(Vec<hook::Model>, bool), sea_orm::DbErr> {
+    page.fetch(of_application(application_id).order_by_asc(hook::Column::CreatedAt).order_by_asc(hook::Column::Id), db)
+        .await
+}
+
+pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<hook::Model> {
+    of_application(application_id)
+        .filter(hook::Column::Id.eq(id))
+        .one(db)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Hook", id))
+}
+
+#[derive(Default)]
+pub struct HookPatch {
+    pub url: Option<String>,
+    pub description: Option<Option<String>>,
+    pub enabled: Option<bool>,
+    pub fail_open: Option<bool>,
+    pub timeout_ms: Option<i32>,
+}
+
+pub async fn update(shard: &Db, tenant: &Tenant, id: Uuid, patch: HookPatch, actor: &Actor) -> ApiResult<hook::Model> {
+    let mut issues = Issues::default();
+    if let Some(timeout_ms) = patch.timeout_ms {
+        timeout_issue(&mut issues, timeout_ms);
+    }
+    if let Some(description) = &patch.description {
+        description_issue(&mut issues, description);
+    }
+    issues.finish()?;
+    let url = patch.url.map(|url| checked_url(&url, tenant.environment.is_live())).transpose()?;
+    let txn = shard.begin_write().await?;
+    let mut row = find(&*txn, tenant.id, id).await?;
+    row.url = url.unwrap_or(row.url);
+    row.description = patch.description.unwrap_or(row.description);
+    row.enabled = patch.enabled.unwrap_or(row.enabled);
+    row.fail_open = patch.fail_open.unwrap_or(row.fail_open);
+    row.timeout_ms = patch.timeout_ms.unwrap_or(row.timeout_ms);
+    row.updated_at = crate::clock::now();
+    hook::Entity::update_many()
+        .col_expr(hook::Column::Url, Expr::value(row.url.clone()))
+        .col_expr(hook::Column::Description, Expr::value(row.description.clone()))
+        .col_expr(hook::Column::Enabled, Expr::value(row.enabled))
+        .col_expr(hook::Column::FailOpen, Expr::value(row.fail_open))
+        .col_expr(hook::Column::TimeoutMs, Expr::value(row.timeout_ms))
+        .col_expr(hook::Column::UpdatedAt, Expr::value(row.updated_at))
+        .filter(hook::Column::ApplicationId.eq(tenant.id))
+        .filter(hook::Column::Id.eq(id))
+        .exec(&*txn)
+        .await?;
+    audit::record(&*txn, tenant.id, actor, "hook.updated", Some(id), describe(&row)).await?;
+    txn.commit().await?;
+    Ok(row)
+}
+
+pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
+    let txn = shard.begin_write().await?;
+    let row = find(&*txn, application_id, id).await?;
+    hook::Entity::delete_many()
+        .filter(hook::Column::ApplicationId.eq(application_id))
+        .filter(hook::Column::Id.eq(id))
+        .exec(&*txn)
+        .await?;
+    audit::record(&*txn, application_id, actor, "hook.deleted", Some(id), describe(&row)).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// What one call came to.
+#[derive(Debug)]
+enum Outcome {
+    Allow,
+    Deny(String),
+    /// No usable answer: timeout, connection error, non-2xx, unreadable body.
+    Failed(&'static str, Option<u16>),
+}
+
+/// Everything a hook call needs from the node.
+pub struct Caller<'a> {
+    pub shard: &'a Db,
+    pub master_key: &'a MasterKey,
+    pub clients: &'a Clients,
+}
+
+/// Runs the application's enabled `pre_sign_up` hooks in order; the first
+/// deny or closed failure stops the sign-up.
+pub async fn pre_sign_up(caller: &Caller<'_>, tenant: &Tenant, email: &str, profile: &Value) -> ApiResult<()> {
+    let hooks = of_application(tenant.id)
+        .filter(hook::Column::Point.eq("pre_sign_up"))
+        .filter(hook::Column::Enabled.eq(true))
+        .order_by_asc(hook::Column::CreatedAt)
+        .all(&caller.shard.conn)
+        .await?;
+    if hooks.is_empty() {
+        return Ok(());
+    }
+    let body = json!({
+        "type": "pre_sign_up",
+        "application_id": tenant.id,
+        "data": {"email": email, "profile": profile},
+    })
+    .to_string();
+    for hook in hooks {
+        let started = Instant::now();
+        let outcome = call(caller, tenant, &hook, &body).await;
+        let duration_ms = started.elapsed().as_millis() as u64;
+        record_call(caller.shard, tenant.id, &hook, &outcome, duration_ms).await?;
+        match outcome {
+            Outcome::Allow => {}
+            Outcome::Deny(message) => return Err(ApiError::new(Code::SignUpDenied, message)),
+            Outcome::Failed(..) if hook.fail_open => {}
+            Outcome::Failed(..) => {
+                return Err(ApiError::new(Code::HookUnavailable, "A sign-up check is unavailable; try again shortly.")
+                    .with_retry_after(1))
+            }
+        }
+    }
+    Ok(())
+}
+
+async fn record_call(
+    shard: &Db,
+    application_id: Uuid,
+    hook: &hook::Model,
+    outcome: &Outcome,
+    duration_ms: u64,
+) -> ApiResult<()> {
+    let (result, reason, status) = match outcome {
+        Outcome::Allow => ("allow", None, None),
+        Outcome::Deny(_) => ("deny", None, None),
+        Outcome::Failed(reason, status) => ("failed", Some(*reason), *status),
+    };
+    let data = json!({
+        "point": hook.point,
+        "outcome": result,
+        "error": reason,
+        "response_status": status,
+        "duration_ms": duration_ms,
+        "fail_open": hook.fail_open,
+    });
+    let txn = shard.begin_write().await?;
+    audit::record(&*txn, application_id, &Actor::system(), "hook.called", Some(hook.id), data).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+async fn call(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body: &str) -> Outcome {
+    let deadline = Duration::from_millis(hook.timeout_ms.max(1) as u64);
+    match tokio::time::timeout(deadline, exchange(caller, tenant, hook, body, deadline)).await {
+        Ok(outcome) => outcome,
+        Err(_) => Outcome::Failed("timeout", None),
+    }
+}
+
+async fn exchange(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body: &str, deadline: Duration) -> Outcome {
+    let production = tenant.environment.is_live();
+    let Ok(url) = crate::events::url_safety::check(&hook.url, production) else {
+        return Outcome::Failed("blocked_destination", None);
+    };
+    let Ok(secret) = seal::open(caller.master_key, &secret_context(tenant.id, hook.id), &hook.secret_sealed) else {
+        return Outcome::Failed("secret_unavailable", None);
+    };
+    let secret = String::from_utf8_lossy(&secret).into_owned();
+    let message_id = format!("hook_{}", Uuid::now_v7().simple());
+    let timestamp = crate::clock::now().timestamp();
+    let response = caller
+        .clients
+        .client(production)
+        .post(url)
+        .timeout(deadline)
+        .header("content-type", "application/json")
+        .header("webhook-id", &message_id)
+        .header("webhook-timestamp", timestamp.to_string())
+        .header("webhook-signature", signing::sign(&secret, &message_id, timestamp, body))
+        .body(body.to_string())
+        .send()
+        .await;
+    let mut response = match response {
+        Ok(response) => response,
+        Err(err) if err.is_timeout() => return Outcome::Failed("timeout", None),
+        Err(err) if err.is_connect() => return Outcome::Failed("connect", None),
+        Err(_) => return Outcome::Failed("request", None),
+    };
+    let status = response.status().as_u16();
+    if !response.status().is_success() {
+        return Outcome::Failed("status", Some(status));
+    }
+    let mut answer = Vec::new();
+    loop {
+        let chunk = match response.chunk().await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => break,
+            Err(_) => return Outcome::Failed("read", Some(status)),
+        };
+        if answer.len() + chunk.len() > MAX_ANSWER {
+            return Outcome::Failed("answer_too_large", Some(status));
+        }
+        answer.extend_from_slice(&chunk);
+    }
+    decide(&answer).unwrap_or(Outcome::Failed("unreadable_answer", Some(status)))
+}
+
+fn decide(answer: &[u8]) -> Option<Outcome> {
+    let answer: Value = serde_json::from_slice(answer).ok()?;
+    match answer.get("decision")?.as_str()? {
+        "allow" => Some(Outcome::Allow),
+        "deny" => {
+            let message = answer.get("message").and_then(Value::as_str).unwrap_or("Sign-up was denied.");
+            let message: String =
+                message.chars().filter(|c| !c.is_control()).take(MAX_MESSAGE_CHARS).collect::<String>();
+            Some(Outcome::Deny(if message.trim().is_empty() { "Sign-up was denied.".into() } else { message }))
+        }
+        _ => None,
+    }
+}

@@ -1,0 +1,311 @@
+//! The profile-field schema (operation 5, with list, update, delete) and its
+//! enforcement on sign-up and on user create and update.
+use entity::profile_field;
+use sea_orm::{
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, SqlErr,
+};
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use super::validate::Issues;
+use crate::{
+    audit::{self, Actor},
+    error::{ApiError, ApiResult, Code},
+    storage::Db,
+};
+
+pub const FIELD_TYPES: [&str; 9] =
+    ["text", "number", "boolean", "date", "email", "url", "phone", "select", "multi_select"];
+const MAX_OPTIONS: usize = 200;
+/// Longest text value a profile field holds.
+const MAX_VALUE_CHARS: usize = 1024;
+
+/// `^[a-z][a-z0-9_]{0,63}$`
+pub fn is_field_key(value: &str) -> bool {
+    let mut chars = value.chars();
+    value.len() <= 64
+        && chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn is_select(field_type: &str) -> bool {
+    matches!(field_type, "select" | "multi_select")
+}
+
+/// Options as given: a non-empty array of distinct non-empty strings for the
+/// select types, absent for the others.
+fn options_issue(issues: &mut Issues, field_type: &str, options: &Option<Value>) {
+    match (is_select(field_type), options) {
+        (true, Some(Value::Array(items))) if !items.is_empty() && items.len() <= MAX_OPTIONS => {
+            let strings: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+            let mut distinct = strings.clone();
+            distinct.sort();
+            distinct.dedup();
+            if strings.len() != items.len() || strings.iter().any(|s| s.is_empty() || s.chars().count() > 255) {
+                issues.add("options", "must be strings of 1 to 255 characters");
+            } else if distinct.len() != strings.len() {
+                issues.add("options", "must not repeat");
+            }
+        }
+        (true, _) => issues.add("options", format!("required for `{field_type}`: 1 to {MAX_OPTIONS} strings")),
+        (false, Some(Value::Null) | None) => {}
+        (false, Some(_)) => issues.add("options", format!("only `select` and `multi_select` take options")),
+    }
+}
+
+pub struct NewField {
+    pub key: String,
+    pub label: String,
+    pub field_type: String,
+    pub options: Option<Value>,
+    pub position: Option<i32>,
+    pub required: bool,
+}
+
+impl NewField {
+    pub fn check(&self) -> ApiResult<()> {
+        let mut issues = Issues::default();
+        if !is_field_key(&self.key) {
+            issues.add("key", "must match ^[a-z][a-z0-9_]{0,63}$");
+        }
+        issues.text("label", &self.label, 255);
+        if !FIELD_TYPES.contains(&self.field_type.as_str()) {
+            issues.add("field_type", format!("must be one of {}", FIELD_TYPES.join(", ")));
+        } else {
+            options_issue(&mut issues, &self.field_type, &self.options);
+        }
+        if self.position.is_some_and(|p| p < 0) {
+            issues.add("position", "must be 0 or more");
+        }
+        issues.finish()
+    }
+}
+
+pub async fn create(
+    shard: &Db,
+    application_id: Uuid,
+    new: NewField,
+    actor: &Actor,
+    limit: u64,
+) -> ApiResult<profile_field::Model> {
+    new.check()?;
+    let txn = shard.begin_write().await?;
+    let count = of_application(application_id).count(&*txn).await?;
+    if count >= limit {
+        return Err(ApiError::invalid(
+            "key",
+            format!("the application already has the limit of {limit} profile fields"),
+        ));
+    }
+    let position = match new.position {
+        Some(position) => position,
+        None => next_position(&*txn, application_id).await?,
+    };
+    let now = crate::clock::now();
+    let field = profile_field::Model {
+        id: Uuid::now_v7(),
+        application_id,
+        key: new.key,
+        label: new.label,
+        options: if is_select(&new.field_type) { new.options } else { None },
+        field_type: new.field_type,
+        position,
+        required: new.required,
+        created_at: now,
+        updated_at: now,
+    };
+    profile_field::Entity::insert(profile_field::ActiveModel::from(field.clone()))
+        .exec_without_returning(&*txn)
+        .await
+        .map_err(|err| match err.sql_err() {
+            Some(SqlErr::UniqueConstraintViolation(_)) => {
+                ApiError::new(Code::KeyInUse, format!("A profile field with key `{}` already exists.", field.key))
+            }
+            _ => err.into(),
+        })?;
+    audit::record(&*txn, application_id, actor, "profile_field.created", Some(field.id), describe(&field)).await?;
+    txn.commit().await?;
+    Ok(field)
+}
+
+async fn next_position(db: &impl ConnectionTrait, application_id: Uuid) -> Result<i32, DbErr> {
+    let last: Option<i32> = of_application(application_id)
+        .select_only()
+        .column(profile_field::Column::Position)
+        .order_by_desc(profile_field::Column::Position)
+        .into_tuple()
+        .one(db)
+        .await?;
+    Ok(last.map_or(0, |p| p.saturating_add(1)))
+}
+
+fn describe(field: &profile_field::Model) -> Value {
+    json!({"key": field.key, "field_type": field.field_type, "required": field.required})
+}
+
+fn of_application(application_id: Uuid) -> sea_orm::Select<profile_field::Entity> {
+    profile_field::Entity::find().filter(profile_field::Column::ApplicationId.eq(application_id))
+}
+
+/// The whole schema, in display order.
+pub async fn schema(db: &impl ConnectionTrait, application_id: Uuid) -> Result<Vec<profile_field::Model>, DbErr> {
+    of_application(application_id)
+        .order_by_asc(profile_field::Column::Position)
+        .order_by_asc(profile_field::Column::Id)
+        .all(db)
+        .await
+}
+
+pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<profile_field::Model> {
+    of_application(application_id)
+        .filter(profile_field::Column::Id.eq(id))
+        .one(db)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Profile field", id))
+}
+
+#[derive(Default)]
+pub struct FieldPatch {
+    pub label: Option<String>,
+    pub options: Option<Option<Value>>,
+    pub position: Option<i32>,
+    pub required: Option<bool>,
+}
+
+pub async fn update(
+    shard: &Db,
+    application_id: Uuid,
+    id: Uuid,
+    patch: FieldPatch,
+    actor: &Actor,
+) -> ApiResult<profile_field::Model> {
+    let txn = shard.begin_write().await?;
+    let mut field = find(&*txn, application_id, id).await?;
+    let mut issues = Issues::default();
+    if let Some(label) = patch.label {
+        field.label = issues.text("label", &label, 255);
+    }
+    if let Some(options) = patch.options {
+        options_issue(&mut issues, &field.field_type, &options);
+        field.options = options.filter(|o| !o.is_null());
+    }
+    if let Some(position) = patch.position {
+        if position < 0 {
+            issues.add("position", "must be 0 or more");
+        }
+        field.position = position;
+    }
+    if let Some(required) = patch.required {
+        field.required = required;
+    }
+    issues.finish()?;
+    field.updated_at = crate::clock::now();
+    profile_field::Entity::update_many()
+        .col_expr(profile_field::Column::Label, Expr::value(field.label.clone()))
+        .col_expr(profile_field::Column::Options, Expr::value(field.options.clone()))
+        .col_expr(profile_field::Column::Position, Expr::value(field.position))
+        .col_expr(profile_field::Column::Required, Expr::value(field.required))
+        .col_expr(profile_field::Column::UpdatedAt, Expr::value(field.updated_at))
+        .filter(profile_field::Column::ApplicationId.eq(application_id))
+        .filter(profile_field::Column::Id.eq(id))
+        .exec(&*txn)
+        .await?;
+    audit::record(&*txn, application_id, actor, "profile_field.updated", Some(id), describe(&field)).await?;
+    txn.commit().await?;
+    Ok(field)
+}
+
+pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
+    let txn = shard.begin_write().await?;
+    let field = find(&*txn, application_id, id).await?;
+    profile_field::Entity::delete_many()
+        .filter(profile_field::Column::ApplicationId.eq(application_id))
+        .filter(profile_field::Column::Id.eq(id))
+        .exec(&*txn)
+        .await?;
+    audit::record(&*txn, application_id, actor, "profile_field.deleted", Some(id), describe(&field)).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Checks a whole profile against the schema: no unknown keys, every
+/// required field present, each value of its field's type. Issues are
+/// named `profile.<key>`.
+pub fn check_profile(schema: &[profile_field::Model], profile: &Map<String, Value>, issues: &mut Issues) {
+    for key in profile.keys() {
+        if !schema.iter().any(|f| &f.key == key) {
+            issues.add(&format!("profile.{}", key.escape_debug()), "is not a profile field of this application");
+        }
+    }
+    for field in schema {
+        let name = format!("profile.{}", field.key);
+        match profile.get(&field.key) {
+            None | Some(Value::Null) if field.required => issues.add(&name, "is required"),
+            None | Some(Value::Null) => {}
+            Some(value) => {
+                if let Some(problem) = value_issue(field, value) {
+                    issues.add(&name, problem);
+                }
+            }
+        }
+    }
+}
+
+fn value_issue(field: &profile_field::Model, value: &Value) -> Option<String> {
+    let options: Vec<&str> =
+        field.options.as_ref().and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str).collect();
+    let text = |check: fn(&str) -> bool, what: &str| match value.as_str() {
+        Some(s) if s.chars().count() <= MAX_VALUE_CHARS && !s.chars().any(char::is_control) && check(s) => None,
+        _ => Some(format!("must be {what}")),
+    };
+    match field.field_type.as_str() {
+        "text" => text(|s| !s.is_empty(), "a string of 1 to 1024 characters"),
+        "number" => (!value.is_number()).then(|| "must be a number".to_string()),
+        "boolean" => (!value.is_boolean()).then(|| "must be true or false".to_string()),
+        "date" => text(|s| chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").is_ok(), "a date (YYYY-MM-DD)"),
+        "email" => text(is_email, "an email address"),
+        "url" => text(is_web_url, "an http or https URL"),
+        "phone" => text(is_phone, "a phone number (digits, optionally with +, spaces, dashes)"),
+        "select" => match value.as_str() {
+            Some(s) if options.contains(&s) => None,
+            _ => Some(format!("must be one of: {}", options.join(", "))),
+        },
+        "multi_select" => match value.as_array() {
+            Some(items) if items.iter().all(|i| i.as_str().is_some_and(|s| options.contains(&s))) => {
+                let mut seen: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                seen.sort();
+                seen.dedup();
+                (seen.len() != items.len()).then(|| "must not repeat a value".to_string())
+            }
+            _ => Some(format!("must be an array of: {}", options.join(", "))),
+        },
+        other => Some(format!("has unknown type `{other}`")),
+    }
+}
+
+/// A plausible address: one `@`, a non-empty local part, a dotted domain,
+/// no spaces. Deliverability is the mail system's question.
+pub fn is_email(value: &str) -> bool {
+    let Some((local, domain)) = value.split_once('@') else {
+        return false;
+    };
+    value.len() <= 254
+        && !local.is_empty()
+        && local.len() <= 64
+        && !domain.contains('@')
+        && domain.contains('.')
+        && !domain.starts_with('.')
+        && !domain.ends_with('.')
+        && !value.chars().any(|c| c.is_whitespace() || c.is_control())
+}
+
+fn is_web_url(value: &str) -> bool {
+    url::Url::parse(value).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.host().is_some())
+}
+
+fn is_phone(value: &str) -> bool {
+    let digits = value.strip_prefix('+').unwrap_or(value);
+    let count = digits.chars().filter(char::is_ascii_digit).count();
+    (4..=15).contains(&count) && digits.chars().all(|c| c.is_ascii_digit() || " -().".contains(c))
+}

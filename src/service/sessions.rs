@@ -1,0 +1,276 @@
+//! Sessions and their refresh tokens. A refresh token is opaque (`rt_` and
+//! 256 random bits), kept only as its SHA-256, and replaced on every use.
+//! Presenting a token that was already replaced means it leaked or was
+//! stolen: the whole session is revoked (as OAuth 2.0 Security BCP §4.14).
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use chrono::Duration;
+use entity::{membership, refresh_token, session};
+use rand::{rngs::OsRng, RngCore};
+use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::{
+    audit::{self, Actor},
+    crypto::sha256,
+    error::{ApiError, ApiResult},
+    http::query::Page,
+    storage::Db,
+};
+
+const PREFIX: &str = "rt_";
+
+fn new_refresh_token() -> String {
+    let mut bytes = [0u8; 32];
+    OsRng.fill_bytes(&mut bytes);
+    format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
+}
+
+/// A session with the refresh token just issued for it (shown once).
+pub struct Opened {
+    pub session: session::Model,
+    pub refresh_token: String,
+}
+
+async fn issue_token(db: &impl ConnectionTrait, application_id: Uuid, session_id: Uuid) -> Result<String, DbErr> {
+    let token = new_refresh_token();
+    refresh_token::Entity::insert(refresh_token::ActiveModel::from(refresh_token::Model {
+        token_hash: sha256(&token).to_vec(),
+        application_id,
+        session_id,
+        created_at: crate::clock::now(),
+        rotated_at: None,
+    }))
+    .exec_without_returning(db)
+    .await?;
+    Ok(token)
+}
+
+/// Opens a session for a user, in the caller's transaction.
+pub async fn open(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    user_id: Uuid,
+    ttl: Duration,
+    actor: &Actor,
+) -> Result<Opened, DbErr> {
+    let now = crate::clock::now();
+    let session = session::Model {
+        id: Uuid::now_v7(),
+        application_id,
+        user_id,
+        aal: "aal1".into(),
+        active_organization_id: None,
+        created_at: now,
+        refreshed_at: now,
+        expires_at: now + ttl,
+        revoked_at: None,
+        revoked_reason: None,
+    };
+    session::Entity::insert(session::ActiveModel::from(session.clone())).exec_without_returning(db).await?;
+    let refresh_token = issue_token(db, application_id, session.id).await?;
+    audit::record(db, application_id, actor, "session.created", Some(session.id), json!({"user_id": user_id})).await?;
+    Ok(Opened { session, refresh_token })
+}
+
+/// Why a refresh was refused. Every one answers the same 401.
+#[derive(Debug, PartialEq, Eq)]
+pub enum RefreshRefused {
+    Unknown,
+    /// An already-rotated token: the session is now revoked.
+    Reused,
+    SessionEnded,
+}
+
+/// Rotates a refresh token: the presented one is marked rotated, a new one
+/// issued, the session's expiry slides forward. One transaction; of two
+/// requests presenting the same token, exactly one rotates it.
+pub async fn refresh(
+    shard: &Db,
+    application_id: Uuid,
+    presented: &str,
+    ttl: Duration,
+) -> ApiResult<Result<Opened, RefreshRefused>> {
+    if !presented.starts_with(PREFIX) || presented.len() != PREFIX.len() + 43 {
+        return Ok(Err(RefreshRefused::Unknown));
+    }
+    let hash = sha256(presented).to_vec();
+    let now = crate::clock::now();
+    let txn = shard.begin_write().await?;
+    let rotated = refresh_token::Entity::update_many()
+        .col_expr(refresh_token::Column::RotatedAt, Expr::value(now))
+        .filter(refresh_token::Column::TokenHash.eq(hash.clone()))
+        .filter(refresh_token::Column::ApplicationId.eq(application_id))
+        .filter(refresh_token::Column::RotatedAt.is_null())
+        .exec_with_returning(&*txn)
+        .await?;
+    let Some(token) = rotated.into_iter().next() else {
+        let earlier = refresh_token::Entity::find_by_id(hash)
+            .filter(refresh_token::Column::ApplicationId.eq(application_id))
+            .one(&*txn)
+            .await?;
+        let Some(earlier) = earlier else {
+            return Ok(Err(RefreshRefused::Unknown));
+        };
+        let revoked =
+            revoke_in(&*txn, application_id, earlier.session_id, "refresh_token_reuse", &Actor::system()).await?;
+        if revoked {
+            txn.commit().await?;
+        }
+        return Ok(Err(RefreshRefused::Reused));
+    };
+    let Some(mut session) = find_active(&*txn, application_id, token.session_id).await? else {
+        return Ok(Err(RefreshRefused::SessionEnded));
+    };
+    let refresh_token = issue_token(&*txn, application_id, session.id).await?;
+    session.refreshed_at = now;
+    session.expires_at = now + ttl;
+    session::Entity::update_many()
+        .col_expr(session::Column::RefreshedAt, Expr::value(now))
+        .col_expr(session::Column::ExpiresAt, Expr::value(session.expires_at))
+        .filter(session::Column::ApplicationId.eq(application_id))
+        .filter(session::Column::Id.eq(session.id))
+        .exec(&*txn)
+        .await?;
+    audit::record(
+        &*txn,
+        application_id,
+        &Actor::user(session.user_id),
+        "session.refreshed",
+        Some(session.id),
+        json!({"user_id": session.user_id}),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(Ok(Opened { session, refresh_token }))
+}
+
+fn of_application(application_id: Uuid) -> sea_orm::Select<session::Entity> {
+    session::Entity::find().filter(session::Column::ApplicationId.eq(application_id))
+}
+
+pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<session::Model> {
+    of_application(application_id)
+        .filter(session::Column::Id.eq(id))
+        .one(db)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Session", id))
+}
+
+/// The session if it is neither revoked nor expired.
+pub async fn find_active(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    id: Uuid,
+) -> Result<Option<session::Model>, DbErr> {
+    let now = crate::clock::now();
+    of_application(application_id)
+        .filter(session::Column::Id.eq(id))
+        .filter(session::Column::RevokedAt.is_null())
+        .filter(session::Column::ExpiresAt.gt(now))
+        .one(db)
+        .await
+}
+
+pub async fn list_of_user(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    user_id: Uuid,
+    page: Page,
+) -> Result<(Vec<session::Model>, bool), DbErr> {
+    page.fetch(
+        of_application(application_id)
+            .filter(session::Column::UserId.eq(user_id))
+            .order_by_desc(session::Column::CreatedAt)
+            .order_by_desc(session::Column::Id),
+        db,
+    )
+    .await
+}
+
+/// Revokes a session in the caller's transaction; false if it already was.
+pub async fn revoke_in(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    id: Uuid,
+    reason: &str,
+    actor: &Actor,
+) -> Result<bool, DbErr> {
+    let now = crate::clock::now();
+    let revoked = session::Entity::update_many()
+        .col_expr(session::Column::RevokedAt, Expr::value(now))
+        .col_expr(session::Column::RevokedReason, Expr::value(reason))
+        .filter(session::Column::ApplicationId.eq(application_id))
+        .filter(session::Column::Id.eq(id))
+        .filter(session::Column::RevokedAt.is_null())
+        .exec(db)
+        .await?;
+    if revoked.rows_affected == 0 {
+        return Ok(false);
+    }
+    // Its current refresh token stops working with it.
+    refresh_token::Entity::update_many()
+        .col_expr(refresh_token::Column::RotatedAt, Expr::value(now))
+        .filter(refresh_token::Column::ApplicationId.eq(application_id))
+        .filter(refresh_token::Column::SessionId.eq(id))
+        .filter(refresh_token::Column::RotatedAt.is_null())
+        .exec(db)
+        .await?;
+    audit::record(db, application_id, actor, "session.revoked", Some(id), json!({"reason": reason})).await?;
+    Ok(true)
+}
+
+/// Revokes a session; revoking a revoked session answers it unchanged.
+pub async fn revoke(
+    shard: &Db,
+    application_id: Uuid,
+    id: Uuid,
+    reason: &str,
+    actor: &Actor,
+) -> ApiResult<session::Model> {
+    let txn = shard.begin_write().await?;
+    find(&*txn, application_id, id).await?;
+    if revoke_in(&*txn, application_id, id, reason, actor).await? {
+        txn.commit().await?;
+    } else {
+        drop(txn);
+    }
+    find(&shard.conn, application_id, id).await
+}
+
+/// Makes an organization the session's active one (the caller checked the
+/// membership).
+pub async fn activate_organization(
+    shard: &Db,
+    application_id: Uuid,
+    session_id: Uuid,
+    organization_id: Uuid,
+    actor: &Actor,
+) -> Result<(), DbErr> {
+    let txn = shard.begin_write().await?;
+    session::Entity::update_many()
+        .col_expr(session::Column::ActiveOrganizationId, Expr::value(organization_id))
+        .filter(session::Column::ApplicationId.eq(application_id))
+        .filter(session::Column::Id.eq(session_id))
+        .exec(&*txn)
+        .await?;
+    let data = json!({"organization_id": organization_id});
+    audit::record(&*txn, application_id, actor, "session.organization_activated", Some(session_id), data).await?;
+    txn.commit().await
+}
+
+/// The active organization and the user's role in it, if still a member.
+pub async fn active_membership(
+    db: &impl ConnectionTrait,
+    session: &session::Model,
+) -> Result<Option<membership::Model>, DbErr> {
+    let Some(organization_id) = session.active_organization_id else {
+        return Ok(None);
+    };
+    membership::Entity::find()
+        .filter(membership::Column::ApplicationId.eq(session.application_id))
+        .filter(membership::Column::OrganizationId.eq(organization_id))
+        .filter(membership::Column::UserId.eq(session.user_id))
+        .one(db)
+        .await
+}

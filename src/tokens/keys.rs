@@ -1,0 +1,176 @@
+//! Per-application Ed25519 signing keys. The current key signs; keys retired
+//! by a rotation stay published (and accepted) until every token they signed
+//! has expired. Private halves are sealed with the master key and opened
+//! only when a key set is loaded. Key sets are cached per node for a short
+//! while; an unknown `kid` reloads the set, at most once a second per
+//! application, so a flood of made-up `kid`s costs no more than that.
+use std::{sync::Arc, time::Duration};
+
+use chrono::{DateTime, Utc};
+use ed25519_compact::{KeyPair, PublicKey, SecretKey, Seed};
+use entity::signing_key;
+use moka::future::Cache;
+use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, SqlErr};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::{
+    audit::{self, Actor},
+    crypto::{master_key::MasterKey, seal},
+    error::{ApiError, ApiResult},
+    storage::Db,
+};
+
+/// How long a node keeps a key set before reading it again.
+pub const CACHE_SECONDS: u64 = 10;
+const RELOAD_AT_MOST_EVERY: Duration = Duration::from_secs(1);
+
+pub struct PublishedKey {
+    pub kid: Uuid,
+    pub public: PublicKey,
+}
+
+/// One application's keys as loaded.
+pub struct KeySet {
+    pub current: Option<(Uuid, SecretKey)>,
+    /// The current key and the retired keys still within their grace.
+    pub published: Vec<PublishedKey>,
+    loaded_at: std::time::Instant,
+}
+
+impl KeySet {
+    pub fn public(&self, kid: Uuid) -> Option<&PublicKey> {
+        self.published.iter().find(|k| k.kid == kid).map(|k| &k.public)
+    }
+}
+
+#[derive(Clone)]
+pub struct SigningKeys {
+    sets: Cache<Uuid, Arc<KeySet>>,
+    master_key: MasterKey,
+    /// How long a retired key stays published.
+    grace: chrono::Duration,
+}
+
+impl SigningKeys {
+    pub fn new(master_key: MasterKey, access_ttl_seconds: u64) -> Self {
+        let grace = access_ttl_seconds as i64 + CACHE_SECONDS as i64 + super::jwt::LEEWAY_SECONDS;
+        Self {
+            sets: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(CACHE_SECONDS)).build(),
+            master_key,
+            grace: chrono::Duration::seconds(grace),
+        }
+    }
+
+    pub async fn set(&self, shard: &Db, application_id: Uuid) -> ApiResult<Arc<KeySet>> {
+        self.sets
+            .try_get_with(application_id, self.load(shard, application_id))
+            .await
+            .map_err(|err| ApiError::from(&*err))
+    }
+
+    /// The public key of `kid`, reloading the set once if it is not known.
+    pub async fn public(&self, shard: &Db, application_id: Uuid, kid: Uuid) -> ApiResult<Option<PublicKey>> {
+        let set = self.set(shard, application_id).await?;
+        if let Some(key) = set.public(kid) {
+            return Ok(Some(*key));
+        }
+        if set.loaded_at.elapsed() < RELOAD_AT_MOST_EVERY {
+            return Ok(None);
+        }
+        self.sets.invalidate(&application_id).await;
+        Ok(self.set(shard, application_id).await?.public(kid).copied())
+    }
+
+    /// The key to sign with, created on first use.
+    pub async fn current(&self, shard: &Db, application_id: Uuid) -> ApiResult<(Uuid, SecretKey)> {
+        if let Some(current) = self.set(shard, application_id).await?.current.clone() {
+            return Ok(current);
+        }
+        let txn = shard.begin_write().await?;
+        let created = match self.insert(&*txn, application_id).await {
+            Ok(_) => txn.commit().await,
+            // Another request or node created it first.
+            Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => Ok(()),
+            Err(err) => Err(err),
+        };
+        created?;
+        self.sets.invalidate(&application_id).await;
+        self.set(shard, application_id)
+            .await?
+            .current
+            .clone()
+            .ok_or_else(|| ApiError::internal("a signing key was created but cannot be loaded"))
+    }
+
+    /// Retires the current key and makes a new one current.
+    pub async fn rotate(&self, shard: &Db, application_id: Uuid, actor: &Actor) -> ApiResult<Uuid> {
+        let txn = shard.begin_write().await?;
+        let now = crate::clock::now();
+        let retired = signing_key::Entity::update_many()
+            .col_expr(signing_key::Column::RetiredAt, Expr::value(now))
+            .filter(signing_key::Column::ApplicationId.eq(application_id))
+            .filter(signing_key::Column::RetiredAt.is_null())
+            .exec_with_returning(&*txn)
+            .await?;
+        let kid = self.insert(&*txn, application_id).await?;
+        let previous: Vec<String> = retired.iter().map(|k| k.id.to_string()).collect();
+        audit::record(
+            &*txn,
+            application_id,
+            actor,
+            "signing_key.rotated",
+            Some(kid),
+            json!({"kid": kid, "retired": previous}),
+        )
+        .await?;
+        txn.commit().await?;
+        self.sets.invalidate(&application_id).await;
+        Ok(kid)
+    }
+
+    async fn insert(&self, db: &impl ConnectionTrait, application_id: Uuid) -> Result<Uuid, DbErr> {
+        let pair = KeyPair::from_seed(Seed::generate());
+        let id = Uuid::now_v7();
+        let sealed = seal::seal(&self.master_key, &seal_context(application_id, id), pair.sk.seed().as_ref());
+        signing_key::Entity::insert(signing_key::ActiveModel::from(signing_key::Model {
+            id,
+            application_id,
+            public_key: pair.pk.to_vec(),
+            private_key_sealed: sealed,
+            created_at: crate::clock::now(),
+            retired_at: None,
+        }))
+        .exec_without_returning(db)
+        .await?;
+        Ok(id)
+    }
+
+    async fn load(&self, shard: &Db, application_id: Uuid) -> Result<Arc<KeySet>, DbErr> {
+        let cutoff: DateTime<Utc> = crate::clock::now() - self.grace;
+        let rows = signing_key::Entity::find()
+            .filter(signing_key::Column::ApplicationId.eq(application_id))
+            .filter(signing_key::Column::RetiredAt.is_null().or(signing_key::Column::RetiredAt.gt(cutoff)))
+            .order_by_desc(signing_key::Column::CreatedAt)
+            .all(&shard.conn)
+            .await?;
+        let mut set = KeySet { current: None, published: Vec::new(), loaded_at: std::time::Instant::now() };
+        for row in rows {
+            let public = PublicKey::from_slice(&row.public_key)
+                .map_err(|_| DbErr::Custom(format!("signing key {} has a malformed public key", row.id)))?;
+            if row.retired_at.is_none() {
+                let seed = seal::open(&self.master_key, &seal_context(application_id, row.id), &row.private_key_sealed)
+                    .map_err(|_| DbErr::Custom(format!("signing key {} cannot be opened", row.id)))?;
+                let seed = Seed::from_slice(&seed)
+                    .map_err(|_| DbErr::Custom(format!("signing key {} has a malformed seed", row.id)))?;
+                set.current = Some((row.id, KeyPair::from_seed(seed).sk));
+            }
+            set.published.push(PublishedKey { kid: row.id, public });
+        }
+        Ok(Arc::new(set))
+    }
+}
+
+fn seal_context(application_id: Uuid, kid: Uuid) -> String {
+    format!("{application_id}/signing_key/{kid}")
+}

@@ -1,0 +1,86 @@
+//! End-user access tokens: EdDSA JWTs ([`jwt`]) signed with per-application
+//! keys ([`keys`]), and the issuer each application's tokens carry.
+pub mod jwt;
+pub mod keys;
+
+use uuid::Uuid;
+
+/// `iss` of an application's tokens: `{public_url}/v1/applications/{id}`.
+pub fn issuer(public_url: &str, application_id: Uuid) -> String {
+    format!("{}/v1/applications/{application_id}", public_url.trim_end_matches('/'))
+}
+
+use entity::session;
+
+use crate::{error::ApiResult, storage::Db};
+
+/// Issues and verifies one node's access tokens.
+#[derive(Clone)]
+pub struct AccessTokens {
+    pub keys: keys::SigningKeys,
+    public_url: String,
+    ttl_seconds: i64,
+}
+
+/// An access token and when it expires.
+pub struct Issued {
+    pub token: String,
+    pub expires_in: i64,
+}
+
+impl AccessTokens {
+    pub fn new(keys: keys::SigningKeys, public_url: String, ttl_seconds: u64) -> Self {
+        Self { keys, public_url, ttl_seconds: ttl_seconds as i64 }
+    }
+
+    pub fn issuer(&self, application_id: Uuid) -> String {
+        issuer(&self.public_url, application_id)
+    }
+
+    /// Signs a token for a session; `organization` is the active one and
+    /// the user's role in it.
+    pub async fn issue(
+        &self,
+        shard: &Db,
+        session: &session::Model,
+        organization: Option<(Uuid, String)>,
+    ) -> ApiResult<Issued> {
+        let (kid, key) = self.keys.current(shard, session.application_id).await?;
+        let now = crate::clock::now().timestamp();
+        let (org, org_role) = organization.unzip();
+        let claims = jwt::Claims {
+            iss: self.issuer(session.application_id),
+            aud: session.application_id.to_string(),
+            sub: session.user_id,
+            sid: session.id,
+            aal: session.aal.clone(),
+            org,
+            org_role,
+            iat: now,
+            nbf: now,
+            exp: now + self.ttl_seconds,
+            jti: Uuid::now_v7(),
+        };
+        Ok(Issued { token: jwt::sign(&claims, kid, &key), expires_in: self.ttl_seconds })
+    }
+
+    /// The claims of a valid token of this application, or why not.
+    pub async fn verify(
+        &self,
+        shard: &Db,
+        application_id: Uuid,
+        token: &str,
+    ) -> ApiResult<Result<jwt::Claims, jwt::Rejection>> {
+        let parsed = match jwt::parse(token) {
+            Ok(parsed) => parsed,
+            Err(rejection) => return Ok(Err(rejection)),
+        };
+        let Some(key) = self.keys.public(shard, application_id, parsed.kid).await? else {
+            return Ok(Err(jwt::Rejection::UnknownKey));
+        };
+        let issuer = self.issuer(application_id);
+        let audience = application_id.to_string();
+        let expected = jwt::Expected { issuer: &issuer, audience: &audience, now: crate::clock::now().timestamp() };
+        Ok(parsed.verify(&key, &expected))
+    }
+}
