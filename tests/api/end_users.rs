@@ -1,0 +1,531 @@
+//! End users (contract §4, §5): sign-up, sign-in, refresh rotation, sign-out,
+//! access tokens and their verification, management with a secret key.
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use hmac::{Hmac, Mac};
+use reqwest::Method;
+use serde_json::{json, Value};
+use sha2::Sha256;
+use uuid::Uuid;
+
+use crate::helpers::{spawn_app, spawn_with, Caller, Reply, TestApp};
+
+pub const PASSWORD: &str = "correct horse battery";
+
+/// Signs up `email` in the caller's application; the 201's data.
+pub async fn sign_up(app: &TestApp, caller: &Caller, email: &str) -> Value {
+    let reply = public_post(app, caller, "/v1/auth/sign-up", &json!({"email": email, "password": PASSWORD})).await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    reply.data().clone()
+}
+
+/// A request with `x-application-id` and no credential.
+pub async fn public_post(app: &TestApp, caller: &Caller, path: &str, body: &Value) -> Reply {
+    app.raw(app.client.post(app.url(path)).header("x-application-id", &caller.application_id).json(body)).await
+}
+
+/// The end user behind an access token, as a caller.
+pub fn as_user(caller: &Caller, access_token: &str) -> Caller {
+    Caller { application_id: caller.application_id.clone(), key: access_token.to_string() }
+}
+
+fn token_of(data: &Value) -> String {
+    data["access_token"].as_str().unwrap().to_string()
+}
+
+fn claims_of(token: &str) -> Value {
+    let payload = token.split('.').nth(1).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
+#[actix_web::test]
+async fn sign_up_answers_a_user_a_session_and_a_token_with_exactly_the_contract_claims() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "Ada@Example.com").await;
+    assert_eq!(data["user"]["email"], "ada@example.com", "stored lowercased");
+    assert!(data["refresh_token"].as_str().unwrap().starts_with("rt_"));
+    let token = token_of(&data);
+    let header: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(token.split('.').next().unwrap()).unwrap()).unwrap();
+    assert_eq!(header["alg"], "EdDSA");
+    assert_eq!(header["typ"], "JWT");
+    let claims = claims_of(&token);
+    let mut names: Vec<&str> = claims.as_object().unwrap().keys().map(String::as_str).collect();
+    names.sort();
+    assert_eq!(names, ["aal", "aud", "exp", "iat", "iss", "jti", "nbf", "sid", "sub"]);
+    assert_eq!(claims["iss"], format!("{}/v1/applications/{}", app.address, app.caller.application_id));
+    assert_eq!(claims["aud"], app.caller.application_id.as_str());
+    assert_eq!(claims["sub"], data["user"]["id"]);
+    assert_eq!(claims["sid"], data["session"]["id"]);
+    assert_eq!(claims["aal"], "aal1");
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 300);
+
+    let me = app.send(&as_user(&app.caller, &token), Method::GET, "/v1/auth/me", None).await;
+    assert_eq!(me.status, 200, "{:?}", me.body);
+    assert_eq!(me.data()["user"]["id"], data["user"]["id"]);
+
+    let jwks = app
+        .raw(app.client.get(app.url(&format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id))))
+        .await;
+    assert_eq!(jwks.status, 200);
+    assert_eq!(jwks.header("cache-control"), Some("public, max-age=300"));
+    assert_eq!(jwks.body["keys"][0]["kid"], header["kid"]);
+    assert_eq!(jwks.body["keys"][0]["crv"], "Ed25519");
+
+    let types = app.audit_types().await;
+    for expected in ["user.created", "session.created"] {
+        assert!(types.iter().any(|t| t == expected), "{expected} in {types:?}");
+    }
+}
+
+#[actix_web::test]
+async fn a_duplicate_email_is_409_and_bad_sign_ups_are_422_storing_nothing() {
+    let app = spawn_app().await;
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let again =
+        public_post(&app, &app.caller, "/v1/auth/sign-up", &json!({"email": "ADA@example.com", "password": PASSWORD}))
+            .await;
+    assert_eq!(again.status, 409, "{:?}", again.body);
+    for body in [
+        json!({"email": "not-an-email", "password": PASSWORD}),
+        json!({"email": "b@example.com", "password": "short"}),
+        json!({"email": "b@example.com", "password": PASSWORD, "profile": {"unknown": 1}}),
+        json!({"email": "b@example.com"}),
+    ] {
+        let reply = public_post(&app, &app.caller, "/v1/auth/sign-up", &body).await;
+        assert_eq!(reply.status, 422, "{body}: {:?}", reply.body);
+    }
+    let users = app.get("/v1/users").await;
+    assert_eq!(users.data().as_array().unwrap().len(), 1);
+}
+
+#[actix_web::test]
+async fn a_wrong_password_and_an_unknown_email_get_the_same_401() {
+    let app = spawn_app().await;
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let wrong = public_post(
+        &app,
+        &app.caller,
+        "/v1/auth/sign-in",
+        &json!({"email": "ada@example.com", "password": "nope nope nope"}),
+    )
+    .await;
+    let unknown = public_post(
+        &app,
+        &app.caller,
+        "/v1/auth/sign-in",
+        &json!({"email": "bob@example.com", "password": "nope nope nope"}),
+    )
+    .await;
+    assert_eq!((wrong.status, unknown.status), (401, 401));
+    assert_eq!(wrong.body["error"], unknown.body["error"]);
+    assert_eq!(wrong.error_code(), "invalid_credentials");
+    let ok =
+        public_post(&app, &app.caller, "/v1/auth/sign-in", &json!({"email": "ADA@example.com", "password": PASSWORD}))
+            .await;
+    assert_eq!(ok.status, 200, "{:?}", ok.body);
+    assert!(ok.data()["user"]["last_sign_in_at"].is_string());
+    let types = app.audit_types().await;
+    assert_eq!(types.iter().filter(|t| *t == "sign_in.failed").count(), 2);
+    assert_eq!(types.iter().filter(|t| *t == "sign_in.succeeded").count(), 1);
+}
+
+#[actix_web::test]
+async fn sign_ins_are_limited_per_email_with_retry_after() {
+    let app = spawn_with(|s| s.rate_limits.sign_in_per_email_per_minute = 2).await;
+    let body = json!({"email": "ada@example.com", "password": "nope nope nope"});
+    for _ in 0..2 {
+        assert_eq!(public_post(&app, &app.caller, "/v1/auth/sign-in", &body).await.status, 401);
+    }
+    let limited = public_post(&app, &app.caller, "/v1/auth/sign-in", &body).await;
+    assert_eq!(limited.status, 429, "{:?}", limited.body);
+    assert!(limited.header("retry-after").is_some());
+    let other = json!({"email": "bob@example.com", "password": "nope nope nope"});
+    assert_eq!(
+        public_post(&app, &app.caller, "/v1/auth/sign-in", &other).await.status,
+        401,
+        "another email is not limited"
+    );
+}
+
+#[actix_web::test]
+async fn a_refresh_token_rotates_and_presenting_a_rotated_one_revokes_the_session() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    let first = data["refresh_token"].as_str().unwrap();
+    let refreshed = public_post(&app, &app.caller, "/v1/auth/token", &json!({"refresh_token": first})).await;
+    assert_eq!(refreshed.status, 200, "{:?}", refreshed.body);
+    let second = refreshed.data()["refresh_token"].as_str().unwrap().to_string();
+    assert_ne!(second, first);
+    let access = token_of(refreshed.data());
+    assert_eq!(app.send(&as_user(&app.caller, &access), Method::GET, "/v1/auth/me", None).await.status, 200);
+
+    let reused = public_post(&app, &app.caller, "/v1/auth/token", &json!({"refresh_token": first})).await;
+    assert_eq!(reused.status, 401);
+    let after = public_post(&app, &app.caller, "/v1/auth/token", &json!({"refresh_token": second})).await;
+    assert_eq!(after.status, 401, "the whole session is revoked");
+    assert_eq!(app.send(&as_user(&app.caller, &access), Method::GET, "/v1/auth/me", None).await.status, 401);
+    let types = app.audit_types().await;
+    assert!(types.iter().any(|t| t == "session.refreshed"));
+    assert!(types.iter().any(|t| t == "session.revoked"));
+}
+
+#[actix_web::test]
+async fn concurrent_refreshes_of_one_token_rotate_it_once() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    let token = data["refresh_token"].as_str().unwrap();
+    let body = json!({"refresh_token": token});
+    let replies =
+        futures_util::future::join_all((0..8).map(|_| public_post(&app, &app.caller, "/v1/auth/token", &body))).await;
+    let ok = replies.iter().filter(|r| r.status == 200).count();
+    assert_eq!(ok, 1, "{:?}", replies.iter().map(|r| r.status).collect::<Vec<_>>());
+    assert!(replies.iter().all(|r| r.status == 200 || r.status == 401));
+}
+
+#[actix_web::test]
+async fn sign_out_and_revocation_end_access_at_once() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    let user = as_user(&app.caller, &token_of(&data));
+    let out = app.send(&user, Method::POST, "/v1/auth/sign-out", None).await;
+    assert_eq!(out.status, 200, "{:?}", out.body);
+    assert_eq!(out.data()["active"], false);
+    assert_eq!(app.send(&user, Method::GET, "/v1/auth/me", None).await.status, 401);
+
+    let data =
+        public_post(&app, &app.caller, "/v1/auth/sign-in", &json!({"email": "ada@example.com", "password": PASSWORD}))
+            .await;
+    let user = as_user(&app.caller, &token_of(data.data()));
+    let session = data.data()["session"]["id"].as_str().unwrap();
+    let revoked = app.post(&format!("/v1/sessions/{session}/revoke"), &json!({})).await;
+    assert_eq!(revoked.status, 200, "{:?}", revoked.body);
+    assert_eq!(app.send(&user, Method::GET, "/v1/auth/me", None).await.status, 401);
+    let refresh =
+        public_post(&app, &app.caller, "/v1/auth/token", &json!({"refresh_token": data.data()["refresh_token"]})).await;
+    assert_eq!(refresh.status, 401);
+}
+
+fn forged(header: Value, claims: &Value, signature: &[u8]) -> String {
+    format!(
+        "{}.{}.{}",
+        URL_SAFE_NO_PAD.encode(header.to_string()),
+        URL_SAFE_NO_PAD.encode(claims.to_string()),
+        URL_SAFE_NO_PAD.encode(signature)
+    )
+}
+
+/// Signs `claims` with the application's real current key.
+async fn signed_by_app(app: &TestApp, claims: &Value) -> String {
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let (kid, key) = app.state.tokens.keys.current(shard, id).await.unwrap();
+    let claims: gatehouse::tokens::jwt::Claims = serde_json::from_value(claims.clone()).unwrap();
+    gatehouse::tokens::jwt::sign(&claims, kid, &key)
+}
+
+#[actix_web::test]
+async fn tampered_foreign_expired_and_confused_tokens_are_all_401() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    let token = token_of(&data);
+    let user = |t: &str| as_user(&app.caller, t);
+    assert_eq!(app.send(&user(&token), Method::GET, "/v1/auth/me", None).await.status, 200);
+
+    let parts: Vec<&str> = token.split('.').collect();
+    let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+    let claims = claims_of(&token);
+    let signature = URL_SAFE_NO_PAD.decode(parts[2]).unwrap();
+    let kid = header["kid"].clone();
+    let jwks = app
+        .raw(app.client.get(app.url(&format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id))))
+        .await;
+    let public_key = URL_SAFE_NO_PAD.decode(jwks.body["keys"][0]["x"].as_str().unwrap()).unwrap();
+
+    let mut bad: Vec<(String, String)> = Vec::new();
+    for alg in ["none", "None", "NONE", "nOnE"] {
+        let h = json!({"alg": alg, "typ": "JWT", "kid": kid});
+        bad.push((format!("alg {alg}"), forged(h.clone(), &claims, b"")));
+        bad.push((format!("alg {alg}, no signature"), forged(h, &claims, b"").trim_end_matches('.').to_string()));
+    }
+    let hs_header = json!({"alg": "HS256", "typ": "JWT", "kid": kid});
+    let signing_input =
+        format!("{}.{}", URL_SAFE_NO_PAD.encode(hs_header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+    let mut mac = Hmac::<Sha256>::new_from_slice(&public_key).unwrap();
+    mac.update(signing_input.as_bytes());
+    bad.push((
+        "HS256 with the public key".into(),
+        format!("{signing_input}.{}", URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())),
+    ));
+    let mut flipped = signature.clone();
+    flipped[10] ^= 1;
+    bad.push((
+        "flipped signature bit".into(),
+        format!("{}.{}.{}", parts[0], parts[1], URL_SAFE_NO_PAD.encode(&flipped)),
+    ));
+    bad.push((
+        "truncated signature".into(),
+        format!("{}.{}.{}", parts[0], parts[1], URL_SAFE_NO_PAD.encode(&signature[..32])),
+    ));
+    let mut changed = claims.clone();
+    changed["sub"] = json!(Uuid::now_v7());
+    bad.push(("changed claim".into(), forged(header.clone(), &changed, &signature)));
+    bad.push((
+        "unknown kid".into(),
+        forged(json!({"alg": "EdDSA", "typ": "JWT", "kid": Uuid::now_v7()}), &claims, &signature),
+    ));
+    bad.push((
+        "jku header".into(),
+        forged(json!({"alg": "EdDSA", "typ": "JWT", "kid": kid, "jku": "http://127.0.0.1:1/"}), &claims, &signature),
+    ));
+    bad.push(("padding".into(), format!("{token}==")));
+    bad.push(("four segments".into(), format!("{token}.x")));
+    bad.push(("empty".into(), String::new()));
+    let now = chrono::Utc::now().timestamp();
+    let mut expired = claims.clone();
+    (expired["iat"], expired["nbf"], expired["exp"]) = (json!(now - 400), json!(now - 400), json!(now - 31));
+    bad.push(("expired past the leeway".into(), signed_by_app(&app, &expired).await));
+    let mut future = claims.clone();
+    future["nbf"] = json!(now + 120);
+    bad.push(("not yet valid".into(), signed_by_app(&app, &future).await));
+    let mut wrong_aud = claims.clone();
+    wrong_aud["aud"] = json!(Uuid::now_v7().to_string());
+    bad.push(("wrong aud".into(), signed_by_app(&app, &wrong_aud).await));
+    let mut wrong_iss = claims.clone();
+    wrong_iss["iss"] = json!("http://evil.example/v1/applications/x");
+    bad.push(("wrong iss".into(), signed_by_app(&app, &wrong_iss).await));
+
+    let other = app.create_application(json!({"name": "Other"})).await;
+    let foreign = sign_up(&app, &other, "ada@example.com").await;
+    bad.push(("another application's token".into(), token_of(&foreign)));
+
+    for (what, token) in bad {
+        let reply = app.send(&user(&token), Method::GET, "/v1/auth/me", None).await;
+        assert_eq!(reply.status, 401, "{what}: {:?}", reply.body);
+        assert_eq!(reply.error_code(), "unauthenticated", "{what}");
+    }
+    let mut inside = claims.clone();
+    (inside["iat"], inside["nbf"], inside["exp"]) = (json!(now - 400), json!(now - 400), json!(now - 20));
+    let reply = app.send(&user(&signed_by_app(&app, &inside).await), Method::GET, "/v1/auth/me", None).await;
+    assert_eq!(reply.status, 200, "expired 20 s ago is inside the 30 s leeway");
+}
+
+#[actix_web::test]
+async fn a_secret_key_is_not_an_access_token_and_an_access_token_is_not_a_secret_key() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    assert_eq!(app.get("/v1/auth/me").await.status, 401);
+    let user = as_user(&app.caller, &token_of(&data));
+    assert_eq!(app.send(&user, Method::GET, "/v1/users", None).await.status, 401);
+    assert_eq!(app.send(&user, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await.status, 401);
+}
+
+#[actix_web::test]
+async fn rotation_signs_new_tokens_with_a_new_key_and_keeps_the_old_one_valid() {
+    let app = spawn_app().await;
+    let before = token_of(&sign_up(&app, &app.caller, "ada@example.com").await);
+    let path = format!("/v1/applications/{}/signing-keys/rotate", app.caller.application_id);
+    let rotated = app.post(&path, &json!({})).await;
+    assert_eq!(rotated.status, 200, "{:?}", rotated.body);
+    let kid = rotated.data()["kid"].as_str().unwrap();
+    let after = token_of(&sign_up(&app, &app.caller, "bob@example.com").await);
+    let kid_of = |t: &str| -> Value {
+        serde_json::from_slice::<Value>(&URL_SAFE_NO_PAD.decode(t.split('.').next().unwrap()).unwrap()).unwrap()["kid"]
+            .clone()
+    };
+    assert_eq!(kid_of(&after), kid);
+    assert_ne!(kid_of(&before), kid);
+    for token in [&before, &after] {
+        assert_eq!(app.send(&as_user(&app.caller, token), Method::GET, "/v1/auth/me", None).await.status, 200);
+    }
+    let jwks = app
+        .raw(app.client.get(app.url(&format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id))))
+        .await;
+    assert_eq!(jwks.body["keys"].as_array().unwrap().len(), 2, "{:?}", jwks.body);
+    let plain = app.key_with_scopes(json!([])).await;
+    assert_eq!(app.send(&plain, Method::POST, &path, Some(&json!({}))).await.status, 403, "needs admin");
+}
+
+#[actix_web::test]
+async fn users_are_managed_with_a_secret_key_and_isolated_per_application() {
+    let app = spawn_app().await;
+    let created = app.post("/v1/users", &json!({"email": "carol@example.com", "password": PASSWORD})).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let id = created.data()["id"].as_str().unwrap().to_string();
+    assert!(created.data().get("password_hash").is_none());
+    let signed_in = public_post(
+        &app,
+        &app.caller,
+        "/v1/auth/sign-in",
+        &json!({"email": "carol@example.com", "password": PASSWORD}),
+    )
+    .await;
+    assert_eq!(signed_in.status, 200);
+    let patched = app.patch(&format!("/v1/users/{id}"), &json!({"email": "carol2@example.com"})).await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    assert_eq!(patched.data()["email"], "carol2@example.com");
+    let sessions = app.get(&format!("/v1/users/{id}/sessions")).await;
+    assert_eq!(sessions.data().as_array().unwrap().len(), 1);
+    let found = app.get("/v1/users?email=CAROL2@example.com").await;
+    assert_eq!(found.data().as_array().unwrap().len(), 1);
+
+    let other = app.other_account().await;
+    for (method, path) in [
+        (Method::GET, format!("/v1/users/{id}")),
+        (Method::PATCH, format!("/v1/users/{id}")),
+        (Method::DELETE, format!("/v1/users/{id}")),
+    ] {
+        let reply = app.send(&other, method, &path, Some(&json!({}))).await;
+        assert_eq!(reply.status, 404, "{path}: {:?}", reply.body);
+    }
+    let user = as_user(&app.caller, &token_of(signed_in.data()));
+    assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/users/{id}"), None).await.status, 200);
+    assert_eq!(app.get(&format!("/v1/users/{id}")).await.status, 404);
+    assert_eq!(app.send(&user, Method::GET, "/v1/auth/me", None).await.status, 401, "a deleted user's token is dead");
+    let types = app.audit_types().await;
+    for expected in ["user.created", "user.updated", "user.deleted", "sign_in.succeeded"] {
+        assert!(types.iter().any(|t| t == expected), "{expected}");
+    }
+}
+
+#[actix_web::test]
+async fn organizations_memberships_and_activation_put_org_claims_in_the_token() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    let user_id = data["user"]["id"].as_str().unwrap();
+    let org = app.post("/v1/organizations", &json!({"name": "Acme Inc", "slug": "acme"})).await;
+    assert_eq!(org.status, 201, "{:?}", org.body);
+    let org_id = org.data()["id"].as_str().unwrap().to_string();
+    assert_eq!(app.post("/v1/organizations", &json!({"name": "Acme 2", "slug": "acme"})).await.status, 409);
+    let members = format!("/v1/organizations/{org_id}/memberships");
+    let added = app.post(&members, &json!({"user_id": user_id, "role": "admin"})).await;
+    assert_eq!(added.status, 201, "{:?}", added.body);
+    assert_eq!(added.data()["role"], "admin");
+    let again = app.post(&members, &json!({"user_id": user_id, "role": "member"})).await;
+    assert_eq!((again.status, again.error_code()), (409, "already_member"));
+
+    let user = as_user(&app.caller, &token_of(&data));
+    let activated = app.send(&user, Method::POST, &format!("/v1/auth/organizations/{org_id}/activate"), None).await;
+    assert_eq!(activated.status, 200, "{:?}", activated.body);
+    let claims = claims_of(&token_of(activated.data()));
+    assert_eq!(claims["org"], org_id.as_str());
+    assert_eq!(claims["org_role"], "admin");
+    let refreshed =
+        public_post(&app, &app.caller, "/v1/auth/token", &json!({"refresh_token": data["refresh_token"]})).await;
+    assert_eq!(claims_of(&token_of(refreshed.data()))["org_role"], "admin", "refreshes keep the organization");
+
+    let changed =
+        app.send(&app.caller, Method::PATCH, &format!("{members}/{user_id}"), Some(&json!({"role": "owner"}))).await;
+    assert_eq!(changed.data()["role"], "owner");
+    let me = app.send(&user, Method::GET, "/v1/auth/me", None).await;
+    assert_eq!(me.data()["organizations"][0]["role"], "owner");
+
+    let other_org = app.post("/v1/organizations", &json!({"name": "Other"})).await;
+    let other_id = other_org.data()["id"].as_str().unwrap();
+    let not_member = app.send(&user, Method::POST, &format!("/v1/auth/organizations/{other_id}/activate"), None).await;
+    assert_eq!(not_member.status, 404);
+
+    assert_eq!(app.send(&app.caller, Method::DELETE, &format!("{members}/{user_id}"), None).await.status, 200);
+    assert_eq!(app.get(&members).await.data().as_array().unwrap().len(), 0);
+    assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/organizations/{org_id}"), None).await.status, 200);
+    let types = app.audit_types().await;
+    for expected in [
+        "organization.created",
+        "organization.membership.created",
+        "organization.membership.updated",
+        "organization.membership.deleted",
+        "organization.deleted",
+    ] {
+        assert!(types.iter().any(|t| t == expected), "{expected}");
+    }
+}
+
+#[actix_web::test]
+async fn personal_keys_are_issued_listed_revoked_and_verified_by_the_backend() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    let user = as_user(&app.caller, &token_of(&data));
+    let created =
+        app.send(&user, Method::POST, "/v1/auth/me/api-keys", Some(&json!({"name": "cli", "scopes": ["read"]}))).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let secret = created.data()["secret"].as_str().unwrap().to_string();
+    assert!(secret.starts_with("uk_test_"));
+    let key_id = created.data()["id"].as_str().unwrap().to_string();
+    let listed = app.send(&user, Method::GET, "/v1/auth/me/api-keys", None).await;
+    assert_eq!(listed.data().as_array().unwrap().len(), 1);
+    assert!(listed.data()[0].get("secret").is_none());
+
+    let verified = app.post("/v1/api-keys/verify", &json!({"secret": secret})).await;
+    assert_eq!(verified.status, 200, "{:?}", verified.body);
+    assert_eq!(verified.data()["valid"], true);
+    assert_eq!(verified.data()["kind"], "user");
+    assert_eq!(verified.data()["subject_id"], data["user"]["id"]);
+    assert_eq!(verified.data()["scopes"], json!(["read"]));
+    assert_eq!(verified.data()["key_id"], key_id.as_str());
+
+    let other = app.other_account().await;
+    let elsewhere = app.send(&other, Method::POST, "/v1/api-keys/verify", Some(&json!({"secret": secret}))).await;
+    assert_eq!(elsewhere.data()["valid"], false, "another application's key");
+    let someone = sign_up(&app, &app.caller, "bob@example.com").await;
+    let bob = as_user(&app.caller, &token_of(&someone));
+    let theirs = app.send(&bob, Method::POST, &format!("/v1/auth/me/api-keys/{key_id}/revoke"), None).await;
+    assert_eq!(theirs.status, 404, "another user's key");
+    let revoked = app.send(&user, Method::POST, &format!("/v1/auth/me/api-keys/{key_id}/revoke"), None).await;
+    assert_eq!(revoked.status, 200);
+    assert!(revoked.data()["revoked_at"].is_string());
+    for secret in [secret.as_str(), "uk_test_nope", "sk_test_x", ""] {
+        let reply = app.post("/v1/api-keys/verify", &json!({"secret": secret})).await;
+        assert_eq!((reply.status, reply.data()["valid"].clone()), (200, json!(false)), "{secret}");
+    }
+}
+
+#[actix_web::test]
+async fn cors_follows_the_applications_allowed_origins_on_end_user_routes_only() {
+    let app = spawn_app().await;
+    let patched = app
+        .patch(
+            &format!("/v1/applications/{}", app.caller.application_id),
+            &json!({"allowed_origins": ["https://app.example.com"]}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    let preflight = |origin: &str| {
+        app.client
+            .request(Method::OPTIONS, app.url("/v1/auth/sign-in"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .header("access-control-request-headers", "content-type, x-application-id")
+    };
+    let allowed = app.raw(preflight("https://app.example.com")).await;
+    assert_eq!(allowed.status, 204, "{:?}", allowed.body);
+    assert_eq!(allowed.header("access-control-allow-origin"), Some("https://app.example.com"));
+    let refused = app.raw(preflight("https://evil.example.com")).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "origin_not_allowed"));
+    assert!(refused.header("access-control-allow-origin").is_none());
+
+    let body = json!({"email": "ada@example.com", "password": PASSWORD});
+    let sign_up = |origin: &str| {
+        app.client
+            .post(app.url("/v1/auth/sign-up"))
+            .header("origin", origin)
+            .header("x-application-id", &app.caller.application_id)
+            .json(&body)
+    };
+    let evil = app.raw(sign_up("https://evil.example.com")).await;
+    assert_eq!((evil.status, evil.error_code()), (403, "origin_not_allowed"));
+    assert_eq!(app.get("/v1/users").await.data().as_array().unwrap().len(), 0, "refused before anything ran");
+    let good = app.raw(sign_up("https://app.example.com")).await;
+    assert_eq!(good.status, 201, "{:?}", good.body);
+    assert_eq!(good.header("access-control-allow-origin"), Some("https://app.example.com"));
+
+    let management = app
+        .raw(
+            app.client
+                .get(app.url("/v1/users"))
+                .header("origin", "https://app.example.com")
+                .header("x-application-id", &app.caller.application_id)
+                .bearer_auth(&app.caller.key),
+        )
+        .await;
+    assert_eq!(management.status, 200);
+    assert!(management.header("access-control-allow-origin").is_none(), "secret-key routes send no CORS headers");
+}
