@@ -83,9 +83,16 @@ impl PasswordHasher {
             metrics::counter!("password_hash_shed_total").increment(1);
             return Err(ApiError::unavailable("Too many sign-ins at once; try again shortly."));
         }
-        let _admission = Admission(self.admitted.clone());
-        let _permit = self.running.acquire().await.map_err(ApiError::internal)?;
-        tokio::task::spawn_blocking(work).await.map_err(ApiError::internal)
+        let admission = Admission(self.admitted.clone());
+        let permit = self.running.clone().acquire_owned().await.map_err(ApiError::internal)?;
+        // The slot and the permit go with the hash: a caller that goes away
+        // does not free them while its hash still runs.
+        tokio::task::spawn_blocking(move || {
+            let _held = (admission, permit);
+            work()
+        })
+        .await
+        .map_err(ApiError::internal)
     }
 }
 

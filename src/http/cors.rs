@@ -91,7 +91,7 @@ pub async fn middleware<B: MessageBody + 'static>(
         };
         return Ok(req.into_response(answer).map_into_right_body());
     }
-    let allowed = req.extensions().get::<Tenant>().map(|t| t.allowed_origins.iter().any(|o| *o == origin));
+    let allowed = req.extensions().get::<Tenant>().map(|t| t.allowed_origins.contains(&origin));
     match allowed {
         Some(false) => Ok(req.into_response(refused()).map_into_right_body()),
         // No application: the request fails authentication, without CORS headers.

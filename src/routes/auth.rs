@@ -137,6 +137,9 @@ pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     let caller = hooks::Caller { shard: &shard, master_key: &state.master_key, clients: &state.webhooks };
     hooks::pre_sign_up(&caller, &tenant, &email, &serde_json::Value::Object(profile.clone())).await?;
     let password_hash = state.passwords.hash(request.password).await?;
+    // The signing key exists before anything commits: nothing after the
+    // commit can fail on it.
+    state.tokens.keys.current(&shard, tenant.id).await?;
     let txn = shard.begin_write().await?;
     let user = users::insert(&*txn, tenant.id, email, Some(password_hash), profile, &Actor::public()).await?;
     let opened = sessions::open(&*txn, tenant.id, user.id, session_ttl(&state), &Actor::public()).await?;
@@ -162,27 +165,27 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
         .await?;
     let request: SignInRequest = body.json().await?;
     let email = request.email.trim().to_lowercase();
-    if email.is_empty() || email.len() > 254 || request.password.len() > 4 * users::MAX_PASSWORD {
-        return Err(ApiError::new(Code::InvalidCredentials, "The email or password is wrong."));
+    if email.is_empty() || email.chars().count() > 254 || request.password.len() > 4 * users::MAX_PASSWORD {
+        let shown: String = email.chars().take(254).collect();
+        return failed_sign_in(&shard, tenant.id, &shown, None, "malformed").await;
     }
     limit(&state, &req, format!("sign_in:email:{}:{email}", tenant.id), limits.sign_in_per_email_per_minute).await?;
+    state.tokens.keys.current(&shard, tenant.id).await?;
     let found = users::find_by_email(&shard.conn, tenant.id, &email).await?;
     let stored = found.as_ref().and_then(|u| u.password_hash.clone());
     let matches = state.passwords.verify(request.password, stored).await?;
-    let txn = shard.begin_write().await?;
     let user = match found {
         Some(user) if matches => user,
-        found => {
-            let user_id = found.map(|u| u.id);
-            let data =
-                json!({"email": email, "reason": if user_id.is_some() { "wrong_password" } else { "unknown_email" }});
-            audit::record(&*txn, tenant.id, &Actor::public(), "sign_in.failed", user_id, data).await?;
-            txn.commit().await?;
-            return Err(ApiError::new(Code::InvalidCredentials, "The email or password is wrong."));
-        }
+        Some(user) => return failed_sign_in(&shard, tenant.id, &email, Some(user.id), "wrong_password").await,
+        None => return failed_sign_in(&shard, tenant.id, &email, None, "unknown_email").await,
     };
+    let txn = shard.begin_write().await?;
     let now = crate::clock::now();
-    users::touch_sign_in(&*txn, tenant.id, user.id, now).await?;
+    // Deleted while its password was being checked: no session for it.
+    if !users::touch_sign_in(&*txn, tenant.id, user.id, now).await? {
+        drop(txn);
+        return failed_sign_in(&shard, tenant.id, &email, None, "unknown_email").await;
+    }
     let actor = Actor::user(user.id);
     let opened = sessions::open(&*txn, tenant.id, user.id, session_ttl(&state), &actor).await?;
     audit::record(
@@ -197,6 +200,22 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     txn.commit().await?;
     let user = user::Model { last_sign_in_at: Some(now), ..user };
     Ok(envelope::ok(signed_in(&state, &shard, &user, opened).await?))
+}
+
+/// Records a failed sign-in (the reason is for the operator) and answers
+/// the one 401 every failure gets.
+async fn failed_sign_in(
+    shard: &Db,
+    application_id: Uuid,
+    email: &str,
+    user_id: Option<Uuid>,
+    reason: &str,
+) -> ApiResult<HttpResponse> {
+    let txn = shard.begin_write().await?;
+    let data = json!({"email": email, "reason": reason});
+    audit::record(&*txn, application_id, &Actor::public(), "sign_in.failed", user_id, data).await?;
+    txn.commit().await?;
+    Err(ApiError::new(Code::InvalidCredentials, "The email or password is wrong."))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -226,10 +245,10 @@ async fn access_token(state: &AppState, shard: &Db, session: &session::Model) ->
 #[utoipa::path(post, path = "/v1/auth/token", tag = "auth", request_body = RefreshRequest,
     responses((status = 200, body = RefreshedView), (status = 401)))]
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
-    let (_, shard) = tenant_of(&req, &state)?;
-    let tenant_id = req.extensions().get::<Tenant>().map(|t| t.id).ok_or_else(ApiError::unauthenticated)?;
+    let (tenant, shard) = tenant_of(&req, &state)?;
     let request: RefreshRequest = body.json().await?;
-    let opened = match sessions::refresh(&shard, tenant_id, &request.refresh_token, session_ttl(&state)).await? {
+    state.tokens.keys.current(&shard, tenant.id).await?;
+    let opened = match sessions::refresh(&shard, tenant.id, &request.refresh_token, session_ttl(&state)).await? {
         Ok(opened) => opened,
         Err(refused) => {
             metrics::counter!("refresh_refused_total", "reason" => format!("{refused:?}")).increment(1);

@@ -259,7 +259,7 @@ async fn record_call(
         "fail_open": hook.fail_open,
     });
     let txn = shard.begin_write().await?;
-    audit::record(&*txn, application_id, &Actor::system(), "hook.called", Some(hook.id), data).await?;
+    audit::record(&*txn, application_id, &Actor::public(), "hook.called", Some(hook.id), data).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -50,7 +50,7 @@ fn options_issue(issues: &mut Issues, field_type: &str, options: &Option<Value>)
         }
         (true, _) => issues.add("options", format!("required for `{field_type}`: 1 to {MAX_OPTIONS} strings")),
         (false, Some(Value::Null) | None) => {}
-        (false, Some(_)) => issues.add("options", format!("only `select` and `multi_select` take options")),
+        (false, Some(_)) => issues.add("options", "only `select` and `multi_select` take options"),
     }
 }
 

@@ -211,18 +211,19 @@ pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -
     Ok(())
 }
 
-/// Records a successful sign-in, in the caller's transaction.
+/// Records a successful sign-in, in the caller's transaction; false when
+/// the user no longer exists.
 pub async fn touch_sign_in(
     db: &impl ConnectionTrait,
     application_id: Uuid,
     id: Uuid,
     at: chrono::DateTime<chrono::Utc>,
-) -> Result<(), DbErr> {
-    user::Entity::update_many()
+) -> Result<bool, DbErr> {
+    let touched = user::Entity::update_many()
         .col_expr(user::Column::LastSignInAt, Expr::value(at))
         .filter(user::Column::ApplicationId.eq(application_id))
         .filter(user::Column::Id.eq(id))
         .exec(db)
         .await?;
-    Ok(())
+    Ok(touched.rows_affected == 1)
 }
