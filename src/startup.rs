@@ -14,6 +14,7 @@ use crate::{
     http::{self as gh_http, errors},
     region::{forward, router::Directory},
     routes,
+    service::rotations::Rotations,
     state::AppState,
     storage::Storage,
     telemetry,
@@ -64,6 +65,8 @@ impl Application {
         let storage = Arc::new(open_storage(&settings).await?);
         let directory = Directory::start(storage.catalog.clone());
         let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
+        let rotations =
+            Rotations::start(&storage, chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));
         let state = web::Data::new(AppState {
             tenants: TenantRegistry::new(storage.clone(), directory.clone()),
             settings: Arc::new(settings.clone()),
@@ -81,6 +84,7 @@ impl Application {
                 settings.tokens.access_ttl_seconds,
             ),
             cors: Default::default(),
+            rotations,
             master_key,
             metrics: telemetry::metrics_handle(),
             redis,

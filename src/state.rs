@@ -25,6 +25,7 @@ pub struct AppState {
     pub passwords: PasswordHasher,
     pub tokens: AccessTokens,
     pub cors: crate::http::cors::OriginUnion,
+    pub rotations: crate::service::rotations::Rotations,
     pub metrics: PrometheusHandle,
     pub redis: Option<redis::Client>,
     /// For forwarding to peer nodes.

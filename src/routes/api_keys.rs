@@ -177,9 +177,7 @@ pub async fn verify_api_key(key: SecretKey, body: Body) -> ApiResult<HttpRespons
             valid: true,
             kind: Some("user"),
             subject_id: Some(found.user_id),
-            scopes: Some(
-                found.scopes.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
-            ),
+            scopes: Some(api_keys::scope_list(&found.scopes).collect()),
             key_id: Some(found.id),
         },
         None => VerifiedKeyView::default(),

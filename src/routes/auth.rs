@@ -248,7 +248,7 @@ pub async fn refresh(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     let (tenant, shard) = tenant_of(&req, &state)?;
     let request: RefreshRequest = body.json().await?;
     state.tokens.keys.current(&shard, tenant.id).await?;
-    let opened = match sessions::refresh(&shard, tenant.id, &request.refresh_token, session_ttl(&state)).await? {
+    let opened = match state.rotations.rotate(&shard, tenant.region, tenant.id, &request.refresh_token).await? {
         Ok(opened) => opened,
         Err(refused) => {
             metrics::counter!("refresh_refused_total", "reason" => format!("{refused:?}")).increment(1);
@@ -354,7 +354,7 @@ impl From<&user_api_key::Model> for ApiKeyView {
             id: key.id,
             name: key.name.clone(),
             prefix: key.prefix.clone(),
-            scopes: key.scopes.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned)).collect(),
+            scopes: crate::service::api_keys::scope_list(&key.scopes).collect(),
             expires_at: key.expires_at,
             created_at: key.created_at,
             last_used_at: key.last_used_at,

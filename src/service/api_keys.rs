@@ -122,7 +122,12 @@ pub async fn create(
 
 /// The scopes of a stored key.
 pub fn scopes(key: &api_key::Model) -> impl Iterator<Item = String> + '_ {
-    key.scopes.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned))
+    scope_list(&key.scopes)
+}
+
+/// Scopes as stored: a JSON array of strings (of any kind of key).
+pub fn scope_list(stored: &serde_json::Value) -> impl Iterator<Item = String> + '_ {
+    stored.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned))
 }
 
 fn of_application(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {

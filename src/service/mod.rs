@@ -6,6 +6,7 @@ pub mod applications;
 pub mod hooks;
 pub mod organizations;
 pub mod profile_fields;
+pub mod rotations;
 pub mod sessions;
 pub mod user_api_keys;
 pub mod users;

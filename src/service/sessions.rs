@@ -20,30 +20,29 @@ use crate::{
 
 const PREFIX: &str = "rt_";
 
-fn new_refresh_token() -> String {
-    let mut bytes = [0u8; 32];
-    OsRng.fill_bytes(&mut bytes);
-    format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes))
-}
-
 /// A session with the refresh token just issued for it (shown once).
 pub struct Opened {
     pub session: session::Model,
     pub refresh_token: String,
 }
 
-async fn issue_token(db: &impl ConnectionTrait, application_id: Uuid, session_id: Uuid) -> Result<String, DbErr> {
-    let token = new_refresh_token();
-    refresh_token::Entity::insert(refresh_token::ActiveModel::from(refresh_token::Model {
+/// A new refresh token for a session: the secret (shown once) and its row.
+pub fn new_refresh_token(
+    application_id: Uuid,
+    session_id: Uuid,
+    now: chrono::DateTime<chrono::Utc>,
+) -> (String, refresh_token::Model) {
+    let mut bytes = [0u8; 32];
+    OsRng.fill_bytes(&mut bytes);
+    let token = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
+    let row = refresh_token::Model {
         token_hash: sha256(&token).to_vec(),
         application_id,
         session_id,
-        created_at: crate::clock::now(),
+        created_at: now,
         rotated_at: None,
-    }))
-    .exec_without_returning(db)
-    .await?;
-    Ok(token)
+    };
+    (token, row)
 }
 
 /// Opens a session for a user, in the caller's transaction.
@@ -68,7 +67,8 @@ pub async fn open(
         revoked_reason: None,
     };
     session::Entity::insert(session::ActiveModel::from(session.clone())).exec_without_returning(db).await?;
-    let refresh_token = issue_token(db, application_id, session.id).await?;
+    let (refresh_token, row) = new_refresh_token(application_id, session.id, now);
+    refresh_token::Entity::insert(refresh_token::ActiveModel::from(row)).exec_without_returning(db).await?;
     audit::record(db, application_id, actor, "session.created", Some(session.id), json!({"user_id": user_id})).await?;
     Ok(Opened { session, refresh_token })
 }
@@ -82,67 +82,26 @@ pub enum RefreshRefused {
     SessionEnded,
 }
 
-/// Rotates a refresh token: the presented one is marked rotated, a new one
-/// issued, the session's expiry slides forward. One transaction; of two
-/// requests presenting the same token, exactly one rotates it.
-pub async fn refresh(
-    shard: &Db,
-    application_id: Uuid,
-    presented: &str,
-    ttl: Duration,
-) -> ApiResult<Result<Opened, RefreshRefused>> {
-    if !presented.starts_with(PREFIX) || presented.len() != PREFIX.len() + 43 {
-        return Ok(Err(RefreshRefused::Unknown));
-    }
-    let hash = sha256(presented).to_vec();
-    let now = crate::clock::now();
-    let txn = shard.begin_write().await?;
-    let rotated = refresh_token::Entity::update_many()
-        .col_expr(refresh_token::Column::RotatedAt, Expr::value(now))
-        .filter(refresh_token::Column::TokenHash.eq(hash.clone()))
+/// Whether a presented value can be a refresh token at all.
+pub fn is_refresh_token_shape(presented: &str) -> bool {
+    presented.starts_with(PREFIX) && presented.len() == PREFIX.len() + 43
+}
+
+/// A presented token that is not current: unknown, or rotated before, in
+/// which case it was stolen or leaked and its whole session is revoked.
+pub async fn refuse_not_current(shard: &Db, application_id: Uuid, hash: Vec<u8>) -> ApiResult<RefreshRefused> {
+    let earlier = refresh_token::Entity::find_by_id(hash)
         .filter(refresh_token::Column::ApplicationId.eq(application_id))
-        .filter(refresh_token::Column::RotatedAt.is_null())
-        .exec_with_returning(&*txn)
+        .one(&shard.conn)
         .await?;
-    let Some(token) = rotated.into_iter().next() else {
-        let earlier = refresh_token::Entity::find_by_id(hash)
-            .filter(refresh_token::Column::ApplicationId.eq(application_id))
-            .one(&*txn)
-            .await?;
-        let Some(earlier) = earlier else {
-            return Ok(Err(RefreshRefused::Unknown));
-        };
-        let revoked =
-            revoke_in(&*txn, application_id, earlier.session_id, "refresh_token_reuse", &Actor::system()).await?;
-        if revoked {
-            txn.commit().await?;
-        }
-        return Ok(Err(RefreshRefused::Reused));
+    let Some(earlier) = earlier else {
+        return Ok(RefreshRefused::Unknown);
     };
-    let Some(mut session) = find_active(&*txn, application_id, token.session_id).await? else {
-        return Ok(Err(RefreshRefused::SessionEnded));
-    };
-    let refresh_token = issue_token(&*txn, application_id, session.id).await?;
-    session.refreshed_at = now;
-    session.expires_at = now + ttl;
-    session::Entity::update_many()
-        .col_expr(session::Column::RefreshedAt, Expr::value(now))
-        .col_expr(session::Column::ExpiresAt, Expr::value(session.expires_at))
-        .filter(session::Column::ApplicationId.eq(application_id))
-        .filter(session::Column::Id.eq(session.id))
-        .exec(&*txn)
-        .await?;
-    audit::record(
-        &*txn,
-        application_id,
-        &Actor::user(session.user_id),
-        "session.refreshed",
-        Some(session.id),
-        json!({"user_id": session.user_id}),
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(Ok(Opened { session, refresh_token }))
+    let txn = shard.begin_write().await?;
+    if revoke_in(&*txn, application_id, earlier.session_id, "refresh_token_reuse", &Actor::system()).await? {
+        txn.commit().await?;
+    }
+    Ok(RefreshRefused::Reused)
 }
 
 fn of_application(application_id: Uuid) -> sea_orm::Select<session::Entity> {

@@ -1,0 +1,205 @@
+//! Refresh-token rotation, group-committed. Every rotation writes its
+//! audit row, and audit rows of one application take turns on the chain's
+//! head row until their transaction commits; one rotation per transaction
+//! would cap an application at one commit (one WAL flush) per rotation.
+//! Instead each region has one rotator task: rotations queue to it, and it
+//! takes everything queued into one transaction (a few statements for the
+//! whole batch plus one audit row each) and one commit. Under light load a
+//! batch is one rotation; under heavy load the batch grows and the cost of
+//! the commit is shared. Nothing is answered before its commit.
+use std::collections::HashMap;
+
+use chrono::Duration;
+use entity::{refresh_token, session};
+use sea_orm::{sea_query::Expr, ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter};
+use serde_json::json;
+use tokio::sync::{mpsc, oneshot};
+use uuid::Uuid;
+
+use super::sessions::{self, Opened, RefreshRefused};
+use crate::{
+    audit::{self, Actor},
+    crypto::sha256,
+    error::{ApiError, ApiResult},
+    region::Region,
+    storage::{Db, Storage},
+};
+
+/// Rotations one transaction takes at most.
+const MAX_BATCH: usize = 128;
+const QUEUE: usize = 4096;
+
+/// What the batch decided for one rotation.
+enum Rotated {
+    Done(Opened),
+    /// The token is not a current one: unknown, or already rotated (reuse).
+    NotCurrent,
+    SessionEnded,
+}
+
+struct Job {
+    application_id: Uuid,
+    hash: Vec<u8>,
+    reply: oneshot::Sender<Result<Rotated, ApiError>>,
+}
+
+/// The rotator of each region this node holds.
+#[derive(Clone)]
+pub struct Rotations {
+    queues: HashMap<Region, mpsc::Sender<Job>>,
+}
+
+impl Rotations {
+    /// Starts one rotator task per region held; call inside the runtime.
+    pub fn start(storage: &Storage, ttl: Duration) -> Self {
+        let mut queues = HashMap::new();
+        for region in Region::ALL {
+            if let Some(shard) = storage.shard(region) {
+                let (sender, receiver) = mpsc::channel(QUEUE);
+                actix_web::rt::spawn(run(shard.clone(), ttl, receiver));
+                queues.insert(region, sender);
+            }
+        }
+        Self { queues }
+    }
+
+    /// Rotates a refresh token: the presented one is marked rotated, a new
+    /// one issued, the session's expiry slides forward. Of two requests
+    /// presenting the same token, exactly one rotates it; presenting a
+    /// rotated token revokes the session.
+    pub async fn rotate(
+        &self,
+        shard: &Db,
+        region: Region,
+        application_id: Uuid,
+        presented: &str,
+    ) -> ApiResult<Result<Opened, RefreshRefused>> {
+        if !sessions::is_refresh_token_shape(presented) {
+            return Ok(Err(RefreshRefused::Unknown));
+        }
+        let hash = sha256(presented).to_vec();
+        let queue = self.queues.get(&region).ok_or_else(|| ApiError::unavailable("The region is not held here."))?;
+        let (reply, answer) = oneshot::channel();
+        let job = Job { application_id, hash: hash.clone(), reply };
+        queue.send(job).await.map_err(|_| ApiError::unavailable("Sessions are unavailable; try again shortly."))?;
+        let rotated =
+            answer.await.map_err(|_| ApiError::unavailable("Sessions are unavailable; try again shortly."))??;
+        match rotated {
+            Rotated::Done(opened) => Ok(Ok(opened)),
+            Rotated::SessionEnded => Ok(Err(RefreshRefused::SessionEnded)),
+            Rotated::NotCurrent => sessions::refuse_not_current(shard, application_id, hash).await.map(Err),
+        }
+    }
+}
+
+async fn run(shard: Db, ttl: Duration, mut queue: mpsc::Receiver<Job>) {
+    while let Some(first) = queue.recv().await {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match queue.try_recv() {
+                Ok(job) => batch.push(job),
+                Err(_) => break,
+            }
+        }
+        metrics::histogram!("refresh_batch_size").record(batch.len() as f64);
+        let presented: Vec<(Uuid, Vec<u8>)> = batch.iter().map(|j| (j.application_id, j.hash.clone())).collect();
+        match rotate_batch(&shard, &presented, ttl).await {
+            Ok(results) => {
+                for (job, result) in batch.into_iter().zip(results) {
+                    let _ = job.reply.send(Ok(result));
+                }
+            }
+            Err(err) => {
+                for job in batch {
+                    let _ = job.reply.send(Err(ApiError::from(&err)));
+                }
+            }
+        }
+    }
+}
+
+/// One transaction for a batch: rotate every presented token that is
+/// current, find the sessions, issue the new tokens, slide the sessions,
+/// one `session.refreshed` row each. All or nothing.
+async fn rotate_batch(shard: &Db, presented: &[(Uuid, Vec<u8>)], ttl: Duration) -> Result<Vec<Rotated>, DbErr> {
+    let now = crate::clock::now();
+    let txn = shard.begin_write().await?;
+    let mut tokens = Condition::any();
+    for (application_id, hash) in presented {
+        tokens = tokens.add(
+            Condition::all()
+                .add(refresh_token::Column::ApplicationId.eq(*application_id))
+                .add(refresh_token::Column::TokenHash.eq(hash.clone())),
+        );
+    }
+    let mut rotated = refresh_token::Entity::update_many()
+        .col_expr(refresh_token::Column::RotatedAt, Expr::value(now))
+        .filter(tokens)
+        .filter(refresh_token::Column::RotatedAt.is_null())
+        .exec_with_returning(&*txn)
+        .await?;
+    let mut owners = Condition::any();
+    for token in &rotated {
+        owners = owners.add(
+            Condition::all()
+                .add(session::Column::ApplicationId.eq(token.application_id))
+                .add(session::Column::Id.eq(token.session_id)),
+        );
+    }
+    let live = if rotated.is_empty() {
+        Vec::new()
+    } else {
+        session::Entity::find()
+            .filter(owners.clone())
+            .filter(session::Column::RevokedAt.is_null())
+            .filter(session::Column::ExpiresAt.gt(now))
+            .all(&*txn)
+            .await?
+    };
+    let mut results = Vec::with_capacity(presented.len());
+    let mut issued = Vec::new();
+    for (application_id, hash) in presented {
+        // Each rotated row answers one request: the same token twice in a
+        // batch rotates once, and the second is reuse.
+        let Some(at) = rotated.iter().position(|t| t.application_id == *application_id && t.token_hash == *hash) else {
+            results.push(Rotated::NotCurrent);
+            continue;
+        };
+        let token = rotated.swap_remove(at);
+        let Some(session) = live.iter().find(|s| s.id == token.session_id && s.application_id == *application_id)
+        else {
+            results.push(Rotated::SessionEnded);
+            continue;
+        };
+        let (secret, row) = sessions::new_refresh_token(*application_id, session.id, now);
+        issued.push(refresh_token::ActiveModel::from(row));
+        let session = session::Model { refreshed_at: now, expires_at: now + ttl, ..session.clone() };
+        results.push(Rotated::Done(Opened { session, refresh_token: secret }));
+    }
+    if !issued.is_empty() {
+        refresh_token::Entity::insert_many(issued).exec_without_returning(&*txn).await?;
+        session::Entity::update_many()
+            .col_expr(session::Column::RefreshedAt, Expr::value(now))
+            .col_expr(session::Column::ExpiresAt, Expr::value(now + ttl))
+            .filter(owners)
+            .filter(session::Column::RevokedAt.is_null())
+            .exec(&*txn)
+            .await?;
+        for result in &results {
+            if let Rotated::Done(opened) = result {
+                let session = &opened.session;
+                audit::record(
+                    &*txn,
+                    session.application_id,
+                    &Actor::user(session.user_id),
+                    "session.refreshed",
+                    Some(session.id),
+                    json!({"user_id": session.user_id}),
+                )
+                .await?;
+            }
+        }
+    }
+    txn.commit().await?;
+    Ok(results)
+}
