@@ -73,12 +73,16 @@ pub async fn init_chain(db: &impl ConnectionTrait, application_id: Uuid) -> Resu
     Ok(())
 }
 
+/// One row to append.
+pub struct Entry<'a> {
+    pub actor: &'a Actor,
+    pub event_type: &'a str,
+    pub aggregate_id: Option<Uuid>,
+    pub data: serde_json::Value,
+}
+
 /// Appends one row to the application's chain, and its webhook messages to
 /// the outbox. Call it inside the transaction of the change it records.
-///
-/// The first statement bumps the chain head and returns the new `seq` with
-/// the previous hash; that row stays locked until the transaction ends, so
-/// concurrent writers (on any node) take turns and the chain never forks.
 pub async fn record(
     db: &impl ConnectionTrait,
     application_id: Uuid,
@@ -87,35 +91,65 @@ pub async fn record(
     aggregate_id: Option<Uuid>,
     data: serde_json::Value,
 ) -> Result<audit_event::Model, DbErr> {
+    let mut rows = record_many(db, application_id, vec![Entry { actor, event_type, aggregate_id, data }]).await?;
+    Ok(rows.pop().expect("one entry makes one row"))
+}
+
+/// Appends rows to the application's chain in the given order, and their
+/// webhook messages to the outbox, with a fixed number of statements
+/// however many rows.
+///
+/// The first statement bumps the chain head by the number of rows and
+/// returns the previous hash; that row stays locked until the transaction
+/// ends, so concurrent writers (on any node) take turns and the chain never
+/// forks. A transaction appending to several chains must do so in order of
+/// application id, so two such transactions cannot deadlock.
+pub async fn record_many(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    entries: Vec<Entry<'_>>,
+) -> Result<Vec<audit_event::Model>, DbErr> {
+    if entries.is_empty() {
+        return Ok(Vec::new());
+    }
+    let count = entries.len() as i64;
     let head = audit_head::Entity::update_many()
-        .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(1))
+        .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(count))
         .filter(audit_head::Column::ApplicationId.eq(application_id))
         .exec_with_returning(db)
         .await?
         .into_iter()
         .next()
         .ok_or_else(|| DbErr::RecordNotFound(format!("audit chain of application {application_id}")))?;
-    let row = chain::ChainedRow::new(head.seq, head.hash, event_type, actor, aggregate_id, &data)
-        .map_err(|e| DbErr::Custom(format!("audit data cannot be canonicalised: {e}")))?;
+    let mut prev_hash = head.hash;
+    let mut models = Vec::with_capacity(entries.len());
+    for (seq, entry) in (head.seq - count + 1..).zip(entries) {
+        let row =
+            chain::ChainedRow::new(seq, prev_hash, entry.event_type, entry.actor, entry.aggregate_id, &entry.data)
+                .map_err(|e| DbErr::Custom(format!("audit data cannot be canonicalised: {e}")))?;
+        prev_hash = row.hash.clone();
+        models.push(audit_event::Model {
+            id: row.id,
+            application_id,
+            seq: row.seq,
+            event_type: entry.event_type.to_string(),
+            actor_kind: entry.actor.kind.as_str().to_string(),
+            actor_id: entry.actor.id.clone(),
+            aggregate_id: entry.aggregate_id,
+            occurred_at: row.occurred_at,
+            data: row.data,
+            prev_hash: row.prev_hash,
+            hash: row.hash,
+        });
+    }
     audit_head::Entity::update_many()
-        .col_expr(audit_head::Column::Hash, Expr::value(row.hash.clone()))
+        .col_expr(audit_head::Column::Hash, Expr::value(prev_hash))
         .filter(audit_head::Column::ApplicationId.eq(application_id))
         .exec(db)
         .await?;
-    let model = audit_event::Model {
-        id: row.id,
-        application_id,
-        seq: row.seq,
-        event_type: event_type.to_string(),
-        actor_kind: actor.kind.as_str().to_string(),
-        actor_id: actor.id.clone(),
-        aggregate_id,
-        occurred_at: row.occurred_at,
-        data: row.data,
-        prev_hash: row.prev_hash,
-        hash: row.hash,
-    };
-    audit_event::Entity::insert(audit_event::ActiveModel::from(model.clone())).exec_without_returning(db).await?;
-    crate::events::outbox::enqueue(db, &model).await?;
-    Ok(model)
+    audit_event::Entity::insert_many(models.iter().cloned().map(audit_event::ActiveModel::from))
+        .exec_without_returning(db)
+        .await?;
+    crate::events::outbox::enqueue(db, &models).await?;
+    Ok(models)
 }

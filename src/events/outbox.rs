@@ -35,36 +35,47 @@ pub fn payload(event: &audit_event::Model) -> String {
     .to_string()
 }
 
-pub async fn enqueue(db: &impl ConnectionTrait, event: &audit_event::Model) -> Result<(), DbErr> {
+/// Queues a message per event for every active endpoint whose filter takes
+/// it; `events` are rows of one application, in the caller's transaction.
+pub async fn enqueue(db: &impl ConnectionTrait, events: &[audit_event::Model]) -> Result<(), DbErr> {
+    let Some(first) = events.first() else {
+        return Ok(());
+    };
     let endpoints = webhook::Entity::find()
-        .filter(webhook::Column::ApplicationId.eq(event.application_id))
+        .filter(webhook::Column::ApplicationId.eq(first.application_id))
         .filter(webhook::Column::Status.eq(ACTIVE))
         .all(db)
         .await?;
+    if endpoints.is_empty() {
+        return Ok(());
+    }
     let now = crate::clock::now();
-    let payload = payload(event);
-    let messages: Vec<webhook_message::ActiveModel> = endpoints
-        .iter()
-        .filter(|endpoint| {
-            let filter: Vec<String> = serde_json::from_value(endpoint.event_types.clone()).unwrap_or_default();
-            filter_takes(&filter, &event.event_type)
-        })
-        .map(|endpoint| {
-            webhook_message::Model {
-                id: Uuid::now_v7(),
-                application_id: event.application_id,
-                webhook_id: endpoint.id,
-                event_type: event.event_type.clone(),
-                payload: payload.clone(),
-                status: PENDING.to_string(),
-                attempts_made: 0,
-                next_attempt_at: Some(now),
-                lease_until: None,
-                created_at: now,
+    let filters: Vec<Vec<String>> =
+        endpoints.iter().map(|e| serde_json::from_value(e.event_types.clone()).unwrap_or_default()).collect();
+    let mut messages: Vec<webhook_message::ActiveModel> = Vec::new();
+    for event in events {
+        let payload = payload(event);
+        for (endpoint, filter) in endpoints.iter().zip(&filters) {
+            if !filter_takes(filter, &event.event_type) {
+                continue;
             }
-            .into()
-        })
-        .collect();
+            messages.push(
+                webhook_message::Model {
+                    id: Uuid::now_v7(),
+                    application_id: event.application_id,
+                    webhook_id: endpoint.id,
+                    event_type: event.event_type.clone(),
+                    payload: payload.clone(),
+                    status: PENDING.to_string(),
+                    attempts_made: 0,
+                    next_attempt_at: Some(now),
+                    lease_until: None,
+                    created_at: now,
+                }
+                .into(),
+            );
+        }
+    }
     if !messages.is_empty() {
         webhook_message::Entity::insert_many(messages).exec_without_returning(db).await?;
     }

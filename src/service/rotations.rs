@@ -7,7 +7,7 @@
 //! whole batch plus one audit row each) and one commit. Under light load a
 //! batch is one rotation; under heavy load the batch grows and the cost of
 //! the commit is shared. Nothing is answered before its commit.
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use chrono::Duration;
 use entity::{refresh_token, session};
@@ -150,7 +150,7 @@ async fn rotate_batch(shard: &Db, presented: &[(Uuid, Vec<u8>)], ttl: Duration) 
         Vec::new()
     } else {
         session::Entity::find()
-            .filter(owners.clone())
+            .filter(owners)
             .filter(session::Column::RevokedAt.is_null())
             .filter(session::Column::ExpiresAt.gt(now))
             .all(&*txn)
@@ -178,26 +178,44 @@ async fn rotate_batch(shard: &Db, presented: &[(Uuid, Vec<u8>)], ttl: Duration) 
     }
     if !issued.is_empty() {
         refresh_token::Entity::insert_many(issued).exec_without_returning(&*txn).await?;
+        // Only the live sessions slide; an expired one stays expired.
+        let mut refreshed = Condition::any();
+        for result in &results {
+            if let Rotated::Done(opened) = result {
+                refreshed = refreshed.add(
+                    Condition::all()
+                        .add(session::Column::ApplicationId.eq(opened.session.application_id))
+                        .add(session::Column::Id.eq(opened.session.id)),
+                );
+            }
+        }
         session::Entity::update_many()
             .col_expr(session::Column::RefreshedAt, Expr::value(now))
             .col_expr(session::Column::ExpiresAt, Expr::value(now + ttl))
-            .filter(owners)
-            .filter(session::Column::RevokedAt.is_null())
+            .filter(refreshed)
             .exec(&*txn)
             .await?;
+        // One group of rows per application, in application order (see
+        // `audit::record_many`).
+        let mut by_application: BTreeMap<Uuid, Vec<&session::Model>> = BTreeMap::new();
         for result in &results {
             if let Rotated::Done(opened) = result {
-                let session = &opened.session;
-                audit::record(
-                    &*txn,
-                    session.application_id,
-                    &Actor::user(session.user_id),
-                    "session.refreshed",
-                    Some(session.id),
-                    json!({"user_id": session.user_id}),
-                )
-                .await?;
+                by_application.entry(opened.session.application_id).or_default().push(&opened.session);
             }
+        }
+        for (application_id, refreshed) in by_application {
+            let actors: Vec<Actor> = refreshed.iter().map(|s| Actor::user(s.user_id)).collect();
+            let entries = refreshed
+                .iter()
+                .zip(&actors)
+                .map(|(session, actor)| audit::Entry {
+                    actor,
+                    event_type: "session.refreshed",
+                    aggregate_id: Some(session.id),
+                    data: json!({"user_id": session.user_id}),
+                })
+                .collect();
+            audit::record_many(&*txn, application_id, entries).await?;
         }
     }
     txn.commit().await?;

@@ -529,3 +529,123 @@ async fn cors_follows_the_applications_allowed_origins_on_end_user_routes_only()
     assert_eq!(management.status, 200);
     assert!(management.header("access-control-allow-origin").is_none(), "secret-key routes send no CORS headers");
 }
+
+/// A token of arbitrary header and payload text, validly signed with the
+/// application's current key.
+async fn signed_raw(app: &TestApp, header: &str, payload: &str) -> String {
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let (_, key) = app.state.tokens.keys.current(shard, id).await.unwrap();
+    let input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header), URL_SAFE_NO_PAD.encode(payload));
+    let signature = key.sign(input.as_bytes(), None);
+    format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+}
+
+#[actix_web::test]
+async fn ill_typed_claims_abused_kids_foreign_headers_and_other_formats_are_401_never_5xx() {
+    let app = spawn_app().await;
+    let data = sign_up(&app, &app.caller, "ada@example.com").await;
+    let token = token_of(&data);
+    let header: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(token.split('.').next().unwrap()).unwrap()).unwrap();
+    let kid = header["kid"].as_str().unwrap().to_string();
+    let claims = claims_of(&token);
+    let good_header = json!({"alg": "EdDSA", "typ": "JWT", "kid": kid}).to_string();
+    let now = chrono::Utc::now().timestamp();
+    assert_eq!(
+        app.send(
+            &as_user(&app.caller, &signed_raw(&app, &good_header, &claims.to_string()).await),
+            Method::GET,
+            "/v1/auth/me",
+            None
+        )
+        .await
+        .status,
+        200,
+        "the raw signer makes valid tokens"
+    );
+
+    let mut cases: Vec<(String, String)> = Vec::new();
+    let with = |name: &str, value: Value| {
+        let mut c = claims.clone();
+        if value.is_null() {
+            c.as_object_mut().unwrap().remove(name);
+        } else {
+            c[name] = value;
+        }
+        c.to_string()
+    };
+    for (what, payload) in [
+        ("exp missing", with("exp", Value::Null)),
+        ("exp as a string", with("exp", json!((now + 300).to_string()))),
+        ("exp as a float", with("exp", json!(now as f64 + 300.5))),
+        ("exp 1e20", with("exp", json!(1e20))),
+        ("iat far in the future", with("iat", json!(now + 86_400))),
+        ("aud as an array", with("aud", json!([claims["aud"], "other"]))),
+        ("sub missing", with("sub", Value::Null)),
+        ("unknown claim", with("admin", json!(true))),
+    ] {
+        cases.push((what.into(), signed_raw(&app, &good_header, &payload).await));
+    }
+    let claims_text = claims.to_string();
+    let duplicate_sub = format!("{},\"sub\":\"{}\"}}", &claims_text[..claims_text.len() - 1], Uuid::now_v7());
+    cases.push(("duplicate sub".into(), signed_raw(&app, &good_header, &duplicate_sub).await));
+    for (what, header) in [
+        ("typ at+jwt", json!({"alg": "EdDSA", "typ": "at+jwt", "kid": kid})),
+        ("typ missing", json!({"alg": "EdDSA", "kid": kid})),
+        ("kid missing", json!({"alg": "EdDSA", "typ": "JWT"})),
+        ("embedded jwk", json!({"alg": "EdDSA", "typ": "JWT", "kid": kid, "jwk": {"kty": "OKP"}})),
+        ("x5u", json!({"alg": "EdDSA", "typ": "JWT", "kid": kid, "x5u": "http://127.0.0.1:1/"})),
+        ("crit", json!({"alg": "EdDSA", "typ": "JWT", "kid": kid, "crit": ["exp"]})),
+        ("kid injection", json!({"alg": "EdDSA", "typ": "JWT", "kid": "' OR 1=1--"})),
+        ("kid path", json!({"alg": "EdDSA", "typ": "JWT", "kid": "../../etc/passwd"})),
+        ("kid 10 kB", json!({"alg": "EdDSA", "typ": "JWT", "kid": "k".repeat(10_000)})),
+        ("kid NUL", json!({"alg": "EdDSA", "typ": "JWT", "kid": "a\u{0}b"})),
+        ("ES256", json!({"alg": "ES256", "typ": "JWT", "kid": kid})),
+    ] {
+        cases.push((what.into(), signed_raw(&app, &header.to_string(), &claims_text).await));
+    }
+    cases.push(("a refresh token".into(), data["refresh_token"].as_str().unwrap().to_string()));
+    cases.push(("a secret key".into(), app.caller.key.clone()));
+    cases.push(("JWS JSON serialization".into(), json!({"payload": "x", "signatures": []}).to_string()));
+    cases.push(("header of 100 kB".into(), format!("{}.{}.x", "A".repeat(100_000), "B")));
+    cases.push(("whitespace".into(), format!(" {token}")));
+
+    for (what, token) in cases {
+        let reply = app.send(&as_user(&app.caller, &token), Method::GET, "/v1/auth/me", None).await;
+        assert!(matches!(reply.status, 401 | 400 | 431), "{what}: {} {:?}", reply.status, reply.body);
+    }
+    let no_application = app.raw(app.client.get(app.url("/v1/auth/me")).bearer_auth(&token)).await;
+    assert_eq!(no_application.status, 401, "a token needs its x-application-id");
+}
+
+#[actix_web::test]
+async fn many_sessions_refreshing_at_once_are_group_committed_and_the_chain_still_verifies() {
+    let app = spawn_with(|s| s.rate_limits.sign_up_per_ip_per_minute = 0).await;
+    let other = app.create_application(json!({"name": "Other"})).await;
+    let mut tokens = Vec::new();
+    for i in 0..12 {
+        let caller = if i % 2 == 0 { &app.caller } else { &other };
+        let data = sign_up(&app, caller, &format!("user{i}@example.com")).await;
+        tokens.push((caller.clone(), data["refresh_token"].as_str().unwrap().to_string()));
+    }
+    for _round in 0..3 {
+        let bodies: Vec<Value> = tokens.iter().map(|(_, token)| json!({"refresh_token": token})).collect();
+        let replies = futures_util::future::join_all(
+            tokens.iter().zip(&bodies).map(|((caller, _), body)| public_post(&app, caller, "/v1/auth/token", body)),
+        )
+        .await;
+        for (slot, reply) in tokens.iter_mut().zip(replies) {
+            assert_eq!(reply.status, 200, "{:?}", reply.body);
+            slot.1 = reply.data()["refresh_token"].as_str().unwrap().to_string();
+        }
+    }
+    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    for caller in [&app.caller, &other] {
+        let id: Uuid = caller.application_id.parse().unwrap();
+        let rows = gatehouse::audit::query::verify(&shard.conn, id).await.unwrap().expect("the chain verifies");
+        assert!(rows >= 6 * 2 + 6 * 3, "{rows} rows");
+    }
+    let refreshed = app.audit_types().await.into_iter().filter(|t| t == "session.refreshed").count();
+    assert_eq!(refreshed, 18, "one row per rotation of this application");
+}
