@@ -1,8 +1,7 @@
 //! Public token-verification documents (JWKS, OpenID discovery) and signing
 //! key rotation. The documents need no credential; the application is named
 //! in the path, and the region router forwards by that id.
-use actix_web::{http::header, web, HttpResponse};
-use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use actix_web::{http::header, web, HttpMessage, HttpRequest, HttpResponse};
 use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
@@ -28,49 +27,52 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         );
 }
 
-/// The application named in the path, as resolved by the region router.
-async fn tenant_in_path(state: &AppState, raw: &str) -> ApiResult<Tenant> {
+/// The application named in the path: the one the region router attached
+/// (it reads the id from these paths), else resolved here.
+async fn tenant_in_path(state: &AppState, req: &HttpRequest, raw: &str) -> ApiResult<Tenant> {
     let id = path_id("Application", raw)?;
-    match state.directory.resolve(id).await? {
+    let attached = req.extensions().get::<Tenant>().filter(|t| t.id == id).cloned();
+    let tenant = match attached {
+        Some(tenant) => Some(tenant),
+        None => state.directory.resolve(id).await?,
+    };
+    match tenant {
         Some(tenant) if state.storage.holds(tenant.region) => Ok(tenant),
         _ => Err(ApiError::not_found("Application", id)),
     }
 }
 
-fn public_document(body: &serde_json::Value) -> HttpResponse {
-    HttpResponse::Ok()
+fn public_document() -> actix_web::HttpResponseBuilder {
+    let mut builder = HttpResponse::Ok();
+    builder
         .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
-        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"))
-        .json(body)
+        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"));
+    builder
 }
 
 /// The application's JSON Web Key Set: its current key and the retired keys
 /// whose tokens may still be live. A plain JWKS document, not the envelope.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/.well-known/jwks.json", tag = "tokens",
     responses((status = 200, description = "RFC 7517 key set"), (status = 404)))]
-pub async fn jwks(state: web::Data<AppState>, path: web::Path<String>) -> ApiResult<HttpResponse> {
-    let tenant = tenant_in_path(&state, &path).await?;
+pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let tenant = tenant_in_path(&state, &req, &path).await?;
     let shard = state.storage.shard(tenant.region).ok_or_else(|| ApiError::not_found("Application", tenant.id))?;
     let set = state.tokens.keys.set(shard, tenant.id).await?;
-    let keys: Vec<_> = set
-        .published
-        .iter()
-        .map(|k| {
-            json!({"kty": "OKP", "crv": "Ed25519", "x": URL_SAFE_NO_PAD.encode(k.public.as_ref()),
-                "kid": k.kid.to_string(), "alg": "EdDSA", "use": "sig"})
-        })
-        .collect();
-    Ok(public_document(&json!({ "keys": keys })))
+    Ok(public_document().content_type("application/json").body(set.jwks.clone()))
 }
 
 /// OpenID Provider metadata for the application's issuer.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/.well-known/openid-configuration", tag = "tokens",
     responses((status = 200, description = "OpenID Connect Discovery 1.0 metadata"), (status = 404)))]
-pub async fn discovery(state: web::Data<AppState>, path: web::Path<String>) -> ApiResult<HttpResponse> {
-    let tenant = tenant_in_path(&state, &path).await?;
+pub async fn discovery(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let tenant = tenant_in_path(&state, &req, &path).await?;
     let issuer = state.tokens.issuer(tenant.id);
     let base = state.settings.public_url();
-    Ok(public_document(&json!({
+    Ok(public_document().json(json!({
         "issuer": issuer,
         "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
         "token_endpoint": format!("{base}/v1/auth/token"),

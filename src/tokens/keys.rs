@@ -35,13 +35,42 @@ pub struct KeySet {
     pub current: Option<(Uuid, SecretKey)>,
     /// The current key and the retired keys still within their grace.
     pub published: Vec<PublishedKey>,
+    /// The published keys as a JSON Web Key Set document, rendered once.
+    pub jwks: actix_web::web::Bytes,
     loaded_at: std::time::Instant,
+    loaded_at_wall: DateTime<Utc>,
 }
 
 impl KeySet {
     pub fn public(&self, kid: Uuid) -> Option<&PublicKey> {
         self.published.iter().find(|k| k.kid == kid).map(|k| &k.public)
     }
+
+    /// Whether an unknown `kid` is worth a reload: the set is over a second
+    /// old, or the `kid` (a UUIDv7) was made after the set was read and not
+    /// in the future, as a key another node just created or rotated in.
+    fn may_reload_for(&self, kid: Uuid) -> bool {
+        if self.loaded_at.elapsed() >= RELOAD_AT_MOST_EVERY {
+            return true;
+        }
+        let Some((seconds, nanos)) = kid.get_timestamp().map(|t| t.to_unix()) else {
+            return false;
+        };
+        let made = DateTime::<Utc>::from_timestamp(seconds as i64, nanos).unwrap_or_default();
+        made > self.loaded_at_wall && made <= crate::clock::now()
+    }
+}
+
+fn render_jwks(published: &[PublishedKey]) -> actix_web::web::Bytes {
+    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+    let keys: Vec<serde_json::Value> = published
+        .iter()
+        .map(|k| {
+            json!({"kty": "OKP", "crv": "Ed25519", "x": URL_SAFE_NO_PAD.encode(k.public.as_ref()),
+                "kid": k.kid.to_string(), "alg": "EdDSA", "use": "sig"})
+        })
+        .collect();
+    serde_json::to_vec(&json!({ "keys": keys })).expect("a key set serialises").into()
 }
 
 #[derive(Clone)]
@@ -75,7 +104,7 @@ impl SigningKeys {
         if let Some(key) = set.public(kid) {
             return Ok(Some(*key));
         }
-        if set.loaded_at.elapsed() < RELOAD_AT_MOST_EVERY {
+        if !set.may_reload_for(kid) {
             return Ok(None);
         }
         self.sets.invalidate(&application_id).await;
@@ -154,7 +183,9 @@ impl SigningKeys {
             .order_by_desc(signing_key::Column::CreatedAt)
             .all(&shard.conn)
             .await?;
-        let mut set = KeySet { current: None, published: Vec::new(), loaded_at: std::time::Instant::now() };
+        let loaded_at_wall = crate::clock::now();
+        let mut current = None;
+        let mut published = Vec::new();
         for row in rows {
             let public = PublicKey::from_slice(&row.public_key)
                 .map_err(|_| DbErr::Custom(format!("signing key {} has a malformed public key", row.id)))?;
@@ -163,11 +194,12 @@ impl SigningKeys {
                     .map_err(|_| DbErr::Custom(format!("signing key {} cannot be opened", row.id)))?;
                 let seed = Seed::from_slice(&seed)
                     .map_err(|_| DbErr::Custom(format!("signing key {} has a malformed seed", row.id)))?;
-                set.current = Some((row.id, KeyPair::from_seed(seed).sk));
+                current = Some((row.id, KeyPair::from_seed(seed).sk));
             }
-            set.published.push(PublishedKey { kid: row.id, public });
+            published.push(PublishedKey { kid: row.id, public });
         }
-        Ok(Arc::new(set))
+        let jwks = render_jwks(&published);
+        Ok(Arc::new(KeySet { current, published, jwks, loaded_at: std::time::Instant::now(), loaded_at_wall }))
     }
 }
 
