@@ -53,6 +53,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         region: request.region,
         allowed_origins,
         branding: serde_json::json!({}),
+        profile_fields: Vec::new(),
     };
     let (app, key) = applications::create(storage, new, &Actor::system()).await?;
     Ok(Bootstrapped { account_id, application_id: app.id, secret_key: key.secret })

@@ -172,6 +172,14 @@ pub async fn verify_api_key(key: SecretKey, body: Body) -> ApiResult<HttpRespons
     let request: VerifyApiKeyRequest = body.json().await?;
     let live = key.tenant.environment.is_live();
     let found = user_api_keys::verify(&key.shard.conn, key.tenant.id, live, &request.secret).await?;
+    if let Some(found) = &found {
+        let (shard, found) = (key.shard.clone(), found.clone());
+        actix_web::rt::spawn(async move {
+            if let Err(err) = user_api_keys::touch_if_due(&shard, &found).await {
+                tracing::warn!(error = %err, "could not record a personal key's last use");
+            }
+        });
+    }
     let view = match found {
         Some(found) => VerifiedKeyView {
             valid: true,

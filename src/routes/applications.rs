@@ -18,6 +18,7 @@ use crate::{
     region::Region,
     service::{
         applications::{self, NewApplication, SettingsPatch},
+        profile_fields,
         validate::Issues,
     },
     state::AppState,
@@ -123,17 +124,29 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
             ApiError::new(Code::UnknownRegion, format!("Region `{}` is not one of us, eu, ap.", value.escape_debug()))
         })?,
     };
-    let (allowed_origins, branding) = match request.copy_from {
-        None => (Vec::new(), Value::Object(Default::default())),
+    let (allowed_origins, branding, profile_fields) = match request.copy_from {
+        None => (Vec::new(), Value::Object(Default::default()), Vec::new()),
         Some(source) => {
             let source = applications::find_in_account(&state.storage, key.tenant.account_id, source)
                 .await
                 .map_err(|_| ApiError::invalid("copy_from", "must be an application of the same account"))?;
-            (source.allowed_origins.clone(), source.branding.clone())
+            let shard = state
+                .storage
+                .shard(source.region)
+                .ok_or_else(|| ApiError::invalid("copy_from", "must be an application of a region this node holds"))?;
+            let fields = profile_fields::schema(&shard.conn, source.id).await?;
+            (source.allowed_origins.clone(), source.branding.clone(), fields)
         }
     };
-    let new =
-        NewApplication { account_id: key.tenant.account_id, name, environment, region, allowed_origins, branding };
+    let new = NewApplication {
+        account_id: key.tenant.account_id,
+        name,
+        environment,
+        region,
+        allowed_origins,
+        branding,
+        profile_fields,
+    };
     let (app, first_key) = applications::create(&state.storage, new, &key.actor()).await?;
     Ok(envelope::created(CreatedApplicationView { application: (&app).into(), secret_key: first_key.secret }))
 }

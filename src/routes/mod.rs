@@ -16,8 +16,9 @@ use actix_web::web;
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.configure(ops::configure).service(
         web::scope("/v1")
-            .configure(auth::configure)
+            // Public documents first: the most requested routes match soonest.
             .configure(signing_keys::configure)
+            .configure(auth::configure)
             .configure(applications::configure)
             .configure(api_keys::configure)
             .configure(audit_logs::configure)

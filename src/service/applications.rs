@@ -33,6 +33,8 @@ pub struct NewApplication {
     pub region: Region,
     pub allowed_origins: Vec<String>,
     pub branding: Value,
+    /// Copied from `copy_from`'s schema (new ids, this application's).
+    pub profile_fields: Vec<entity::profile_field::Model>,
 }
 
 /// A validated change of settings; `None` leaves a field as it is.
@@ -147,6 +149,7 @@ pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> Ap
     )
     .await?;
     let issued = api_keys::insert(&*txn, row.id, new.environment.is_live(), &first_key, actor).await?;
+    super::profile_fields::copy_into(&*txn, row.id, &new.profile_fields, actor).await?;
     txn.commit().await?;
     let catalog = storage.catalog.begin_write().await?;
     application::Entity::insert(application::ActiveModel::from(row.clone())).exec_without_returning(&*catalog).await?;

@@ -157,6 +157,31 @@ pub async fn schema(db: &impl ConnectionTrait, application_id: Uuid) -> Result<V
         .await
 }
 
+/// Gives an application copies of another's fields (for `copy_from`), in
+/// the caller's transaction, one `profile_field.created` row each.
+pub async fn copy_into(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    fields: &[profile_field::Model],
+    actor: &Actor,
+) -> Result<(), DbErr> {
+    let now = crate::clock::now();
+    for field in fields {
+        let copy = profile_field::Model {
+            id: Uuid::now_v7(),
+            application_id,
+            created_at: now,
+            updated_at: now,
+            ..field.clone()
+        };
+        profile_field::Entity::insert(profile_field::ActiveModel::from(copy.clone()))
+            .exec_without_returning(db)
+            .await?;
+        audit::record(db, application_id, actor, "profile_field.created", Some(copy.id), describe(&copy)).await?;
+    }
+    Ok(())
+}
+
 pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<profile_field::Model> {
     of_application(application_id)
         .filter(profile_field::Column::Id.eq(id))

@@ -132,3 +132,20 @@ pub async fn verify(
         .await?;
     Ok(key.filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|at| at > now)))
 }
+
+/// Records that a key was presented, at most once a minute per key (judged
+/// from the stored value, so across nodes too).
+pub async fn touch_if_due(shard: &Db, key: &user_api_key::Model) -> Result<(), DbErr> {
+    let now = crate::clock::now();
+    if key.last_used_at.is_some_and(|at| now - at < chrono::Duration::seconds(60)) {
+        return Ok(());
+    }
+    let txn = shard.begin_write().await?;
+    user_api_key::Entity::update_many()
+        .col_expr(user_api_key::Column::LastUsedAt, Expr::value(now))
+        .filter(user_api_key::Column::ApplicationId.eq(key.application_id))
+        .filter(user_api_key::Column::Id.eq(key.id))
+        .exec(&*txn)
+        .await?;
+    txn.commit().await
+}

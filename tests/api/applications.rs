@@ -45,10 +45,22 @@ async fn copy_from_copies_settings_within_the_account_only() {
         .await;
     assert_eq!(patched.status, 200, "{:?}", patched.body);
     assert_eq!(patched.data()["allowed_origins"], json!(["https://app.example.com"]));
+    let field =
+        json!({"key": "plan", "label": "Plan", "field_type": "select", "options": ["free", "pro"], "required": true});
+    assert_eq!(app.post("/v1/profile-fields", &field).await.status, 201);
     let copy = app.post("/v1/applications", &json!({"name": "Copy", "copy_from": app.caller.application_id})).await;
     assert_eq!(copy.status, 201);
     assert_eq!(copy.data()["allowed_origins"], json!(["https://app.example.com"]));
     assert_eq!(copy.data()["branding"], json!({"color": "#123456"}));
+    let copied = crate::helpers::Caller {
+        application_id: copy.data()["id"].as_str().unwrap().to_string(),
+        key: copy.data()["secret_key"].as_str().unwrap().to_string(),
+    };
+    let schema = app.send(&copied, Method::GET, "/v1/profile-fields", None).await;
+    assert_eq!(schema.data().as_array().unwrap().len(), 1, "the profile-field schema is copied");
+    assert_eq!(schema.data()[0]["options"], json!(["free", "pro"]));
+    let users = app.send(&copied, Method::GET, "/v1/users", None).await;
+    assert_eq!(users.data().as_array().unwrap().len(), 0, "never users");
     let other = app.other_account().await;
     let refused = app
         .send(

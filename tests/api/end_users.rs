@@ -461,6 +461,15 @@ async fn personal_keys_are_issued_listed_revoked_and_verified_by_the_backend() {
     assert_eq!(verified.data()["subject_id"], data["user"]["id"]);
     assert_eq!(verified.data()["scopes"], json!(["read"]));
     assert_eq!(verified.data()["key_id"], key_id.as_str());
+    let mut last_used = Value::Null;
+    for _ in 0..50 {
+        last_used = app.send(&user, Method::GET, "/v1/auth/me/api-keys", None).await.data()[0]["last_used_at"].clone();
+        if last_used.is_string() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(last_used.is_string(), "a verified key records its use");
 
     let other = app.other_account().await;
     let elsewhere = app.send(&other, Method::POST, "/v1/api-keys/verify", Some(&json!({"secret": secret}))).await;
