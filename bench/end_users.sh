@@ -50,6 +50,22 @@ jwks=$(wrk -t2 -c64 -d"$DURATION" -s bench/report.lua "$url/v1/applications/$app
 refresh=$(wrk -t16 -c16 -d"$DURATION" -s bench/refresh.lua "$url/v1/auth/token" | result)
 one_signin=$(wrk -t1 -c1 -d"$DURATION" -s bench/signin.lua "$url/v1/auth/sign-in" | result)
 signins=$(wrk -t2 -c8 -d"$DURATION" -s bench/signin.lua "$url/v1/auth/sign-in" | result)
+# Overload: 64 connections against 2 hashing slots and a queue of 16; the
+# sign-ins past the queue must be refused at once, not after seconds.
+wrk -t2 -c64 -d"$DURATION" -s bench/signin.lua "$url/v1/auth/sign-in" >"$dir/overload" &
+overload_pid=$!
+sleep 2
+refusals=$(for _ in $(seq 40); do
+  curl -s -o /dev/null -w '%{http_code} %{time_total}\n' -X POST -H "content-type: application/json" -H "x-application-id: $app" \
+    -d '{"email":"bench@example.com","password":"correct horse battery"}' "$url/v1/auth/sign-in"
+done | python3 -c '
+import sys
+rows = [l.split() for l in sys.stdin if l.strip()]
+shed = sorted(float(t) * 1000 for code, t in rows if code == "503")
+ok = sum(1 for code, _ in rows if code == "200")
+print(f"{len(shed)} of {len(rows)} refused with 503, slowest {shed[-1]:.1f} ms, median {shed[len(shed)//2]:.1f} ms; {ok} served" if shed else f"none refused; {ok} of {len(rows)} served")')
+wait "$overload_pid"
+overload=$(result <"$dir/overload")
 cores=$(nproc)
 p50=$(echo "$one_signin" | sed 's/.*p50_ms=\([0-9.]*\).*/\1/')
 
@@ -62,3 +78,5 @@ echo "| refresh (rotation + audit row on PostgreSQL), 16 conn | $refresh |"
 echo "| one sign-in at a time (argon2id m=19456 t=2 p=1 + the rest) | $one_signin |"
 echo "| sign-ins, 8 conn | $signins |"
 echo "| sign-ins / ceiling ($cores cores / $p50 ms) | $(python3 -c "print(f'{$(rps "$signins")/($cores*1000/$p50):.0%}')") |"
+echo "| sign-ins, 64 conn (overload; wrk counts 503s as non2xx) | $overload |"
+echo "| probes during the overload | $refusals |"

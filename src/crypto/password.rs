@@ -1,60 +1,103 @@
-//! Password hashing: argon2id (m = 19456 KiB, t = 2, p = 1), run on blocking
-//! threads, never on the async executor. Hashing is admission controlled: at
-//! most one hash per core runs at once and a bounded number wait; past that
-//! bound a request is refused at once (503 with `Retry-After`) instead of
-//! queueing for seconds behind a flood of sign-ins.
+//! Password hashing: argon2id (m = 19456 KiB, t = 2, p = 1) on a small pool
+//! of dedicated threads (one per core by default), never on the async
+//! executor. The pool's threads run at a lower CPU priority (nice 10), so
+//! under a flood of sign-ins the cheap requests on the HTTP workers still get
+//! the cores first. Hashing is admission controlled: the pool's threads plus
+//! a bounded queue; past that a request is refused at once (503 with
+//! `Retry-After`), before it reads the database, instead of queueing for
+//! seconds behind a flood of sign-ins.
 use std::sync::{
     atomic::{AtomicUsize, Ordering},
-    Arc, OnceLock,
+    mpsc, Arc, Mutex, OnceLock,
 };
 
 use argon2::{
     password_hash::{rand_core::OsRng, PasswordHash, PasswordHasher as _, PasswordVerifier, SaltString},
     Algorithm, Argon2, Params, Version,
 };
-use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
 
 use crate::error::{ApiError, ApiResult};
+
+/// CPU priority of the hashing threads: below the HTTP workers' 0.
+const HASHING_NICE: i32 = 10;
 
 fn argon2() -> Argon2<'static> {
     let params = Params::new(19_456, 2, 1, None).expect("the argon2 parameters are valid");
     Argon2::new(Algorithm::Argon2id, Version::V0x13, params)
 }
 
+type Job = Box<dyn FnOnce() + Send>;
+
 #[derive(Clone)]
 pub struct PasswordHasher {
-    running: Arc<Semaphore>,
-    /// Hashes admitted (running or waiting for a thread).
+    jobs: mpsc::Sender<Job>,
+    /// Hashes admitted (running or queued).
     admitted: Arc<AtomicUsize>,
     max_admitted: usize,
 }
 
-/// Gives the admission slot back however the hash ends.
-struct Admission(Arc<AtomicUsize>);
+/// A place in the hashing queue, held until the hash is done (even if the
+/// request that asked for it has gone away).
+pub struct Admission {
+    admitted: Arc<AtomicUsize>,
+    jobs: mpsc::Sender<Job>,
+}
 
 impl Drop for Admission {
     fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
+        self.admitted.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
 impl PasswordHasher {
-    /// `concurrency` hashes at once (0: one per core), `queue` more waiting.
-    pub fn new(concurrency: usize, queue: usize) -> Self {
-        let concurrency = if concurrency == 0 {
-            std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1)
-        } else {
-            concurrency
-        };
-        Self {
-            running: Arc::new(Semaphore::new(concurrency)),
-            admitted: Arc::default(),
-            max_admitted: concurrency + queue,
+    /// `threads` hashes at once (0: one per core), `queue` more waiting.
+    pub fn new(threads: usize, queue: usize) -> Self {
+        let threads =
+            if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
+        let (jobs, receiver) = mpsc::channel::<Job>();
+        let receiver = Arc::new(Mutex::new(receiver));
+        for index in 0..threads {
+            let receiver = receiver.clone();
+            std::thread::Builder::new()
+                .name(format!("password-hash-{index}"))
+                .spawn(move || {
+                    lower_priority();
+                    loop {
+                        let job = match receiver.lock() {
+                            Ok(receiver) => receiver.recv(),
+                            Err(_) => return,
+                        };
+                        match job {
+                            Ok(job) => job(),
+                            Err(_) => return,
+                        }
+                    }
+                })
+                .expect("a hashing thread starts");
         }
+        Self { jobs, admitted: Arc::default(), max_admitted: threads + queue }
+    }
+
+    /// A place in the queue, or 503 at once when it is full.
+    pub fn admit(&self) -> ApiResult<Admission> {
+        if self.admitted.fetch_add(1, Ordering::AcqRel) >= self.max_admitted {
+            self.admitted.fetch_sub(1, Ordering::AcqRel);
+            metrics::counter!("password_hash_shed_total").increment(1);
+            return Err(ApiError::unavailable("Too many sign-ins at once; try again shortly."));
+        }
+        Ok(Admission { admitted: self.admitted.clone(), jobs: self.jobs.clone() })
     }
 
     /// The PHC string of a new hash of `password`.
     pub async fn hash(&self, password: String) -> ApiResult<String> {
+        self.admit()?.hash(password).await
+    }
+}
+
+impl Admission {
+    /// The PHC string of a new hash of `password`.
+    pub async fn hash(self, password: String) -> ApiResult<String> {
         self.run(move || {
             let salt = SaltString::generate(&mut OsRng);
             argon2().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(ApiError::internal)
@@ -65,7 +108,7 @@ impl PasswordHasher {
     /// Whether `password` matches `stored`. Without a stored hash (unknown
     /// user, or a user without a password) a dummy hash is checked instead,
     /// so the answer takes the same time either way.
-    pub async fn verify(&self, password: String, stored: Option<String>) -> ApiResult<bool> {
+    pub async fn verify(self, password: String, stored: Option<String>) -> ApiResult<bool> {
         self.run(move || {
             let stored_is_real = stored.is_some();
             let phc = stored.unwrap_or_else(|| dummy_hash().to_string());
@@ -77,22 +120,27 @@ impl PasswordHasher {
         .await
     }
 
-    async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> ApiResult<T> {
-        if self.admitted.fetch_add(1, Ordering::AcqRel) >= self.max_admitted {
-            self.admitted.fetch_sub(1, Ordering::AcqRel);
-            metrics::counter!("password_hash_shed_total").increment(1);
-            return Err(ApiError::unavailable("Too many sign-ins at once; try again shortly."));
-        }
-        let admission = Admission(self.admitted.clone());
-        let permit = self.running.clone().acquire_owned().await.map_err(ApiError::internal)?;
-        // The slot and the permit go with the hash: a caller that goes away
-        // does not free them while its hash still runs.
-        tokio::task::spawn_blocking(move || {
-            let _held = (admission, permit);
-            work()
-        })
-        .await
-        .map_err(ApiError::internal)
+    async fn run<T: Send + 'static>(self, work: impl FnOnce() -> T + Send + 'static) -> ApiResult<T> {
+        let (reply, answer) = oneshot::channel();
+        let jobs = self.jobs.clone();
+        // The admission goes with the job: it is released when the hash is
+        // done, not when the caller stops waiting.
+        let job: Job = Box::new(move || {
+            let _held = self;
+            let _ = reply.send(work());
+        });
+        jobs.send(job).map_err(|_| ApiError::unavailable("Password hashing is unavailable."))?;
+        answer.await.map_err(|_| ApiError::internal("a password hash was lost"))
+    }
+}
+
+/// Lowers the calling thread's CPU priority (on Linux, nice is per thread).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority only reads its arguments; the thread id is ours.
+    unsafe {
+        let thread = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, thread, HASHING_NICE);
     }
 }
 
@@ -115,9 +163,9 @@ mod tests {
         let hasher = PasswordHasher::new(1, 1);
         let phc = hasher.hash("correct horse".into()).await.unwrap();
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
-        assert!(hasher.verify("correct horse".into(), Some(phc.clone())).await.unwrap());
-        assert!(!hasher.verify("wrong horse".into(), Some(phc)).await.unwrap());
-        assert!(!hasher.verify("anything".into(), None).await.unwrap());
+        assert!(hasher.admit().unwrap().verify("correct horse".into(), Some(phc.clone())).await.unwrap());
+        assert!(!hasher.admit().unwrap().verify("wrong horse".into(), Some(phc)).await.unwrap());
+        assert!(!hasher.admit().unwrap().verify("anything".into(), None).await.unwrap());
     }
 
     #[actix_web::test]
