@@ -40,6 +40,12 @@ enum Command {
     },
     /// Apply migrations to the catalog and every regional database.
     Migrate,
+    /// Time argon2id password hashes on this machine (one thread, then one
+    /// per core) for capacity planning; print the result as JSON.
+    MeasureHashing {
+        #[arg(long, default_value_t = 20)]
+        rounds: u32,
+    },
     /// Audit-log tools.
     Audit {
         #[command(subcommand)]
@@ -94,6 +100,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             };
             let created = bootstrap::bootstrap(&storage, request).await?;
             println!("{}", serde_json::to_string(&created)?);
+        }
+        Command::MeasureHashing { rounds } => {
+            let measured = gatehouse::crypto::password::measure(rounds.max(1));
+            println!("{}", serde_json::to_string(&measured)?);
         }
         Command::Migrate => {
             startup::open_storage(&settings).await?;

@@ -144,6 +144,44 @@ fn lower_priority() {
     }
 }
 
+/// What hashing costs on this machine.
+#[derive(serde::Serialize)]
+pub struct Measured {
+    /// One hash, one thread at a time (median of the rounds).
+    pub hash_ms: f64,
+    pub cores: usize,
+    /// Hashes per second with one thread per core, measured.
+    pub parallel_per_second: f64,
+    /// `cores * 1000 / hash_ms`: the ceiling if cores did not slow each other.
+    pub ceiling_per_second: f64,
+}
+
+/// Times `rounds` hashes on one thread, then `rounds` on each core at once.
+pub fn measure(rounds: u32) -> Measured {
+    let one = || {
+        let started = std::time::Instant::now();
+        let salt = SaltString::generate(&mut OsRng);
+        let _ = argon2().hash_password(b"measure the cost of one hash", &salt);
+        started.elapsed().as_secs_f64() * 1000.0
+    };
+    let mut times: Vec<f64> = (0..rounds).map(|_| one()).collect();
+    times.sort_by(f64::total_cmp);
+    let hash_ms = times[times.len() / 2];
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let started = std::time::Instant::now();
+    std::thread::scope(|scope| {
+        for _ in 0..cores {
+            scope.spawn(|| {
+                for _ in 0..rounds {
+                    one();
+                }
+            });
+        }
+    });
+    let parallel_per_second = f64::from(rounds) * cores as f64 / started.elapsed().as_secs_f64();
+    Measured { hash_ms, cores, parallel_per_second, ceiling_per_second: cores as f64 * 1000.0 / hash_ms }
+}
+
 /// A hash of a random password, computed once, checked against when there
 /// is no real hash.
 fn dummy_hash() -> &'static str {

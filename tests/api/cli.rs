@@ -134,3 +134,15 @@ fn serve_on_an_empty_catalog_prints_a_working_development_key_once() {
     second.wait().unwrap();
     assert!(!again.contains("secret_key"), "a second start prints no key: {again}");
 }
+
+#[test]
+fn measure_hashing_reports_the_cost_of_a_password_hash() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gatehouse(dir.path()).args(["measure-hashing", "--rounds", "1"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
+    for field in ["hash_ms", "parallel_per_second", "ceiling_per_second"] {
+        assert!(printed[field].as_f64().is_some_and(|v| v > 0.0), "{field}: {printed}");
+    }
+    assert!(printed["cores"].as_u64().is_some_and(|c| c >= 1));
+}
