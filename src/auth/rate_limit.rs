@@ -13,7 +13,7 @@ use actix_web::{
     dev::{ServiceRequest, ServiceResponse},
     http::header::{HeaderName, HeaderValue},
     middleware::Next,
-    Error, HttpMessage,
+    Error, HttpMessage, HttpRequest,
 };
 use moka::sync::Cache;
 use redis::aio::ConnectionManager;
@@ -108,6 +108,23 @@ impl RateLimiter {
         }
         let wait = ((1.0 - tokens) / per_second).ceil().max(1.0) as u64;
         Err((ApiError::new(Code::RateLimited, "Too many requests; slow down.").with_retry_after(wait), quota))
+    }
+
+    /// Takes one token for a request; the bucket's state goes on the
+    /// request for the `RateLimit-*` headers, refused or not.
+    pub async fn take_for(&self, req: &HttpRequest, key: &str, per_second: f64, burst: f64) -> Result<(), ApiError> {
+        match self.take(key, per_second, burst).await {
+            Ok(quota) => {
+                if let Some(quota) = quota {
+                    req.extensions_mut().insert(quota);
+                }
+                Ok(())
+            }
+            Err((refused, quota)) => {
+                req.extensions_mut().insert(quota);
+                Err(refused)
+            }
+        }
     }
 
     fn take_local(&self, key: &str, per_second: f64, burst: f64) -> (bool, f64) {

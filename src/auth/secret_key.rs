@@ -207,21 +207,8 @@ impl FromRequest for SecretKey {
             };
             let key = authenticate(&state, tenant, &token).await?;
             let rate = f64::from(state.settings.rate_limits.management_per_application_per_second);
-            if rate == 0.0 {
-                return Ok(key);
-            }
-            match state.limiter.take(&format!("management:{}", key.tenant.id), rate, 2.0 * rate).await {
-                Ok(quota) => {
-                    if let Some(quota) = quota {
-                        req.extensions_mut().insert(quota);
-                    }
-                    Ok(key)
-                }
-                Err((refused, quota)) => {
-                    req.extensions_mut().insert(quota);
-                    Err(refused)
-                }
-            }
+            state.limiter.take_for(&req, &format!("management:{}", key.tenant.id), rate, 2.0 * rate).await?;
+            Ok(key)
         })
     }
 }

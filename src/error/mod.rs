@@ -134,6 +134,15 @@ impl ApiError {
         Self::new(Code::Internal, "An internal error occurred.")
     }
 
+    /// For a write whose unique index stands for a rule: a violation is the
+    /// caller's `code` and `message`; any other failure maps as usual.
+    pub fn unless_unique(code: Code, message: impl Into<String>) -> impl FnOnce(sea_orm::DbErr) -> ApiError {
+        move |err| match err.sql_err() {
+            Some(sea_orm::SqlErr::UniqueConstraintViolation(_)) => ApiError::new(code, message),
+            _ => err.into(),
+        }
+    }
+
     pub fn with_retry_after(mut self, seconds: u64) -> Self {
         self.retry_after = Some(seconds);
         self

@@ -1,7 +1,7 @@
 //! Application secret keys (operation 3, with list, get and revoke).
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
-use entity::api_key;
+use entity::{api_key, user_api_key};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -62,11 +62,28 @@ pub struct ApiKeyView {
 impl From<&api_key::Model> for ApiKeyView {
     fn from(key: &api_key::Model) -> Self {
         ApiKeyView {
-            active: key.revoked_at.is_none() && key.expires_at.is_none_or(|at| at > Utc::now()),
+            active: api_keys::is_usable(key.revoked_at, key.expires_at, Utc::now()),
             id: key.id,
             name: key.name.clone(),
             prefix: key.prefix.clone(),
             scopes: api_keys::scopes(key).collect(),
+            expires_at: key.expires_at,
+            created_at: key.created_at,
+            last_used_at: key.last_used_at,
+            revoked_at: key.revoked_at,
+        }
+    }
+}
+
+/// A personal key (operation 7) answers the same object.
+impl From<&user_api_key::Model> for ApiKeyView {
+    fn from(key: &user_api_key::Model) -> Self {
+        ApiKeyView {
+            active: api_keys::is_usable(key.revoked_at, key.expires_at, Utc::now()),
+            id: key.id,
+            name: key.name.clone(),
+            prefix: key.prefix.clone(),
+            scopes: api_keys::scope_list(&key.scopes).collect(),
             expires_at: key.expires_at,
             created_at: key.created_at,
             last_used_at: key.last_used_at,

@@ -3,7 +3,7 @@
 //! keys (operation 7).
 use actix_web::{web, HttpMessage, HttpRequest, HttpResponse};
 use chrono::Duration;
-use entity::{session, user, user_api_key};
+use entity::{session, user};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
@@ -32,6 +32,7 @@ use crate::{
     state::AppState,
     storage::Db,
     tenancy::Tenant,
+    tokens::{Issued, Signer},
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -57,22 +58,9 @@ fn tenant_of(req: &HttpRequest, state: &AppState) -> ApiResult<(Tenant, Db)> {
     Ok((tenant, shard))
 }
 
-/// Takes one attempt from a per-minute bucket; its quota goes in the
-/// `RateLimit-*` headers.
+/// Takes one attempt from a per-minute bucket (0: no limit).
 async fn limit(state: &AppState, req: &HttpRequest, key: String, per_minute: u32) -> ApiResult<()> {
-    let rate = f64::from(per_minute) / 60.0;
-    match state.limiter.take(&key, rate, f64::from(per_minute)).await {
-        Ok(quota) => {
-            if let Some(quota) = quota {
-                req.extensions_mut().insert(quota);
-            }
-            Ok(())
-        }
-        Err((refused, quota)) => {
-            req.extensions_mut().insert(quota);
-            Err(refused)
-        }
-    }
+    state.limiter.take_for(req, &key, f64::from(per_minute) / 60.0, f64::from(per_minute)).await
 }
 
 fn client_ip(req: &HttpRequest) -> String {
@@ -92,16 +80,16 @@ pub struct SignedInView {
     pub refresh_token: String,
 }
 
-async fn signed_in(state: &AppState, shard: &Db, user: &user::Model, opened: Opened) -> ApiResult<SignedInView> {
-    let access = state.tokens.issue(shard, &opened.session, None).await?;
-    Ok(SignedInView {
+fn signed_in(signer: &Signer, user: &user::Model, opened: Opened) -> SignedInView {
+    let access = signer.issue(&opened.session, None);
+    SignedInView {
         user: user.into(),
         session: (&opened.session).into(),
         access_token: access.token,
         token_type: "Bearer",
         expires_in: access.expires_in,
         refresh_token: opened.refresh_token,
-    })
+    }
 }
 
 fn session_ttl(state: &AppState) -> Duration {
@@ -137,14 +125,12 @@ pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     let caller = hooks::Caller { shard: &shard, master_key: &state.master_key, clients: &state.webhooks };
     hooks::pre_sign_up(&caller, &tenant, &email, &serde_json::Value::Object(profile.clone())).await?;
     let password_hash = state.passwords.hash(request.password).await?;
-    // The signing key exists before anything commits: nothing after the
-    // commit can fail on it.
-    state.tokens.keys.current(&shard, tenant.id).await?;
+    let signer = state.tokens.signer(&shard, tenant.id).await?;
     let txn = shard.begin_write().await?;
     let user = users::insert(&*txn, tenant.id, email, Some(password_hash), profile, &Actor::public()).await?;
     let opened = sessions::open(&*txn, tenant.id, user.id, session_ttl(&state), &Actor::public()).await?;
     txn.commit().await?;
-    Ok(envelope::created(signed_in(&state, &shard, &user, opened).await?))
+    Ok(envelope::created(signed_in(&signer, &user, opened)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -164,7 +150,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     limit(&state, &req, format!("sign_in:ip:{}:{}", tenant.id, client_ip(&req)), limits.sign_in_per_ip_per_minute)
         .await?;
     let request: SignInRequest = body.json().await?;
-    let email = request.email.trim().to_lowercase();
+    let email = users::normalize_email(&request.email);
     if email.is_empty() || email.chars().count() > 254 || request.password.len() > 4 * users::MAX_PASSWORD {
         let shown: String = email.chars().take(254).collect();
         return failed_sign_in(&shard, tenant.id, &shown, None, "malformed").await;
@@ -173,7 +159,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     // A place in the hashing queue first: past its bound the answer is an
     // immediate 503 that has touched nothing.
     let admission = state.passwords.admit()?;
-    state.tokens.keys.current(&shard, tenant.id).await?;
+    let signer = state.tokens.signer(&shard, tenant.id).await?;
     let found = users::find_by_email(&shard.conn, tenant.id, &email).await?;
     let stored = found.as_ref().and_then(|u| u.password_hash.clone());
     let matches = admission.verify(request.password, stored).await?;
@@ -202,7 +188,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     .await?;
     txn.commit().await?;
     let user = user::Model { last_sign_in_at: Some(now), ..user };
-    Ok(envelope::ok(signed_in(&state, &shard, &user, opened).await?))
+    Ok(envelope::ok(signed_in(&signer, &user, opened)))
 }
 
 /// Records a failed sign-in (the reason is for the operator) and answers
@@ -238,9 +224,9 @@ pub struct RefreshedView {
 
 /// The token of a session: its active organization's id and the user's
 /// role there, when the user is still a member.
-async fn access_token(state: &AppState, shard: &Db, session: &session::Model) -> ApiResult<crate::tokens::Issued> {
+async fn access_token(signer: &Signer, shard: &Db, session: &session::Model) -> ApiResult<Issued> {
     let organization = sessions::active_membership(&shard.conn, session).await?.map(|m| (m.organization_id, m.role));
-    state.tokens.issue(shard, session, organization).await
+    Ok(signer.issue(session, organization))
 }
 
 /// Exchange a refresh token for a new access token and a new refresh token.
@@ -250,7 +236,7 @@ async fn access_token(state: &AppState, shard: &Db, session: &session::Model) ->
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let (tenant, shard) = tenant_of(&req, &state)?;
     let request: RefreshRequest = body.json().await?;
-    state.tokens.keys.current(&shard, tenant.id).await?;
+    let signer = state.tokens.signer(&shard, tenant.id).await?;
     let opened = match state.rotations.rotate(&shard, tenant.region, tenant.id, &request.refresh_token).await? {
         Ok(opened) => opened,
         Err(refused) => {
@@ -258,7 +244,7 @@ pub async fn refresh(state: web::Data<AppState>, req: HttpRequest, body: Body) -
             return Err(ApiError::unauthenticated());
         }
     };
-    let access = access_token(&state, &shard, &opened.session).await?;
+    let access = access_token(&signer, &shard, &opened.session).await?;
     Ok(envelope::ok(RefreshedView {
         session: (&opened.session).into(),
         access_token: access.token,
@@ -326,13 +312,14 @@ pub async fn activate(
     let organization_id = path_id("Organization", &path)?;
     body.no_fields().await?;
     // Not a member looks like no such organization.
-    organizations::find_membership(&user.shard.conn, user.tenant.id, organization_id, user.claims.sub)
+    let membership = organizations::find_membership(&user.shard.conn, user.tenant.id, organization_id, user.claims.sub)
         .await?
         .ok_or_else(|| ApiError::not_found("Organization", organization_id))?;
+    let signer = state.tokens.signer(&user.shard, user.tenant.id).await?;
     sessions::activate_organization(&user.shard, user.tenant.id, user.session.id, organization_id, &user.actor())
         .await?;
     let session = session::Model { active_organization_id: Some(organization_id), ..user.session };
-    let access = access_token(&state, &user.shard, &session).await?;
+    let access = signer.issue(&session, Some((organization_id, membership.role)));
     Ok(envelope::ok(ActivatedView {
         session: (&session).into(),
         access_token: access.token,
@@ -348,22 +335,6 @@ pub struct CreatePersonalKeyRequest {
     pub scopes: Option<Vec<String>>,
     /// 1 to 3650; omitted or null: never expires.
     pub expires_in_days: Option<i64>,
-}
-
-impl From<&user_api_key::Model> for ApiKeyView {
-    fn from(key: &user_api_key::Model) -> Self {
-        ApiKeyView {
-            active: key.revoked_at.is_none() && key.expires_at.is_none_or(|at| at > chrono::Utc::now()),
-            id: key.id,
-            name: key.name.clone(),
-            prefix: key.prefix.clone(),
-            scopes: crate::service::api_keys::scope_list(&key.scopes).collect(),
-            expires_at: key.expires_at,
-            created_at: key.created_at,
-            last_used_at: key.last_used_at,
-            revoked_at: key.revoked_at,
-        }
-    }
 }
 
 #[derive(Serialize, ToSchema)]

@@ -104,12 +104,8 @@ pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, bo
     responses((status = 200, body = [ProfileFieldView])), security(("secret_key" = [])))]
 pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let schema = profile_fields::schema(&key.shard.conn, key.tenant.id).await?;
-    let offset = usize::try_from(page.offset).unwrap_or(usize::MAX);
-    let limit = usize::try_from(page.limit).unwrap_or(usize::MAX);
-    let has_more = schema.len() > offset.saturating_add(limit);
-    let fields = schema.iter().skip(offset).take(limit).map(ProfileFieldView::from).collect();
-    Ok(envelope::page(fields, has_more))
+    let (fields, has_more) = profile_fields::list(&key.shard.conn, key.tenant.id, page).await?;
+    Ok(envelope::page(fields.iter().map(ProfileFieldView::from).collect(), has_more))
 }
 
 #[utoipa::path(get, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",

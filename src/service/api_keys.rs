@@ -2,7 +2,7 @@
 use chrono::{DateTime, Duration, Utc};
 use entity::api_key;
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder, SqlErr,
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -79,12 +79,7 @@ pub async fn insert(
         revoked_at: None,
     };
     api_key::Entity::insert(api_key::ActiveModel::from(key.clone())).exec_without_returning(db).await.map_err(
-        |err| match err.sql_err() {
-            Some(SqlErr::UniqueConstraintViolation(_)) => {
-                ApiError::new(Code::Conflict, format!("An active key named `{}` already exists.", new.name))
-            }
-            _ => err.into(),
-        },
+        ApiError::unless_unique(Code::Conflict, format!("An active key named `{}` already exists.", new.name)),
     )?;
     audit::record(
         db,
@@ -123,6 +118,11 @@ pub async fn create(
 /// The scopes of a stored key.
 pub fn scopes(key: &api_key::Model) -> impl Iterator<Item = String> + '_ {
     scope_list(&key.scopes)
+}
+
+/// A key (of any kind) works until it is revoked or its expiry passes.
+pub fn is_usable(revoked_at: Option<DateTime<Utc>>, expires_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
+    revoked_at.is_none() && expires_at.is_none_or(|at| at > now)
 }
 
 /// Scopes as stored: a JSON array of strings (of any kind of key).

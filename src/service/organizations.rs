@@ -1,7 +1,7 @@
 //! Organizations and memberships. Roles are `owner`, `admin`, `member` or
 //! any custom name of the scope form.
 use entity::{membership, organization, session};
-use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, SqlErr};
+use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -12,6 +12,8 @@ use crate::{
     http::query::Page,
     storage::Db,
 };
+
+const SLUG_TAKEN: &str = "An organization with this slug already exists.";
 
 /// `^[a-z0-9][a-z0-9-]{0,62}$`
 fn is_slug(value: &str) -> bool {
@@ -39,13 +41,6 @@ fn slug_of(name: &str) -> String {
 /// without control characters.
 pub fn role(issues: &mut Issues, role: &str) {
     issues.text("role", role, 64);
-}
-
-fn conflict(err: DbErr, what: &str) -> ApiError {
-    match err.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => ApiError::new(Code::Conflict, what.to_string()),
-        _ => err.into(),
-    }
 }
 
 pub async fn create(
@@ -78,7 +73,7 @@ pub async fn create(
     organization::Entity::insert(organization::ActiveModel::from(organization.clone()))
         .exec_without_returning(&*txn)
         .await
-        .map_err(|e| conflict(e, "An organization with this slug already exists."))?;
+        .map_err(ApiError::unless_unique(Code::Conflict, SLUG_TAKEN))?;
     audit::record(
         &*txn,
         application_id,
@@ -145,7 +140,7 @@ pub async fn update(
         .filter(organization::Column::Id.eq(id))
         .exec(&*txn)
         .await
-        .map_err(|e| conflict(e, "An organization with this slug already exists."))?;
+        .map_err(ApiError::unless_unique(Code::Conflict, SLUG_TAKEN))?;
     audit::record(
         &*txn,
         application_id,
@@ -225,12 +220,7 @@ pub async fn add_member(
     membership::Entity::insert(membership::ActiveModel::from(membership.clone()))
         .exec_without_returning(&*txn)
         .await
-        .map_err(|err| match err.sql_err() {
-        Some(SqlErr::UniqueConstraintViolation(_)) => {
-            ApiError::new(Code::AlreadyMember, "The user is already a member of this organization.")
-        }
-        _ => err.into(),
-    })?;
+        .map_err(ApiError::unless_unique(Code::AlreadyMember, "The user is already a member of this organization."))?;
     audit::record(
         &*txn,
         application_id,

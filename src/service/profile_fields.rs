@@ -3,7 +3,7 @@
 use entity::profile_field;
 use sea_orm::{
     sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, SqlErr,
+    QuerySelect,
 };
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -12,6 +12,7 @@ use super::validate::Issues;
 use crate::{
     audit::{self, Actor},
     error::{ApiError, ApiResult, Code},
+    http::query::Page,
     storage::Db,
 };
 
@@ -118,12 +119,10 @@ pub async fn create(
     profile_field::Entity::insert(profile_field::ActiveModel::from(field.clone()))
         .exec_without_returning(&*txn)
         .await
-        .map_err(|err| match err.sql_err() {
-            Some(SqlErr::UniqueConstraintViolation(_)) => {
-                ApiError::new(Code::KeyInUse, format!("A profile field with key `{}` already exists.", field.key))
-            }
-            _ => err.into(),
-        })?;
+        .map_err(ApiError::unless_unique(
+            Code::KeyInUse,
+            format!("A profile field with key `{}` already exists.", field.key),
+        ))?;
     audit::record(&*txn, application_id, actor, "profile_field.created", Some(field.id), describe(&field)).await?;
     txn.commit().await?;
     Ok(field)
@@ -148,13 +147,22 @@ fn of_application(application_id: Uuid) -> sea_orm::Select<profile_field::Entity
     profile_field::Entity::find().filter(profile_field::Column::ApplicationId.eq(application_id))
 }
 
+fn in_display_order(application_id: Uuid) -> sea_orm::Select<profile_field::Entity> {
+    of_application(application_id).order_by_asc(profile_field::Column::Position).order_by_asc(profile_field::Column::Id)
+}
+
 /// The whole schema, in display order.
 pub async fn schema(db: &impl ConnectionTrait, application_id: Uuid) -> Result<Vec<profile_field::Model>, DbErr> {
-    of_application(application_id)
-        .order_by_asc(profile_field::Column::Position)
-        .order_by_asc(profile_field::Column::Id)
-        .all(db)
-        .await
+    in_display_order(application_id).all(db).await
+}
+
+/// One page of the schema, in display order.
+pub async fn list(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    page: Page,
+) -> Result<(Vec<profile_field::Model>, bool), DbErr> {
+    page.fetch(in_display_order(application_id), db).await
 }
 
 /// Gives an application copies of another's fields (for `copy_from`), in

@@ -98,7 +98,7 @@ pub async fn refuse_not_current(shard: &Db, application_id: Uuid, hash: Vec<u8>)
         return Ok(RefreshRefused::Unknown);
     };
     let txn = shard.begin_write().await?;
-    if revoke_in(&*txn, application_id, earlier.session_id, "refresh_token_reuse", &Actor::system()).await? {
+    if revoke_in(&*txn, application_id, earlier.session_id, "refresh_token_reuse", &Actor::system()).await?.is_some() {
         txn.commit().await?;
     }
     Ok(RefreshRefused::Reused)
@@ -147,14 +147,15 @@ pub async fn list_of_user(
     .await
 }
 
-/// Revokes a session in the caller's transaction; false if it already was.
+/// Revokes a session in the caller's transaction: when it was revoked, or
+/// `None` if it already was.
 pub async fn revoke_in(
     db: &impl ConnectionTrait,
     application_id: Uuid,
     id: Uuid,
     reason: &str,
     actor: &Actor,
-) -> Result<bool, DbErr> {
+) -> Result<Option<chrono::DateTime<chrono::Utc>>, DbErr> {
     let now = crate::clock::now();
     let revoked = session::Entity::update_many()
         .col_expr(session::Column::RevokedAt, Expr::value(now))
@@ -165,7 +166,7 @@ pub async fn revoke_in(
         .exec(db)
         .await?;
     if revoked.rows_affected == 0 {
-        return Ok(false);
+        return Ok(None);
     }
     // Its current refresh token stops working with it.
     refresh_token::Entity::update_many()
@@ -176,7 +177,7 @@ pub async fn revoke_in(
         .exec(db)
         .await?;
     audit::record(db, application_id, actor, "session.revoked", Some(id), json!({"reason": reason})).await?;
-    Ok(true)
+    Ok(Some(now))
 }
 
 /// Revokes a session; revoking a revoked session answers it unchanged.
@@ -188,13 +189,12 @@ pub async fn revoke(
     actor: &Actor,
 ) -> ApiResult<session::Model> {
     let txn = shard.begin_write().await?;
-    find(&*txn, application_id, id).await?;
-    if revoke_in(&*txn, application_id, id, reason, actor).await? {
-        txn.commit().await?;
-    } else {
-        drop(txn);
-    }
-    find(&shard.conn, application_id, id).await
+    let session = find(&*txn, application_id, id).await?;
+    let Some(revoked_at) = revoke_in(&*txn, application_id, id, reason, actor).await? else {
+        return Ok(session);
+    };
+    txn.commit().await?;
+    Ok(session::Model { revoked_at: Some(revoked_at), revoked_reason: Some(reason.to_string()), ..session })
 }
 
 /// Makes an organization the session's active one (the caller checked the
@@ -226,10 +226,5 @@ pub async fn active_membership(
     let Some(organization_id) = session.active_organization_id else {
         return Ok(None);
     };
-    membership::Entity::find()
-        .filter(membership::Column::ApplicationId.eq(session.application_id))
-        .filter(membership::Column::OrganizationId.eq(organization_id))
-        .filter(membership::Column::UserId.eq(session.user_id))
-        .one(db)
-        .await
+    super::organizations::find_membership(db, session.application_id, organization_id, session.user_id).await
 }

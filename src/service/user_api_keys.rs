@@ -130,7 +130,7 @@ pub async fn verify(
         .filter(user_api_key::Column::SecretHash.eq(sha256(secret).to_vec()))
         .one(db)
         .await?;
-    Ok(key.filter(|k| k.revoked_at.is_none() && k.expires_at.is_none_or(|at| at > now)))
+    Ok(key.filter(|k| super::api_keys::is_usable(k.revoked_at, k.expires_at, now)))
 }
 
 /// Records that a key was presented, at most once a minute per key (judged

@@ -1,7 +1,7 @@
 //! End users: created by sign-up or with a secret key, listed, changed and
 //! deleted. Emails are unique per application, compared lowercased.
 use entity::{membership, refresh_token, session, user, user_api_key};
-use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, SqlErr};
+use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
@@ -14,11 +14,17 @@ use crate::{
 };
 
 pub const MIN_PASSWORD: usize = 8;
+const EMAIL_TAKEN: &str = "A user with this email already exists.";
 pub const MAX_PASSWORD: usize = 256;
+
+/// The stored (and compared) form of an email: trimmed, lowercased.
+pub fn normalize_email(raw: &str) -> String {
+    raw.trim().to_lowercase()
+}
 
 /// The stored form of an email, or an issue named `email`.
 pub fn email(issues: &mut Issues, raw: &str) -> String {
-    let email = raw.trim().to_lowercase();
+    let email = normalize_email(raw);
     if !profile_fields::is_email(&email) {
         issues.add("email", "must be an email address");
     }
@@ -72,14 +78,10 @@ pub async fn insert(
         created_at: now,
         updated_at: now,
     };
-    user::Entity::insert(user::ActiveModel::from(user.clone())).exec_without_returning(db).await.map_err(|err| {
-        match err.sql_err() {
-            Some(SqlErr::UniqueConstraintViolation(_)) => {
-                ApiError::new(Code::Conflict, "A user with this email already exists.")
-            }
-            _ => err.into(),
-        }
-    })?;
+    user::Entity::insert(user::ActiveModel::from(user.clone()))
+        .exec_without_returning(db)
+        .await
+        .map_err(ApiError::unless_unique(Code::Conflict, EMAIL_TAKEN))?;
     audit::record(db, application_id, actor, "user.created", Some(user.id), json!({"email": user.email})).await?;
     Ok(user)
 }
@@ -112,7 +114,7 @@ pub async fn list(
 ) -> Result<(Vec<user::Model>, bool), DbErr> {
     let mut query = of_application(application_id);
     if let Some(email) = email {
-        query = query.filter(user::Column::Email.eq(email.trim().to_lowercase()));
+        query = query.filter(user::Column::Email.eq(normalize_email(email)));
     }
     page.fetch(query.order_by_desc(user::Column::CreatedAt).order_by_desc(user::Column::Id), db).await
 }
@@ -157,12 +159,7 @@ pub async fn update(
         .filter(user::Column::Id.eq(id))
         .exec(&*txn)
         .await
-        .map_err(|err| match err.sql_err() {
-            Some(SqlErr::UniqueConstraintViolation(_)) => {
-                ApiError::new(Code::Conflict, "A user with this email already exists.")
-            }
-            _ => err.into(),
-        })?;
+        .map_err(ApiError::unless_unique(Code::Conflict, EMAIL_TAKEN))?;
     audit::record(&*txn, application_id, actor, "user.updated", Some(id), json!({"changed": changed})).await?;
     txn.commit().await?;
     Ok(user)

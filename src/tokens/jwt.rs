@@ -177,4 +177,28 @@ mod tests {
         assert!(parse(&format!("{token}=")).is_err(), "padding");
         assert!(parse(&format!("{token}.x")).is_err(), "four segments");
     }
+
+    #[test]
+    fn a_signature_with_a_non_canonical_s_is_refused() {
+        // S + L verifies under the group law but is not the canonical
+        // encoding (RFC 8032 §5.1.7): a malleated signature.
+        const L: [u8; 32] = [
+            0xed, 0xd3, 0xf5, 0x5c, 0x1a, 0x63, 0x12, 0x58, 0xd6, 0x9c, 0xf7, 0xa2, 0xde, 0xf9, 0xde, 0x14, 0, 0, 0, 0,
+            0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x10,
+        ];
+        let pair = KeyPair::from_seed(Seed::generate());
+        let token = sign(&claims(1000), Uuid::now_v7(), &pair.sk);
+        let (signed, signature) = token.rsplit_once('.').unwrap();
+        let mut bytes = URL_SAFE_NO_PAD.decode(signature).unwrap();
+        let mut carry = 0u16;
+        for (byte, l) in bytes[32..].iter_mut().zip(L) {
+            let sum = u16::from(*byte) + u16::from(l) + carry;
+            *byte = sum as u8;
+            carry = sum >> 8;
+        }
+        assert_eq!(carry, 0, "S + L fits in 32 bytes since S < L < 2^253");
+        let malleated = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(&bytes));
+        assert_eq!(parse(&malleated).unwrap().verify(&pair.pk, &expected(1000)), Err(Rejection::Signature));
+        assert!(parse(&token).unwrap().verify(&pair.pk, &expected(1000)).is_ok());
+    }
 }

@@ -8,9 +8,11 @@ use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, Utc};
 use ed25519_compact::{KeyPair, PublicKey, SecretKey, Seed};
-use entity::signing_key;
+use entity::{audit_head, signing_key};
 use moka::future::Cache;
-use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, SqlErr};
+use sea_orm::{
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
+};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -132,9 +134,18 @@ impl SigningKeys {
             .ok_or_else(|| ApiError::internal("a signing key was created but cannot be loaded"))
     }
 
-    /// Retires the current key and makes a new one current.
+    /// Retires the current key and makes a new one current. Rotations of
+    /// one application take turns: the transaction first locks the
+    /// application's audit-chain head (which its audit row would lock
+    /// anyway), so a second rotation sees the key the first made and
+    /// retires it, instead of colliding with it.
     pub async fn rotate(&self, shard: &Db, application_id: Uuid, actor: &Actor) -> ApiResult<Uuid> {
         let txn = shard.begin_write().await?;
+        audit_head::Entity::find()
+            .filter(audit_head::Column::ApplicationId.eq(application_id))
+            .lock_exclusive()
+            .one(&*txn)
+            .await?;
         let now = crate::clock::now();
         let retired = signing_key::Entity::update_many()
             .col_expr(signing_key::Column::RetiredAt, Expr::value(now))

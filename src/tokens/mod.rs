@@ -22,6 +22,37 @@ pub struct AccessTokens {
     ttl_seconds: i64,
 }
 
+/// One application's current signing key with the claims it vouches for.
+pub struct Signer {
+    kid: Uuid,
+    key: ed25519_compact::SecretKey,
+    issuer: String,
+    ttl_seconds: i64,
+}
+
+impl Signer {
+    /// A token for a session; `organization` is the active one and the
+    /// user's role in it.
+    pub fn issue(&self, session: &session::Model, organization: Option<(Uuid, String)>) -> Issued {
+        let now = crate::clock::now().timestamp();
+        let (org, org_role) = organization.unzip();
+        let claims = jwt::Claims {
+            iss: self.issuer.clone(),
+            aud: session.application_id.to_string(),
+            sub: session.user_id,
+            sid: session.id,
+            aal: session.aal.clone(),
+            org,
+            org_role,
+            iat: now,
+            nbf: now,
+            exp: now + self.ttl_seconds,
+            jti: Uuid::now_v7(),
+        };
+        Issued { token: jwt::sign(&claims, self.kid, &self.key), expires_in: self.ttl_seconds }
+    }
+}
+
 /// An access token and when it expires.
 pub struct Issued {
     pub token: String,
@@ -37,31 +68,12 @@ impl AccessTokens {
         issuer(&self.public_url, application_id)
     }
 
-    /// Signs a token for a session; `organization` is the active one and
-    /// the user's role in it.
-    pub async fn issue(
-        &self,
-        shard: &Db,
-        session: &session::Model,
-        organization: Option<(Uuid, String)>,
-    ) -> ApiResult<Issued> {
-        let (kid, key) = self.keys.current(shard, session.application_id).await?;
-        let now = crate::clock::now().timestamp();
-        let (org, org_role) = organization.unzip();
-        let claims = jwt::Claims {
-            iss: self.issuer(session.application_id),
-            aud: session.application_id.to_string(),
-            sub: session.user_id,
-            sid: session.id,
-            aal: session.aal.clone(),
-            org,
-            org_role,
-            iat: now,
-            nbf: now,
-            exp: now + self.ttl_seconds,
-            jti: Uuid::now_v7(),
-        };
-        Ok(Issued { token: jwt::sign(&claims, kid, &key), expires_in: self.ttl_seconds })
+    /// What signs the application's tokens, its key created on first use.
+    /// Get it before a request commits anything: nothing that can fail is
+    /// left for after the commit.
+    pub async fn signer(&self, shard: &Db, application_id: Uuid) -> ApiResult<Signer> {
+        let (kid, key) = self.keys.current(shard, application_id).await?;
+        Ok(Signer { kid, key, issuer: self.issuer(application_id), ttl_seconds: self.ttl_seconds })
     }
 
     /// The claims of a valid token of this application, or why not.

@@ -207,6 +207,14 @@ async fn a_key_revoked_on_one_node_is_refused_by_another_within_a_second() {
     // Node B has looked the key up and holds it in its cache.
     assert_eq!(a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status, 200);
     let id = a.get("/v1/api-keys").await.data()[0]["id"].as_str().unwrap().to_string();
+    // B records the key's first use in the background; on SQLite (one file,
+    // two nodes in one process) that write must be done before A writes.
+    for _ in 0..100 {
+        if a.get(&format!("/v1/api-keys/{id}")).await.data()["last_used_at"].is_string() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     assert_eq!(a.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await.status, 200);
     let revoked_at = std::time::Instant::now();
     assert_eq!(a.send(&victim, Method::GET, "/v1/api-keys", None).await.status, 401, "at once on the revoking node");

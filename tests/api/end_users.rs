@@ -3,6 +3,7 @@
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use hmac::{Hmac, Mac};
 use reqwest::Method;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{json, Value};
 use sha2::Sha256;
 use uuid::Uuid;
@@ -657,4 +658,27 @@ async fn many_sessions_refreshing_at_once_are_group_committed_and_the_chain_stil
     }
     let refreshed = app.audit_types().await.into_iter().filter(|t| t == "session.refreshed").count();
     assert_eq!(refreshed, 18, "one row per rotation of this application");
+}
+
+#[actix_web::test]
+async fn rotations_at_the_same_moment_all_succeed_and_leave_one_current_key() {
+    let app = spawn_app().await;
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let path = format!("/v1/applications/{}/signing-keys/rotate", app.caller.application_id);
+    let empty = json!({});
+    let rotations = futures_util::future::join_all((0..4).map(|_| app.post(&path, &empty))).await;
+    assert!(rotations.iter().all(|r| r.status == 200), "{:?}", rotations.iter().map(|r| &r.body).collect::<Vec<_>>());
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let current = entity::signing_key::Entity::find()
+        .filter(entity::signing_key::Column::ApplicationId.eq(id))
+        .filter(entity::signing_key::Column::RetiredAt.is_null())
+        .all(&shard.conn)
+        .await
+        .unwrap();
+    assert_eq!(current.len(), 1);
+    let jwks = app
+        .raw(app.client.get(app.url(&format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id))))
+        .await;
+    assert_eq!(jwks.body["keys"].as_array().unwrap().len(), 5, "the first key and four rotations, all in grace");
 }
