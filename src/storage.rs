@@ -21,21 +21,44 @@ pub struct Db {
 }
 
 /// A write transaction; on SQLite it also holds the database's write lock.
+/// Dropped without a commit (an error returned half-way), it is rolled back
+/// *before* the lock is released: sea-orm only queues the rollback of a
+/// dropped transaction, and a connection back in the pool with its
+/// transaction still open would hold SQLite's file lock (or PostgreSQL's
+/// row locks) while the next writer starts, which then fails as busy.
 pub struct WriteTxn {
-    txn: DatabaseTransaction,
-    _guard: Option<OwnedMutexGuard<()>>,
+    txn: Option<DatabaseTransaction>,
+    guard: Option<OwnedMutexGuard<()>>,
 }
 
 impl Deref for WriteTxn {
     type Target = DatabaseTransaction;
     fn deref(&self) -> &DatabaseTransaction {
-        &self.txn
+        self.txn.as_ref().expect("a write transaction is live until committed or dropped")
     }
 }
 
 impl WriteTxn {
-    pub async fn commit(self) -> Result<(), DbErr> {
-        self.txn.commit().await
+    pub async fn commit(mut self) -> Result<(), DbErr> {
+        let txn = self.txn.take().expect("a write transaction commits once");
+        txn.commit().await
+    }
+}
+
+impl Drop for WriteTxn {
+    fn drop(&mut self) {
+        let Some(txn) = self.txn.take() else {
+            return;
+        };
+        let guard = self.guard.take();
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                if let Err(err) = txn.rollback().await {
+                    tracing::warn!(error = %err, "rolling back an abandoned write transaction failed");
+                }
+                drop(guard);
+            });
+        }
     }
 }
 
@@ -67,7 +90,7 @@ impl Db {
             Some(lock) => Some(lock.clone().lock_owned().await),
             None => None,
         };
-        Ok(WriteTxn { txn: self.conn.begin().await?, _guard: guard })
+        Ok(WriteTxn { txn: Some(self.conn.begin().await?), guard })
     }
 }
 

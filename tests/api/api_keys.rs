@@ -143,7 +143,12 @@ async fn twenty_concurrent_creators_of_one_name_get_one_success_and_nineteen_409
     let replies = futures_util::future::join_all(attempts).await;
     let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
     assert_eq!(statuses.iter().filter(|s| **s == 201).count(), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| **s == 409).count(), 19, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        19,
+        "{statuses:?} {:?}",
+        replies.iter().filter(|r| r.status == 503).map(|r| &r.body).next()
+    );
     assert!(replies.iter().filter(|r| r.status == 409).all(|r| r.error_code() == "conflict"));
     let verified = gatehouse::audit::query::verify(
         &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn,
