@@ -1,7 +1,5 @@
 //! Creating an account with a first application and admin key: the
 //! `bootstrap` command, and the first start of `serve` on an empty catalog.
-use entity::{account, application};
-use sea_orm::{ActiveValue::Set, EntityTrait, PaginatorTrait};
 use serde::Serialize;
 use uuid::Uuid;
 
@@ -13,7 +11,7 @@ use crate::{
         applications::{self, NewApplication},
         validate::Issues,
     },
-    storage::Storage,
+    storage::{catalog, Storage},
     tenancy::Environment,
 };
 
@@ -37,15 +35,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
     let allowed_origins = applications::origins(&mut issues, request.allowed_origins);
     issues.finish()?;
     let account_id = Uuid::now_v7();
-    let catalog = storage.catalog.begin_write().await?;
-    account::Entity::insert(account::ActiveModel {
-        id: Set(account_id),
-        name: Set(name.clone()),
-        created_at: Set(crate::clock::now()),
-    })
-    .exec_without_returning(&*catalog)
-    .await?;
-    catalog.commit().await?;
+    catalog::insert_account(&storage.catalog, account_id, name.clone()).await?;
     let new = NewApplication {
         account_id,
         name,
@@ -61,7 +51,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
 
 /// On first start: a development application, when the catalog has none.
 pub async fn first_start(storage: &Storage) -> ApiResult<Option<Bootstrapped>> {
-    if application::Entity::find().count(&storage.catalog.conn).await? > 0 {
+    if catalog::count_applications(&storage.catalog).await? > 0 {
         return Ok(None);
     }
     let request = BootstrapRequest {

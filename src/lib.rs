@@ -6,6 +6,7 @@ pub mod config;
 pub mod crypto;
 pub mod error;
 pub mod events;
+pub mod failpoint;
 pub mod http;
 pub mod openapi;
 pub mod region;

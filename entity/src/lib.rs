@@ -1,4 +1,5 @@
-//! sea-orm entities. Catalog tables: `account`, `application`. Regional tables:
+//! sea-orm entities. Catalog tables: `account`, `application`,
+//! `pending_audit_event`. Regional tables:
 //! everything else; every regional row carries `application_id`.
 pub mod account;
 pub mod api_key;
@@ -8,6 +9,7 @@ pub mod audit_head;
 pub mod hook;
 pub mod membership;
 pub mod organization;
+pub mod pending_audit_event;
 pub mod profile_field;
 pub mod refresh_token;
 pub mod session;

@@ -9,6 +9,7 @@ mod m20261122_000004_create_webhooks;
 mod m20261123_000005_create_end_users;
 mod m20261123_000006_create_organizations;
 mod m20261123_000007_create_profile_fields_and_hooks;
+mod m20261123_000008_create_pending_audit_events;
 
 /// Migrations of the catalog database: accounts and the application directory.
 pub struct CatalogMigrator;
@@ -16,7 +17,10 @@ pub struct CatalogMigrator;
 #[async_trait::async_trait]
 impl MigratorTrait for CatalogMigrator {
     fn migrations() -> Vec<Box<dyn MigrationTrait>> {
-        vec![Box::new(m20261122_000001_create_catalog::Migration)]
+        vec![
+            Box::new(m20261122_000001_create_catalog::Migration),
+            Box::new(m20261123_000008_create_pending_audit_events::Migration),
+        ]
     }
 
     fn migration_table_name() -> DynIden {

@@ -47,6 +47,7 @@ pub struct ChainedRow {
 
 impl ChainedRow {
     pub fn new(
+        id: Uuid,
         seq: i64,
         prev_hash: String,
         event_type: &str,
@@ -54,7 +55,6 @@ impl ChainedRow {
         aggregate_id: Option<Uuid>,
         data: &serde_json::Value,
     ) -> Result<ChainedRow, serde_json::Error> {
-        let id = Uuid::now_v7();
         let occurred_at = crate::clock::format(crate::clock::now());
         let data = canonical(data)?;
         let hash = row_hash(

@@ -13,7 +13,7 @@ use crate::{
     error::{ApiError, ApiResult},
     service::sessions,
     state::AppState,
-    storage::Db,
+    storage::TenantScope,
     tenancy::Tenant,
     tokens::jwt::Claims,
 };
@@ -21,13 +21,13 @@ use crate::{
 pub struct EndUser {
     pub claims: Claims,
     pub session: session::Model,
-    pub tenant: Tenant,
-    pub shard: Db,
+    /// The user's application, acting as the user.
+    pub scope: TenantScope,
 }
 
 impl EndUser {
-    pub fn actor(&self) -> Actor {
-        Actor::user(self.claims.sub)
+    pub fn tenant(&self) -> &Tenant {
+        self.scope.tenant()
     }
 }
 
@@ -43,22 +43,23 @@ impl FromRequest for EndUser {
             let (Some(state), Some(tenant), Some(token)) = (state, tenant, token) else {
                 return Err(ApiError::unauthenticated());
             };
-            let shard = state.storage.shard(tenant.region).ok_or_else(ApiError::unauthenticated)?.clone();
-            let claims = match state.tokens.verify(&shard, tenant.id, &token).await? {
+            let scope = super::public_scope(&state, tenant).ok_or_else(ApiError::unauthenticated)?;
+            let claims = match state.tokens.verify(&scope, &token).await? {
                 Ok(claims) => claims,
                 Err(rejection) => {
                     metrics::counter!("access_token_rejected_total", "reason" => rejection.as_str()).increment(1);
                     return Err(ApiError::unauthenticated());
                 }
             };
-            let session = sessions::find_active(&shard.conn, tenant.id, claims.sid)
+            let session = sessions::find_active(&scope, claims.sid)
                 .await?
                 .filter(|s| s.user_id == claims.sub)
                 .ok_or_else(|| {
                     metrics::counter!("access_token_rejected_total", "reason" => "session_ended").increment(1);
                     ApiError::unauthenticated()
                 })?;
-            Ok(EndUser { claims, session, tenant, shard })
+            let scope = scope.acting_as(Actor::user(claims.sub));
+            Ok(EndUser { claims, session, scope })
         })
     }
 }

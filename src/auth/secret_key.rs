@@ -28,7 +28,7 @@ use crate::{
     error::{ApiError, ApiResult, Code},
     service::api_keys,
     state::AppState,
-    storage::Db,
+    storage::TenantScope,
     tenancy::Tenant,
 };
 
@@ -36,8 +36,8 @@ use crate::{
 pub struct SecretKey {
     pub id: Uuid,
     scopes: Arc<[String]>,
-    pub tenant: Tenant,
-    pub shard: Db,
+    /// The key's application, acting as this key.
+    pub scope: TenantScope,
     keys: KeyCache,
 }
 
@@ -46,13 +46,13 @@ impl SecretKey {
         if self.scopes.iter().any(|s| s == Scope::Admin.as_str() || s == scope.as_str()) {
             Ok(())
         } else {
-            self.keys.record_refusal(&self.shard, self.tenant.id, self.id, "insufficient_scope");
+            self.keys.record_refusal(&self.scope, self.id, "insufficient_scope");
             Err(ApiError::new(Code::InsufficientScope, format!("This operation needs the `{}` scope.", scope.as_str())))
         }
     }
 
-    pub fn actor(&self) -> Actor {
-        Actor::api_key(self.id)
+    pub fn tenant(&self) -> &Tenant {
+        self.scope.tenant()
     }
 }
 
@@ -118,8 +118,9 @@ impl Default for KeyCache {
 
 impl KeyCache {
     /// A key record of the application; a miss costs one indexed read.
-    pub async fn find(&self, shard: &Db, application_id: Uuid, id: Uuid) -> ApiResult<Arc<api_key::Model>> {
-        let load = async { api_keys::find_optional(&shard.conn, application_id, id).await.map(|k| k.map(Arc::new)) };
+    pub async fn find(&self, scope: &TenantScope, id: Uuid) -> ApiResult<Arc<api_key::Model>> {
+        let application_id = scope.tenant().id;
+        let load = async { api_keys::find_optional(scope, id).await.map(|k| k.map(Arc::new)) };
         // A missing key is not cached: it may be created a moment later.
         match self.by_id.try_get_with((application_id, id), async { load.await?.ok_or(LoadError::Missing) }).await {
             Ok(key) => Ok(key),
@@ -132,25 +133,16 @@ impl KeyCache {
 
     /// Writes `api_key.use_refused` for a known key, off the request path and
     /// at most once a minute per key and reason on this node.
-    fn record_refusal(&self, shard: &Db, application_id: Uuid, key_id: Uuid, reason: &'static str) {
+    fn record_refusal(&self, scope: &TenantScope, key_id: Uuid, reason: &'static str) {
         if self.refusals.contains_key(&(key_id, reason)) {
             return;
         }
         self.refusals.insert((key_id, reason), ());
-        let shard = shard.clone();
+        let scope = scope.acting_as(Actor::api_key(key_id));
         actix_web::rt::spawn(async move {
             let write = async {
-                let txn = shard.begin_write().await?;
-                let data = serde_json::json!({ "reason": reason });
-                crate::audit::record(
-                    &*txn,
-                    application_id,
-                    &Actor::api_key(key_id),
-                    "api_key.use_refused",
-                    Some(key_id),
-                    data,
-                )
-                .await?;
+                let mut txn = scope.begin().await?;
+                txn.audit("api_key.use_refused", Some(key_id), serde_json::json!({ "reason": reason })).await?;
                 txn.commit().await
             };
             if let Err(err) = write.await {
@@ -207,7 +199,7 @@ impl FromRequest for SecretKey {
             };
             let key = authenticate(&state, tenant, &token).await?;
             let rate = f64::from(state.settings.rate_limits.management_per_application_per_second);
-            state.limiter.take_for(&req, &format!("management:{}", key.tenant.id), rate, 2.0 * rate).await?;
+            state.limiter.take_for(&req, &format!("management:{}", key.tenant().id), rate, 2.0 * rate).await?;
             Ok(key)
         })
     }
@@ -218,15 +210,15 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
         metrics::counter!("auth_rejected_total", "reason" => "malformed").increment(1);
         return Err(ApiError::unauthenticated());
     };
-    let shard = state.storage.shard(tenant.region).ok_or_else(ApiError::unauthenticated)?.clone();
     if live != tenant.environment.is_live() {
         return Err(ApiError::unauthenticated());
     }
+    let application_id = tenant.id;
+    // Public until the key is proven; then acting as the key.
+    let scope = super::public_scope(state, tenant).ok_or_else(ApiError::unauthenticated)?;
     let hash = sha256(token);
-    let cache_key = (tenant.id, hash);
-    let load = async {
-        api_keys::find_by_hash(&shard.conn, tenant.id, &cache_key.1).await.map(|k| k.map(CachedKey::from_model))
-    };
+    let cache_key = (application_id, hash);
+    let load = async { api_keys::find_by_hash(&scope, &cache_key.1).await.map(|k| k.map(CachedKey::from_model)) };
     let found = state.keys.by_secret.try_get_with(cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
     let now = crate::clock::now();
     let key = match found {
@@ -234,7 +226,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) => {
             metrics::counter!("auth_rejected_total", "reason" => "inactive").increment(1);
             let reason = if key.revoked { "revoked" } else { "expired" };
-            state.keys.record_refusal(&shard, tenant.id, key.id, reason);
+            state.keys.record_refusal(&scope, key.id, reason);
             return Err(ApiError::unauthenticated());
         }
         _ => {
@@ -242,14 +234,15 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
             return Err(ApiError::unauthenticated());
         }
     };
+    let scope = scope.acting_as(Actor::api_key(key.id));
     if key.claim_touch(now) {
-        let (shard, keys, application_id, key_id) = (shard.clone(), state.keys.clone(), tenant.id, key.id);
+        let (scope, keys, key_id) = (scope.clone(), state.keys.clone(), key.id);
         actix_web::rt::spawn(async move {
-            match api_keys::touch(&shard, application_id, key_id, now).await {
+            match api_keys::touch(&scope, key_id, now).await {
                 Ok(()) => keys.by_id.invalidate(&(application_id, key_id)).await,
                 Err(err) => tracing::warn!(error = %err, "could not record last_used_at"),
             }
         });
     }
-    Ok(SecretKey { id: key.id, scopes: key.scopes, tenant, shard, keys: state.keys.clone() })
+    Ok(SecretKey { id: key.id, scopes: key.scopes, scope, keys: state.keys.clone() })
 }

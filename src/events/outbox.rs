@@ -2,6 +2,11 @@
 //! endpoint of the application whose filter takes its type, in the same
 //! transaction. A filter entry takes a type equal to it or starting with it
 //! followed by a dot; no entries take every type.
+//!
+//! Part of the audit writer (`audit::append` calls it for the rows it just
+//! appended, in their transaction), so its queries are raw and filter on
+//! the rows' own `application_id`.
+#![allow(clippy::disallowed_methods)]
 use entity::{audit_event, webhook, webhook_message};
 use sea_orm::{ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;

@@ -16,9 +16,7 @@ use actix_web::{
     middleware::Next,
     web, Error, HttpMessage, HttpResponse, ResponseError,
 };
-use entity::application;
 use moka::future::Cache;
-use sea_orm::{EntityTrait, QuerySelect};
 
 use crate::{
     error::{ApiError, Code},
@@ -46,12 +44,7 @@ impl Default for OriginUnion {
 impl OriginUnion {
     async fn contains(&self, catalog: &Db, origin: &str) -> Result<bool, ApiError> {
         let load = async {
-            let lists: Vec<serde_json::Value> = application::Entity::find()
-                .select_only()
-                .column(application::Column::AllowedOrigins)
-                .into_tuple()
-                .all(&catalog.conn)
-                .await?;
+            let lists = crate::storage::catalog::origin_lists(catalog).await?;
             let origins = lists.into_iter().filter_map(|l| serde_json::from_value::<Vec<String>>(l).ok()).flatten();
             Ok::<_, sea_orm::DbErr>(Arc::new(origins.collect::<HashSet<_>>()))
         };

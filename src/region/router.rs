@@ -4,14 +4,13 @@
 use std::{sync::Arc, time::Duration};
 
 use actix::prelude::*;
-use entity::application;
 use moka::sync::Cache;
-use sea_orm::{DbErr, EntityTrait};
+use sea_orm::DbErr;
 use uuid::Uuid;
 
 use crate::{
     error::{ApiError, ApiResult},
-    storage::Db,
+    storage::{catalog, Db},
     tenancy::{Tenant, TenantSnapshot},
 };
 
@@ -44,7 +43,7 @@ impl Handler<Load> for RegionRouter {
     fn handle(&mut self, Load(id): Load, _: &mut Context<Self>) -> Self::Result {
         let (catalog, entries) = (self.catalog.clone(), self.entries.clone());
         Box::pin(async move {
-            let row = application::Entity::find_by_id(id).one(&catalog.conn).await?;
+            let row = catalog::find_application(&catalog, id).await?;
             let entry = match row {
                 Some(row) => Some(Arc::new(TenantSnapshot::from_model(row).map_err(DbErr::Custom)?)),
                 None => None,

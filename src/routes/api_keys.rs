@@ -115,9 +115,7 @@ pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Bo
     let request: CreateApiKeyRequest = body.json().await?;
     let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
     let limit = state.settings.limits.active_secret_keys_per_application;
-    let issued =
-        api_keys::create(&key.shard, key.tenant.id, key.tenant.environment.is_live(), &new, &key.actor(), limit)
-            .await?;
+    let issued = api_keys::create(&key.scope, &new, limit).await?;
     Ok(envelope::created(IssuedApiKeyView::from(issued)))
 }
 
@@ -126,7 +124,7 @@ pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Bo
     responses((status = 200, body = [ApiKeyView])), security(("secret_key" = [])))]
 pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let (keys, has_more) = api_keys::list(&key.shard.conn, key.tenant.id, page).await?;
+    let (keys, has_more) = api_keys::list(&key.scope, page).await?;
     Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more))
 }
 
@@ -139,7 +137,7 @@ pub async fn find_api_key(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("API key", &path)?;
-    let found = state.keys.find(&key.shard, key.tenant.id, id).await?;
+    let found = state.keys.find(&key.scope, id).await?;
     Ok(envelope::ok(ApiKeyView::from(&*found)))
 }
 
@@ -156,7 +154,7 @@ pub async fn revoke_api_key(
     key.require(Scope::Admin)?;
     let id = path_id("API key", &path)?;
     body.no_fields().await?;
-    let revoked = api_keys::revoke(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    let revoked = api_keys::revoke(&key.scope, id).await?;
     state.keys.forget(&revoked).await;
     Ok(envelope::ok(ApiKeyView::from(&revoked)))
 }
@@ -187,12 +185,12 @@ pub struct VerifiedKeyView {
     responses((status = 200, body = VerifiedKeyView)), security(("secret_key" = [])))]
 pub async fn verify_api_key(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: VerifyApiKeyRequest = body.json().await?;
-    let live = key.tenant.environment.is_live();
-    let found = user_api_keys::verify(&key.shard.conn, key.tenant.id, live, &request.secret).await?;
+    let live = key.tenant().environment.is_live();
+    let found = user_api_keys::verify(&key.scope, live, &request.secret).await?;
     if let Some(found) = &found {
-        let (shard, found) = (key.shard.clone(), found.clone());
+        let (scope, found) = (key.scope.clone(), found.clone());
         actix_web::rt::spawn(async move {
-            if let Err(err) = user_api_keys::touch_if_due(&shard, &found).await {
+            if let Err(err) = user_api_keys::touch_if_due(&scope, &found).await {
                 tracing::warn!(error = %err, "could not record a personal key's last use");
             }
         });

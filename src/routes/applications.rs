@@ -18,7 +18,6 @@ use crate::{
     region::Region,
     service::{
         applications::{self, NewApplication, SettingsPatch},
-        profile_fields,
         validate::Issues,
     },
     state::AppState,
@@ -119,7 +118,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
     };
     issues.finish()?;
     let region = match request.region.as_deref() {
-        None => key.tenant.region,
+        None => key.tenant().region,
         Some(value) => Region::parse(value).ok_or_else(|| {
             ApiError::new(Code::UnknownRegion, format!("Region `{}` is not one of us, eu, ap.", value.escape_debug()))
         })?,
@@ -127,19 +126,12 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
     let (allowed_origins, branding, profile_fields) = match request.copy_from {
         None => (Vec::new(), Value::Object(Default::default()), Vec::new()),
         Some(source) => {
-            let source = applications::find_in_account(&state.storage, key.tenant.account_id, source)
-                .await
-                .map_err(|_| ApiError::invalid("copy_from", "must be an application of the same account"))?;
-            let shard = state
-                .storage
-                .shard(source.region)
-                .ok_or_else(|| ApiError::invalid("copy_from", "must be an application of a region this node holds"))?;
-            let fields = profile_fields::schema(&shard.conn, source.id).await?;
+            let (source, fields) = applications::copy_source(&state.storage, &key.scope, source).await?;
             (source.allowed_origins.clone(), source.branding.clone(), fields)
         }
     };
     let new = NewApplication {
-        account_id: key.tenant.account_id,
+        account_id: key.tenant().account_id,
         name,
         environment,
         region,
@@ -147,7 +139,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         branding,
         profile_fields,
     };
-    let (app, first_key) = applications::create(&state.storage, new, &key.actor()).await?;
+    let (app, first_key) = applications::create(&state.storage, new, key.scope.actor()).await?;
     Ok(envelope::created(CreatedApplicationView { application: (&app).into(), secret_key: first_key.secret }))
 }
 
@@ -160,7 +152,7 @@ pub async fn list_applications(
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let (apps, has_more) = applications::list(&state.storage, key.tenant.account_id, page).await?;
+    let (apps, has_more) = applications::list(&state.storage, key.tenant().account_id, page).await?;
     Ok(envelope::page(apps.iter().map(ApplicationView::from).collect(), has_more))
 }
 
@@ -173,10 +165,10 @@ pub async fn get_application(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Application", &path)?;
-    let app = if id == key.tenant.id {
-        key.tenant.clone()
+    let app = if id == key.tenant().id {
+        key.tenant().clone()
     } else {
-        applications::find_in_account(&state.storage, key.tenant.account_id, id).await?
+        applications::find_in_account(&state.storage, key.tenant().account_id, id).await?
     };
     Ok(envelope::ok(ApplicationView::from(&app)))
 }
@@ -191,11 +183,11 @@ pub async fn update_application(
     body: Body,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Application", &path)?;
-    if id != key.tenant.id {
+    if id != key.tenant().id {
         return Err(ApiError::not_found("Application", id));
     }
     let request: UpdateApplicationRequest = body.json().await?;
     let patch = SettingsPatch::parse(request.name, request.allowed_origins, request.branding)?;
-    let app = state.tenants.update_settings(&key.tenant, patch, key.actor()).await?;
+    let app = state.tenants.update_settings(key.tenant(), patch, key.scope.actor().clone()).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))
 }

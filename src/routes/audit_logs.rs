@@ -31,6 +31,6 @@ pub async fn export_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiR
 }
 
 async fn answer(key: &SecretKey, filter: AuditFilter) -> ApiResult<HttpResponse> {
-    let (rows, has_more) = query::list(&key.shard.conn, key.tenant.id, filter).await?;
+    let (rows, has_more) = query::list(&key.scope, filter).await?;
     Ok(envelope::page(rows, has_more))
 }

@@ -96,7 +96,7 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
         timeout_ms: r.timeout_ms.unwrap_or(hooks::DEFAULT_TIMEOUT_MS),
     };
     let limit = state.settings.limits.hooks_per_application;
-    let (hook, secret) = hooks::create(&key.shard, &state.master_key, &key.tenant, new, &key.actor(), limit).await?;
+    let (hook, secret) = hooks::create(&key.scope, &state.master_key, new, limit).await?;
     Ok(envelope::created(HookWithSecretView { hook: (&hook).into(), secret }))
 }
 
@@ -104,7 +104,7 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
     responses((status = 200, body = [HookView])), security(("secret_key" = [])))]
 pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let (found, has_more) = hooks::list(&key.shard.conn, key.tenant.id, page).await?;
+    let (found, has_more) = hooks::list(&key.scope, page).await?;
     Ok(envelope::page(found.iter().map(HookView::from).collect(), has_more))
 }
 
@@ -112,7 +112,7 @@ pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<Ht
     responses((status = 200, body = HookView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
-    Ok(envelope::ok(HookView::from(&hooks::find(&key.shard.conn, key.tenant.id, id).await?)))
+    Ok(envelope::ok(HookView::from(&hooks::find(&key.scope, id).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -139,7 +139,7 @@ pub async fn update_hook(key: SecretKey, path: web::Path<String>, body: Body) ->
         fail_open: r.fail_open,
         timeout_ms: r.timeout_ms,
     };
-    let hook = hooks::update(&key.shard, &key.tenant, id, patch, &key.actor()).await?;
+    let hook = hooks::update(&key.scope, id, patch).await?;
     Ok(envelope::ok(HookView::from(&hook)))
 }
 
@@ -147,6 +147,6 @@ pub async fn update_hook(key: SecretKey, path: web::Path<String>, body: Body) ->
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
-    hooks::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    hooks::delete(&key.scope, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

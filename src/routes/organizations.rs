@@ -97,7 +97,7 @@ pub struct CreateOrganizationRequest {
     security(("secret_key" = [])))]
 pub async fn create_organization(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateOrganizationRequest = body.json().await?;
-    let created = organizations::create(&key.shard, key.tenant.id, &request.name, request.slug, &key.actor()).await?;
+    let created = organizations::create(&key.scope, &request.name, request.slug).await?;
     Ok(envelope::created(OrganizationView::from(&created)))
 }
 
@@ -105,7 +105,7 @@ pub async fn create_organization(key: SecretKey, body: Body) -> ApiResult<HttpRe
     responses((status = 200, body = [OrganizationView])), security(("secret_key" = [])))]
 pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let (found, has_more) = organizations::list(&key.shard.conn, key.tenant.id, page).await?;
+    let (found, has_more) = organizations::list(&key.scope, page).await?;
     Ok(envelope::page(found.iter().map(OrganizationView::from).collect(), has_more))
 }
 
@@ -113,7 +113,7 @@ pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiR
     responses((status = 200, body = OrganizationView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
-    Ok(envelope::ok(OrganizationView::from(&organizations::find(&key.shard.conn, key.tenant.id, id).await?)))
+    Ok(envelope::ok(OrganizationView::from(&organizations::find(&key.scope, id).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -130,8 +130,7 @@ pub struct UpdateOrganizationRequest {
 pub async fn update_organization(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
     let request: UpdateOrganizationRequest = body.json().await?;
-    let updated =
-        organizations::update(&key.shard, key.tenant.id, id, request.name, request.slug, &key.actor()).await?;
+    let updated = organizations::update(&key.scope, id, request.name, request.slug).await?;
     Ok(envelope::ok(OrganizationView::from(&updated)))
 }
 
@@ -140,7 +139,7 @@ pub async fn update_organization(key: SecretKey, path: web::Path<String>, body: 
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
-    organizations::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    organizations::delete(&key.scope, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 
@@ -159,15 +158,7 @@ pub struct AddMembershipRequest {
 pub async fn add_membership(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path)?;
     let request: AddMembershipRequest = body.json().await?;
-    let added = organizations::add_member(
-        &key.shard,
-        key.tenant.id,
-        organization_id,
-        request.user_id,
-        request.role,
-        &key.actor(),
-    )
-    .await?;
+    let added = organizations::add_member(&key.scope, organization_id, request.user_id, request.role).await?;
     Ok(envelope::created(MembershipView::from(&added)))
 }
 
@@ -180,7 +171,7 @@ pub async fn list_memberships(
 ) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path)?;
     let page = query.0.page()?;
-    let (found, has_more) = organizations::list_members(&key.shard.conn, key.tenant.id, organization_id, page).await?;
+    let (found, has_more) = organizations::list_members(&key.scope, organization_id, page).await?;
     Ok(envelope::page(found.iter().map(MembershipView::from).collect(), has_more))
 }
 
@@ -201,9 +192,7 @@ pub async fn update_membership(
     let organization_id = path_id("Organization", &path.0)?;
     let user_id = path_id("Membership", &path.1)?;
     let request: UpdateMembershipRequest = body.json().await?;
-    let updated =
-        organizations::update_member(&key.shard, key.tenant.id, organization_id, user_id, request.role, &key.actor())
-            .await?;
+    let updated = organizations::update_member(&key.scope, organization_id, user_id, request.role).await?;
     Ok(envelope::ok(MembershipView::from(&updated)))
 }
 
@@ -212,6 +201,6 @@ pub async fn update_membership(
 pub async fn remove_membership(key: SecretKey, path: web::Path<(String, String)>) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path.0)?;
     let user_id = path_id("Membership", &path.1)?;
-    organizations::remove_member(&key.shard, key.tenant.id, organization_id, user_id, &key.actor()).await?;
+    organizations::remove_member(&key.scope, organization_id, user_id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

@@ -95,7 +95,7 @@ pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, bo
         required: r.required.unwrap_or(false),
     };
     let limit = state.settings.limits.profile_fields_per_application;
-    let field = profile_fields::create(&key.shard, key.tenant.id, new, &key.actor(), limit).await?;
+    let field = profile_fields::create(&key.scope, new, limit).await?;
     Ok(envelope::created(ProfileFieldView::from(&field)))
 }
 
@@ -104,7 +104,7 @@ pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, bo
     responses((status = 200, body = [ProfileFieldView])), security(("secret_key" = [])))]
 pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let (fields, has_more) = profile_fields::list(&key.shard.conn, key.tenant.id, page).await?;
+    let (fields, has_more) = profile_fields::list(&key.scope, page).await?;
     Ok(envelope::page(fields.iter().map(ProfileFieldView::from).collect(), has_more))
 }
 
@@ -112,7 +112,7 @@ pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> Api
     responses((status = 200, body = ProfileFieldView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_profile_field(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
-    Ok(envelope::ok(ProfileFieldView::from(&profile_fields::find(&key.shard.conn, key.tenant.id, id).await?)))
+    Ok(envelope::ok(ProfileFieldView::from(&profile_fields::find(&key.scope, id).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -134,7 +134,7 @@ pub async fn update_profile_field(key: SecretKey, path: web::Path<String>, body:
     let id = path_id("Profile field", &path)?;
     let r: UpdateProfileFieldRequest = body.json().await?;
     let patch = FieldPatch { label: r.label, options: r.options, position: r.position, required: r.required };
-    let field = profile_fields::update(&key.shard, key.tenant.id, id, patch, &key.actor()).await?;
+    let field = profile_fields::update(&key.scope, id, patch).await?;
     Ok(envelope::ok(ProfileFieldView::from(&field)))
 }
 
@@ -142,6 +142,6 @@ pub async fn update_profile_field(key: SecretKey, path: web::Path<String>, body:
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_profile_field(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
-    profile_fields::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    profile_fields::delete(&key.scope, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

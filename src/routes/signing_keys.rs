@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
-    auth::{secret_key::SecretKey, Scope},
+    auth::{public_scope, secret_key::SecretKey, Scope},
     error::{ApiError, ApiResult},
     http::{body::Body, envelope, path_id},
     state::AppState,
@@ -56,8 +56,9 @@ fn public_document() -> actix_web::HttpResponseBuilder {
     responses((status = 200, description = "RFC 7517 key set"), (status = 404)))]
 pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let tenant = tenant_in_path(&state, &req, &path).await?;
-    let shard = state.storage.shard(tenant.region).ok_or_else(|| ApiError::not_found("Application", tenant.id))?;
-    let set = state.tokens.keys.set(shard, tenant.id).await?;
+    let id = tenant.id;
+    let scope = public_scope(&state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
+    let set = state.tokens.keys.set(&scope).await?;
     Ok(public_document().content_type("application/json").body(set.jwks.clone()))
 }
 
@@ -105,10 +106,10 @@ pub async fn rotate_signing_key(
 ) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
     let id = path_id("Application", &path)?;
-    if id != key.tenant.id {
+    if id != key.tenant().id {
         return Err(ApiError::not_found("Application", id));
     }
     body.no_fields().await?;
-    let kid = state.tokens.keys.rotate(&key.shard, key.tenant.id, &key.actor()).await?;
+    let kid = state.tokens.keys.rotate(&key.scope).await?;
     Ok(envelope::ok(RotatedView { kid }))
 }

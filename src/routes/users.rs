@@ -119,15 +119,13 @@ pub async fn create_user(state: web::Data<AppState>, key: SecretKey, body: Body)
     if let Some(password) = &request.password {
         users::password(&mut issues, password);
     }
-    let profile = users::profile(&key.shard.conn, key.tenant.id, &mut issues, request.profile).await?;
+    let profile = users::profile(&key.scope, &mut issues, request.profile).await?;
     issues.finish()?;
     let password_hash = match request.password {
         Some(password) => Some(state.passwords.hash(password).await?),
         None => None,
     };
-    let txn = key.shard.begin_write().await?;
-    let user = users::insert(&*txn, key.tenant.id, email, password_hash, profile, &key.actor()).await?;
-    txn.commit().await?;
+    let user = users::create(&key.scope, email, password_hash, profile).await?;
     Ok(envelope::created(UserView::from(&user)))
 }
 
@@ -146,7 +144,7 @@ pub struct UserListQuery {
 pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResult<HttpResponse> {
     let query = query.0;
     let page = ListQuery { limit: query.limit, offset: query.offset }.page()?;
-    let (found, has_more) = users::list(&key.shard.conn, key.tenant.id, query.email.as_deref(), page).await?;
+    let (found, has_more) = users::list(&key.scope, query.email.as_deref(), page).await?;
     Ok(envelope::page(found.iter().map(UserView::from).collect(), has_more))
 }
 
@@ -154,7 +152,7 @@ pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResul
     responses((status = 200, body = UserView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
-    Ok(envelope::ok(UserView::from(&users::find(&key.shard.conn, key.tenant.id, id).await?)))
+    Ok(envelope::ok(UserView::from(&users::find(&key.scope, id).await?)))
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -178,14 +176,14 @@ pub async fn update_user(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
     let request: UpdateUserRequest = body.json().await?;
-    users::find(&key.shard.conn, key.tenant.id, id).await?;
+    users::find(&key.scope, id).await?;
     let mut issues = Issues::default();
     let email = request.email.map(|e| users::email(&mut issues, &e));
     if let Some(password) = &request.password {
         users::password(&mut issues, password);
     }
     let profile = match request.profile {
-        Some(profile) => Some(users::profile(&key.shard.conn, key.tenant.id, &mut issues, Some(profile)).await?),
+        Some(profile) => Some(users::profile(&key.scope, &mut issues, Some(profile)).await?),
         None => None,
     };
     issues.finish()?;
@@ -194,7 +192,7 @@ pub async fn update_user(
         None => None,
     };
     let patch = UserPatch { email, password_hash, profile };
-    let user = users::update(&key.shard, key.tenant.id, id, patch, &key.actor()).await?;
+    let user = users::update(&key.scope, id, patch).await?;
     Ok(envelope::ok(UserView::from(&user)))
 }
 
@@ -203,7 +201,7 @@ pub async fn update_user(
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
-    users::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    users::delete(&key.scope, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 
@@ -217,8 +215,8 @@ pub async fn list_user_sessions(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
     let page = query.0.page()?;
-    users::find(&key.shard.conn, key.tenant.id, id).await?;
-    let (found, has_more) = sessions::list_of_user(&key.shard.conn, key.tenant.id, id, page).await?;
+    users::find(&key.scope, id).await?;
+    let (found, has_more) = sessions::list_of_user(&key.scope, id, page).await?;
     Ok(envelope::page(found.iter().map(SessionView::from).collect(), has_more))
 }
 
@@ -228,6 +226,6 @@ pub async fn list_user_sessions(
 pub async fn revoke_session(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Session", &path)?;
     body.no_fields().await?;
-    let session = sessions::revoke(&key.shard, key.tenant.id, id, "revoked", &key.actor()).await?;
+    let session = sessions::revoke(&key.scope, id, "revoked").await?;
     Ok(envelope::ok(SessionView::from(&session)))
 }

@@ -149,15 +149,14 @@ impl DeliveryView {
     security(("secret_key" = [])))]
 pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateWebhookRequest = body.json().await?;
-    let url = webhooks::checked_url(&request.url, key.tenant.environment.is_live())?;
+    let url = webhooks::checked_url(&request.url, key.tenant().environment.is_live())?;
     let mut issues = Issues::default();
     let description = request.description.map(|d| issues.text("description", &d, 1024));
     let event_types = webhooks::event_types(&mut issues, request.event_types.unwrap_or_default());
     issues.finish()?;
     let limit = state.settings.limits.webhooks_per_application;
     let new = NewWebhook { url, description, event_types };
-    let (row, secret) =
-        webhooks::create(&key.shard, &state.master_key, key.tenant.id, new, &key.actor(), limit).await?;
+    let (row, secret) = webhooks::create(&key.scope, &state.master_key, new, limit).await?;
     Ok(envelope::created(WebhookWithSecretView { webhook: (&row).into(), secret }))
 }
 
@@ -166,7 +165,7 @@ pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Bo
     responses((status = 200, body = [WebhookView])), security(("secret_key" = [])))]
 pub async fn list_webhooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let (rows, has_more) = webhooks::list(&key.shard.conn, key.tenant.id, page).await?;
+    let (rows, has_more) = webhooks::list(&key.scope, page).await?;
     Ok(envelope::page(rows.iter().map(WebhookView::from).collect(), has_more))
 }
 
@@ -175,7 +174,7 @@ pub async fn list_webhooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult
     responses((status = 200, body = WebhookView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
-    let row = webhooks::find(&key.shard.conn, key.tenant.id, id).await?;
+    let row = webhooks::find(&key.scope, id).await?;
     Ok(envelope::ok(WebhookView::from(&row)))
 }
 
@@ -185,7 +184,7 @@ pub async fn find_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<
 pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     let request: UpdateWebhookRequest = body.json().await?;
-    let url = request.url.map(|u| webhooks::checked_url(&u, key.tenant.environment.is_live())).transpose()?;
+    let url = request.url.map(|u| webhooks::checked_url(&u, key.tenant().environment.is_live())).transpose()?;
     let mut issues = Issues::default();
     let description = request.description.map(|d| d.map(|d| issues.text("description", &d, 1024)));
     let event_types = request.event_types.map(|t| webhooks::event_types(&mut issues, t));
@@ -196,7 +195,7 @@ pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body)
     }
     issues.finish()?;
     let patch = WebhookPatch { url, description, event_types, status: request.status };
-    let row = webhooks::update(&key.shard, key.tenant.id, id, patch, &key.actor()).await?;
+    let row = webhooks::update(&key.scope, id, patch).await?;
     Ok(envelope::ok(WebhookView::from(&row)))
 }
 
@@ -205,7 +204,7 @@ pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body)
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
-    webhooks::delete(&key.shard, key.tenant.id, id, &key.actor()).await?;
+    webhooks::delete(&key.scope, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 
@@ -221,7 +220,7 @@ pub async fn rotate_webhook_secret(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     body.no_fields().await?;
-    let (row, secret) = webhooks::rotate_secret(&key.shard, &state.master_key, key.tenant.id, id, &key.actor()).await?;
+    let (row, secret) = webhooks::rotate_secret(&key.scope, &state.master_key, id).await?;
     Ok(envelope::ok(WebhookWithSecretView { webhook: (&row).into(), secret }))
 }
 
@@ -235,7 +234,7 @@ pub async fn list_deliveries(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     let page = query.0.page()?;
-    let (messages, has_more) = webhooks::deliveries(&key.shard.conn, key.tenant.id, id, page).await?;
+    let (messages, has_more) = webhooks::deliveries(&key.scope, id, page).await?;
     Ok(envelope::page(messages.iter().map(|(m, a)| DeliveryView::new(m, a)).collect(), has_more))
 }
 
@@ -246,6 +245,6 @@ pub async fn retry_delivery(key: SecretKey, path: web::Path<(String, String)>, b
     let id = path_id("Webhook", &path.0)?;
     let message_id = path_id("Delivery", &path.1)?;
     body.no_fields().await?;
-    let message = webhooks::retry(&key.shard, key.tenant.id, id, message_id, &key.actor()).await?;
+    let message = webhooks::retry(&key.scope, id, message_id).await?;
     Ok(envelope::ok(DeliveryView::new(&message, &[])))
 }

@@ -1,19 +1,15 @@
 //! Application secret keys: issue, list, find, revoke.
 use chrono::{DateTime, Duration, Utc};
 use entity::api_key;
-use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::validate::{is_scope, Issues};
 use crate::{
-    audit::{self, Actor},
     crypto::{key_format, sha256},
     error::{ApiError, ApiResult, Code},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope, TenantTxn, Unaudited},
 };
 
 pub const MAX_SCOPES: usize = 50;
@@ -58,17 +54,11 @@ pub struct Issued {
 }
 
 /// Inserts a key and its audit row in the caller's transaction.
-pub async fn insert(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    live: bool,
-    new: &NewApiKey,
-    actor: &Actor,
-) -> ApiResult<Issued> {
+pub async fn insert(txn: &mut TenantTxn, live: bool, new: &NewApiKey) -> ApiResult<Issued> {
     let secret = key_format::generate(key_format::KeyKind::Secret, live);
     let key = api_key::Model {
         id: Uuid::now_v7(),
-        application_id,
+        application_id: txn.application_id(),
         name: new.name.clone(),
         prefix: key_format::display_prefix(&secret),
         secret_hash: sha256(&secret).to_vec(),
@@ -78,13 +68,11 @@ pub async fn insert(
         last_used_at: None,
         revoked_at: None,
     };
-    api_key::Entity::insert(api_key::ActiveModel::from(key.clone())).exec_without_returning(db).await.map_err(
-        ApiError::unless_unique(Code::Conflict, format!("An active key named `{}` already exists.", new.name)),
-    )?;
-    audit::record(
-        db,
-        application_id,
-        actor,
+    txn.insert(api_key::ActiveModel::from(key.clone())).await.map_err(ApiError::unless_unique(
+        Code::Conflict,
+        format!("An active key named `{}` already exists.", new.name),
+    ))?;
+    txn.audit(
         "api_key.created",
         Some(key.id),
         json!({"name": key.name, "prefix": key.prefix, "scopes": new.scopes, "expires_at": key.expires_at}),
@@ -94,23 +82,16 @@ pub async fn insert(
 }
 
 /// Issues a key, within the application's limit of active keys.
-pub async fn create(
-    shard: &Db,
-    application_id: Uuid,
-    live: bool,
-    new: &NewApiKey,
-    actor: &Actor,
-    max_active: u64,
-) -> ApiResult<Issued> {
-    let txn = shard.begin_write().await?;
-    let active = active(application_id).count(&*txn).await?;
+pub async fn create(scope: &TenantScope, new: &NewApiKey, max_active: u64) -> ApiResult<Issued> {
+    let mut txn = scope.begin().await?;
+    let active = active(&txn).count(txn.conn()).await?;
     if active >= max_active {
         return Err(ApiError::invalid(
             "name",
             format!("the application already has the limit of {max_active} active keys"),
         ));
     }
-    let issued = insert(&*txn, application_id, live, new, actor).await?;
+    let issued = insert(&mut txn, scope.tenant().environment.is_live(), new).await?;
     txn.commit().await?;
     Ok(issued)
 }
@@ -130,77 +111,53 @@ pub fn scope_list(stored: &serde_json::Value) -> impl Iterator<Item = String> + 
     stored.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned))
 }
 
-fn of_application(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {
-    api_key::Entity::find().filter(api_key::Column::ApplicationId.eq(application_id))
-}
-
-fn active(application_id: Uuid) -> sea_orm::Select<api_key::Entity> {
-    of_application(application_id)
+fn active(db: &impl TenantConn) -> sea_orm::Select<api_key::Entity> {
+    db.find::<api_key::Entity>()
         .filter(api_key::Column::RevokedAt.is_null())
         .filter(api_key::Column::ExpiresAt.is_null().or(api_key::Column::ExpiresAt.gt(Utc::now())))
 }
 
-pub async fn list(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    page: Page,
-) -> Result<(Vec<api_key::Model>, bool), DbErr> {
+pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<api_key::Model>, bool), DbErr> {
     page.fetch(
-        of_application(application_id).order_by_desc(api_key::Column::CreatedAt).order_by_desc(api_key::Column::Id),
-        db,
+        db.find::<api_key::Entity>().order_by_desc(api_key::Column::CreatedAt).order_by_desc(api_key::Column::Id),
+        db.conn(),
     )
     .await
 }
 
-pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<api_key::Model> {
-    find_optional(db, application_id, id).await?.ok_or_else(|| ApiError::not_found("API key", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<api_key::Model> {
+    find_optional(db, id).await?.ok_or_else(|| ApiError::not_found("API key", id))
 }
 
-pub async fn find_optional(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    id: Uuid,
-) -> Result<Option<api_key::Model>, DbErr> {
-    of_application(application_id).filter(api_key::Column::Id.eq(id)).one(db).await
+pub async fn find_optional(db: &impl TenantConn, id: Uuid) -> Result<Option<api_key::Model>, DbErr> {
+    db.find_by_id::<api_key::Entity>(id).one(db.conn()).await
 }
 
-pub async fn find_by_hash(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    hash: &[u8],
-) -> Result<Option<api_key::Model>, DbErr> {
-    of_application(application_id).filter(api_key::Column::SecretHash.eq(hash.to_vec())).one(db).await
+pub async fn find_by_hash(db: &impl TenantConn, hash: &[u8]) -> Result<Option<api_key::Model>, DbErr> {
+    db.find::<api_key::Entity>().filter(api_key::Column::SecretHash.eq(hash.to_vec())).one(db.conn()).await
 }
 
 /// Revokes a key; revoking a revoked key answers it unchanged.
-pub async fn revoke(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<api_key::Model> {
-    let txn = shard.begin_write().await?;
-    let mut key = find(&*txn, application_id, id).await?;
+pub async fn revoke(scope: &TenantScope, id: Uuid) -> ApiResult<api_key::Model> {
+    let mut txn = scope.begin().await?;
+    let mut key = find(&txn, id).await?;
     if key.revoked_at.is_some() {
         return Ok(key);
     }
     let now = crate::clock::now();
-    let revoked = api_key::Entity::update_many()
-        .col_expr(api_key::Column::RevokedAt, Expr::value(now))
-        .filter(api_key::Column::ApplicationId.eq(application_id))
-        .filter(api_key::Column::Id.eq(id))
-        .filter(api_key::Column::RevokedAt.is_null())
-        .exec(&*txn)
+    let revoked = txn
+        .update_many(|q: UpdateMany<api_key::Entity>| {
+            q.col_expr(api_key::Column::RevokedAt, Expr::value(now))
+                .filter(api_key::Column::Id.eq(id))
+                .filter(api_key::Column::RevokedAt.is_null())
+        })
         .await?;
-    if revoked.rows_affected == 0 {
+    if revoked == 0 {
         // Another request revoked it first: answer the key as it is now.
         drop(txn);
-        return find(&shard.conn, application_id, id).await;
+        return find(scope, id).await;
     }
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
-        "api_key.revoked",
-        Some(id),
-        json!({"name": key.name, "prefix": key.prefix}),
-    )
-    .await?;
+    txn.audit("api_key.revoked", Some(id), json!({"name": key.name, "prefix": key.prefix})).await?;
     txn.commit().await?;
     key.revoked_at = Some(now);
     Ok(key)
@@ -208,13 +165,12 @@ pub async fn revoke(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -
 
 /// Records when a key was last used. Off the request path, at most once a
 /// minute per key (the caller decides when).
-pub async fn touch(shard: &Db, application_id: Uuid, id: Uuid, at: DateTime<Utc>) -> Result<(), DbErr> {
-    let txn = shard.begin_write().await?;
-    api_key::Entity::update_many()
-        .col_expr(api_key::Column::LastUsedAt, Expr::value(at))
-        .filter(api_key::Column::ApplicationId.eq(application_id))
-        .filter(api_key::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
+pub async fn touch(scope: &TenantScope, id: Uuid, at: DateTime<Utc>) -> Result<(), DbErr> {
+    let mut txn = scope.begin().await?;
+    txn.unaudited(Unaudited::KeyLastUsed);
+    txn.update_many(|q: UpdateMany<api_key::Entity>| {
+        q.col_expr(api_key::Column::LastUsedAt, Expr::value(at)).filter(api_key::Column::Id.eq(id))
+    })
+    .await?;
     txn.commit().await
 }

@@ -3,8 +3,8 @@
 //! and audit chain live in its region.
 use std::sync::Arc;
 
-use entity::application;
-use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter, QueryOrder};
+use entity::{application, audit_event, pending_audit_event};
+use sea_orm::{ActiveValue::Set, IntoActiveModel};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -13,12 +13,11 @@ use super::{
     validate::Issues,
 };
 use crate::{
-    audit::{self, Actor},
+    audit::{self, Actor, ActorKind, Entry},
     auth::Scope,
     error::{ApiError, ApiResult},
-    http::query::Page,
     region::Region,
-    storage::Storage,
+    storage::{catalog, Page, Storage, TenantConn, TenantScope},
     tenancy::{Environment, Tenant, TenantSnapshot},
 };
 
@@ -137,62 +136,69 @@ pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> Ap
         scopes: vec![Scope::Admin.as_str().to_string(), Scope::AuditRead.as_str().to_string()],
         expires_at: None,
     };
-    let txn = shard.begin_write().await?;
-    audit::init_chain(&*txn, row.id).await?;
-    audit::record(
-        &*txn,
-        row.id,
-        actor,
+    let tenant = snapshot(row.clone())?;
+    // The creating key's account owns the new application: it is the principal.
+    let scope = TenantScope::new(tenant.clone(), shard.clone(), actor.clone());
+    let mut txn = scope.begin().await?;
+    audit::init_chain(&mut txn).await?;
+    txn.audit(
         "application.created",
         Some(row.id),
         json!({"name": row.name, "environment": row.environment, "region": row.region}),
     )
     .await?;
-    let issued = api_keys::insert(&*txn, row.id, new.environment.is_live(), &first_key, actor).await?;
-    super::profile_fields::copy_into(&*txn, row.id, &new.profile_fields, actor).await?;
+    let issued = api_keys::insert(&mut txn, new.environment.is_live(), &first_key).await?;
+    super::profile_fields::copy_into(&mut txn, &new.profile_fields).await?;
     txn.commit().await?;
-    let catalog = storage.catalog.begin_write().await?;
-    application::Entity::insert(application::ActiveModel::from(row.clone())).exec_without_returning(&*catalog).await?;
-    catalog.commit().await?;
-    Ok((snapshot(row)?, issued))
+    catalog::insert_application(&storage.catalog, row).await?;
+    Ok((tenant, issued))
 }
 
 fn snapshot(row: application::Model) -> ApiResult<Tenant> {
     TenantSnapshot::from_model(row).map(Arc::new).map_err(ApiError::internal)
 }
 
+/// The application `copy_from` names (of the caller's account, in a region
+/// this node holds) and its profile-field schema.
+pub async fn copy_source(
+    storage: &Storage,
+    caller: &TenantScope,
+    source: Uuid,
+) -> ApiResult<(Tenant, Vec<entity::profile_field::Model>)> {
+    let source = find_in_account(storage, caller.tenant().account_id, source)
+        .await
+        .map_err(|_| ApiError::invalid("copy_from", "must be an application of the same account"))?;
+    let shard = storage
+        .shard(source.region)
+        .ok_or_else(|| ApiError::invalid("copy_from", "must be an application of a region this node holds"))?;
+    // The caller's account owns the source: the same principal reads it.
+    let scope = TenantScope::new(source.clone(), shard.clone(), caller.actor().clone());
+    let fields = super::profile_fields::schema(&scope).await?;
+    Ok((source, fields))
+}
+
 /// An application of the account; another account's is 404.
 pub async fn find_in_account(storage: &Storage, account_id: Uuid, id: Uuid) -> ApiResult<Tenant> {
-    let row = application::Entity::find_by_id(id)
-        .filter(application::Column::AccountId.eq(account_id))
-        .one(&storage.catalog.conn)
+    let row = catalog::find_application_in_account(&storage.catalog, account_id, id)
         .await?
         .ok_or_else(|| ApiError::not_found("Application", id))?;
     snapshot(row)
 }
 
 pub async fn list(storage: &Storage, account_id: Uuid, page: Page) -> ApiResult<(Vec<Tenant>, bool)> {
-    let query = application::Entity::find()
-        .filter(application::Column::AccountId.eq(account_id))
-        .order_by_asc(application::Column::CreatedAt)
-        .order_by_asc(application::Column::Id);
-    let (rows, has_more) = page.fetch(query, &storage.catalog.conn).await?;
+    let (rows, has_more) = catalog::list_applications(&storage.catalog, account_id, page).await?;
     Ok((rows.into_iter().map(snapshot).collect::<ApiResult<_>>()?, has_more))
 }
 
 /// Applies a settings change. Only the application's tenant actor calls
-/// this, so changes of one application never interleave. The audit row is
-/// written in a regional transaction that commits after the catalog change;
-/// the two commits are adjacent, and the regional one cannot fail on a
-/// constraint (it only appends to a chain this actor alone extends).
+/// this, so changes of one application never interleave. The settings live
+/// in the catalog and the audit chain in the region, so the change and its
+/// audit row commit together in the catalog (an outbox row), and the row is
+/// then relayed into the regional chain; a crash in between leaves the row
+/// pending, and the next start (or any node's relay) appends it.
 pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, actor: &Actor) -> ApiResult<Tenant> {
-    let row = application::Entity::find_by_id(id)
-        .one(&storage.catalog.conn)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Application", id))?;
-    let region = Region::parse(&row.region).ok_or_else(|| ApiError::internal("application row with unknown region"))?;
-    let shard =
-        storage.shard(region).ok_or_else(|| ApiError::unavailable("The application's region is not held here."))?;
+    let row =
+        catalog::find_application(&storage.catalog, id).await?.ok_or_else(|| ApiError::not_found("Application", id))?;
     let mut changed = Vec::new();
     let mut active = row.into_active_model();
     if let Some(name) = patch.name {
@@ -207,12 +213,60 @@ pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, 
         active.branding = Set(branding);
         changed.push("branding");
     }
-    active.updated_at = Set(crate::clock::now());
-    let regional = shard.begin_write().await?;
-    audit::record(&*regional, id, actor, "application.updated", Some(id), json!({"changed": changed})).await?;
-    let catalog = storage.catalog.begin_write().await?;
-    let updated = active.update(&*catalog).await?;
-    catalog.commit().await?;
-    regional.commit().await?;
-    snapshot(updated)
+    let now = crate::clock::now();
+    active.updated_at = Set(now);
+    let audit = pending_audit_event::Model {
+        id: Uuid::now_v7(),
+        application_id: id,
+        event_type: "application.updated".to_string(),
+        actor_kind: actor.kind.as_str().to_string(),
+        actor_id: actor.id.clone(),
+        aggregate_id: Some(id),
+        data: json!({"changed": changed}),
+        created_at: now,
+    };
+    let updated = catalog::update_application(&storage.catalog, active, audit).await?;
+    crate::failpoint::hit("settings_committed_in_catalog");
+    let tenant = snapshot(updated)?;
+    relay_pending_audit(storage, Some(&tenant)).await?;
+    Ok(tenant)
+}
+
+/// Appends catalog audit rows to their applications' regional chains (of
+/// one application, or of every application whose region this node holds).
+/// Each row keeps its id in the chain, so a relay that crashed after the
+/// regional commit finds its row there and only forgets the pending one.
+pub async fn relay_pending_audit(storage: &Storage, only: Option<&Tenant>) -> ApiResult<usize> {
+    let mut relayed = 0;
+    for pending in catalog::pending_audit(&storage.catalog, only.map(|t| t.id)).await? {
+        let tenant = match only {
+            Some(tenant) => tenant.clone(),
+            None => match catalog::find_application(&storage.catalog, pending.application_id).await? {
+                Some(row) => snapshot(row)?,
+                None => continue,
+            },
+        };
+        let Some(shard) = storage.shard(tenant.region) else { continue };
+        let actor = Actor {
+            kind: ActorKind::parse(&pending.actor_kind).unwrap_or(ActorKind::System),
+            id: pending.actor_id.clone(),
+        };
+        let scope = TenantScope::new(tenant, shard.clone(), actor.clone());
+        let mut txn = scope.begin().await?;
+        let done = txn.find_by_id::<audit_event::Entity>(pending.id).one(txn.conn()).await?.is_some();
+        if !done {
+            let entry = Entry {
+                id: Some(pending.id),
+                actor: &actor,
+                event_type: &pending.event_type,
+                aggregate_id: pending.aggregate_id,
+                data: pending.data.clone(),
+            };
+            txn.audit_many(vec![entry]).await?;
+            txn.commit().await?;
+        }
+        catalog::forget_pending_audit(&storage.catalog, pending.id).await?;
+        relayed += 1;
+    }
+    Ok(relayed)
 }

@@ -9,18 +9,17 @@
 use std::time::{Duration, Instant};
 
 use entity::hook;
-use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder};
+use sea_orm::{sea_query::Expr, ColumnTrait, PaginatorTrait, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{validate::Issues, webhooks::checked_url};
 use crate::{
-    audit::{self, Actor},
+    audit::Actor,
     crypto::{master_key::MasterKey, seal},
     error::{ApiError, ApiResult, Code},
     events::{delivery::Clients, signing},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope},
     tenancy::Tenant,
 };
 
@@ -58,11 +57,9 @@ pub fn secret_context(application_id: Uuid, id: Uuid) -> String {
 }
 
 pub async fn create(
-    shard: &Db,
+    scope: &TenantScope,
     master_key: &MasterKey,
-    tenant: &Tenant,
     new: NewHook,
-    actor: &Actor,
     limit: u64,
 ) -> ApiResult<(hook::Model, String)> {
     let mut issues = Issues::default();
@@ -72,9 +69,10 @@ pub async fn create(
     timeout_issue(&mut issues, new.timeout_ms);
     description_issue(&mut issues, &new.description);
     issues.finish()?;
+    let tenant = scope.tenant();
     let url = checked_url(&new.url, tenant.environment.is_live())?;
-    let txn = shard.begin_write().await?;
-    if of_application(tenant.id).count(&*txn).await? >= limit {
+    let mut txn = scope.begin().await?;
+    if txn.find::<hook::Entity>().count(txn.conn()).await? >= limit {
         return Err(ApiError::invalid("url", format!("the application already has the limit of {limit} hooks")));
     }
     let id = Uuid::now_v7();
@@ -93,8 +91,8 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    hook::Entity::insert(hook::ActiveModel::from(row.clone())).exec_without_returning(&*txn).await?;
-    audit::record(&*txn, tenant.id, actor, "hook.created", Some(id), describe(&row)).await?;
+    txn.insert(hook::ActiveModel::from(row.clone())).await?;
+    txn.audit("hook.created", Some(id), describe(&row)).await?;
     txn.commit().await?;
     Ok((row, secret))
 }
@@ -109,25 +107,22 @@ fn describe(row: &hook::Model) -> Value {
     })
 }
 
-fn of_application(application_id: Uuid) -> sea_orm::Select<hook::Entity> {
-    hook::Entity::find().filter(hook::Column::ApplicationId.eq(application_id))
+pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<hook::Model>, bool), sea_orm::DbErr> {
+    page.fetch(in_order(db), db.conn()).await
 }
 
-pub async fn list(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    page: Page,
-) -> Result<(Vec<hook::Model>, bool), sea_orm::DbErr> {
-    page.fetch(of_application(application_id).order_by_asc(hook::Column::CreatedAt).order_by_asc(hook::Column::Id), db)
-        .await
+/// Every hook of the application in the order they run (creation order):
+/// what the tenant's state holds.
+pub async fn all(db: &impl TenantConn) -> Result<Vec<hook::Model>, sea_orm::DbErr> {
+    in_order(db).all(db.conn()).await
 }
 
-pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<hook::Model> {
-    of_application(application_id)
-        .filter(hook::Column::Id.eq(id))
-        .one(db)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Hook", id))
+fn in_order(db: &impl TenantConn) -> sea_orm::Select<hook::Entity> {
+    db.find::<hook::Entity>().order_by_asc(hook::Column::CreatedAt).order_by_asc(hook::Column::Id)
+}
+
+pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<hook::Model> {
+    db.find_by_id::<hook::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("Hook", id))
 }
 
 #[derive(Default)]
@@ -139,7 +134,8 @@ pub struct HookPatch {
     pub timeout_ms: Option<i32>,
 }
 
-pub async fn update(shard: &Db, tenant: &Tenant, id: Uuid, patch: HookPatch, actor: &Actor) -> ApiResult<hook::Model> {
+pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> ApiResult<hook::Model> {
+    let tenant = scope.tenant();
     let mut issues = Issues::default();
     if let Some(timeout_ms) = patch.timeout_ms {
         timeout_issue(&mut issues, timeout_ms);
@@ -149,39 +145,34 @@ pub async fn update(shard: &Db, tenant: &Tenant, id: Uuid, patch: HookPatch, act
     }
     issues.finish()?;
     let url = patch.url.map(|url| checked_url(&url, tenant.environment.is_live())).transpose()?;
-    let txn = shard.begin_write().await?;
-    let mut row = find(&*txn, tenant.id, id).await?;
+    let mut txn = scope.begin().await?;
+    let mut row = find(&txn, id).await?;
     row.url = url.unwrap_or(row.url);
     row.description = patch.description.unwrap_or(row.description);
     row.enabled = patch.enabled.unwrap_or(row.enabled);
     row.fail_open = patch.fail_open.unwrap_or(row.fail_open);
     row.timeout_ms = patch.timeout_ms.unwrap_or(row.timeout_ms);
     row.updated_at = crate::clock::now();
-    hook::Entity::update_many()
-        .col_expr(hook::Column::Url, Expr::value(row.url.clone()))
-        .col_expr(hook::Column::Description, Expr::value(row.description.clone()))
-        .col_expr(hook::Column::Enabled, Expr::value(row.enabled))
-        .col_expr(hook::Column::FailOpen, Expr::value(row.fail_open))
-        .col_expr(hook::Column::TimeoutMs, Expr::value(row.timeout_ms))
-        .col_expr(hook::Column::UpdatedAt, Expr::value(row.updated_at))
-        .filter(hook::Column::ApplicationId.eq(tenant.id))
-        .filter(hook::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
-    audit::record(&*txn, tenant.id, actor, "hook.updated", Some(id), describe(&row)).await?;
+    txn.update_many(|q: UpdateMany<hook::Entity>| {
+        q.col_expr(hook::Column::Url, Expr::value(row.url.clone()))
+            .col_expr(hook::Column::Description, Expr::value(row.description.clone()))
+            .col_expr(hook::Column::Enabled, Expr::value(row.enabled))
+            .col_expr(hook::Column::FailOpen, Expr::value(row.fail_open))
+            .col_expr(hook::Column::TimeoutMs, Expr::value(row.timeout_ms))
+            .col_expr(hook::Column::UpdatedAt, Expr::value(row.updated_at))
+            .filter(hook::Column::Id.eq(id))
+    })
+    .await?;
+    txn.audit("hook.updated", Some(id), describe(&row)).await?;
     txn.commit().await?;
     Ok(row)
 }
 
-pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
-    let txn = shard.begin_write().await?;
-    let row = find(&*txn, application_id, id).await?;
-    hook::Entity::delete_many()
-        .filter(hook::Column::ApplicationId.eq(application_id))
-        .filter(hook::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
-    audit::record(&*txn, application_id, actor, "hook.deleted", Some(id), describe(&row)).await?;
+pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+    let mut txn = scope.begin().await?;
+    let row = find(&txn, id).await?;
+    txn.delete::<hook::Entity>(hook::Column::Id.eq(id)).await?;
+    txn.audit("hook.deleted", Some(id), describe(&row)).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -197,21 +188,22 @@ enum Outcome {
 
 /// Everything a hook call needs from the node.
 pub struct Caller<'a> {
-    pub shard: &'a Db,
     pub master_key: &'a MasterKey,
     pub clients: &'a Clients,
 }
 
 /// Runs the application's enabled `pre_sign_up` hooks in order; the first
 /// deny or closed failure stops the sign-up.
-pub async fn pre_sign_up(caller: &Caller<'_>, tenant: &Tenant, email: &str, profile: &Value) -> ApiResult<()> {
-    let hooks = of_application(tenant.id)
-        .filter(hook::Column::Point.eq("pre_sign_up"))
-        .filter(hook::Column::Enabled.eq(true))
-        .order_by_asc(hook::Column::CreatedAt)
-        .all(&caller.shard.conn)
-        .await?;
-    if hooks.is_empty() {
+pub async fn pre_sign_up(
+    caller: &Caller<'_>,
+    scope: &TenantScope,
+    hooks: &[hook::Model],
+    email: &str,
+    profile: &Value,
+) -> ApiResult<()> {
+    let tenant = scope.tenant();
+    let mut hooks = hooks.iter().filter(|h| h.point == "pre_sign_up" && h.enabled).peekable();
+    if hooks.peek().is_none() {
         return Ok(());
     }
     let body = json!({
@@ -222,9 +214,9 @@ pub async fn pre_sign_up(caller: &Caller<'_>, tenant: &Tenant, email: &str, prof
     .to_string();
     for hook in hooks {
         let started = Instant::now();
-        let outcome = call(caller, tenant, &hook, &body).await;
+        let outcome = call(caller, tenant, hook, &body).await;
         let duration_ms = started.elapsed().as_millis() as u64;
-        record_call(caller.shard, tenant.id, &hook, &outcome, duration_ms).await?;
+        record_call(scope, hook, &outcome, duration_ms).await?;
         match outcome {
             Outcome::Allow => {}
             Outcome::Deny(message) => return Err(ApiError::new(Code::SignUpDenied, message)),
@@ -238,13 +230,7 @@ pub async fn pre_sign_up(caller: &Caller<'_>, tenant: &Tenant, email: &str, prof
     Ok(())
 }
 
-async fn record_call(
-    shard: &Db,
-    application_id: Uuid,
-    hook: &hook::Model,
-    outcome: &Outcome,
-    duration_ms: u64,
-) -> ApiResult<()> {
+async fn record_call(scope: &TenantScope, hook: &hook::Model, outcome: &Outcome, duration_ms: u64) -> ApiResult<()> {
     let (result, reason, status) = match outcome {
         Outcome::Allow => ("allow", None, None),
         Outcome::Deny(_) => ("deny", None, None),
@@ -258,8 +244,8 @@ async fn record_call(
         "duration_ms": duration_ms,
         "fail_open": hook.fail_open,
     });
-    let txn = shard.begin_write().await?;
-    audit::record(&*txn, application_id, &Actor::public(), "hook.called", Some(hook.id), data).await?;
+    let mut txn = scope.begin().await?;
+    txn.audit_as(&Actor::public(), "hook.called", Some(hook.id), data).await?;
     txn.commit().await?;
     Ok(())
 }

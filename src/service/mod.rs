@@ -3,6 +3,7 @@
 //! query of a regional table filters on `application_id`.
 pub mod api_keys;
 pub mod applications;
+pub mod auth;
 pub mod hooks;
 pub mod organizations;
 pub mod profile_fields;

@@ -1,16 +1,14 @@
 //! Organizations and memberships. Roles are `owner`, `admin`, `member` or
 //! any custom name of the scope form.
 use entity::{membership, organization, session};
-use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::{users, validate::Issues};
 use crate::{
-    audit::{self, Actor},
     error::{ApiError, ApiResult, Code},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope},
 };
 
 const SLUG_TAKEN: &str = "An organization with this slug already exists.";
@@ -43,13 +41,7 @@ pub fn role(issues: &mut Issues, role: &str) {
     issues.text("role", role, 64);
 }
 
-pub async fn create(
-    shard: &Db,
-    application_id: Uuid,
-    name: &str,
-    slug: Option<String>,
-    actor: &Actor,
-) -> ApiResult<organization::Model> {
+pub async fn create(scope: &TenantScope, name: &str, slug: Option<String>) -> ApiResult<organization::Model> {
     let mut issues = Issues::default();
     let name = issues.text("name", name, 255);
     let id = Uuid::now_v7();
@@ -68,58 +60,39 @@ pub async fn create(
     };
     issues.finish()?;
     let now = crate::clock::now();
-    let organization = organization::Model { id, application_id, name, slug, created_at: now, updated_at: now };
-    let txn = shard.begin_write().await?;
-    organization::Entity::insert(organization::ActiveModel::from(organization.clone()))
-        .exec_without_returning(&*txn)
+    let organization =
+        organization::Model { id, application_id: scope.tenant().id, name, slug, created_at: now, updated_at: now };
+    let mut txn = scope.begin().await?;
+    txn.insert(organization::ActiveModel::from(organization.clone()))
         .await
         .map_err(ApiError::unless_unique(Code::Conflict, SLUG_TAKEN))?;
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
-        "organization.created",
-        Some(id),
-        json!({"name": organization.name, "slug": organization.slug}),
-    )
-    .await?;
+    txn.audit("organization.created", Some(id), json!({"name": organization.name, "slug": organization.slug})).await?;
     txn.commit().await?;
     Ok(organization)
 }
 
-fn of_application(application_id: Uuid) -> sea_orm::Select<organization::Entity> {
-    organization::Entity::find().filter(organization::Column::ApplicationId.eq(application_id))
-}
-
-pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<organization::Model> {
-    of_application(application_id)
-        .filter(organization::Column::Id.eq(id))
-        .one(db)
+pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<organization::Model> {
+    db.find_by_id::<organization::Entity>(id)
+        .one(db.conn())
         .await?
         .ok_or_else(|| ApiError::not_found("Organization", id))
 }
 
-pub async fn list(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    page: Page,
-) -> Result<(Vec<organization::Model>, bool), DbErr> {
+pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<organization::Model>, bool), DbErr> {
     page.fetch(
-        of_application(application_id)
+        db.find::<organization::Entity>()
             .order_by_desc(organization::Column::CreatedAt)
             .order_by_desc(organization::Column::Id),
-        db,
+        db.conn(),
     )
     .await
 }
 
 pub async fn update(
-    shard: &Db,
-    application_id: Uuid,
+    scope: &TenantScope,
     id: Uuid,
     name: Option<String>,
     slug: Option<String>,
-    actor: &Actor,
 ) -> ApiResult<organization::Model> {
     let mut issues = Issues::default();
     let name = name.map(|n| issues.text("name", &n, 255));
@@ -127,104 +100,76 @@ pub async fn update(
         issues.add("slug", "must match ^[a-z0-9][a-z0-9-]{0,62}$");
     }
     issues.finish()?;
-    let txn = shard.begin_write().await?;
-    let mut organization = find(&*txn, application_id, id).await?;
+    let mut txn = scope.begin().await?;
+    let mut organization = find(&txn, id).await?;
     organization.name = name.unwrap_or(organization.name);
     organization.slug = slug.unwrap_or(organization.slug);
     organization.updated_at = crate::clock::now();
-    organization::Entity::update_many()
-        .col_expr(organization::Column::Name, Expr::value(organization.name.clone()))
-        .col_expr(organization::Column::Slug, Expr::value(organization.slug.clone()))
-        .col_expr(organization::Column::UpdatedAt, Expr::value(organization.updated_at))
-        .filter(organization::Column::ApplicationId.eq(application_id))
-        .filter(organization::Column::Id.eq(id))
-        .exec(&*txn)
-        .await
-        .map_err(ApiError::unless_unique(Code::Conflict, SLUG_TAKEN))?;
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
-        "organization.updated",
-        Some(id),
-        json!({"name": organization.name, "slug": organization.slug}),
-    )
-    .await?;
+    txn.update_many(|q: UpdateMany<organization::Entity>| {
+        q.col_expr(organization::Column::Name, Expr::value(organization.name.clone()))
+            .col_expr(organization::Column::Slug, Expr::value(organization.slug.clone()))
+            .col_expr(organization::Column::UpdatedAt, Expr::value(organization.updated_at))
+            .filter(organization::Column::Id.eq(id))
+    })
+    .await
+    .map_err(ApiError::unless_unique(Code::Conflict, SLUG_TAKEN))?;
+    txn.audit("organization.updated", Some(id), json!({"name": organization.name, "slug": organization.slug})).await?;
     txn.commit().await?;
     Ok(organization)
 }
 
 /// Deletes an organization and its memberships; sessions that had it
 /// active carry no organization from their next token on.
-pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
-    let txn = shard.begin_write().await?;
-    let organization = find(&*txn, application_id, id).await?;
-    membership::Entity::delete_many()
-        .filter(membership::Column::ApplicationId.eq(application_id))
-        .filter(membership::Column::OrganizationId.eq(id))
-        .exec(&*txn)
-        .await?;
-    session::Entity::update_many()
-        .col_expr(session::Column::ActiveOrganizationId, Expr::value(Option::<Uuid>::None))
-        .filter(session::Column::ApplicationId.eq(application_id))
-        .filter(session::Column::ActiveOrganizationId.eq(id))
-        .exec(&*txn)
-        .await?;
-    organization::Entity::delete_many()
-        .filter(organization::Column::ApplicationId.eq(application_id))
-        .filter(organization::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
-    audit::record(&*txn, application_id, actor, "organization.deleted", Some(id), json!({"slug": organization.slug}))
-        .await?;
+pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+    let mut txn = scope.begin().await?;
+    let organization = find(&txn, id).await?;
+    txn.delete::<membership::Entity>(membership::Column::OrganizationId.eq(id)).await?;
+    txn.update_many(|q: UpdateMany<session::Entity>| {
+        q.col_expr(session::Column::ActiveOrganizationId, Expr::value(Option::<Uuid>::None))
+            .filter(session::Column::ActiveOrganizationId.eq(id))
+    })
+    .await?;
+    txn.delete::<organization::Entity>(organization::Column::Id.eq(id)).await?;
+    txn.audit("organization.deleted", Some(id), json!({"slug": organization.slug})).await?;
     txn.commit().await?;
     Ok(())
 }
 
-fn memberships_of(application_id: Uuid, organization_id: Uuid) -> sea_orm::Select<membership::Entity> {
-    membership::Entity::find()
-        .filter(membership::Column::ApplicationId.eq(application_id))
-        .filter(membership::Column::OrganizationId.eq(organization_id))
+fn memberships_of(db: &impl TenantConn, organization_id: Uuid) -> sea_orm::Select<membership::Entity> {
+    db.find::<membership::Entity>().filter(membership::Column::OrganizationId.eq(organization_id))
 }
 
 pub async fn find_membership(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+    db: &impl TenantConn,
     organization_id: Uuid,
     user_id: Uuid,
 ) -> Result<Option<membership::Model>, DbErr> {
-    memberships_of(application_id, organization_id).filter(membership::Column::UserId.eq(user_id)).one(db).await
+    memberships_of(db, organization_id).filter(membership::Column::UserId.eq(user_id)).one(db.conn()).await
 }
 
 pub async fn add_member(
-    shard: &Db,
-    application_id: Uuid,
+    scope: &TenantScope,
     organization_id: Uuid,
     user_id: Uuid,
     role_name: String,
-    actor: &Actor,
 ) -> ApiResult<membership::Model> {
     let mut issues = Issues::default();
     role(&mut issues, &role_name);
     issues.finish()?;
-    let txn = shard.begin_write().await?;
-    find(&*txn, application_id, organization_id).await?;
-    users::find(&*txn, application_id, user_id).await.map_err(|_| ApiError::invalid("user_id", "no such user"))?;
+    let mut txn = scope.begin().await?;
+    find(&txn, organization_id).await?;
+    users::find(&txn, user_id).await.map_err(|_| ApiError::invalid("user_id", "no such user"))?;
     let membership = membership::Model {
-        application_id,
+        application_id: txn.application_id(),
         organization_id,
         user_id,
         role: role_name,
         created_at: crate::clock::now(),
     };
-    membership::Entity::insert(membership::ActiveModel::from(membership.clone()))
-        .exec_without_returning(&*txn)
+    txn.insert(membership::ActiveModel::from(membership.clone()))
         .await
         .map_err(ApiError::unless_unique(Code::AlreadyMember, "The user is already a member of this organization."))?;
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
+    txn.audit(
         "organization.membership.created",
         Some(organization_id),
         json!({"user_id": user_id, "role": membership.role}),
@@ -235,48 +180,41 @@ pub async fn add_member(
 }
 
 pub async fn list_members(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+    db: &impl TenantConn,
     organization_id: Uuid,
     page: Page,
 ) -> ApiResult<(Vec<membership::Model>, bool)> {
-    find(db, application_id, organization_id).await?;
+    find(db, organization_id).await?;
     Ok(page
         .fetch(
-            memberships_of(application_id, organization_id)
+            memberships_of(db, organization_id)
                 .order_by_asc(membership::Column::CreatedAt)
                 .order_by_asc(membership::Column::UserId),
-            db,
+            db.conn(),
         )
         .await?)
 }
 
 pub async fn update_member(
-    shard: &Db,
-    application_id: Uuid,
+    scope: &TenantScope,
     organization_id: Uuid,
     user_id: Uuid,
     role_name: String,
-    actor: &Actor,
 ) -> ApiResult<membership::Model> {
     let mut issues = Issues::default();
     role(&mut issues, &role_name);
     issues.finish()?;
-    let txn = shard.begin_write().await?;
-    let mut membership = find_membership(&*txn, application_id, organization_id, user_id)
+    let mut txn = scope.begin().await?;
+    let mut membership = find_membership(&txn, organization_id, user_id)
         .await?
         .ok_or_else(|| ApiError::not_found("Membership", user_id))?;
-    membership::Entity::update_many()
-        .col_expr(membership::Column::Role, Expr::value(role_name.clone()))
-        .filter(membership::Column::ApplicationId.eq(application_id))
-        .filter(membership::Column::OrganizationId.eq(organization_id))
-        .filter(membership::Column::UserId.eq(user_id))
-        .exec(&*txn)
-        .await?;
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
+    txn.update_many(|q: UpdateMany<membership::Entity>| {
+        q.col_expr(membership::Column::Role, Expr::value(role_name.clone()))
+            .filter(membership::Column::OrganizationId.eq(organization_id))
+            .filter(membership::Column::UserId.eq(user_id))
+    })
+    .await?;
+    txn.audit(
         "organization.membership.updated",
         Some(organization_id),
         json!({"user_id": user_id, "role": role_name, "previous_role": membership.role}),
@@ -287,27 +225,18 @@ pub async fn update_member(
     Ok(membership)
 }
 
-pub async fn remove_member(
-    shard: &Db,
-    application_id: Uuid,
-    organization_id: Uuid,
-    user_id: Uuid,
-    actor: &Actor,
-) -> ApiResult<()> {
-    let txn = shard.begin_write().await?;
-    let membership = find_membership(&*txn, application_id, organization_id, user_id)
+pub async fn remove_member(scope: &TenantScope, organization_id: Uuid, user_id: Uuid) -> ApiResult<()> {
+    let mut txn = scope.begin().await?;
+    let membership = find_membership(&txn, organization_id, user_id)
         .await?
         .ok_or_else(|| ApiError::not_found("Membership", user_id))?;
-    membership::Entity::delete_many()
-        .filter(membership::Column::ApplicationId.eq(application_id))
-        .filter(membership::Column::OrganizationId.eq(organization_id))
-        .filter(membership::Column::UserId.eq(user_id))
-        .exec(&*txn)
-        .await?;
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
+    txn.delete::<membership::Entity>(
+        sea_orm::Condition::all()
+            .add(membership::Column::OrganizationId.eq(organization_id))
+            .add(membership::Column::UserId.eq(user_id)),
+    )
+    .await?;
+    txn.audit(
         "organization.membership.deleted",
         Some(organization_id),
         json!({"user_id": user_id, "role": membership.role}),
@@ -319,18 +248,18 @@ pub async fn remove_member(
 
 /// The user's memberships with their organizations.
 pub async fn of_user(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+    db: &impl TenantConn,
     user_id: Uuid,
 ) -> Result<Vec<(membership::Model, organization::Model)>, DbErr> {
-    let memberships = membership::Entity::find()
-        .filter(membership::Column::ApplicationId.eq(application_id))
+    let memberships = db
+        .find::<membership::Entity>()
         .filter(membership::Column::UserId.eq(user_id))
         .order_by_asc(membership::Column::CreatedAt)
-        .all(db)
+        .all(db.conn())
         .await?;
     let ids: Vec<Uuid> = memberships.iter().map(|m| m.organization_id).collect();
-    let organizations = of_application(application_id).filter(organization::Column::Id.is_in(ids)).all(db).await?;
+    let organizations =
+        db.find::<organization::Entity>().filter(organization::Column::Id.is_in(ids)).all(db.conn()).await?;
     Ok(memberships
         .into_iter()
         .filter_map(|m| {

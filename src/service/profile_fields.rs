@@ -1,19 +1,14 @@
 //! The profile-field schema (operation 5, with list, update, delete) and its
 //! enforcement on sign-up and on user create and update.
 use entity::profile_field;
-use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect,
-};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, UpdateMany};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::validate::Issues;
 use crate::{
-    audit::{self, Actor},
     error::{ApiError, ApiResult, Code},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope, TenantTxn},
 };
 
 pub const FIELD_TYPES: [&str; 9] =
@@ -83,16 +78,10 @@ impl NewField {
     }
 }
 
-pub async fn create(
-    shard: &Db,
-    application_id: Uuid,
-    new: NewField,
-    actor: &Actor,
-    limit: u64,
-) -> ApiResult<profile_field::Model> {
+pub async fn create(scope: &TenantScope, new: NewField, limit: u64) -> ApiResult<profile_field::Model> {
     new.check()?;
-    let txn = shard.begin_write().await?;
-    let count = of_application(application_id).count(&*txn).await?;
+    let mut txn = scope.begin().await?;
+    let count = txn.find::<profile_field::Entity>().count(txn.conn()).await?;
     if count >= limit {
         return Err(ApiError::invalid(
             "key",
@@ -101,12 +90,12 @@ pub async fn create(
     }
     let position = match new.position {
         Some(position) => position,
-        None => next_position(&*txn, application_id).await?,
+        None => next_position(&txn).await?,
     };
     let now = crate::clock::now();
     let field = profile_field::Model {
         id: Uuid::now_v7(),
-        application_id,
+        application_id: scope.tenant().id,
         key: new.key,
         label: new.label,
         options: if is_select(&new.field_type) { new.options } else { None },
@@ -116,25 +105,23 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    profile_field::Entity::insert(profile_field::ActiveModel::from(field.clone()))
-        .exec_without_returning(&*txn)
-        .await
-        .map_err(ApiError::unless_unique(
-            Code::KeyInUse,
-            format!("A profile field with key `{}` already exists.", field.key),
-        ))?;
-    audit::record(&*txn, application_id, actor, "profile_field.created", Some(field.id), describe(&field)).await?;
+    txn.insert(profile_field::ActiveModel::from(field.clone())).await.map_err(ApiError::unless_unique(
+        Code::KeyInUse,
+        format!("A profile field with key `{}` already exists.", field.key),
+    ))?;
+    txn.audit("profile_field.created", Some(field.id), describe(&field)).await?;
     txn.commit().await?;
     Ok(field)
 }
 
-async fn next_position(db: &impl ConnectionTrait, application_id: Uuid) -> Result<i32, DbErr> {
-    let last: Option<i32> = of_application(application_id)
+async fn next_position(db: &impl TenantConn) -> Result<i32, DbErr> {
+    let last: Option<i32> = db
+        .find::<profile_field::Entity>()
         .select_only()
         .column(profile_field::Column::Position)
         .order_by_desc(profile_field::Column::Position)
         .into_tuple()
-        .one(db)
+        .one(db.conn())
         .await?;
     Ok(last.map_or(0, |p| p.saturating_add(1)))
 }
@@ -143,57 +130,43 @@ fn describe(field: &profile_field::Model) -> Value {
     json!({"key": field.key, "field_type": field.field_type, "required": field.required})
 }
 
-fn of_application(application_id: Uuid) -> sea_orm::Select<profile_field::Entity> {
-    profile_field::Entity::find().filter(profile_field::Column::ApplicationId.eq(application_id))
-}
-
-fn in_display_order(application_id: Uuid) -> sea_orm::Select<profile_field::Entity> {
-    of_application(application_id).order_by_asc(profile_field::Column::Position).order_by_asc(profile_field::Column::Id)
+fn in_display_order(db: &impl TenantConn) -> sea_orm::Select<profile_field::Entity> {
+    db.find::<profile_field::Entity>()
+        .order_by_asc(profile_field::Column::Position)
+        .order_by_asc(profile_field::Column::Id)
 }
 
 /// The whole schema, in display order.
-pub async fn schema(db: &impl ConnectionTrait, application_id: Uuid) -> Result<Vec<profile_field::Model>, DbErr> {
-    in_display_order(application_id).all(db).await
+pub async fn schema(db: &impl TenantConn) -> Result<Vec<profile_field::Model>, DbErr> {
+    in_display_order(db).all(db.conn()).await
 }
 
 /// One page of the schema, in display order.
-pub async fn list(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    page: Page,
-) -> Result<(Vec<profile_field::Model>, bool), DbErr> {
-    page.fetch(in_display_order(application_id), db).await
+pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<profile_field::Model>, bool), DbErr> {
+    page.fetch(in_display_order(db), db.conn()).await
 }
 
 /// Gives an application copies of another's fields (for `copy_from`), in
 /// the caller's transaction, one `profile_field.created` row each.
-pub async fn copy_into(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    fields: &[profile_field::Model],
-    actor: &Actor,
-) -> Result<(), DbErr> {
+pub async fn copy_into(txn: &mut TenantTxn, fields: &[profile_field::Model]) -> Result<(), DbErr> {
     let now = crate::clock::now();
     for field in fields {
         let copy = profile_field::Model {
             id: Uuid::now_v7(),
-            application_id,
+            application_id: txn.application_id(),
             created_at: now,
             updated_at: now,
             ..field.clone()
         };
-        profile_field::Entity::insert(profile_field::ActiveModel::from(copy.clone()))
-            .exec_without_returning(db)
-            .await?;
-        audit::record(db, application_id, actor, "profile_field.created", Some(copy.id), describe(&copy)).await?;
+        txn.insert(profile_field::ActiveModel::from(copy.clone())).await?;
+        txn.audit("profile_field.created", Some(copy.id), describe(&copy)).await?;
     }
     Ok(())
 }
 
-pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<profile_field::Model> {
-    of_application(application_id)
-        .filter(profile_field::Column::Id.eq(id))
-        .one(db)
+pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<profile_field::Model> {
+    db.find_by_id::<profile_field::Entity>(id)
+        .one(db.conn())
         .await?
         .ok_or_else(|| ApiError::not_found("Profile field", id))
 }
@@ -206,15 +179,9 @@ pub struct FieldPatch {
     pub required: Option<bool>,
 }
 
-pub async fn update(
-    shard: &Db,
-    application_id: Uuid,
-    id: Uuid,
-    patch: FieldPatch,
-    actor: &Actor,
-) -> ApiResult<profile_field::Model> {
-    let txn = shard.begin_write().await?;
-    let mut field = find(&*txn, application_id, id).await?;
+pub async fn update(scope: &TenantScope, id: Uuid, patch: FieldPatch) -> ApiResult<profile_field::Model> {
+    let mut txn = scope.begin().await?;
+    let mut field = find(&txn, id).await?;
     let mut issues = Issues::default();
     if let Some(label) = patch.label {
         field.label = issues.text("label", &label, 255);
@@ -234,30 +201,25 @@ pub async fn update(
     }
     issues.finish()?;
     field.updated_at = crate::clock::now();
-    profile_field::Entity::update_many()
-        .col_expr(profile_field::Column::Label, Expr::value(field.label.clone()))
-        .col_expr(profile_field::Column::Options, Expr::value(field.options.clone()))
-        .col_expr(profile_field::Column::Position, Expr::value(field.position))
-        .col_expr(profile_field::Column::Required, Expr::value(field.required))
-        .col_expr(profile_field::Column::UpdatedAt, Expr::value(field.updated_at))
-        .filter(profile_field::Column::ApplicationId.eq(application_id))
-        .filter(profile_field::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
-    audit::record(&*txn, application_id, actor, "profile_field.updated", Some(id), describe(&field)).await?;
+    txn.update_many(|q: UpdateMany<profile_field::Entity>| {
+        q.col_expr(profile_field::Column::Label, Expr::value(field.label.clone()))
+            .col_expr(profile_field::Column::Options, Expr::value(field.options.clone()))
+            .col_expr(profile_field::Column::Position, Expr::value(field.position))
+            .col_expr(profile_field::Column::Required, Expr::value(field.required))
+            .col_expr(profile_field::Column::UpdatedAt, Expr::value(field.updated_at))
+            .filter(profile_field::Column::Id.eq(id))
+    })
+    .await?;
+    txn.audit("profile_field.updated", Some(id), describe(&field)).await?;
     txn.commit().await?;
     Ok(field)
 }
 
-pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
-    let txn = shard.begin_write().await?;
-    let field = find(&*txn, application_id, id).await?;
-    profile_field::Entity::delete_many()
-        .filter(profile_field::Column::ApplicationId.eq(application_id))
-        .filter(profile_field::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
-    audit::record(&*txn, application_id, actor, "profile_field.deleted", Some(id), describe(&field)).await?;
+pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+    let mut txn = scope.begin().await?;
+    let field = find(&txn, id).await?;
+    txn.delete::<profile_field::Entity>(profile_field::Column::Id.eq(id)).await?;
+    txn.audit("profile_field.deleted", Some(id), describe(&field)).await?;
     txn.commit().await?;
     Ok(())
 }

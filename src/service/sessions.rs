@@ -6,16 +6,15 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Duration;
 use entity::{membership, refresh_token, session};
 use rand::{rngs::OsRng, RngCore};
-use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
-    audit::{self, Actor},
+    audit::Actor,
     crypto::sha256,
     error::{ApiError, ApiResult},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope, TenantTxn},
 };
 
 const PREFIX: &str = "rt_";
@@ -46,13 +45,8 @@ pub fn new_refresh_token(
 }
 
 /// Opens a session for a user, in the caller's transaction.
-pub async fn open(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    user_id: Uuid,
-    ttl: Duration,
-    actor: &Actor,
-) -> Result<Opened, DbErr> {
+pub async fn open(txn: &mut TenantTxn, user_id: Uuid, ttl: Duration) -> Result<Opened, DbErr> {
+    let application_id = txn.application_id();
     let now = crate::clock::now();
     let session = session::Model {
         id: Uuid::now_v7(),
@@ -66,10 +60,10 @@ pub async fn open(
         revoked_at: None,
         revoked_reason: None,
     };
-    session::Entity::insert(session::ActiveModel::from(session.clone())).exec_without_returning(db).await?;
+    txn.insert(session::ActiveModel::from(session.clone())).await?;
     let (refresh_token, row) = new_refresh_token(application_id, session.id, now);
-    refresh_token::Entity::insert(refresh_token::ActiveModel::from(row)).exec_without_returning(db).await?;
-    audit::record(db, application_id, actor, "session.created", Some(session.id), json!({"user_id": user_id})).await?;
+    txn.insert(refresh_token::ActiveModel::from(row)).await?;
+    txn.audit("session.created", Some(session.id), json!({"user_id": user_id})).await?;
     Ok(Opened { session, refresh_token })
 }
 
@@ -89,60 +83,47 @@ pub fn is_refresh_token_shape(presented: &str) -> bool {
 
 /// A presented token that is not current: unknown, or rotated before, in
 /// which case it was stolen or leaked and its whole session is revoked.
-pub async fn refuse_not_current(shard: &Db, application_id: Uuid, hash: Vec<u8>) -> ApiResult<RefreshRefused> {
-    let earlier = refresh_token::Entity::find_by_id(hash)
-        .filter(refresh_token::Column::ApplicationId.eq(application_id))
-        .one(&shard.conn)
+pub async fn refuse_not_current(scope: &TenantScope, hash: Vec<u8>) -> ApiResult<RefreshRefused> {
+    let earlier = scope
+        .find::<refresh_token::Entity>()
+        .filter(refresh_token::Column::TokenHash.eq(hash))
+        .one(scope.conn())
         .await?;
     let Some(earlier) = earlier else {
         return Ok(RefreshRefused::Unknown);
     };
-    let txn = shard.begin_write().await?;
-    if revoke_in(&*txn, application_id, earlier.session_id, "refresh_token_reuse", &Actor::system()).await?.is_some() {
+    let mut txn = scope.acting_as(Actor::system()).begin().await?;
+    if revoke_in(&mut txn, earlier.session_id, "refresh_token_reuse").await?.is_some() {
         txn.commit().await?;
     }
     Ok(RefreshRefused::Reused)
 }
 
-fn of_application(application_id: Uuid) -> sea_orm::Select<session::Entity> {
-    session::Entity::find().filter(session::Column::ApplicationId.eq(application_id))
-}
-
-pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<session::Model> {
-    of_application(application_id)
-        .filter(session::Column::Id.eq(id))
-        .one(db)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Session", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<session::Model> {
+    db.find_by_id::<session::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("Session", id))
 }
 
 /// The session if it is neither revoked nor expired.
-pub async fn find_active(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    id: Uuid,
-) -> Result<Option<session::Model>, DbErr> {
+pub async fn find_active(db: &impl TenantConn, id: Uuid) -> Result<Option<session::Model>, DbErr> {
     let now = crate::clock::now();
-    of_application(application_id)
-        .filter(session::Column::Id.eq(id))
+    db.find_by_id::<session::Entity>(id)
         .filter(session::Column::RevokedAt.is_null())
         .filter(session::Column::ExpiresAt.gt(now))
-        .one(db)
+        .one(db.conn())
         .await
 }
 
 pub async fn list_of_user(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+    db: &impl TenantConn,
     user_id: Uuid,
     page: Page,
 ) -> Result<(Vec<session::Model>, bool), DbErr> {
     page.fetch(
-        of_application(application_id)
+        db.find::<session::Entity>()
             .filter(session::Column::UserId.eq(user_id))
             .order_by_desc(session::Column::CreatedAt)
             .order_by_desc(session::Column::Id),
-        db,
+        db.conn(),
     )
     .await
 }
@@ -150,47 +131,38 @@ pub async fn list_of_user(
 /// Revokes a session in the caller's transaction: when it was revoked, or
 /// `None` if it already was.
 pub async fn revoke_in(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+    txn: &mut TenantTxn,
     id: Uuid,
     reason: &str,
-    actor: &Actor,
 ) -> Result<Option<chrono::DateTime<chrono::Utc>>, DbErr> {
     let now = crate::clock::now();
-    let revoked = session::Entity::update_many()
-        .col_expr(session::Column::RevokedAt, Expr::value(now))
-        .col_expr(session::Column::RevokedReason, Expr::value(reason))
-        .filter(session::Column::ApplicationId.eq(application_id))
-        .filter(session::Column::Id.eq(id))
-        .filter(session::Column::RevokedAt.is_null())
-        .exec(db)
+    let revoked = txn
+        .update_many(|q: UpdateMany<session::Entity>| {
+            q.col_expr(session::Column::RevokedAt, Expr::value(now))
+                .col_expr(session::Column::RevokedReason, Expr::value(reason))
+                .filter(session::Column::Id.eq(id))
+                .filter(session::Column::RevokedAt.is_null())
+        })
         .await?;
-    if revoked.rows_affected == 0 {
+    if revoked == 0 {
         return Ok(None);
     }
     // Its current refresh token stops working with it.
-    refresh_token::Entity::update_many()
-        .col_expr(refresh_token::Column::RotatedAt, Expr::value(now))
-        .filter(refresh_token::Column::ApplicationId.eq(application_id))
-        .filter(refresh_token::Column::SessionId.eq(id))
-        .filter(refresh_token::Column::RotatedAt.is_null())
-        .exec(db)
-        .await?;
-    audit::record(db, application_id, actor, "session.revoked", Some(id), json!({"reason": reason})).await?;
+    txn.update_many(|q: UpdateMany<refresh_token::Entity>| {
+        q.col_expr(refresh_token::Column::RotatedAt, Expr::value(now))
+            .filter(refresh_token::Column::SessionId.eq(id))
+            .filter(refresh_token::Column::RotatedAt.is_null())
+    })
+    .await?;
+    txn.audit("session.revoked", Some(id), json!({"reason": reason})).await?;
     Ok(Some(now))
 }
 
 /// Revokes a session; revoking a revoked session answers it unchanged.
-pub async fn revoke(
-    shard: &Db,
-    application_id: Uuid,
-    id: Uuid,
-    reason: &str,
-    actor: &Actor,
-) -> ApiResult<session::Model> {
-    let txn = shard.begin_write().await?;
-    let session = find(&*txn, application_id, id).await?;
-    let Some(revoked_at) = revoke_in(&*txn, application_id, id, reason, actor).await? else {
+pub async fn revoke(scope: &TenantScope, id: Uuid, reason: &str) -> ApiResult<session::Model> {
+    let mut txn = scope.begin().await?;
+    let session = find(&txn, id).await?;
+    let Some(revoked_at) = revoke_in(&mut txn, id, reason).await? else {
         return Ok(session);
     };
     txn.commit().await?;
@@ -199,32 +171,25 @@ pub async fn revoke(
 
 /// Makes an organization the session's active one (the caller checked the
 /// membership).
-pub async fn activate_organization(
-    shard: &Db,
-    application_id: Uuid,
-    session_id: Uuid,
-    organization_id: Uuid,
-    actor: &Actor,
-) -> Result<(), DbErr> {
-    let txn = shard.begin_write().await?;
-    session::Entity::update_many()
-        .col_expr(session::Column::ActiveOrganizationId, Expr::value(organization_id))
-        .filter(session::Column::ApplicationId.eq(application_id))
-        .filter(session::Column::Id.eq(session_id))
-        .exec(&*txn)
-        .await?;
+pub async fn activate_organization(scope: &TenantScope, session_id: Uuid, organization_id: Uuid) -> Result<(), DbErr> {
+    let mut txn = scope.begin().await?;
+    txn.update_many(|q: UpdateMany<session::Entity>| {
+        q.col_expr(session::Column::ActiveOrganizationId, Expr::value(organization_id))
+            .filter(session::Column::Id.eq(session_id))
+    })
+    .await?;
     let data = json!({"organization_id": organization_id});
-    audit::record(&*txn, application_id, actor, "session.organization_activated", Some(session_id), data).await?;
+    txn.audit("session.organization_activated", Some(session_id), data).await?;
     txn.commit().await
 }
 
 /// The active organization and the user's role in it, if still a member.
 pub async fn active_membership(
-    db: &impl ConnectionTrait,
+    db: &impl TenantConn,
     session: &session::Model,
 ) -> Result<Option<membership::Model>, DbErr> {
     let Some(organization_id) = session.active_organization_id else {
         return Ok(None);
     };
-    super::organizations::find_membership(db, session.application_id, organization_id, session.user_id).await
+    super::organizations::find_membership(db, organization_id, session.user_id).await
 }

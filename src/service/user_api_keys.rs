@@ -1,47 +1,39 @@
 //! End users' personal API keys (operation 7, list, revoke) and the
 //! verification of user keys for the application's backend.
 use entity::user_api_key;
-use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, PaginatorTrait, QueryFilter, QueryOrder,
-};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::api_keys::NewApiKey;
 use crate::{
-    audit::{self, Actor},
     crypto::{key_format, sha256},
     error::{ApiError, ApiResult},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope, Unaudited},
 };
 
 /// Personal keys one user may hold unrevoked.
 pub const MAX_ACTIVE_PER_USER: u64 = 100;
 
-fn of_user(application_id: Uuid, user_id: Uuid) -> sea_orm::Select<user_api_key::Entity> {
-    user_api_key::Entity::find()
-        .filter(user_api_key::Column::ApplicationId.eq(application_id))
-        .filter(user_api_key::Column::UserId.eq(user_id))
+fn of_user(db: &impl TenantConn, user_id: Uuid) -> sea_orm::Select<user_api_key::Entity> {
+    db.find::<user_api_key::Entity>().filter(user_api_key::Column::UserId.eq(user_id))
 }
 
 pub async fn create(
-    shard: &Db,
-    application_id: Uuid,
+    scope: &TenantScope,
     user_id: Uuid,
     live: bool,
     new: &NewApiKey,
 ) -> ApiResult<(user_api_key::Model, String)> {
-    let txn = shard.begin_write().await?;
-    let active =
-        of_user(application_id, user_id).filter(user_api_key::Column::RevokedAt.is_null()).count(&*txn).await?;
+    let mut txn = scope.begin().await?;
+    let active = of_user(&txn, user_id).filter(user_api_key::Column::RevokedAt.is_null()).count(txn.conn()).await?;
     if active >= MAX_ACTIVE_PER_USER {
         return Err(ApiError::invalid("name", format!("a user may hold at most {MAX_ACTIVE_PER_USER} active keys")));
     }
     let secret = key_format::generate(key_format::KeyKind::User, live);
     let key = user_api_key::Model {
         id: Uuid::now_v7(),
-        application_id,
+        application_id: txn.application_id(),
         user_id,
         name: new.name.clone(),
         prefix: key_format::display_prefix(&secret),
@@ -52,11 +44,8 @@ pub async fn create(
         last_used_at: None,
         revoked_at: None,
     };
-    user_api_key::Entity::insert(user_api_key::ActiveModel::from(key.clone())).exec_without_returning(&*txn).await?;
-    audit::record(
-        &*txn,
-        application_id,
-        &Actor::user(user_id),
+    txn.insert(user_api_key::ActiveModel::from(key.clone())).await?;
+    txn.audit(
         "api_key.created",
         Some(key.id),
         json!({"kind": "user", "user_id": user_id, "name": key.name, "prefix": key.prefix, "scopes": new.scopes}),
@@ -66,44 +55,33 @@ pub async fn create(
     Ok((key, secret))
 }
 
-pub async fn list(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    user_id: Uuid,
-    page: Page,
-) -> Result<(Vec<user_api_key::Model>, bool), DbErr> {
+pub async fn list(db: &impl TenantConn, user_id: Uuid, page: Page) -> Result<(Vec<user_api_key::Model>, bool), DbErr> {
     page.fetch(
-        of_user(application_id, user_id)
-            .order_by_desc(user_api_key::Column::CreatedAt)
-            .order_by_desc(user_api_key::Column::Id),
-        db,
+        of_user(db, user_id).order_by_desc(user_api_key::Column::CreatedAt).order_by_desc(user_api_key::Column::Id),
+        db.conn(),
     )
     .await
 }
 
 /// Revokes one of the user's keys; another user's key is 404.
-pub async fn revoke(shard: &Db, application_id: Uuid, user_id: Uuid, id: Uuid) -> ApiResult<user_api_key::Model> {
-    let txn = shard.begin_write().await?;
-    let mut key = of_user(application_id, user_id)
+pub async fn revoke(scope: &TenantScope, user_id: Uuid, id: Uuid) -> ApiResult<user_api_key::Model> {
+    let mut txn = scope.begin().await?;
+    let mut key = of_user(&txn, user_id)
         .filter(user_api_key::Column::Id.eq(id))
-        .one(&*txn)
+        .one(txn.conn())
         .await?
         .ok_or_else(|| ApiError::not_found("API key", id))?;
     if key.revoked_at.is_some() {
         return Ok(key);
     }
     let now = crate::clock::now();
-    user_api_key::Entity::update_many()
-        .col_expr(user_api_key::Column::RevokedAt, Expr::value(now))
-        .filter(user_api_key::Column::ApplicationId.eq(application_id))
-        .filter(user_api_key::Column::Id.eq(id))
-        .filter(user_api_key::Column::RevokedAt.is_null())
-        .exec(&*txn)
-        .await?;
-    audit::record(
-        &*txn,
-        application_id,
-        &Actor::user(user_id),
+    txn.update_many(|q: UpdateMany<user_api_key::Entity>| {
+        q.col_expr(user_api_key::Column::RevokedAt, Expr::value(now))
+            .filter(user_api_key::Column::Id.eq(id))
+            .filter(user_api_key::Column::RevokedAt.is_null())
+    })
+    .await?;
+    txn.audit(
         "api_key.revoked",
         Some(id),
         json!({"kind": "user", "user_id": user_id, "name": key.name, "prefix": key.prefix}),
@@ -115,37 +93,31 @@ pub async fn revoke(shard: &Db, application_id: Uuid, user_id: Uuid, id: Uuid) -
 }
 
 /// The usable user key a secret names in this application, if any.
-pub async fn verify(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    live: bool,
-    secret: &str,
-) -> Result<Option<user_api_key::Model>, DbErr> {
+pub async fn verify(db: &impl TenantConn, live: bool, secret: &str) -> Result<Option<user_api_key::Model>, DbErr> {
     if key_format::parse(key_format::KeyKind::User, secret) != Some(live) {
         return Ok(None);
     }
     let now = crate::clock::now();
-    let key = user_api_key::Entity::find()
-        .filter(user_api_key::Column::ApplicationId.eq(application_id))
+    let key = db
+        .find::<user_api_key::Entity>()
         .filter(user_api_key::Column::SecretHash.eq(sha256(secret).to_vec()))
-        .one(db)
+        .one(db.conn())
         .await?;
     Ok(key.filter(|k| super::api_keys::is_usable(k.revoked_at, k.expires_at, now)))
 }
 
 /// Records that a key was presented, at most once a minute per key (judged
 /// from the stored value, so across nodes too).
-pub async fn touch_if_due(shard: &Db, key: &user_api_key::Model) -> Result<(), DbErr> {
+pub async fn touch_if_due(scope: &TenantScope, key: &user_api_key::Model) -> Result<(), DbErr> {
     let now = crate::clock::now();
     if key.last_used_at.is_some_and(|at| now - at < chrono::Duration::seconds(60)) {
         return Ok(());
     }
-    let txn = shard.begin_write().await?;
-    user_api_key::Entity::update_many()
-        .col_expr(user_api_key::Column::LastUsedAt, Expr::value(now))
-        .filter(user_api_key::Column::ApplicationId.eq(key.application_id))
-        .filter(user_api_key::Column::Id.eq(key.id))
-        .exec(&*txn)
-        .await?;
+    let mut txn = scope.begin().await?;
+    txn.unaudited(Unaudited::KeyLastUsed);
+    txn.update_many(|q: UpdateMany<user_api_key::Entity>| {
+        q.col_expr(user_api_key::Column::LastUsedAt, Expr::value(now)).filter(user_api_key::Column::Id.eq(key.id))
+    })
+    .await?;
     txn.commit().await
 }

@@ -1,16 +1,14 @@
 //! End users: created by sign-up or with a secret key, listed, changed and
 //! deleted. Emails are unique per application, compared lowercased.
 use entity::{membership, refresh_token, session, user, user_api_key};
-use sea_orm::{sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::{profile_fields, validate::Issues};
 use crate::{
-    audit::{self, Actor},
     error::{ApiError, ApiResult, Code},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope, TenantTxn},
 };
 
 pub const MIN_PASSWORD: usize = 8;
@@ -40,8 +38,7 @@ pub fn password(issues: &mut Issues, raw: &str) {
 
 /// Checks a profile (absent: empty) against the application's schema.
 pub async fn profile(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+    db: &impl TenantConn,
     issues: &mut Issues,
     profile: Option<Value>,
 ) -> Result<Map<String, Value>, DbErr> {
@@ -53,24 +50,35 @@ pub async fn profile(
             return Ok(Map::new());
         }
     };
-    let schema = profile_fields::schema(db, application_id).await?;
+    let schema = profile_fields::schema(db).await?;
     profile_fields::check_profile(&schema, &profile, issues);
     Ok(profile)
 }
 
-/// Inserts a user and its `user.created` row in the caller's transaction.
-pub async fn insert(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+/// Creates a user (no session).
+pub async fn create(
+    scope: &TenantScope,
     email: String,
     password_hash: Option<String>,
     profile: Map<String, Value>,
-    actor: &Actor,
+) -> ApiResult<user::Model> {
+    let mut txn = scope.begin().await?;
+    let user = insert(&mut txn, email, password_hash, profile).await?;
+    txn.commit().await?;
+    Ok(user)
+}
+
+/// Inserts a user and its `user.created` row in the caller's transaction.
+pub async fn insert(
+    txn: &mut TenantTxn,
+    email: String,
+    password_hash: Option<String>,
+    profile: Map<String, Value>,
 ) -> ApiResult<user::Model> {
     let now = crate::clock::now();
     let user = user::Model {
         id: Uuid::now_v7(),
-        application_id,
+        application_id: txn.application_id(),
         email,
         password_hash,
         profile: Value::Object(profile),
@@ -78,45 +86,27 @@ pub async fn insert(
         created_at: now,
         updated_at: now,
     };
-    user::Entity::insert(user::ActiveModel::from(user.clone()))
-        .exec_without_returning(db)
+    txn.insert(user::ActiveModel::from(user.clone()))
         .await
         .map_err(ApiError::unless_unique(Code::Conflict, EMAIL_TAKEN))?;
-    audit::record(db, application_id, actor, "user.created", Some(user.id), json!({"email": user.email})).await?;
+    txn.audit("user.created", Some(user.id), json!({"email": user.email})).await?;
     Ok(user)
 }
 
-fn of_application(application_id: Uuid) -> sea_orm::Select<user::Entity> {
-    user::Entity::find().filter(user::Column::ApplicationId.eq(application_id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<user::Model> {
+    db.find_by_id::<user::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("User", id))
 }
 
-pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<user::Model> {
-    of_application(application_id)
-        .filter(user::Column::Id.eq(id))
-        .one(db)
-        .await?
-        .ok_or_else(|| ApiError::not_found("User", id))
+pub async fn find_by_email(db: &impl TenantConn, email: &str) -> Result<Option<user::Model>, DbErr> {
+    db.find::<user::Entity>().filter(user::Column::Email.eq(email)).one(db.conn()).await
 }
 
-pub async fn find_by_email(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    email: &str,
-) -> Result<Option<user::Model>, DbErr> {
-    of_application(application_id).filter(user::Column::Email.eq(email)).one(db).await
-}
-
-pub async fn list(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    email: Option<&str>,
-    page: Page,
-) -> Result<(Vec<user::Model>, bool), DbErr> {
-    let mut query = of_application(application_id);
+pub async fn list(db: &impl TenantConn, email: Option<&str>, page: Page) -> Result<(Vec<user::Model>, bool), DbErr> {
+    let mut query = db.find::<user::Entity>();
     if let Some(email) = email {
         query = query.filter(user::Column::Email.eq(normalize_email(email)));
     }
-    page.fetch(query.order_by_desc(user::Column::CreatedAt).order_by_desc(user::Column::Id), db).await
+    page.fetch(query.order_by_desc(user::Column::CreatedAt).order_by_desc(user::Column::Id), db.conn()).await
 }
 
 /// A change to a user; `profile` replaces the whole profile.
@@ -127,15 +117,9 @@ pub struct UserPatch {
     pub profile: Option<Map<String, Value>>,
 }
 
-pub async fn update(
-    shard: &Db,
-    application_id: Uuid,
-    id: Uuid,
-    patch: UserPatch,
-    actor: &Actor,
-) -> ApiResult<user::Model> {
-    let txn = shard.begin_write().await?;
-    let mut user = find(&*txn, application_id, id).await?;
+pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> ApiResult<user::Model> {
+    let mut txn = scope.begin().await?;
+    let mut user = find(&txn, id).await?;
     let mut changed = Vec::new();
     if let Some(email) = patch.email {
         changed.push("email");
@@ -150,77 +134,50 @@ pub async fn update(
         user.profile = Value::Object(profile);
     }
     user.updated_at = crate::clock::now();
-    user::Entity::update_many()
-        .col_expr(user::Column::Email, Expr::value(user.email.clone()))
-        .col_expr(user::Column::PasswordHash, Expr::value(user.password_hash.clone()))
-        .col_expr(user::Column::Profile, Expr::value(user.profile.clone()))
-        .col_expr(user::Column::UpdatedAt, Expr::value(user.updated_at))
-        .filter(user::Column::ApplicationId.eq(application_id))
-        .filter(user::Column::Id.eq(id))
-        .exec(&*txn)
-        .await
-        .map_err(ApiError::unless_unique(Code::Conflict, EMAIL_TAKEN))?;
-    audit::record(&*txn, application_id, actor, "user.updated", Some(id), json!({"changed": changed})).await?;
+    txn.update_many(|q: UpdateMany<user::Entity>| {
+        q.col_expr(user::Column::Email, Expr::value(user.email.clone()))
+            .col_expr(user::Column::PasswordHash, Expr::value(user.password_hash.clone()))
+            .col_expr(user::Column::Profile, Expr::value(user.profile.clone()))
+            .col_expr(user::Column::UpdatedAt, Expr::value(user.updated_at))
+            .filter(user::Column::Id.eq(id))
+    })
+    .await
+    .map_err(ApiError::unless_unique(Code::Conflict, EMAIL_TAKEN))?;
+    txn.audit("user.updated", Some(id), json!({"changed": changed})).await?;
     txn.commit().await?;
     Ok(user)
 }
 
 /// Deletes a user with everything that is theirs: sessions (and so every
 /// refresh token), memberships and personal keys.
-pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
-    let txn = shard.begin_write().await?;
-    let user = find(&*txn, application_id, id).await?;
-    let sessions: Vec<Uuid> = session::Entity::find()
-        .filter(session::Column::ApplicationId.eq(application_id))
+pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+    let mut txn = scope.begin().await?;
+    let user = find(&txn, id).await?;
+    let sessions: Vec<Uuid> = txn
+        .find::<session::Entity>()
         .filter(session::Column::UserId.eq(id))
-        .all(&*txn)
+        .all(txn.conn())
         .await?
         .into_iter()
         .map(|s| s.id)
         .collect();
-    refresh_token::Entity::delete_many()
-        .filter(refresh_token::Column::ApplicationId.eq(application_id))
-        .filter(refresh_token::Column::SessionId.is_in(sessions))
-        .exec(&*txn)
-        .await?;
-    session::Entity::delete_many()
-        .filter(session::Column::ApplicationId.eq(application_id))
-        .filter(session::Column::UserId.eq(id))
-        .exec(&*txn)
-        .await?;
-    membership::Entity::delete_many()
-        .filter(membership::Column::ApplicationId.eq(application_id))
-        .filter(membership::Column::UserId.eq(id))
-        .exec(&*txn)
-        .await?;
-    user_api_key::Entity::delete_many()
-        .filter(user_api_key::Column::ApplicationId.eq(application_id))
-        .filter(user_api_key::Column::UserId.eq(id))
-        .exec(&*txn)
-        .await?;
-    user::Entity::delete_many()
-        .filter(user::Column::ApplicationId.eq(application_id))
-        .filter(user::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
-    audit::record(&*txn, application_id, actor, "user.deleted", Some(id), json!({"email": user.email})).await?;
+    txn.delete::<refresh_token::Entity>(refresh_token::Column::SessionId.is_in(sessions)).await?;
+    txn.delete::<session::Entity>(session::Column::UserId.eq(id)).await?;
+    txn.delete::<membership::Entity>(membership::Column::UserId.eq(id)).await?;
+    txn.delete::<user_api_key::Entity>(user_api_key::Column::UserId.eq(id)).await?;
+    txn.delete::<user::Entity>(user::Column::Id.eq(id)).await?;
+    txn.audit("user.deleted", Some(id), json!({"email": user.email})).await?;
     txn.commit().await?;
     Ok(())
 }
 
 /// Records a successful sign-in, in the caller's transaction; false when
 /// the user no longer exists.
-pub async fn touch_sign_in(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    id: Uuid,
-    at: chrono::DateTime<chrono::Utc>,
-) -> Result<bool, DbErr> {
-    let touched = user::Entity::update_many()
-        .col_expr(user::Column::LastSignInAt, Expr::value(at))
-        .filter(user::Column::ApplicationId.eq(application_id))
-        .filter(user::Column::Id.eq(id))
-        .exec(db)
+pub async fn touch_sign_in(txn: &mut TenantTxn, id: Uuid, at: chrono::DateTime<chrono::Utc>) -> Result<bool, DbErr> {
+    let touched = txn
+        .update_many(|q: UpdateMany<user::Entity>| {
+            q.col_expr(user::Column::LastSignInAt, Expr::value(at)).filter(user::Column::Id.eq(id))
+        })
         .await?;
-    Ok(touched.rows_affected == 1)
+    Ok(touched == 1)
 }

@@ -3,21 +3,19 @@
 use chrono::Utc;
 use entity::{webhook, webhook_attempt, webhook_message};
 use sea_orm::{
-    sea_query::Expr, ActiveModelTrait, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait,
-    IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
+    sea_query::Expr, ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder,
+    QuerySelect, UpdateMany,
 };
 use serde_json::json;
 use uuid::Uuid;
 
 use super::validate::Issues;
 use crate::{
-    audit::{self, Actor},
     clock,
     crypto::{master_key::MasterKey, seal},
     error::{ApiError, ApiResult, Code, FieldIssue},
     events::{delivery, outbox, signing, url_safety},
-    http::query::Page,
-    storage::Db,
+    storage::{Page, TenantConn, TenantScope},
 };
 
 pub const MAX_EVENT_TYPES: usize = 50;
@@ -68,15 +66,14 @@ pub struct WebhookPatch {
 }
 
 pub async fn create(
-    shard: &Db,
+    scope: &TenantScope,
     master_key: &MasterKey,
-    application_id: Uuid,
     new: NewWebhook,
-    actor: &Actor,
     limit: u64,
 ) -> ApiResult<(webhook::Model, String)> {
-    let txn = shard.begin_write().await?;
-    if of_application(application_id).count(&*txn).await? >= limit {
+    let application_id = scope.tenant().id;
+    let mut txn = scope.begin().await?;
+    if txn.find::<webhook::Entity>().count(txn.conn()).await? >= limit {
         return Err(ApiError::invalid(
             "url",
             format!("the application already has the limit of {limit} webhook endpoints"),
@@ -98,11 +95,8 @@ pub async fn create(
         created_at: now,
         updated_at: now,
     };
-    webhook::Entity::insert(webhook::ActiveModel::from(row.clone())).exec_without_returning(&*txn).await?;
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
+    txn.insert(webhook::ActiveModel::from(row.clone())).await?;
+    txn.audit(
         "webhook.created",
         Some(id),
         json!({"host": delivery::host_of(&row.url), "event_types": row.event_types}),
@@ -112,39 +106,21 @@ pub async fn create(
     Ok((row, secret))
 }
 
-fn of_application(application_id: Uuid) -> sea_orm::Select<webhook::Entity> {
-    webhook::Entity::find().filter(webhook::Column::ApplicationId.eq(application_id))
-}
-
-pub async fn list(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
-    page: Page,
-) -> Result<(Vec<webhook::Model>, bool), DbErr> {
+pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<webhook::Model>, bool), DbErr> {
     page.fetch(
-        of_application(application_id).order_by_asc(webhook::Column::CreatedAt).order_by_asc(webhook::Column::Id),
-        db,
+        db.find::<webhook::Entity>().order_by_asc(webhook::Column::CreatedAt).order_by_asc(webhook::Column::Id),
+        db.conn(),
     )
     .await
 }
 
-pub async fn find(db: &impl ConnectionTrait, application_id: Uuid, id: Uuid) -> ApiResult<webhook::Model> {
-    of_application(application_id)
-        .filter(webhook::Column::Id.eq(id))
-        .one(db)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Webhook", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<webhook::Model> {
+    db.find_by_id::<webhook::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("Webhook", id))
 }
 
-pub async fn update(
-    shard: &Db,
-    application_id: Uuid,
-    id: Uuid,
-    patch: WebhookPatch,
-    actor: &Actor,
-) -> ApiResult<webhook::Model> {
-    let txn = shard.begin_write().await?;
-    let mut row = find(&*txn, application_id, id).await?.into_active_model();
+pub async fn update(scope: &TenantScope, id: Uuid, patch: WebhookPatch) -> ApiResult<webhook::Model> {
+    let mut txn = scope.begin().await?;
+    let mut row = find(&txn, id).await?.into_active_model();
     let mut changed = Vec::new();
     if let Some(url) = patch.url {
         row.url = Set(url);
@@ -163,95 +139,73 @@ pub async fn update(
         changed.push("status");
     }
     row.updated_at = Set(clock::now());
-    let updated = row.update(&*txn).await?;
-    audit::record(&*txn, application_id, actor, "webhook.updated", Some(id), json!({"changed": changed})).await?;
+    let updated = txn.update(row).await?;
+    txn.audit("webhook.updated", Some(id), json!({"changed": changed})).await?;
     txn.commit().await?;
     Ok(updated)
 }
 
 /// Deletes an endpoint with its messages and attempts.
-pub async fn delete(shard: &Db, application_id: Uuid, id: Uuid, actor: &Actor) -> ApiResult<()> {
-    let txn = shard.begin_write().await?;
-    let row = find(&*txn, application_id, id).await?;
-    let messages: Vec<Uuid> = webhook_message::Entity::find()
-        .filter(webhook_message::Column::ApplicationId.eq(application_id))
+pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+    let mut txn = scope.begin().await?;
+    let row = find(&txn, id).await?;
+    let messages: Vec<Uuid> = txn
+        .find::<webhook_message::Entity>()
         .filter(webhook_message::Column::WebhookId.eq(id))
         .select_only()
         .column(webhook_message::Column::Id)
         .into_tuple()
-        .all(&*txn)
+        .all(txn.conn())
         .await?;
     for chunk in messages.chunks(500) {
-        webhook_attempt::Entity::delete_many()
-            .filter(webhook_attempt::Column::ApplicationId.eq(application_id))
-            .filter(webhook_attempt::Column::MessageId.is_in(chunk.to_vec()))
-            .exec(&*txn)
-            .await?;
+        txn.delete::<webhook_attempt::Entity>(webhook_attempt::Column::MessageId.is_in(chunk.to_vec())).await?;
     }
-    webhook_message::Entity::delete_many()
-        .filter(webhook_message::Column::ApplicationId.eq(application_id))
-        .filter(webhook_message::Column::WebhookId.eq(id))
-        .exec(&*txn)
-        .await?;
-    webhook::Entity::delete_many()
-        .filter(webhook::Column::ApplicationId.eq(application_id))
-        .filter(webhook::Column::Id.eq(id))
-        .exec(&*txn)
-        .await?;
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
-        "webhook.deleted",
-        Some(id),
-        json!({"host": delivery::host_of(&row.url)}),
-    )
-    .await?;
+    txn.delete::<webhook_message::Entity>(webhook_message::Column::WebhookId.eq(id)).await?;
+    txn.delete::<webhook::Entity>(webhook::Column::Id.eq(id)).await?;
+    txn.audit("webhook.deleted", Some(id), json!({"host": delivery::host_of(&row.url)})).await?;
     txn.commit().await?;
     Ok(())
 }
 
 /// A new secret; the previous one keeps signing for a day beside it.
 pub async fn rotate_secret(
-    shard: &Db,
+    scope: &TenantScope,
     master_key: &MasterKey,
-    application_id: Uuid,
     id: Uuid,
-    actor: &Actor,
 ) -> ApiResult<(webhook::Model, String)> {
-    let txn = shard.begin_write().await?;
-    let current = find(&*txn, application_id, id).await?;
+    let application_id = scope.tenant().id;
+    let mut txn = scope.begin().await?;
+    let current = find(&txn, id).await?;
     let secret = signing::generate_secret();
     let mut row = current.clone().into_active_model();
     row.previous_secret_sealed = Set(Some(current.secret_sealed));
     row.previous_secret_expires_at = Set(Some(clock::now() + chrono::Duration::hours(ROTATION_OVERLAP_HOURS)));
     row.secret_sealed = Set(seal::seal(master_key, &delivery::secret_context(application_id, id), secret.as_bytes()));
     row.updated_at = Set(clock::now());
-    let updated = row.update(&*txn).await?;
-    audit::record(&*txn, application_id, actor, "webhook.secret_rotated", Some(id), json!({})).await?;
+    let updated = txn.update(row).await?;
+    txn.audit("webhook.secret_rotated", Some(id), json!({})).await?;
     txn.commit().await?;
     Ok((updated, secret))
 }
 
 /// A page of an endpoint's messages, newest first, each with its attempts.
 pub async fn deliveries(
-    db: &impl ConnectionTrait,
-    application_id: Uuid,
+    db: &impl TenantConn,
     webhook_id: Uuid,
     page: Page,
 ) -> ApiResult<(Vec<(webhook_message::Model, Vec<webhook_attempt::Model>)>, bool)> {
-    find(db, application_id, webhook_id).await?;
-    let query = webhook_message::Entity::find()
-        .filter(webhook_message::Column::ApplicationId.eq(application_id))
+    find(db, webhook_id).await?;
+    let query = db
+        .find::<webhook_message::Entity>()
         .filter(webhook_message::Column::WebhookId.eq(webhook_id))
         .order_by_desc(webhook_message::Column::CreatedAt)
         .order_by_desc(webhook_message::Column::Id);
-    let (messages, has_more) = page.fetch(query, db).await?;
-    let mut attempts = webhook_attempt::Entity::find()
-        .filter(webhook_attempt::Column::ApplicationId.eq(application_id))
+    let (messages, has_more) = page.fetch(query, db.conn()).await?;
+    let mut attempts = db
+        .find::<webhook_attempt::Entity>()
         .filter(webhook_attempt::Column::MessageId.is_in(messages.iter().map(|m| m.id)))
         .order_by_asc(webhook_attempt::Column::Attempt)
-        .all(db)
+        .all(db.conn())
         .await?;
     let grouped = messages
         .into_iter()
@@ -265,50 +219,35 @@ pub async fn deliveries(
 }
 
 /// Sends a message again: it is due now, whatever happened to it before.
-pub async fn retry(
-    shard: &Db,
-    application_id: Uuid,
-    webhook_id: Uuid,
-    message_id: Uuid,
-    actor: &Actor,
-) -> ApiResult<webhook_message::Model> {
-    let txn = shard.begin_write().await?;
-    if find(&*txn, application_id, webhook_id).await?.status != outbox::ACTIVE {
+pub async fn retry(scope: &TenantScope, webhook_id: Uuid, message_id: Uuid) -> ApiResult<webhook_message::Model> {
+    let mut txn = scope.begin().await?;
+    if find(&txn, webhook_id).await?.status != outbox::ACTIVE {
         return Err(ApiError::new(Code::Conflict, format!("Webhook `{webhook_id}` is disabled; enable it first.")));
     }
-    let filter = webhook_message::Column::ApplicationId
-        .eq(application_id)
-        .and(webhook_message::Column::WebhookId.eq(webhook_id))
-        .and(webhook_message::Column::Id.eq(message_id));
+    let filter = webhook_message::Column::WebhookId.eq(webhook_id).and(webhook_message::Column::Id.eq(message_id));
     let now = clock::now();
-    let changed = webhook_message::Entity::update_many()
-        .col_expr(webhook_message::Column::Status, Expr::value(outbox::PENDING))
-        .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(now))
-        .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<chrono::DateTime<Utc>>::None))
-        .filter(filter.clone())
-        .filter(webhook_message::Column::LeaseUntil.is_null().or(webhook_message::Column::LeaseUntil.lt(now)))
-        .exec(&*txn)
+    let changed = txn
+        .update_many(|q: UpdateMany<webhook_message::Entity>| {
+            q.col_expr(webhook_message::Column::Status, Expr::value(outbox::PENDING))
+                .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(now))
+                .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<chrono::DateTime<Utc>>::None))
+                .filter(filter.clone())
+                .filter(webhook_message::Column::LeaseUntil.is_null().or(webhook_message::Column::LeaseUntil.lt(now)))
+        })
         .await?;
-    if changed.rows_affected == 0 {
-        webhook_message::Entity::find()
+    if changed == 0 {
+        txn.find::<webhook_message::Entity>()
             .filter(filter)
-            .one(&*txn)
+            .one(txn.conn())
             .await?
             .ok_or_else(|| ApiError::not_found("Delivery", message_id))?;
         return Err(ApiError::new(Code::Conflict, format!("Delivery `{message_id}` is being sent right now.")));
     }
-    audit::record(
-        &*txn,
-        application_id,
-        actor,
-        "webhook.delivery.retried",
-        Some(webhook_id),
-        json!({"message_id": message_id}),
-    )
-    .await?;
-    let message = webhook_message::Entity::find()
+    txn.audit("webhook.delivery.retried", Some(webhook_id), json!({"message_id": message_id})).await?;
+    let message = txn
+        .find::<webhook_message::Entity>()
         .filter(filter)
-        .one(&*txn)
+        .one(txn.conn())
         .await?
         .ok_or_else(|| ApiError::not_found("Delivery", message_id))?;
     txn.commit().await?;

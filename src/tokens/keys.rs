@@ -8,19 +8,17 @@ use std::{sync::Arc, time::Duration};
 
 use chrono::{DateTime, Utc};
 use ed25519_compact::{KeyPair, PublicKey, SecretKey, Seed};
-use entity::{audit_head, signing_key};
+use entity::signing_key;
 use moka::future::Cache;
-use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, SqlErr,
-};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
-    audit::{self, Actor},
+    audit::Actor,
     crypto::{master_key::MasterKey, seal},
     error::{ApiError, ApiResult},
-    storage::Db,
+    storage::{TenantConn, TenantScope, TenantTxn},
 };
 
 /// How long a node keeps a key set before reading it again.
@@ -93,41 +91,45 @@ impl SigningKeys {
         }
     }
 
-    pub async fn set(&self, shard: &Db, application_id: Uuid) -> ApiResult<Arc<KeySet>> {
-        self.sets
-            .try_get_with(application_id, self.load(shard, application_id))
-            .await
-            .map_err(|err| ApiError::from(&*err))
+    pub async fn set(&self, scope: &TenantScope) -> ApiResult<Arc<KeySet>> {
+        self.sets.try_get_with(scope.tenant().id, self.load(scope)).await.map_err(|err| ApiError::from(&*err))
     }
 
     /// The public key of `kid`, reloading the set once if it is not known.
-    pub async fn public(&self, shard: &Db, application_id: Uuid, kid: Uuid) -> ApiResult<Option<PublicKey>> {
-        let set = self.set(shard, application_id).await?;
+    pub async fn public(&self, scope: &TenantScope, kid: Uuid) -> ApiResult<Option<PublicKey>> {
+        let set = self.set(scope).await?;
         if let Some(key) = set.public(kid) {
             return Ok(Some(*key));
         }
         if !set.may_reload_for(kid) {
             return Ok(None);
         }
-        self.sets.invalidate(&application_id).await;
-        Ok(self.set(shard, application_id).await?.public(kid).copied())
+        self.sets.invalidate(&scope.tenant().id).await;
+        Ok(self.set(scope).await?.public(kid).copied())
     }
 
-    /// The key to sign with, created on first use.
-    pub async fn current(&self, shard: &Db, application_id: Uuid) -> ApiResult<(Uuid, SecretKey)> {
-        if let Some(current) = self.set(shard, application_id).await?.current.clone() {
+    /// The key to sign with, created on first use (with its
+    /// `signing_key.created` audit row, by the system).
+    pub async fn current(&self, scope: &TenantScope) -> ApiResult<(Uuid, SecretKey)> {
+        if let Some(current) = self.set(scope).await?.current.clone() {
             return Ok(current);
         }
-        let txn = shard.begin_write().await?;
-        let created = match self.insert(&*txn, application_id).await {
-            Ok(_) => txn.commit().await,
-            // Another request or node created it first.
-            Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => Ok(()),
-            Err(err) => Err(err),
-        };
-        created?;
-        self.sets.invalidate(&application_id).await;
-        self.set(shard, application_id)
+        let mut txn = scope.acting_as(Actor::system()).begin().await?;
+        // Creations take turns on the chain head; the second finds the first's key.
+        txn.lock_tenant().await?;
+        let exists = txn
+            .find::<signing_key::Entity>()
+            .filter(signing_key::Column::RetiredAt.is_null())
+            .one(txn.conn())
+            .await?
+            .is_some();
+        if !exists {
+            let kid = self.insert(&mut txn).await?;
+            txn.audit("signing_key.created", Some(kid), json!({"kid": kid})).await?;
+            txn.commit().await?;
+        }
+        self.sets.invalidate(&scope.tenant().id).await;
+        self.set(scope)
             .await?
             .current
             .clone()
@@ -139,41 +141,30 @@ impl SigningKeys {
     /// application's audit-chain head (which its audit row would lock
     /// anyway), so a second rotation sees the key the first made and
     /// retires it, instead of colliding with it.
-    pub async fn rotate(&self, shard: &Db, application_id: Uuid, actor: &Actor) -> ApiResult<Uuid> {
-        let txn = shard.begin_write().await?;
-        audit_head::Entity::find()
-            .filter(audit_head::Column::ApplicationId.eq(application_id))
-            .lock_exclusive()
-            .one(&*txn)
-            .await?;
+    pub async fn rotate(&self, scope: &TenantScope) -> ApiResult<Uuid> {
+        let mut txn = scope.begin().await?;
+        txn.lock_tenant().await?;
         let now = crate::clock::now();
-        let retired = signing_key::Entity::update_many()
-            .col_expr(signing_key::Column::RetiredAt, Expr::value(now))
-            .filter(signing_key::Column::ApplicationId.eq(application_id))
-            .filter(signing_key::Column::RetiredAt.is_null())
-            .exec_with_returning(&*txn)
+        let retired = txn
+            .update_many_returning(|q: UpdateMany<signing_key::Entity>| {
+                q.col_expr(signing_key::Column::RetiredAt, Expr::value(now))
+                    .filter(signing_key::Column::RetiredAt.is_null())
+            })
             .await?;
-        let kid = self.insert(&*txn, application_id).await?;
+        let kid = self.insert(&mut txn).await?;
         let previous: Vec<String> = retired.iter().map(|k| k.id.to_string()).collect();
-        audit::record(
-            &*txn,
-            application_id,
-            actor,
-            "signing_key.rotated",
-            Some(kid),
-            json!({"kid": kid, "retired": previous}),
-        )
-        .await?;
+        txn.audit("signing_key.rotated", Some(kid), json!({"kid": kid, "retired": previous})).await?;
         txn.commit().await?;
-        self.sets.invalidate(&application_id).await;
+        self.sets.invalidate(&scope.tenant().id).await;
         Ok(kid)
     }
 
-    async fn insert(&self, db: &impl ConnectionTrait, application_id: Uuid) -> Result<Uuid, DbErr> {
+    async fn insert(&self, txn: &mut TenantTxn) -> Result<Uuid, DbErr> {
+        let application_id = txn.application_id();
         let pair = KeyPair::from_seed(Seed::generate());
         let id = Uuid::now_v7();
         let sealed = seal::seal(&self.master_key, &seal_context(application_id, id), pair.sk.seed().as_ref());
-        signing_key::Entity::insert(signing_key::ActiveModel::from(signing_key::Model {
+        txn.insert(signing_key::ActiveModel::from(signing_key::Model {
             id,
             application_id,
             public_key: pair.pk.to_vec(),
@@ -181,18 +172,18 @@ impl SigningKeys {
             created_at: crate::clock::now(),
             retired_at: None,
         }))
-        .exec_without_returning(db)
         .await?;
         Ok(id)
     }
 
-    async fn load(&self, shard: &Db, application_id: Uuid) -> Result<Arc<KeySet>, DbErr> {
+    async fn load(&self, scope: &TenantScope) -> Result<Arc<KeySet>, DbErr> {
+        let application_id = scope.tenant().id;
         let cutoff: DateTime<Utc> = crate::clock::now() - self.grace;
-        let rows = signing_key::Entity::find()
-            .filter(signing_key::Column::ApplicationId.eq(application_id))
+        let rows = scope
+            .find::<signing_key::Entity>()
             .filter(signing_key::Column::RetiredAt.is_null().or(signing_key::Column::RetiredAt.gt(cutoff)))
             .order_by_desc(signing_key::Column::CreatedAt)
-            .all(&shard.conn)
+            .all(scope.conn())
             .await?;
         let loaded_at_wall = crate::clock::now();
         let mut current = None;

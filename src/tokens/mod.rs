@@ -12,7 +12,7 @@ pub fn issuer(public_url: &str, application_id: Uuid) -> String {
 
 use entity::session;
 
-use crate::{error::ApiResult, storage::Db};
+use crate::{error::ApiResult, storage::TenantScope};
 
 /// Issues and verifies one node's access tokens.
 #[derive(Clone)]
@@ -71,23 +71,20 @@ impl AccessTokens {
     /// What signs the application's tokens, its key created on first use.
     /// Get it before a request commits anything: nothing that can fail is
     /// left for after the commit.
-    pub async fn signer(&self, shard: &Db, application_id: Uuid) -> ApiResult<Signer> {
-        let (kid, key) = self.keys.current(shard, application_id).await?;
+    pub async fn signer(&self, scope: &TenantScope) -> ApiResult<Signer> {
+        let application_id = scope.tenant().id;
+        let (kid, key) = self.keys.current(scope).await?;
         Ok(Signer { kid, key, issuer: self.issuer(application_id), ttl_seconds: self.ttl_seconds })
     }
 
     /// The claims of a valid token of this application, or why not.
-    pub async fn verify(
-        &self,
-        shard: &Db,
-        application_id: Uuid,
-        token: &str,
-    ) -> ApiResult<Result<jwt::Claims, jwt::Rejection>> {
+    pub async fn verify(&self, scope: &TenantScope, token: &str) -> ApiResult<Result<jwt::Claims, jwt::Rejection>> {
+        let application_id = scope.tenant().id;
         let parsed = match jwt::parse(token) {
             Ok(parsed) => parsed,
             Err(rejection) => return Ok(Err(rejection)),
         };
-        let Some(key) = self.keys.public(shard, application_id, parsed.kid).await? else {
+        let Some(key) = self.keys.public(scope, parsed.kid).await? else {
             return Ok(Err(jwt::Rejection::UnknownKey));
         };
         let issuer = self.issuer(application_id);

@@ -218,8 +218,9 @@ fn forged(header: Value, claims: &Value, signature: &[u8]) -> String {
 /// Signs `claims` with the application's real current key.
 async fn signed_by_app(app: &TestApp, claims: &Value) -> String {
     let id: Uuid = app.caller.application_id.parse().unwrap();
-    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
-    let (kid, key) = app.state.tokens.keys.current(shard, id).await.unwrap();
+    let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
+    let scope = gatehouse::auth::public_scope(&app.state, tenant).unwrap();
+    let (kid, key) = app.state.tokens.keys.current(&scope).await.unwrap();
     let claims: gatehouse::tokens::jwt::Claims = serde_json::from_value(claims.clone()).unwrap();
     gatehouse::tokens::jwt::sign(&claims, kid, &key)
 }
@@ -544,8 +545,9 @@ async fn cors_follows_the_applications_allowed_origins_on_end_user_routes_only()
 /// application's current key.
 async fn signed_raw(app: &TestApp, header: &str, payload: &str) -> String {
     let id: Uuid = app.caller.application_id.parse().unwrap();
-    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
-    let (_, key) = app.state.tokens.keys.current(shard, id).await.unwrap();
+    let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
+    let scope = gatehouse::auth::public_scope(&app.state, tenant).unwrap();
+    let (_, key) = app.state.tokens.keys.current(&scope).await.unwrap();
     let input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header), URL_SAFE_NO_PAD.encode(payload));
     let signature = key.sign(input.as_bytes(), None);
     format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))

@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // tests tamper with rows as an attacker with database access would
 //! The one integration-test binary: every area's tests, against the real
 //! application on loopback.
 mod api_keys;

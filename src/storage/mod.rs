@@ -13,6 +13,15 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 
 use crate::{config::Settings, region::Region};
 
+pub mod catalog;
+mod page;
+mod tenant;
+mod tenant_tables;
+
+pub use page::Page;
+pub use tenant::{TenantConn, TenantScope, TenantTxn, Unaudited};
+pub use tenant_tables::{tenant_tables, TenantEntity};
+
 #[derive(Clone)]
 pub struct Db {
     pub conn: DatabaseConnection,

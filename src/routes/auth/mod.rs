@@ -1,0 +1,53 @@
+//! End users' own routes (contract §5): sign-up, sign-in, refresh and
+//! sign-out ([`sign_in`]), the signed-in user and organization activation
+//! ([`me`]), and personal API keys, operation 7 ([`personal_keys`]). The
+//! flows live in `service::auth`; these parse, call one service function and
+//! render.
+pub mod me;
+pub mod personal_keys;
+pub mod sign_in;
+
+use actix_web::{web, HttpMessage, HttpRequest};
+
+use crate::{
+    auth::public_scope,
+    error::{ApiError, ApiResult},
+    state::AppState,
+    storage::TenantScope,
+    tenancy::Tenant,
+};
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(web::resource("/auth/sign-up").route(web::post().to(sign_in::sign_up)))
+        .service(web::resource("/auth/sign-in").route(web::post().to(sign_in::sign_in)))
+        .service(web::resource("/auth/token").route(web::post().to(sign_in::refresh)))
+        .service(web::resource("/auth/sign-out").route(web::post().to(sign_in::sign_out)))
+        .service(web::resource("/auth/me").route(web::get().to(me::me)))
+        .service(web::resource("/auth/organizations/{organization_id}/activate").route(web::post().to(me::activate)))
+        .service(
+            web::resource("/auth/me/api-keys")
+                .route(web::post().to(personal_keys::create_personal_key))
+                .route(web::get().to(personal_keys::list_personal_keys)),
+        )
+        .service(
+            web::resource("/auth/me/api-keys/{key_id}/revoke")
+                .route(web::post().to(personal_keys::revoke_personal_key)),
+        );
+}
+
+/// The application of an unauthenticated end-user request, from
+/// `x-application-id`, as the public caller; unknown or missing is 401 like
+/// a bad credential.
+fn public_caller(req: &HttpRequest, state: &AppState) -> ApiResult<TenantScope> {
+    let tenant = req.extensions().get::<Tenant>().cloned().ok_or_else(ApiError::unauthenticated)?;
+    public_scope(state, tenant).ok_or_else(ApiError::unauthenticated)
+}
+
+/// Takes one attempt from a per-minute bucket (0: no limit).
+async fn limit(state: &AppState, req: &HttpRequest, key: String, per_minute: u32) -> ApiResult<()> {
+    state.limiter.take_for(req, &key, f64::from(per_minute) / 60.0, f64::from(per_minute)).await
+}
+
+fn client_ip(req: &HttpRequest) -> String {
+    req.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default()
+}

@@ -1,0 +1,63 @@
+//! Personal API keys of the signed-in user (operation 7).
+use actix_web::{web, HttpResponse};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::{
+    auth::end_user::EndUser,
+    error::ApiResult,
+    http::{
+        body::Body,
+        envelope, path_id,
+        query::{ListQuery, Query},
+    },
+    routes::api_keys::ApiKeyView,
+    service::{api_keys::NewApiKey, user_api_keys},
+};
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreatePersonalKeyRequest {
+    pub name: String,
+    pub scopes: Option<Vec<String>>,
+    /// 1 to 3650; omitted or null: never expires.
+    pub expires_in_days: Option<i64>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct IssuedPersonalKeyView {
+    #[serde(flatten)]
+    pub key: ApiKeyView,
+    /// `uk_…`, shown this once.
+    pub secret: String,
+}
+
+/// Create a personal API key for the signed-in user (operation 7).
+#[utoipa::path(post, path = "/v1/auth/me/api-keys", tag = "auth", request_body = CreatePersonalKeyRequest,
+    responses((status = 201, body = IssuedPersonalKeyView), (status = 401), (status = 422)), security(("access_token" = [])))]
+pub async fn create_personal_key(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+    let request: CreatePersonalKeyRequest = body.json().await?;
+    let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
+    let live = user.tenant().environment.is_live();
+    let (key, secret) = user_api_keys::create(&user.scope, user.claims.sub, live, &new).await?;
+    Ok(envelope::created(IssuedPersonalKeyView { key: (&key).into(), secret }))
+}
+
+/// The signed-in user's personal keys, newest first.
+#[utoipa::path(get, path = "/v1/auth/me/api-keys", tag = "auth", params(ListQuery),
+    responses((status = 200, body = [ApiKeyView]), (status = 401)), security(("access_token" = [])))]
+pub async fn list_personal_keys(user: EndUser, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
+    let page = query.0.page()?;
+    let (keys, has_more) = user_api_keys::list(&user.scope, user.claims.sub, page).await?;
+    Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more))
+}
+
+/// Revoke one of the signed-in user's personal keys.
+#[utoipa::path(post, path = "/v1/auth/me/api-keys/{key_id}/revoke", tag = "auth",
+    responses((status = 200, body = ApiKeyView), (status = 401), (status = 404)), security(("access_token" = [])))]
+pub async fn revoke_personal_key(user: EndUser, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+    let id = path_id("API key", &path)?;
+    body.no_fields().await?;
+    let key = user_api_keys::revoke(&user.scope, user.claims.sub, id).await?;
+    Ok(envelope::ok(ApiKeyView::from(&key)))
+}

@@ -1,0 +1,143 @@
+//! End users' own flows (contract §5): sign-up, sign-in, refresh, and the
+//! access token of a session. Each runs in the application's scope and
+//! records its audit rows in the transaction of its change.
+use chrono::Duration;
+use entity::{session, user};
+use serde_json::{json, Map, Value};
+use uuid::Uuid;
+
+use super::{
+    hooks,
+    sessions::{self, Opened},
+    users,
+};
+use crate::{
+    audit::Actor,
+    crypto::password::PasswordHasher,
+    error::{ApiError, ApiResult, Code},
+    storage::{TenantConn, TenantScope},
+    tokens::{AccessTokens, Issued, Signer},
+};
+
+/// A sign-up that passed validation.
+pub struct NewSignUp {
+    pub email: String,
+    pub password: String,
+    pub profile: Map<String, Value>,
+}
+
+/// Runs the `pre_sign_up` hooks, hashes the password, then creates the user
+/// and a session in one transaction (by the public caller).
+pub async fn sign_up(
+    scope: &TenantScope,
+    tokens: &AccessTokens,
+    passwords: &PasswordHasher,
+    hook_caller: &hooks::Caller<'_>,
+    hook_list: &[entity::hook::Model],
+    new: NewSignUp,
+    session_ttl: Duration,
+) -> ApiResult<(Signer, user::Model, Opened)> {
+    hooks::pre_sign_up(hook_caller, scope, hook_list, &new.email, &Value::Object(new.profile.clone())).await?;
+    let password_hash = passwords.hash(new.password).await?;
+    let signer = tokens.signer(scope).await?;
+    let mut txn = scope.begin().await?;
+    let user = users::insert(&mut txn, new.email, Some(password_hash), new.profile).await?;
+    let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
+    txn.commit().await?;
+    Ok((signer, user, opened))
+}
+
+/// Checks an email and password and opens a session. Every failure is the
+/// same 401 after the same work, recorded with its reason for the operator.
+pub async fn sign_in(
+    scope: &TenantScope,
+    tokens: &AccessTokens,
+    passwords: &PasswordHasher,
+    email: &str,
+    password: String,
+    session_ttl: Duration,
+) -> ApiResult<(Signer, user::Model, Opened)> {
+    // A place in the hashing queue first: past its bound the answer is an
+    // immediate 503 that has touched nothing.
+    let admission = passwords.admit()?;
+    let signer = tokens.signer(scope).await?;
+    let found = users::find_by_email(scope, email).await?;
+    let stored = found.as_ref().and_then(|u| u.password_hash.clone());
+    let matches = admission.verify(password, stored).await?;
+    let user = match found {
+        Some(user) if matches => user,
+        Some(user) => return Err(failed_sign_in(scope, email, Some(user.id), "wrong_password").await),
+        None => return Err(failed_sign_in(scope, email, None, "unknown_email").await),
+    };
+    let mut txn = scope.acting_as(Actor::user(user.id)).begin().await?;
+    let now = crate::clock::now();
+    // Deleted while its password was being checked: no session for it.
+    if !users::touch_sign_in(&mut txn, user.id, now).await? {
+        drop(txn);
+        return Err(failed_sign_in(scope, email, None, "unknown_email").await);
+    }
+    let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
+    txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id})).await?;
+    txn.commit().await?;
+    Ok((signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
+}
+
+/// Records a failed sign-in (the reason is for the operator) and answers
+/// the one 401 every failure gets.
+pub async fn failed_sign_in(scope: &TenantScope, email: &str, user_id: Option<Uuid>, reason: &str) -> ApiError {
+    let record = async {
+        let mut txn = scope.acting_as(Actor::public()).begin().await?;
+        txn.audit("sign_in.failed", user_id, json!({"email": email, "reason": reason})).await?;
+        txn.commit().await
+    };
+    match record.await {
+        Ok(()) => ApiError::new(Code::InvalidCredentials, "The email or password is wrong."),
+        Err(err) => err.into(),
+    }
+}
+
+/// Exchanges a refresh token for a new one and an access token.
+pub async fn refresh(
+    scope: &TenantScope,
+    tokens: &AccessTokens,
+    rotations: &super::rotations::Rotations,
+    presented: &str,
+) -> ApiResult<(Opened, Issued)> {
+    let signer = tokens.signer(scope).await?;
+    let opened = match rotations.rotate(scope, presented).await? {
+        Ok(opened) => opened,
+        Err(refused) => {
+            let reason = format!("{refused:?}");
+            metrics::counter!("refresh_refused_total", "reason" => reason).increment(1);
+            return Err(ApiError::unauthenticated());
+        }
+    };
+    let access = access_token(&signer, scope, &opened.session).await?;
+    Ok((opened, access))
+}
+
+/// The token of a session: its active organization's id and the user's
+/// role there, when the user is still a member.
+pub async fn access_token(signer: &Signer, db: &impl TenantConn, session: &session::Model) -> ApiResult<Issued> {
+    let organization = sessions::active_membership(db, session).await?.map(|m| (m.organization_id, m.role));
+    Ok(signer.issue(session, organization))
+}
+
+/// Makes one of the user's organizations the session's active one and
+/// answers the session with a token carrying it. Not a member looks like
+/// no such organization.
+pub async fn activate_organization(
+    scope: &TenantScope,
+    tokens: &AccessTokens,
+    session: session::Model,
+    organization_id: Uuid,
+) -> ApiResult<(session::Model, Issued)> {
+    let membership = super::organizations::find_membership(scope, organization_id, session.user_id)
+        .await?
+        .ok_or_else(|| ApiError::not_found("Organization", organization_id))?;
+    let signer = tokens.signer(scope).await?;
+    sessions::activate_organization(scope, session.id, organization_id).await?;
+    let session = session::Model { active_organization_id: Some(organization_id), ..session };
+    let access = signer.issue(&session, Some((organization_id, membership.role)));
+    Ok((session, access))
+}

@@ -1,0 +1,296 @@
+//! The tenant-scoped handles. [`TenantScope`] (reads) and [`TenantTxn`]
+//! (writes) carry an application's id, its shard and the audit actor
+//! together, and add the `application_id` filter to every query themselves,
+//! updates and deletes by primary key included. They are built from an
+//! authenticated principal (a secret key, an end user's token, the public
+//! caller of an application's sign-up) or by a background worker from a row
+//! it claimed, never from a loose id.
+//!
+//! A [`TenantTxn`] that changed rows refuses to commit unless it recorded an
+//! audit row ([`TenantTxn::audit`]) or was declared [`Unaudited`] by name:
+//! the audit chain holds every change by construction, not by convention.
+use sea_orm::{
+    sea_query::IntoCondition, ActiveModelTrait, ColumnTrait, ConnectionTrait, DatabaseConnection, DatabaseTransaction,
+    DbErr, DeleteMany, EntityTrait, IntoActiveModel, QueryFilter, Select, UpdateMany,
+};
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::{Db, TenantEntity, WriteTxn};
+use crate::{
+    audit::{self, Actor, Entry},
+    tenancy::Tenant,
+};
+
+/// The few writes that record no audit row, each with its reason. A write
+/// not listed here must be audited.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unaudited {
+    /// `last_used_at` of a secret or personal key: bookkeeping written at
+    /// most once a minute, off the request path.
+    KeyLastUsed,
+    /// A session's `last_active_at` / sign-in bookkeeping that accompanies an
+    /// audited event written in another transaction.
+    SessionBookkeeping,
+    /// Webhook delivery bookkeeping: message leases, attempts, outcomes. The
+    /// audited event is the row that made the message.
+    DeliveryBookkeeping,
+}
+
+/// Read access to one application's rows, through a handle or a transaction.
+pub trait TenantConn {
+    type Conn: ConnectionTrait;
+
+    fn application_id(&self) -> Uuid;
+
+    fn conn(&self) -> &Self::Conn;
+
+    /// `SELECT … WHERE application_id = ?`: every read of a tenant table starts here.
+    fn find<E: TenantEntity>(&self) -> Select<E> {
+        #[allow(clippy::disallowed_methods)] // the one place that adds the filter
+        E::find().filter(E::application_id_column().eq(self.application_id()))
+    }
+
+    /// One row by primary key, within the application.
+    fn find_by_id<E: TenantEntity>(&self, id: Uuid) -> Select<E>
+    where
+        E::PrimaryKey: sea_orm::PrimaryKeyTrait<ValueType = Uuid>,
+    {
+        #[allow(clippy::disallowed_methods)] // the one place that adds the filter
+        E::find_by_id(id).filter(E::application_id_column().eq(self.application_id()))
+    }
+}
+
+/// Reads of one application, on its shard.
+#[derive(Clone)]
+pub struct TenantScope {
+    tenant: Tenant,
+    db: Db,
+    actor: Actor,
+}
+
+impl TenantScope {
+    /// For principals only (see the module comment).
+    pub(crate) fn new(tenant: Tenant, db: Db, actor: Actor) -> TenantScope {
+        TenantScope { tenant, db, actor }
+    }
+
+    pub fn tenant(&self) -> &Tenant {
+        &self.tenant
+    }
+
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+
+    /// The same application, acting as someone else (the user a public
+    /// sign-in just proved, for instance).
+    pub fn acting_as(&self, actor: Actor) -> TenantScope {
+        TenantScope { actor, ..self.clone() }
+    }
+
+    /// A write transaction on the application's shard.
+    pub async fn begin(&self) -> Result<TenantTxn, DbErr> {
+        Ok(TenantTxn {
+            txn: self.db.begin_write().await?,
+            application_id: self.tenant.id,
+            actor: self.actor.clone(),
+            changed: false,
+            audited: false,
+            unaudited: None,
+        })
+    }
+}
+
+impl TenantConn for TenantScope {
+    type Conn = DatabaseConnection;
+
+    fn application_id(&self) -> Uuid {
+        self.tenant.id
+    }
+
+    fn conn(&self) -> &DatabaseConnection {
+        &self.db.conn
+    }
+}
+
+/// A write transaction of one application. See the module comment.
+pub struct TenantTxn {
+    txn: WriteTxn,
+    application_id: Uuid,
+    actor: Actor,
+    changed: bool,
+    audited: bool,
+    unaudited: Option<Unaudited>,
+}
+
+impl TenantConn for TenantTxn {
+    type Conn = DatabaseTransaction;
+
+    fn application_id(&self) -> Uuid {
+        self.application_id
+    }
+
+    fn conn(&self) -> &DatabaseTransaction {
+        &self.txn
+    }
+}
+
+impl TenantTxn {
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    /// Inserts a row of this application (its `application_id` is set here).
+    pub async fn insert<A>(&mut self, row: A) -> Result<(), DbErr>
+    where
+        A: ActiveModelTrait + Send,
+        A::Entity: TenantEntity,
+        <A::Entity as EntityTrait>::Model: IntoActiveModel<A>,
+    {
+        self.insert_many(std::iter::once(row)).await
+    }
+
+    /// Inserts rows of this application in one statement.
+    pub async fn insert_many<A>(&mut self, rows: impl IntoIterator<Item = A>) -> Result<(), DbErr>
+    where
+        A: ActiveModelTrait + Send,
+        A::Entity: TenantEntity,
+        <A::Entity as EntityTrait>::Model: IntoActiveModel<A>,
+    {
+        let column = <A::Entity as TenantEntity>::application_id_column();
+        let rows: Vec<A> = rows
+            .into_iter()
+            .map(|mut row| {
+                row.set(column, self.application_id.into());
+                row
+            })
+            .collect();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        #[allow(clippy::disallowed_methods)] // the handle sets application_id above
+        A::Entity::insert_many(rows).exec_without_returning(&*self.txn).await?;
+        self.changed = true;
+        Ok(())
+    }
+
+    /// Updates one row by its primary key, within the application; a row of
+    /// another application is not found.
+    pub async fn update<A>(&mut self, row: A) -> Result<<A::Entity as EntityTrait>::Model, DbErr>
+    where
+        A: ActiveModelTrait + Send,
+        A::Entity: TenantEntity,
+        <A::Entity as EntityTrait>::Model: IntoActiveModel<A>,
+    {
+        let column = <A::Entity as TenantEntity>::application_id_column();
+        #[allow(clippy::disallowed_methods)] // the filter is added here
+        let updated = A::Entity::update(row).filter(column.eq(self.application_id)).exec(&*self.txn).await?;
+        self.changed = true;
+        Ok(updated)
+    }
+
+    /// `UPDATE … WHERE application_id = ? AND <what the caller adds>`;
+    /// answers how many rows changed.
+    pub async fn update_many<E: TenantEntity>(
+        &mut self,
+        build: impl FnOnce(UpdateMany<E>) -> UpdateMany<E>,
+    ) -> Result<u64, DbErr> {
+        let query = build(self.update_query());
+        let rows = query.exec(&*self.txn).await?.rows_affected;
+        self.changed |= rows > 0;
+        Ok(rows)
+    }
+
+    /// [`Self::update_many`], answering the changed rows.
+    pub async fn update_many_returning<E: TenantEntity>(
+        &mut self,
+        build: impl FnOnce(UpdateMany<E>) -> UpdateMany<E>,
+    ) -> Result<Vec<E::Model>, DbErr> {
+        let query = build(self.update_query());
+        let rows = query.exec_with_returning(&*self.txn).await?;
+        self.changed |= !rows.is_empty();
+        Ok(rows)
+    }
+
+    /// `DELETE … WHERE application_id = ? AND <condition>`; answers how many rows went.
+    pub async fn delete<E: TenantEntity>(&mut self, condition: impl IntoCondition) -> Result<u64, DbErr> {
+        let query: DeleteMany<E> = self.delete_query().filter(condition);
+        let rows = query.exec(&*self.txn).await?.rows_affected;
+        self.changed |= rows > 0;
+        Ok(rows)
+    }
+
+    fn update_query<E: TenantEntity>(&self) -> UpdateMany<E> {
+        #[allow(clippy::disallowed_methods)] // the filter is added here
+        E::update_many().filter(E::application_id_column().eq(self.application_id))
+    }
+
+    fn delete_query<E: TenantEntity>(&self) -> DeleteMany<E> {
+        #[allow(clippy::disallowed_methods)] // the filter is added here
+        E::delete_many().filter(E::application_id_column().eq(self.application_id))
+    }
+
+    /// Appends an audit row by the transaction's actor (and its webhook
+    /// messages) to the application's chain.
+    pub async fn audit(
+        &mut self,
+        event_type: &str,
+        aggregate_id: Option<Uuid>,
+        data: Value,
+    ) -> Result<entity::audit_event::Model, DbErr> {
+        let actor = self.actor.clone();
+        self.audit_as(&actor, event_type, aggregate_id, data).await
+    }
+
+    /// [`Self::audit`] by another actor (a hook's call is `public` in a
+    /// sign-up by the same caller, for instance).
+    pub async fn audit_as(
+        &mut self,
+        actor: &Actor,
+        event_type: &str,
+        aggregate_id: Option<Uuid>,
+        data: Value,
+    ) -> Result<entity::audit_event::Model, DbErr> {
+        let mut rows = self.audit_many(vec![Entry { id: None, actor, event_type, aggregate_id, data }]).await?;
+        Ok(rows.pop().expect("one entry makes one row"))
+    }
+
+    /// Several audit rows, in order, with one chain-head bump.
+    pub async fn audit_many(&mut self, entries: Vec<Entry<'_>>) -> Result<Vec<entity::audit_event::Model>, DbErr> {
+        #[allow(clippy::disallowed_methods)] // the handle is the writer the lint points to
+        let rows = audit::append(&*self.txn, self.application_id, entries).await?;
+        self.audited |= !rows.is_empty();
+        Ok(rows)
+    }
+
+    /// Declares the transaction's writes as bookkeeping that needs no audit row.
+    pub fn unaudited(&mut self, why: Unaudited) {
+        self.unaudited = Some(why);
+    }
+
+    /// Locks the application's audit-chain head until the transaction
+    /// ends, so tenant-wide changes of one application take turns (on every
+    /// backend and node) before they read what they change.
+    pub async fn lock_tenant(&mut self) -> Result<(), DbErr> {
+        use sea_orm::QuerySelect;
+        self.find::<entity::audit_head::Entity>().lock_exclusive().one(&*self.txn).await?;
+        Ok(())
+    }
+
+    /// Commits; a transaction that changed rows without an audit row (and
+    /// was not declared [`Unaudited`]) is rolled back and refused.
+    pub async fn commit(self) -> Result<(), DbErr> {
+        if self.changed && !self.audited && self.unaudited.is_none() {
+            return Err(DbErr::Custom(format!(
+                "a change of application {} has no audit row and was rolled back",
+                self.application_id
+            )));
+        }
+        self.txn.commit().await
+    }
+}
