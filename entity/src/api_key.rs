@@ -2,7 +2,7 @@ use sea_orm::entity::prelude::*;
 
 /// An application's secret API key (regional database). Only the SHA-256 of
 /// the secret is stored, plus its first characters for display.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "api_keys")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
@@ -18,6 +18,37 @@ pub struct Model {
     pub created_at: DateTimeUtc,
     pub last_used_at: Option<DateTimeUtc>,
     pub revoked_at: Option<DateTimeUtc>,
+}
+
+/// Written by hand so that `{:?}` never shows the secret; the pattern
+/// names every field, so a new column does not compile until it is listed.
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self {
+            id,
+            application_id,
+            name,
+            prefix,
+            secret_hash: _,
+            scopes,
+            expires_at,
+            created_at,
+            last_used_at,
+            revoked_at,
+        } = self;
+        f.debug_struct("Model")
+            .field("id", id)
+            .field("application_id", application_id)
+            .field("name", name)
+            .field("prefix", prefix)
+            .field("secret_hash", &crate::REDACTED)
+            .field("scopes", scopes)
+            .field("expires_at", expires_at)
+            .field("created_at", created_at)
+            .field("last_used_at", last_used_at)
+            .field("revoked_at", revoked_at)
+            .finish()
+    }
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

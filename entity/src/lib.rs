@@ -1,6 +1,14 @@
 //! sea-orm entities. Catalog tables: `account`, `application`,
 //! `pending_audit_event`. Regional tables:
 //! everything else; every regional row carries `application_id`.
+//!
+//! Models with secret columns (password, refresh-token and API-key hashes,
+//! sealed private keys and webhook/hook secrets) implement `Debug` by hand and
+//! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
+//! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
+//! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
+//! `api_key`, `hook`, `refresh_token`, `signing_key`, `user`, `user_api_key`
+//! or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
 pub mod application;
@@ -19,3 +27,6 @@ pub mod user_api_key;
 pub mod webhook;
 pub mod webhook_attempt;
 pub mod webhook_message;
+
+/// What `Debug` prints instead of a secret column.
+pub const REDACTED: &str = "[redacted]";

@@ -3,7 +3,7 @@ use sea_orm::entity::prelude::*;
 /// An application's Ed25519 token signing key (regional). The private half
 /// is sealed with the master key. `retired_at` is set when a newer key takes
 /// over; the public half stays published until tokens it signed expire.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "signing_keys")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
@@ -13,6 +13,22 @@ pub struct Model {
     pub private_key_sealed: Vec<u8>,
     pub created_at: DateTimeUtc,
     pub retired_at: Option<DateTimeUtc>,
+}
+
+/// Written by hand so that `{:?}` never shows the secret; the pattern
+/// names every field, so a new column does not compile until it is listed.
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { id, application_id, public_key, private_key_sealed: _, created_at, retired_at } = self;
+        f.debug_struct("Model")
+            .field("id", id)
+            .field("application_id", application_id)
+            .field("public_key", public_key)
+            .field("private_key_sealed", &crate::REDACTED)
+            .field("created_at", created_at)
+            .field("retired_at", retired_at)
+            .finish()
+    }
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

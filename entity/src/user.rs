@@ -3,7 +3,7 @@ use sea_orm::entity::prelude::*;
 /// An end user of an application (regional). `email` is stored lowercased;
 /// `password_hash` is an argon2id PHC string, absent for a user created
 /// without a password.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+#[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "users")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
@@ -16,6 +16,25 @@ pub struct Model {
     pub last_sign_in_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+}
+
+/// Written by hand so that `{:?}` never shows the secret; the pattern
+/// names every field, so a new column does not compile until it is listed.
+impl std::fmt::Debug for Model {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let Self { id, application_id, email, password_hash: _, profile, last_sign_in_at, created_at, updated_at } =
+            self;
+        f.debug_struct("Model")
+            .field("id", id)
+            .field("application_id", application_id)
+            .field("email", email)
+            .field("password_hash", &crate::REDACTED)
+            .field("profile", profile)
+            .field("last_sign_in_at", last_sign_in_at)
+            .field("created_at", created_at)
+            .field("updated_at", updated_at)
+            .finish()
+    }
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -3,6 +3,8 @@
 pub mod key_format;
 pub mod master_key;
 pub mod password;
+#[cfg(test)]
+mod redaction;
 pub mod seal;
 
 use sha2::{Digest, Sha256};
