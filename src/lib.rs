@@ -1,6 +1,7 @@
 pub mod audit;
 pub mod auth;
 pub mod bootstrap;
+pub mod cache;
 pub mod clock;
 pub mod config;
 pub mod crypto;

@@ -16,13 +16,11 @@ use actix_web::{
     Error, HttpMessage, HttpRequest,
 };
 use moka::sync::Cache;
-use redis::aio::ConnectionManager;
-use tokio::sync::OnceCell;
 
-use crate::error::{ApiError, Code};
-
-const REDIS_WAIT: Duration = Duration::from_millis(100);
-const REDIS_RETRY_AFTER: Duration = Duration::from_secs(5);
+use crate::{
+    cache::SharedRedis,
+    error::{ApiError, Code},
+};
 
 /// Refill, take one token, remember; all in one step on Redis's clock.
 const SCRIPT: &str = r#"
@@ -65,22 +63,20 @@ pub struct RateLimiter {
 
 #[derive(Clone)]
 struct SharedBuckets {
-    client: redis::Client,
-    connection: Arc<OnceCell<ConnectionManager>>,
-    down_until: Arc<Mutex<Option<Instant>>>,
+    redis: SharedRedis,
     script: Arc<redis::Script>,
 }
 
 impl RateLimiter {
+    /// A Redis handle of its own; `with_shared` shares the node's (and its breaker).
     pub fn new(redis: Option<redis::Client>) -> Self {
+        Self::with_shared(redis.map(SharedRedis::new))
+    }
+
+    pub fn with_shared(redis: Option<SharedRedis>) -> Self {
         Self {
             local: Cache::builder().max_capacity(100_000).time_to_idle(Duration::from_secs(300)).build(),
-            redis: redis.map(|client| SharedBuckets {
-                client,
-                connection: Arc::default(),
-                down_until: Arc::default(),
-                script: Arc::new(redis::Script::new(SCRIPT)),
-            }),
+            redis: redis.map(|redis| SharedBuckets { redis, script: Arc::new(redis::Script::new(SCRIPT)) }),
         }
     }
 
@@ -145,32 +141,13 @@ impl RateLimiter {
 impl SharedBuckets {
     /// `None` when Redis did not answer: the caller falls back to local buckets.
     async fn take(&self, key: &str, per_second: f64, burst: f64) -> Option<(bool, f64)> {
-        if self.down_until.lock().expect("lock").is_some_and(|until| Instant::now() < until) {
-            return None;
-        }
-        let attempt = async {
-            let connection =
-                self.connection.get_or_try_init(|| ConnectionManager::new(self.client.clone())).await?.clone();
-            let mut connection = connection;
-            let (allowed, tokens): (i64, String) = self
-                .script
-                .key(format!("gatehouse:rate:{key}"))
-                .arg(per_second)
-                .arg(burst)
-                .invoke_async(&mut connection)
-                .await?;
-            Ok::<_, redis::RedisError>((allowed == 1, tokens.parse().unwrap_or(0.0)))
-        };
-        match tokio::time::timeout(REDIS_WAIT, attempt).await {
-            Ok(Ok(result)) => Some(result),
-            outcome => {
-                if let Ok(Err(err)) = outcome {
-                    tracing::warn!(error = %err, "rate limits fall back to this node's buckets");
-                }
-                *self.down_until.lock().expect("lock") = Some(Instant::now() + REDIS_RETRY_AFTER);
-                None
-            }
-        }
+        let script = self.script.clone();
+        let key = format!("gatehouse:rate:{key}");
+        let taken = self.redis.run("rate limits", |mut connection| async move {
+            script.key(key).arg(per_second).arg(burst).invoke_async::<(i64, String)>(&mut connection).await
+        });
+        let (allowed, tokens) = taken.await?;
+        Some((allowed == 1, tokens.parse().unwrap_or(0.0)))
     }
 }
 
@@ -206,5 +183,19 @@ mod tests {
         assert_eq!((refused.retry_after, quota.remaining), (Some(1), 0));
         assert!(limiter.take("b", 1.0, 2.0).await.is_ok(), "buckets are per key");
         assert!(limiter.take("a", 0.0, 0.0).await.unwrap().is_none(), "0 turns the limit off");
+    }
+
+    #[actix_web::test]
+    async fn nodes_that_share_redis_share_a_bucket() {
+        let Ok(url) = std::env::var("GATEHOUSE_TEST_REDIS_URL") else {
+            eprintln!("skipped: GATEHOUSE_TEST_REDIS_URL is not set");
+            return;
+        };
+        let node = || RateLimiter::new(Some(redis::Client::open(url.as_str()).unwrap()));
+        let (a, b) = (node(), node());
+        let key = format!("test:{}", uuid::Uuid::now_v7());
+        assert_eq!(a.take(&key, 1.0, 2.0).await.unwrap().unwrap().remaining, 1);
+        assert_eq!(b.take(&key, 1.0, 2.0).await.unwrap().unwrap().remaining, 0);
+        assert!(a.take(&key, 1.0, 2.0).await.is_err(), "B's take counted on A");
     }
 }
