@@ -8,9 +8,11 @@ use crate::{
         rate_limit::{self, RateLimiter},
         secret_key::KeyCache,
     },
+    cache::{bus::Bus, redis::SharedRedis},
     config::Settings,
     crypto::{master_key::MasterKey, password::PasswordHasher},
     events::delivery,
+    http::cors::OriginUnion,
     http::{self as gh_http, errors},
     region::{forward, router::Directory},
     routes,
@@ -44,6 +46,20 @@ pub struct Application {
     pub state: web::Data<AppState>,
 }
 
+/// Catalog audit rows left pending by a crash (between a settings change's
+/// catalog commit and its relay) reach their chains now and then every few
+/// seconds, on whichever node holds the region.
+fn relay_catalog_audit(storage: Arc<Storage>) {
+    actix_web::rt::spawn(async move {
+        loop {
+            if let Err(err) = crate::service::applications::relay_pending_audit(&storage, None).await {
+                tracing::warn!(error = %err.message, "relaying catalog audit rows failed");
+            }
+            tokio::time::sleep(Duration::from_secs(5)).await;
+        }
+    });
+}
+
 /// Opens the storage and applies every migration.
 pub async fn open_storage(settings: &Settings) -> Result<Storage, StartupError> {
     let storage = Storage::open(settings).await?;
@@ -65,25 +81,29 @@ impl Application {
         let storage = Arc::new(open_storage(&settings).await?);
         let directory = Directory::start(storage.catalog.clone());
         let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
+        let shared = redis.clone().map(SharedRedis::new);
+        let bus = shared.clone().map(Bus::start).unwrap_or_else(Bus::local);
+        directory.listen(&bus);
         let rotations =
             Rotations::start(&storage, chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));
         let state = web::Data::new(AppState {
-            tenants: TenantRegistry::new(storage.clone(), directory.clone()),
+            tenants: TenantRegistry::new(storage.clone(), directory.clone(), bus.clone()),
             settings: Arc::new(settings.clone()),
             storage,
             directory,
-            keys: KeyCache::default(),
-            limiter: RateLimiter::new(redis.clone()),
+            keys: KeyCache::new(bus.clone()),
+            limiter: RateLimiter::with_shared(shared.clone()),
             passwords: PasswordHasher::new(
                 settings.security.password_hash_concurrency,
                 settings.security.password_hash_queue,
             ),
             tokens: AccessTokens::new(
-                SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds),
+                SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds, bus.clone(), shared),
                 settings.public_url(),
                 settings.tokens.access_ttl_seconds,
             ),
-            cors: Default::default(),
+            cors: OriginUnion::new(&bus),
+            bus,
             rotations,
             master_key,
             metrics: telemetry::metrics_handle(),
@@ -95,6 +115,7 @@ impl Application {
             webhooks: delivery::Clients::build(Duration::from_secs(settings.webhooks.timeout_seconds))?,
         });
         delivery::start(state.clone());
+        relay_catalog_audit(state.storage.clone());
         let app_state = state.clone();
         let mut server = HttpServer::new(move || {
             App::new()

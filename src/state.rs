@@ -28,6 +28,8 @@ pub struct AppState {
     pub rotations: crate::service::rotations::Rotations,
     pub metrics: PrometheusHandle,
     pub redis: Option<redis::Client>,
+    /// Invalidations across nodes (Redis pub/sub; this node only without Redis).
+    pub bus: crate::cache::bus::Bus,
     /// For forwarding to peer nodes.
     pub http: reqwest::Client,
     /// For webhook deliveries.

@@ -24,6 +24,7 @@ use uuid::Uuid;
 use super::Scope;
 use crate::{
     audit::Actor,
+    cache::bus::{Bus, Invalidation},
     crypto::{constant_time_eq, key_format, sha256},
     error::{ApiError, ApiResult, Code},
     service::api_keys,
@@ -99,6 +100,7 @@ impl CachedKey {
 /// single database read.
 #[derive(Clone)]
 pub struct KeyCache {
+    bus: Bus,
     by_secret: Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
     by_id: Cache<(Uuid, Uuid), Arc<api_key::Model>>,
     /// Refusals recorded in the last minute, so a flood of a revoked key
@@ -106,13 +108,30 @@ pub struct KeyCache {
     refusals: moka::sync::Cache<(Uuid, &'static str), ()>,
 }
 
-impl Default for KeyCache {
-    fn default() -> Self {
-        Self {
-            by_secret: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
+impl KeyCache {
+    /// Key records, dropped on this node at once and on the others when the
+    /// bus says a key changed (the 1 s TTL is the fallback without Redis).
+    pub fn new(bus: Bus) -> Self {
+        let cache = Self {
+            bus: bus.clone(),
+            by_secret: Cache::builder()
+                .max_capacity(100_000)
+                .time_to_live(Duration::from_secs(1))
+                .support_invalidation_closures()
+                .build(),
             by_id: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
             refusals: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
-        }
+        };
+        let listener = cache.clone();
+        bus.listen(move |invalidation| match *invalidation {
+            Invalidation::ApiKey { application_id, key_id } => listener.forget_local(application_id, key_id),
+            Invalidation::All => {
+                listener.by_secret.invalidate_all();
+                listener.by_id.invalidate_all();
+            }
+            _ => {}
+        });
+        cache
     }
 }
 
@@ -151,12 +170,20 @@ impl KeyCache {
         });
     }
 
-    /// Forgets a key at once on this node (revocation, a changed record).
+    /// Forgets a changed key (a revocation) at once on this node, and on
+    /// the others through the bus.
     pub async fn forget(&self, key: &api_key::Model) {
-        if let Ok(hash) = key.secret_hash.as_slice().try_into() {
-            self.by_secret.invalidate(&(key.application_id, hash)).await;
-        }
-        self.by_id.invalidate(&(key.application_id, key.id)).await;
+        self.forget_local(key.application_id, key.id);
+        self.bus.publish(Invalidation::ApiKey { application_id: key.application_id, key_id: key.id }).await;
+    }
+
+    fn forget_local(&self, application_id: Uuid, key_id: Uuid) {
+        let _ = self.by_secret.invalidate_entries_if(move |(app, _), cached| {
+            *app == application_id && cached.as_ref().is_some_and(|k| k.id == key_id)
+        });
+        let by_id = self.by_id.clone();
+        // Not awaited: listeners are synchronous; the entry is gone within the task's first poll.
+        tokio::spawn(async move { by_id.invalidate(&(application_id, key_id)).await });
     }
 }
 

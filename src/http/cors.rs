@@ -19,6 +19,7 @@ use actix_web::{
 use moka::future::Cache;
 
 use crate::{
+    cache::bus::{Bus, Invalidation},
     error::{ApiError, Code},
     state::AppState,
     storage::Db,
@@ -35,9 +36,18 @@ pub struct OriginUnion {
     cache: Cache<(), Arc<HashSet<String>>>,
 }
 
-impl Default for OriginUnion {
-    fn default() -> Self {
-        Self { cache: Cache::builder().max_capacity(1).time_to_live(Duration::from_secs(5)).build() }
+impl OriginUnion {
+    /// Read again after any application's settings change: at once on the
+    /// node that made it, through the bus on the others (5 s without Redis).
+    pub fn new(bus: &Bus) -> Self {
+        let union = Self { cache: Cache::builder().max_capacity(1).time_to_live(Duration::from_secs(5)).build() };
+        let cache = union.cache.clone();
+        bus.listen(move |invalidation| {
+            if matches!(invalidation, Invalidation::Tenant { .. } | Invalidation::All) {
+                cache.invalidate_all();
+            }
+        });
+        union
     }
 }
 

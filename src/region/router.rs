@@ -9,6 +9,7 @@ use sea_orm::DbErr;
 use uuid::Uuid;
 
 use crate::{
+    cache::bus::{Bus, Invalidation},
     error::{ApiError, ApiResult},
     storage::{catalog, Db},
     tenancy::{Tenant, TenantSnapshot},
@@ -83,6 +84,17 @@ impl Directory {
             return Ok(entry);
         }
         self.router.send(Load(id)).await.map_err(ApiError::internal)?.map_err(ApiError::from)
+    }
+
+    /// Drops entries another node changed (and all of them after the bus
+    /// reconnects), so a change arrives in milliseconds, not at the TTL.
+    pub fn listen(&self, bus: &Bus) {
+        let entries = self.entries.clone();
+        bus.listen(move |invalidation| match *invalidation {
+            Invalidation::Tenant { application_id, .. } => entries.invalidate(&application_id),
+            Invalidation::All => entries.invalidate_all(),
+            _ => {}
+        });
     }
 
     /// Publishes a changed application; done before the change is answered.

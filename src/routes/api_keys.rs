@@ -154,8 +154,7 @@ pub async fn revoke_api_key(
     key.require(Scope::Admin)?;
     let id = path_id("API key", &path)?;
     body.no_fields().await?;
-    let revoked = api_keys::revoke(&key.scope, id).await?;
-    state.keys.forget(&revoked).await;
+    let revoked = api_keys::revoke(&key.scope, &state.keys, id).await?;
     Ok(envelope::ok(ApiKeyView::from(&revoked)))
 }
 

@@ -18,8 +18,10 @@ pub async fn healthz() -> HttpResponse {
     HttpResponse::Ok().json(json!({"status": "ok"}))
 }
 
-/// Every database this node holds, and Redis when configured, answers.
-/// 503 names the parts that do not.
+/// Every database this node holds answers: 200 `ready`. A held database
+/// down: 503 naming it. Redis down alone (it does not answer, or the
+/// invalidation bus lost its subscription): 200 `degraded` naming `redis`,
+/// since the node still serves correctly on its own caches' TTLs.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200), (status = 503)))]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     const WAIT: Duration = Duration::from_secs(2);
@@ -28,16 +30,25 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
         let ok = matches!(tokio::time::timeout(WAIT, db.conn.ping()).await, Ok(Ok(())));
         checks.insert(format!("database:{}", db.label), json!(if ok { "ok" } else { "unavailable" }));
     }
+    let failing: Vec<String> = checks.iter().filter(|(_, v)| *v != "ok").map(|(k, _)| k.clone()).collect();
+    let mut degraded = Vec::new();
     if let Some(redis) = &state.redis {
         let ping = async {
             let mut conn = redis.get_multiplexed_async_connection().await?;
             redis::cmd("PING").query_async::<String>(&mut conn).await
         };
-        let ok = matches!(tokio::time::timeout(WAIT, ping).await, Ok(Ok(_)));
+        let ok = matches!(tokio::time::timeout(WAIT, ping).await, Ok(Ok(_))) && state.bus.connected() != Some(false);
         checks.insert("redis".to_string(), json!(if ok { "ok" } else { "unavailable" }));
+        if !ok {
+            degraded.push("redis".to_string());
+        }
     }
-    let failing: Vec<String> = checks.iter().filter(|(_, v)| *v != "ok").map(|(k, _)| k.clone()).collect();
-    let body = json!({"status": if failing.is_empty() { "ready" } else { "unavailable" }, "checks": Value::Object(checks), "failing": failing});
+    let status = match (failing.is_empty(), degraded.is_empty()) {
+        (false, _) => "unavailable",
+        (true, false) => "degraded",
+        (true, true) => "ready",
+    };
+    let body = json!({"status": status, "checks": Value::Object(checks), "failing": failing, "degraded": degraded});
     if failing.is_empty() {
         HttpResponse::Ok().json(body)
     } else {

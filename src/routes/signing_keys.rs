@@ -58,8 +58,8 @@ pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<
     let tenant = tenant_in_path(&state, &req, &path).await?;
     let id = tenant.id;
     let scope = public_scope(&state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
-    let set = state.tokens.keys.set(&scope).await?;
-    Ok(public_document().content_type("application/json").body(set.jwks.clone()))
+    let document = state.tokens.keys.document(&scope).await?;
+    Ok(public_document().content_type("application/json").body(document))
 }
 
 /// OpenID Provider metadata for the application's issuer.

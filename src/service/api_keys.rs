@@ -7,6 +7,7 @@ use uuid::Uuid;
 
 use super::validate::{is_scope, Issues};
 use crate::{
+    auth::secret_key::KeyCache,
     crypto::{key_format, sha256},
     error::{ApiError, ApiResult, Code},
     storage::{Page, TenantConn, TenantScope, TenantTxn, Unaudited},
@@ -137,8 +138,9 @@ pub async fn find_by_hash(db: &impl TenantConn, hash: &[u8]) -> Result<Option<ap
     db.find::<api_key::Entity>().filter(api_key::Column::SecretHash.eq(hash.to_vec())).one(db.conn()).await
 }
 
-/// Revokes a key; revoking a revoked key answers it unchanged.
-pub async fn revoke(scope: &TenantScope, id: Uuid) -> ApiResult<api_key::Model> {
+/// Revokes a key; revoking a revoked key answers it unchanged. The key
+/// stops working at once here and, through the bus, on every node.
+pub async fn revoke(scope: &TenantScope, keys: &KeyCache, id: Uuid) -> ApiResult<api_key::Model> {
     let mut txn = scope.begin().await?;
     let mut key = find(&txn, id).await?;
     if key.revoked_at.is_some() {
@@ -160,6 +162,7 @@ pub async fn revoke(scope: &TenantScope, id: Uuid) -> ApiResult<api_key::Model> 
     txn.audit("api_key.revoked", Some(id), json!({"name": key.name, "prefix": key.prefix})).await?;
     txn.commit().await?;
     key.revoked_at = Some(now);
+    keys.forget(&key).await;
     Ok(key)
 }
 

@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::Tenant;
 use crate::{
     audit::Actor as AuditActor,
+    cache::bus::{Bus, Invalidation},
     error::ApiResult,
     region::router::Directory,
     service::applications::{self, SettingsPatch},
@@ -26,6 +27,7 @@ pub struct TenantActor {
     id: Uuid,
     storage: Arc<Storage>,
     directory: Directory,
+    bus: Bus,
     registry: Arc<Mutex<HashMap<Uuid, Addr<TenantActor>>>>,
     last_active: Instant,
 }
@@ -35,9 +37,10 @@ impl TenantActor {
         id: Uuid,
         storage: Arc<Storage>,
         directory: Directory,
+        bus: Bus,
         registry: Arc<Mutex<HashMap<Uuid, Addr<TenantActor>>>>,
     ) -> Self {
-        Self { id, storage, directory, registry, last_active: Instant::now() }
+        Self { id, storage, directory, bus, registry, last_active: Instant::now() }
     }
 }
 
@@ -66,10 +69,14 @@ impl Handler<UpdateSettings> for TenantActor {
 
     fn handle(&mut self, msg: UpdateSettings, _: &mut Context<Self>) -> Self::Result {
         self.last_active = Instant::now();
-        let (id, storage, directory) = (self.id, self.storage.clone(), self.directory.clone());
+        let (id, storage, directory, bus) = (self.id, self.storage.clone(), self.directory.clone(), self.bus.clone());
         AtomicResponse::new(Box::pin(
             async move {
                 let tenant = applications::update_settings(&storage, id, msg.patch, &msg.actor).await?;
+                // Every node drops its copy (this one's listeners run first),
+                // then this node holds the new snapshot before answering.
+                let version = tenant.updated_at.timestamp_micros() as u64;
+                bus.publish(Invalidation::Tenant { application_id: id, version }).await;
                 directory.publish(tenant.clone()).await;
                 Ok(tenant)
             }

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::{
     audit::Actor as AuditActor,
+    cache::bus::Bus,
     error::{ApiError, ApiResult},
     region::router::Directory,
     service::applications::SettingsPatch,
@@ -25,11 +26,12 @@ pub struct TenantRegistry {
     actors: Arc<Mutex<HashMap<Uuid, Addr<TenantActor>>>>,
     storage: Arc<Storage>,
     directory: Directory,
+    bus: Bus,
 }
 
 impl TenantRegistry {
-    pub fn new(storage: Arc<Storage>, directory: Directory) -> Self {
-        Self { actors: Arc::default(), storage, directory }
+    pub fn new(storage: Arc<Storage>, directory: Directory, bus: Bus) -> Self {
+        Self { actors: Arc::default(), storage, directory, bus }
     }
 
     fn actor(&self, tenant: &Tenant) -> Addr<TenantActor> {
@@ -37,7 +39,8 @@ impl TenantRegistry {
         actors
             .entry(tenant.id)
             .or_insert_with(|| {
-                TenantActor::new(tenant.id, self.storage.clone(), self.directory.clone(), self.actors.clone()).start()
+                let (storage, directory, bus) = (self.storage.clone(), self.directory.clone(), self.bus.clone());
+                TenantActor::new(tenant.id, storage, directory, bus, self.actors.clone()).start()
             })
             .clone()
     }

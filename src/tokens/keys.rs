@@ -16,6 +16,11 @@ use uuid::Uuid;
 
 use crate::{
     audit::Actor,
+    cache::{
+        bus::{Bus, Invalidation},
+        layer::ReadThrough,
+        redis::SharedRedis,
+    },
     crypto::{master_key::MasterKey, seal},
     error::{ApiError, ApiResult},
     storage::{TenantConn, TenantScope, TenantTxn},
@@ -76,19 +81,61 @@ fn render_jwks(published: &[PublishedKey]) -> actix_web::web::Bytes {
 #[derive(Clone)]
 pub struct SigningKeys {
     sets: Cache<Uuid, Arc<KeySet>>,
+    /// The public JWKS documents, shared by nodes through Redis.
+    documents: ReadThrough<String>,
+    bus: Bus,
     master_key: MasterKey,
     /// How long a retired key stays published.
     grace: chrono::Duration,
 }
 
 impl SigningKeys {
-    pub fn new(master_key: MasterKey, access_ttl_seconds: u64) -> Self {
+    pub fn new(master_key: MasterKey, access_ttl_seconds: u64, bus: Bus, redis: Option<SharedRedis>) -> Self {
         let grace = access_ttl_seconds as i64 + CACHE_SECONDS as i64 + super::jwt::LEEWAY_SECONDS;
-        Self {
-            sets: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(CACHE_SECONDS)).build(),
+        let ttl = Duration::from_secs(CACHE_SECONDS);
+        let keys = Self {
+            sets: Cache::builder().max_capacity(100_000).time_to_live(ttl).build(),
+            documents: ReadThrough::new("jwks", redis, ttl, ttl),
+            bus: bus.clone(),
             master_key,
             grace: chrono::Duration::seconds(grace),
-        }
+        };
+        let listener = keys.clone();
+        bus.listen(move |invalidation| match *invalidation {
+            Invalidation::Tenant { application_id, .. } => {
+                listener.documents.invalidate_local(application_id);
+                let sets = listener.sets.clone();
+                tokio::spawn(async move { sets.invalidate(&application_id).await });
+            }
+            Invalidation::All => {
+                listener.documents.invalidate_all_local();
+                listener.sets.invalidate_all();
+            }
+            _ => {}
+        });
+        keys
+    }
+
+    /// The application's JWKS document: this node's copy, else the one
+    /// another node put in Redis, else rendered from the database.
+    pub async fn document(&self, scope: &TenantScope) -> ApiResult<String> {
+        let load = async {
+            let set = self.set(scope).await?;
+            Ok::<_, ApiError>(String::from_utf8_lossy(&set.jwks).into_owned())
+        };
+        self.documents
+            .get_with(scope.tenant().id, load)
+            .await
+            .map_err(|err| ApiError { details: Vec::new(), ..ApiError::new(err.code, err.message.clone()) })
+    }
+
+    /// After a committed change of the key set: this node's copies go at
+    /// once, the shared one too, and the other nodes hear of it on the bus.
+    async fn changed(&self, application_id: Uuid) {
+        self.sets.invalidate(&application_id).await;
+        self.documents.invalidate(application_id).await;
+        let version = crate::clock::now().timestamp_micros() as u64;
+        self.bus.publish(Invalidation::Tenant { application_id, version }).await;
     }
 
     pub async fn set(&self, scope: &TenantScope) -> ApiResult<Arc<KeySet>> {
@@ -127,6 +174,7 @@ impl SigningKeys {
             let kid = self.insert(&mut txn).await?;
             txn.audit("signing_key.created", Some(kid), json!({"kid": kid})).await?;
             txn.commit().await?;
+            self.changed(scope.tenant().id).await;
         }
         self.sets.invalidate(&scope.tenant().id).await;
         self.set(scope)
@@ -155,7 +203,7 @@ impl SigningKeys {
         let previous: Vec<String> = retired.iter().map(|k| k.id.to_string()).collect();
         txn.audit("signing_key.rotated", Some(kid), json!({"kid": kid, "retired": previous})).await?;
         txn.commit().await?;
-        self.sets.invalidate(&scope.tenant().id).await;
+        self.changed(scope.tenant().id).await;
         Ok(kid)
     }
 

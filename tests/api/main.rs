@@ -14,4 +14,5 @@ mod ops;
 mod profile_fields;
 mod rate_limits;
 mod regions;
+mod structure;
 mod webhooks;

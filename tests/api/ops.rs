@@ -16,11 +16,13 @@ async fn health_and_readiness_answer_without_credentials_or_envelope() {
 }
 
 #[actix_web::test]
-async fn readiness_names_an_unreachable_redis() {
+async fn an_unreachable_redis_leaves_the_node_ready_but_degraded() {
     let app = spawn_with(|s| s.cache.redis_url = Some("redis://127.0.0.1:1".into())).await;
     let ready = app.raw(app.client.get(app.url("/readyz"))).await;
-    assert_eq!(ready.status, 503);
-    assert_eq!(ready.body["failing"], serde_json::json!(["redis"]));
+    assert_eq!((ready.status, ready.body["status"].as_str()), (200, Some("degraded")), "{:?}", ready.body);
+    assert_eq!(ready.body["degraded"], serde_json::json!(["redis"]));
+    assert_eq!(ready.body["failing"], serde_json::json!([]));
+    assert_eq!(app.get("/v1/api-keys").await.status, 200, "answers stay correct without Redis");
 }
 
 #[actix_web::test]

@@ -1,0 +1,142 @@
+//! The structure that makes isolation and audit hold by construction: the
+//! registry of tenant tables, the commit that refuses an unaudited change,
+//! and a settings change that survives a crash with its audit row.
+use std::{process::Command, time::Duration};
+
+use entity::organization;
+use gatehouse::{auth::public_scope, region::Region, storage::tenant_tables};
+use sea_orm::{ActiveValue::Set, ConnectionTrait, DbBackend, Statement};
+use serde_json::{json, Value};
+
+use crate::helpers::spawn_app;
+
+#[actix_web::test]
+async fn every_regional_table_with_an_application_id_is_a_registered_tenant_table() {
+    let app = spawn_app().await;
+    let shard = app.state.storage.shard(Region::Us).unwrap();
+    let sql = match shard.backend() {
+        DbBackend::Sqlite => {
+            "SELECT m.name AS t FROM sqlite_master m JOIN pragma_table_info(m.name) c \
+             WHERE m.type = 'table' AND c.name = 'application_id'"
+        }
+        _ => {
+            "SELECT table_name AS t FROM information_schema.columns \
+             WHERE column_name = 'application_id' AND table_schema = current_schema()"
+        }
+    };
+    let rows = shard.conn.query_all(Statement::from_string(shard.backend(), sql)).await.unwrap();
+    let mut found: Vec<String> = rows.iter().map(|r| r.try_get::<String>("", "t").unwrap()).collect();
+    found.sort();
+    assert!(found.len() >= 15, "the schema query found the tables: {found:?}");
+    let registered = tenant_tables();
+    let missing: Vec<&String> = found.iter().filter(|t| !registered.contains(&t.as_str())).collect();
+    assert!(missing.is_empty(), "tables with application_id not registered as tenant tables: {missing:?}");
+}
+
+#[actix_web::test]
+async fn a_change_without_an_audit_row_refuses_to_commit_and_leaves_nothing() {
+    let app = spawn_app().await;
+    let id: uuid::Uuid = app.caller.application_id.parse().unwrap();
+    let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
+    let scope = public_scope(&app.state, tenant).unwrap();
+    let mut txn = scope.begin().await.unwrap();
+    let now = chrono::Utc::now();
+    let row = organization::ActiveModel {
+        id: Set(uuid::Uuid::now_v7()),
+        application_id: Set(uuid::Uuid::nil()), // the handle sets the real one
+        name: Set("Unaudited".into()),
+        slug: Set("unaudited".into()),
+        created_at: Set(now),
+        updated_at: Set(now),
+    };
+    txn.insert(row).await.unwrap();
+    let refused = txn.commit().await.unwrap_err();
+    assert!(refused.to_string().contains("no audit row"), "{refused}");
+    assert_eq!(app.get("/v1/organizations").await.data(), &json!([]), "nothing was written");
+    // The same change with its audit row commits.
+    let created = app.post("/v1/organizations", &json!({"name": "Audited"})).await;
+    assert_eq!(created.status, 201);
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+fn serve(dir: &std::path::Path, port: u16, failpoint: Option<&str>) -> std::process::Child {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+    command
+        .arg("serve")
+        .env("GATEHOUSE__STORAGE__DATA_DIR", dir.display().to_string())
+        .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    if let Some(name) = failpoint {
+        command.env("GATEHOUSE_FAILPOINT", name);
+    }
+    command.spawn().unwrap()
+}
+
+async fn wait_until_up(client: &reqwest::Client, base: &str) {
+    for _ in 0..400 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status() == 200) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the server did not come up");
+}
+
+#[actix_web::test]
+async fn a_settings_change_killed_between_its_two_databases_keeps_its_audit_row() {
+    // Arrange: the real binary, set to abort right after the catalog commit.
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let boot = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["bootstrap", "--name", "Crash"])
+        .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path().display().to_string())
+        .output()
+        .unwrap();
+    let creds: Value = serde_json::from_slice(&boot.stdout).unwrap();
+    let (app, key) = (creds["application_id"].as_str().unwrap(), creds["secret_key"].as_str().unwrap());
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let mut server = serve(dir.path(), port, Some("settings_committed_in_catalog"));
+    wait_until_up(&client, &base).await;
+    // Act: the change is committed in the catalog, then the process dies.
+    let patch = client
+        .patch(format!("{base}/v1/applications/{app}"))
+        .bearer_auth(key)
+        .header("x-application-id", app)
+        .json(&json!({"name": "Renamed"}))
+        .send()
+        .await;
+    assert!(patch.is_err() || !patch.unwrap().status().is_success(), "the process aborted before answering");
+    let _ = server.wait();
+    // Assert: after a restart the change and its audit row are both there.
+    let mut server = serve(dir.path(), port, None);
+    wait_until_up(&client, &base).await;
+    let get = |path: String| client.get(format!("{base}{path}")).bearer_auth(key).header("x-application-id", app);
+    let application: Value = get(format!("/v1/applications/{app}")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(application["data"]["name"], "Renamed");
+    let mut rows = Vec::new();
+    for _ in 0..100 {
+        let audit: Value =
+            get("/v1/audit-logs?type=application.updated".into()).send().await.unwrap().json().await.unwrap();
+        rows = audit["data"].as_array().unwrap_or_else(|| panic!("{audit}")).clone();
+        if !rows.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(rows.len(), 1, "exactly one application.updated row: {rows:?}");
+    assert_eq!(rows[0]["data"]["changed"], json!(["name"]));
+    let verify = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["audit", "verify", "--application", app])
+        .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path().display().to_string())
+        .output()
+        .unwrap();
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+    server.kill().unwrap();
+    let _ = server.wait();
+}
