@@ -51,10 +51,13 @@ pub struct Application {
 /// seconds, on whichever node holds the region.
 fn relay_catalog_audit(storage: Arc<Storage>) {
     actix_web::rt::spawn(async move {
+        // At start every row is a leftover; later, rows a request may still be relaying are left to it.
+        let mut min_age = chrono::Duration::zero();
         loop {
-            if let Err(err) = crate::service::applications::relay_pending_audit(&storage, None).await {
+            if let Err(err) = crate::service::applications::relay_pending_audit(&storage, min_age).await {
                 tracing::warn!(error = %err.message, "relaying catalog audit rows failed");
             }
+            min_age = chrono::Duration::seconds(10);
             tokio::time::sleep(Duration::from_secs(5)).await;
         }
     });

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use entity::{application, audit_event, pending_audit_event};
-use sea_orm::{ActiveValue::Set, IntoActiveModel};
+use sea_orm::{ActiveValue::Set, IntoActiveModel, SqlErr};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -225,48 +225,63 @@ pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, 
         data: json!({"changed": changed}),
         created_at: now,
     };
+    let pending = audit.clone();
     let updated = catalog::update_application(&storage.catalog, active, audit).await?;
     crate::failpoint::hit("settings_committed_in_catalog");
     let tenant = snapshot(updated)?;
-    relay_pending_audit(storage, Some(&tenant)).await?;
+    relay(storage, &tenant, &pending).await?;
     Ok(tenant)
 }
 
-/// Appends catalog audit rows to their applications' regional chains (of
-/// one application, or of every application whose region this node holds).
-/// Each row keeps its id in the chain, so a relay that crashed after the
-/// regional commit finds its row there and only forgets the pending one.
-pub async fn relay_pending_audit(storage: &Storage, only: Option<&Tenant>) -> ApiResult<usize> {
+/// Catalog audit rows a crash left behind (all of them at start, else
+/// those older than `min_age`, which no request is relaying any more), for
+/// every application whose region this node holds.
+pub async fn relay_pending_audit(storage: &Storage, min_age: chrono::Duration) -> ApiResult<usize> {
     let mut relayed = 0;
-    for pending in catalog::pending_audit(&storage.catalog, only.map(|t| t.id)).await? {
-        let tenant = match only {
-            Some(tenant) => tenant.clone(),
-            None => match catalog::find_application(&storage.catalog, pending.application_id).await? {
-                Some(row) => snapshot(row)?,
-                None => continue,
-            },
-        };
-        let Some(shard) = storage.shard(tenant.region) else { continue };
-        let actor = Actor {
-            kind: ActorKind::parse(&pending.actor_kind).unwrap_or(ActorKind::System),
-            id: pending.actor_id.clone(),
-        };
-        let scope = TenantScope::new(tenant, shard.clone(), actor.clone());
-        let mut txn = scope.begin().await?;
-        let done = txn.find_by_id::<audit_event::Entity>(pending.id).one(txn.conn()).await?.is_some();
-        if !done {
-            let entry = Entry {
-                id: Some(pending.id),
-                actor: &actor,
-                event_type: &pending.event_type,
-                aggregate_id: pending.aggregate_id,
-                data: pending.data.clone(),
-            };
-            txn.audit_many(vec![entry]).await?;
-            txn.commit().await?;
+    let cutoff = crate::clock::now() - min_age;
+    for pending in catalog::pending_audit(&storage.catalog).await? {
+        if pending.created_at > cutoff {
+            continue;
         }
-        catalog::forget_pending_audit(&storage.catalog, pending.id).await?;
-        relayed += 1;
+        let Some(row) = catalog::find_application(&storage.catalog, pending.application_id).await? else {
+            continue;
+        };
+        let tenant = snapshot(row)?;
+        if storage.holds(tenant.region) {
+            relay(storage, &tenant, &pending).await?;
+            relayed += 1;
+        }
     }
     Ok(relayed)
+}
+
+/// Appends one catalog audit row to its application's regional chain, then
+/// forgets it. The row keeps its id in the chain, so a relay that crashed
+/// after the regional commit (or raced another node's) finds it there and
+/// only forgets the pending one.
+async fn relay(storage: &Storage, tenant: &Tenant, pending: &pending_audit_event::Model) -> ApiResult<()> {
+    let shard = storage.shard(tenant.region).ok_or_else(|| ApiError::unavailable("The region is not held here."))?;
+    let actor = Actor {
+        kind: ActorKind::parse(&pending.actor_kind).unwrap_or(ActorKind::System),
+        id: pending.actor_id.clone(),
+    };
+    let scope = TenantScope::new(tenant.clone(), shard.clone(), actor.clone());
+    let mut txn = scope.begin().await?;
+    if txn.find_by_id::<audit_event::Entity>(pending.id).one(txn.conn()).await?.is_none() {
+        let entry = Entry {
+            id: Some(pending.id),
+            actor: &actor,
+            event_type: &pending.event_type,
+            aggregate_id: pending.aggregate_id,
+            data: pending.data.clone(),
+        };
+        match txn.audit_many(vec![entry]).await {
+            Ok(_) => txn.commit().await?,
+            // Another node appended it between our check and our insert.
+            Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => drop(txn),
+            Err(err) => return Err(err.into()),
+        }
+    }
+    catalog::forget_pending_audit(&storage.catalog, pending.id).await?;
+    Ok(())
 }

@@ -87,15 +87,9 @@ pub async fn update_application(
 }
 
 /// Catalog audit rows not yet relayed into their regional chains, oldest first.
-pub async fn pending_audit(
-    catalog: &Db,
-    application_id: Option<Uuid>,
-) -> Result<Vec<pending_audit_event::Model>, DbErr> {
-    let mut query = pending_audit_event::Entity::find().order_by_asc(pending_audit_event::Column::Id);
-    if let Some(id) = application_id {
-        query = query.filter(pending_audit_event::Column::ApplicationId.eq(id));
-    }
-    query.limit(1000).all(&catalog.conn).await
+pub async fn pending_audit(catalog: &Db) -> Result<Vec<pending_audit_event::Model>, DbErr> {
+    let oldest_first = pending_audit_event::Entity::find().order_by_asc(pending_audit_event::Column::Id);
+    oldest_first.limit(1000).all(&catalog.conn).await
 }
 
 pub async fn forget_pending_audit(catalog: &Db, id: Uuid) -> Result<(), DbErr> {

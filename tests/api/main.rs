@@ -5,6 +5,7 @@ mod api_keys;
 mod applications;
 mod audit;
 mod cli;
+mod cross_node;
 mod delivery_durability;
 mod end_users;
 mod helpers;

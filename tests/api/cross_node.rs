@@ -1,0 +1,126 @@
+//! Two nodes on one deployment with Redis: a change on one reaches the
+//! other's caches through the invalidation bus in milliseconds, and a cold
+//! node serves a JWKS from Redis. Skipped without `GATEHOUSE_TEST_REDIS_URL`
+//! (the TTL fallback is what a node without Redis has).
+use std::time::{Duration, Instant};
+
+use actix_web::web;
+use gatehouse::{region::Region, startup::Application, state::AppState};
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, TestApp};
+
+fn with_redis() -> bool {
+    let set = std::env::var("GATEHOUSE_TEST_REDIS_URL").is_ok();
+    if !set {
+        eprintln!("skipped: GATEHOUSE_TEST_REDIS_URL is not set");
+    }
+    set
+}
+
+async fn second_node(a: &TestApp) -> (String, web::Data<AppState>) {
+    let node = Application::build(a.storage.settings.clone()).await.expect("second node");
+    let (address, state) = (format!("http://127.0.0.1:{}", node.port()), node.state.clone());
+    actix_web::rt::spawn(node.run_until_stopped());
+    // The bus subscribes in the background; wait until it listens.
+    for _ in 0..200 {
+        if state.bus.connected() == Some(true) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    (address, state)
+}
+
+/// How long until `check` holds, polling every 5 ms; panics after 2 s.
+async fn time_until<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) -> Duration {
+    let started = Instant::now();
+    while !check().await {
+        assert!(started.elapsed() < Duration::from_secs(2), "the other node did not see the change");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    started.elapsed()
+}
+
+fn percentile(mut samples: Vec<Duration>, p: f64) -> Duration {
+    samples.sort();
+    samples[((samples.len() as f64 - 1.0) * p).round() as usize]
+}
+
+async fn jwks_kids(client: &reqwest::Client, base: &str, application: &str) -> Vec<String> {
+    let url = format!("{base}/v1/applications/{application}/.well-known/jwks.json");
+    let document: Value = client.get(url).send().await.unwrap().json().await.unwrap();
+    document["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_string()).collect()
+}
+
+#[actix_web::test]
+async fn a_signing_key_rotation_reaches_the_other_nodes_jwks_in_milliseconds() {
+    if !with_redis() {
+        return;
+    }
+    let a = spawn_app().await;
+    let (b, _) = second_node(&a).await;
+    let id = a.caller.application_id.clone();
+    let rounds: usize = std::env::var("GATEHOUSE_PROPAGATION_ROUNDS").ok().and_then(|n| n.parse().ok()).unwrap_or(10);
+    let mut seen = Vec::new();
+    for _ in 0..rounds {
+        jwks_kids(&a.client, &b, &id).await; // B holds the current document
+        let rotated = a.post(&format!("/v1/applications/{id}/signing-keys/rotate"), &json!({})).await;
+        assert_eq!(rotated.status, 200, "{:?}", rotated.body);
+        let kid = rotated.data()["kid"].as_str().unwrap().to_string();
+        seen.push(time_until(|| async { jwks_kids(&a.client, &b, &id).await.contains(&kid) }).await);
+    }
+    let (p50, p99) = (percentile(seen.clone(), 0.5), percentile(seen, 0.99));
+    eprintln!("rotation seen by the other node: p50 {p50:?}, p99 {p99:?} over {rounds} rounds");
+    assert!(p50 < Duration::from_millis(200), "p50 {p50:?}");
+}
+
+#[actix_web::test]
+async fn a_revocation_and_a_settings_change_reach_the_other_node_in_milliseconds() {
+    if !with_redis() {
+        return;
+    }
+    let a = spawn_app().await;
+    let (b, _) = second_node(&a).await;
+    // A key B has cached is refused by B right after A revokes it.
+    let victim = a.key_with_scopes(json!([])).await;
+    assert_eq!(a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status, 200);
+    let listed = a.get("/v1/api-keys").await;
+    let id = listed.data()[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(a.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await.status, 200);
+    let revoked =
+        time_until(|| async { a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status == 401 });
+    let revoked = revoked.await;
+    // A new allowed origin is accepted by B's CORS preflight.
+    let preflight = |origin: &'static str| {
+        a.client
+            .request(Method::OPTIONS, format!("{b}/v1/auth/sign-in"))
+            .header("origin", origin)
+            .header("access-control-request-method", "POST")
+            .send()
+    };
+    let origin = "https://new.example.com";
+    assert_eq!(preflight(origin).await.unwrap().status(), 403, "not allowed yet (and B has read the union)");
+    let app = a.caller.application_id.clone();
+    assert_eq!(a.patch(&format!("/v1/applications/{app}"), &json!({"allowed_origins": [origin]})).await.status, 200);
+    let allowed = time_until(|| async { preflight(origin).await.unwrap().status().is_success() }).await;
+    eprintln!("revocation seen after {revoked:?}, settings change after {allowed:?}");
+    assert!(revoked < Duration::from_millis(200) && allowed < Duration::from_millis(200));
+}
+
+#[actix_web::test]
+async fn a_cold_node_serves_the_jwks_from_redis_without_its_database() {
+    if !with_redis() {
+        return;
+    }
+    let a = spawn_app().await;
+    let id = a.caller.application_id.clone();
+    let rotated = a.post(&format!("/v1/applications/{id}/signing-keys/rotate"), &json!({})).await;
+    let kid = rotated.data()["kid"].as_str().unwrap().to_string();
+    assert!(jwks_kids(&a.client, &a.address, &id).await.contains(&kid), "A loaded it into Redis");
+    let (b, b_state) = second_node(&a).await;
+    // B cannot reach its regional database at all: only Redis can answer.
+    b_state.storage.shard(Region::Us).unwrap().conn.clone().close().await.unwrap();
+    assert!(jwks_kids(&a.client, &b, &id).await.contains(&kid));
+}
