@@ -90,21 +90,24 @@ impl Application {
         let rotations =
             Rotations::start(&storage, chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));
         let state = web::Data::new(AppState {
-            tenants: TenantRegistry::new(storage.clone(), directory.clone(), bus.clone()),
+            tenants: TenantRegistry::new(
+                storage.clone(),
+                directory.clone(),
+                bus.clone(),
+                SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds),
+                master_key.clone(),
+                shared.clone(),
+            ),
             settings: Arc::new(settings.clone()),
             storage,
             directory,
             keys: KeyCache::new(bus.clone()),
-            limiter: RateLimiter::with_shared(shared.clone()),
+            limiter: RateLimiter::with_shared(shared),
             passwords: PasswordHasher::new(
                 settings.security.password_hash_concurrency,
                 settings.security.password_hash_queue,
             ),
-            tokens: AccessTokens::new(
-                SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds, bus.clone(), shared),
-                settings.public_url(),
-                settings.tokens.access_ttl_seconds,
-            ),
+            tokens: AccessTokens::new(settings.public_url(), settings.tokens.access_ttl_seconds),
             cors: OriginUnion::new(&bus),
             bus,
             rotations,

@@ -35,3 +35,10 @@ pub struct AppState {
     /// For webhook deliveries.
     pub webhooks: delivery::Clients,
 }
+
+impl AppState {
+    /// What end-user flows sign tokens with.
+    pub fn issuer(&self) -> crate::service::auth::Issuer<'_> {
+        crate::service::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens }
+    }
+}

@@ -15,7 +15,7 @@ use crate::{
     state::AppState,
     storage::TenantScope,
     tenancy::Tenant,
-    tokens::jwt::Claims,
+    tokens::jwt::{self, Claims},
 };
 
 pub struct EndUser {
@@ -44,7 +44,14 @@ impl FromRequest for EndUser {
                 return Err(ApiError::unauthenticated());
             };
             let scope = super::public_scope(&state, tenant).ok_or_else(ApiError::unauthenticated)?;
-            let claims = match state.tokens.verify(&scope, &token).await? {
+            let checked = match jwt::parse(&token) {
+                Ok(parsed) => match state.tenants.public_key(&scope, parsed.kid).await? {
+                    Some(key) => state.tokens.check(scope.tenant().id, parsed, &key),
+                    None => Err(jwt::Rejection::UnknownKey),
+                },
+                Err(rejection) => Err(rejection),
+            };
+            let claims = match checked {
                 Ok(claims) => claims,
                 Err(rejection) => {
                     metrics::counter!("access_token_rejected_total", "reason" => rejection.as_str()).increment(1);

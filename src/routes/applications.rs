@@ -188,6 +188,6 @@ pub async fn update_application(
     }
     let request: UpdateApplicationRequest = body.json().await?;
     let patch = SettingsPatch::parse(request.name, request.allowed_origins, request.branding)?;
-    let app = state.tenants.update_settings(key.tenant(), patch, key.scope.actor().clone()).await?;
+    let app = state.tenants.update_settings(&key.scope, patch).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))
 }

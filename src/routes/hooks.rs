@@ -96,7 +96,7 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
         timeout_ms: r.timeout_ms.unwrap_or(hooks::DEFAULT_TIMEOUT_MS),
     };
     let limit = state.settings.limits.hooks_per_application;
-    let (hook, secret) = hooks::create(&key.scope, &state.master_key, new, limit).await?;
+    let (hook, secret) = state.tenants.create_hook(&key.scope, new, limit).await?;
     Ok(envelope::created(HookWithSecretView { hook: (&hook).into(), secret }))
 }
 
@@ -129,7 +129,12 @@ pub struct UpdateHookRequest {
 /// Update a hook (operation 8); its `point` cannot change.
 #[utoipa::path(patch, path = "/v1/hooks/{hook_id}", tag = "hooks", request_body = UpdateHookRequest,
     responses((status = 200, body = HookView), (status = 404), (status = 422)), security(("secret_key" = [])))]
-pub async fn update_hook(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+pub async fn update_hook(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
     let r: UpdateHookRequest = body.json().await?;
     let patch = HookPatch {
@@ -139,14 +144,18 @@ pub async fn update_hook(key: SecretKey, path: web::Path<String>, body: Body) ->
         fail_open: r.fail_open,
         timeout_ms: r.timeout_ms,
     };
-    let hook = hooks::update(&key.scope, id, patch).await?;
+    let hook = state.tenants.update_hook(&key.scope, id, patch).await?;
     Ok(envelope::ok(HookView::from(&hook)))
 }
 
 #[utoipa::path(delete, path = "/v1/hooks/{hook_id}", tag = "hooks",
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
-pub async fn delete_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+pub async fn delete_hook(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
-    hooks::delete(&key.scope, id).await?;
+    state.tenants.delete_hook(&key.scope, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

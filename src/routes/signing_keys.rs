@@ -58,7 +58,7 @@ pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<
     let tenant = tenant_in_path(&state, &req, &path).await?;
     let id = tenant.id;
     let scope = public_scope(&state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
-    let document = state.tokens.keys.document(&scope).await?;
+    let document = state.tenants.jwks(&scope).await?;
     Ok(public_document().content_type("application/json").body(document))
 }
 
@@ -110,6 +110,6 @@ pub async fn rotate_signing_key(
         return Err(ApiError::not_found("Application", id));
     }
     body.no_fields().await?;
-    let kid = state.tokens.keys.rotate(&key.scope).await?;
+    let kid = state.tenants.rotate_signing_key(&key.scope).await?;
     Ok(envelope::ok(RotatedView { kid }))
 }

@@ -16,8 +16,25 @@ use crate::{
     crypto::password::PasswordHasher,
     error::{ApiError, ApiResult, Code},
     storage::{TenantConn, TenantScope},
+    tenancy::registry::TenantRegistry,
     tokens::{AccessTokens, Issued, Signer},
 };
+
+/// What an end-user flow needs of the node: the tenants' state (signing
+/// keys, hooks) and the token format.
+pub struct Issuer<'a> {
+    pub tenants: &'a TenantRegistry,
+    pub tokens: &'a AccessTokens,
+}
+
+impl Issuer<'_> {
+    /// The signer of the application's tokens, its first key created on
+    /// first use; taken before anything commits.
+    pub async fn signer(&self, scope: &TenantScope) -> ApiResult<Signer> {
+        let state = self.tenants.signing_state(scope).await?;
+        self.tokens.signer(scope.tenant().id, &state.keys)
+    }
+}
 
 /// A sign-up that passed validation.
 pub struct NewSignUp {
@@ -30,16 +47,17 @@ pub struct NewSignUp {
 /// and a session in one transaction (by the public caller).
 pub async fn sign_up(
     scope: &TenantScope,
-    tokens: &AccessTokens,
+    issuer: &Issuer<'_>,
     passwords: &PasswordHasher,
     hook_caller: &hooks::Caller<'_>,
-    hook_list: &[entity::hook::Model],
     new: NewSignUp,
     session_ttl: Duration,
 ) -> ApiResult<(Signer, user::Model, Opened)> {
-    hooks::pre_sign_up(hook_caller, scope, hook_list, &new.email, &Value::Object(new.profile.clone())).await?;
+    // The hooks come from the tenant's state: no query when there are none.
+    let state = issuer.tenants.state(scope).await?;
+    hooks::pre_sign_up(hook_caller, scope, &state.hooks, &new.email, &Value::Object(new.profile.clone())).await?;
     let password_hash = passwords.hash(new.password).await?;
-    let signer = tokens.signer(scope).await?;
+    let signer = issuer.signer(scope).await?;
     let mut txn = scope.begin().await?;
     let user = users::insert(&mut txn, new.email, Some(password_hash), new.profile).await?;
     let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
@@ -51,7 +69,7 @@ pub async fn sign_up(
 /// same 401 after the same work, recorded with its reason for the operator.
 pub async fn sign_in(
     scope: &TenantScope,
-    tokens: &AccessTokens,
+    issuer: &Issuer<'_>,
     passwords: &PasswordHasher,
     email: &str,
     password: String,
@@ -60,7 +78,7 @@ pub async fn sign_in(
     // A place in the hashing queue first: past its bound the answer is an
     // immediate 503 that has touched nothing.
     let admission = passwords.admit()?;
-    let signer = tokens.signer(scope).await?;
+    let signer = issuer.signer(scope).await?;
     let found = users::find_by_email(scope, email).await?;
     let stored = found.as_ref().and_then(|u| u.password_hash.clone());
     let matches = admission.verify(password, stored).await?;
@@ -99,11 +117,11 @@ pub async fn failed_sign_in(scope: &TenantScope, email: &str, user_id: Option<Uu
 /// Exchanges a refresh token for a new one and an access token.
 pub async fn refresh(
     scope: &TenantScope,
-    tokens: &AccessTokens,
+    issuer: &Issuer<'_>,
     rotations: &super::rotations::Rotations,
     presented: &str,
 ) -> ApiResult<(Opened, Issued)> {
-    let signer = tokens.signer(scope).await?;
+    let signer = issuer.signer(scope).await?;
     let opened = match rotations.rotate(scope, presented).await? {
         Ok(opened) => opened,
         Err(refused) => {
@@ -128,14 +146,14 @@ pub async fn access_token(signer: &Signer, db: &impl TenantConn, session: &sessi
 /// no such organization.
 pub async fn activate_organization(
     scope: &TenantScope,
-    tokens: &AccessTokens,
+    issuer: &Issuer<'_>,
     session: session::Model,
     organization_id: Uuid,
 ) -> ApiResult<(session::Model, Issued)> {
     let membership = super::organizations::find_membership(scope, organization_id, session.user_id)
         .await?
         .ok_or_else(|| ApiError::not_found("Organization", organization_id))?;
-    let signer = tokens.signer(scope).await?;
+    let signer = issuer.signer(scope).await?;
     sessions::activate_organization(scope, session.id, organization_id).await?;
     let session = session::Model { active_organization_id: Some(organization_id), ..session };
     let access = signer.issue(&session, Some((organization_id, membership.role)));

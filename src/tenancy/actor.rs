@@ -1,47 +1,72 @@
-//! The tenant actor: the single writer of one application's tenant-wide
-//! changes. Messages are handled one at a time (atomically), so two settings
-//! changes never interleave; after each change the new snapshot is published
-//! to the directory before the caller is answered.
+//! The tenant actor: owner of one application's state and the single writer
+//! of its tenant-wide changes. Messages are handled one at a time
+//! (atomically), so two changes of one application never interleave on a
+//! node (across nodes, the transactions take turns on the audit-chain head).
+//! After each change it publishes the new state, sends the invalidation on
+//! the bus, and only then answers.
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
-    time::{Duration, Instant},
+    future::Future,
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, Mutex,
+    },
+    time::Duration,
 };
 
 use actix::prelude::*;
+use arc_swap::ArcSwapOption;
 use uuid::Uuid;
 
-use super::Tenant;
+use super::state::{version_now, TenantState};
 use crate::{
     audit::Actor as AuditActor,
-    cache::bus::{Bus, Invalidation},
-    error::ApiResult,
+    cache::{
+        bus::{Bus, Invalidation},
+        layer::ReadThrough,
+    },
+    crypto::master_key::MasterKey,
+    error::{ApiError, ApiResult},
     region::router::Directory,
-    service::applications::{self, SettingsPatch},
-    storage::Storage,
+    service::hooks,
+    storage::{Storage, TenantScope},
+    tokens::keys::SigningKeys,
 };
 
-const IDLE_AFTER: Duration = Duration::from_secs(300);
+/// An actor nobody asked for anything this long stops (its state goes with it).
+pub(super) const IDLE_AFTER: Duration = Duration::from_secs(300);
 
-pub struct TenantActor {
-    id: Uuid,
-    storage: Arc<Storage>,
-    directory: Directory,
-    bus: Bus,
-    registry: Arc<Mutex<HashMap<Uuid, Addr<TenantActor>>>>,
-    last_active: Instant,
+/// What every tenant actor of a node works with.
+pub(super) struct Deps {
+    pub storage: Arc<Storage>,
+    pub directory: Directory,
+    pub bus: Bus,
+    pub keys: SigningKeys,
+    pub master_key: MasterKey,
+    /// The public JWKS documents (moka, then Redis).
+    pub documents: ReadThrough<String>,
 }
 
-impl TenantActor {
-    pub fn new(
-        id: Uuid,
-        storage: Arc<Storage>,
-        directory: Directory,
-        bus: Bus,
-        registry: Arc<Mutex<HashMap<Uuid, Addr<TenantActor>>>>,
-    ) -> Self {
-        Self { id, storage, directory, bus, registry, last_active: Instant::now() }
-    }
+pub(super) type Published = Arc<ArcSwapOption<TenantState>>;
+
+/// The registry's entry for one actor: its address, the state it publishes,
+/// and when it was last asked for (the registry touches it under its lock,
+/// so an actor never stops between a lookup and its use).
+#[derive(Clone)]
+pub(super) struct Handle {
+    pub addr: Addr<TenantActor>,
+    pub published: Published,
+    pub last_used: Arc<AtomicU64>,
+}
+
+pub(super) type Handles = Arc<Mutex<HashMap<Uuid, Handle>>>;
+
+pub struct TenantActor {
+    pub(super) id: Uuid,
+    pub(super) deps: Arc<Deps>,
+    pub(super) published: Published,
+    pub(super) last_used: Arc<AtomicU64>,
+    pub(super) handles: Handles,
 }
 
 impl Actor for TenantActor {
@@ -49,36 +74,65 @@ impl Actor for TenantActor {
 
     fn started(&mut self, ctx: &mut Context<Self>) {
         ctx.run_interval(IDLE_AFTER / 5, |actor, ctx| {
-            if actor.last_active.elapsed() >= IDLE_AFTER {
-                actor.registry.lock().expect("registry lock").remove(&actor.id);
+            let mut handles = actor.handles.lock().expect("registry lock");
+            let idle_since = actor.last_used.load(Ordering::Relaxed);
+            if crate::clock::now().timestamp() as u64 >= idle_since + IDLE_AFTER.as_secs() {
+                handles.remove(&actor.id);
                 ctx.stop();
             }
         });
     }
 }
 
-#[derive(Message, Clone)]
-#[rtype(result = "ApiResult<Tenant>")]
-pub struct UpdateSettings {
-    pub patch: SettingsPatch,
-    pub actor: AuditActor,
-}
+impl TenantActor {
+    /// Reads the application's state from the catalog and its shard, as the
+    /// system (the actor is the tenant's owner, not a caller).
+    pub(super) async fn load(deps: &Deps, id: Uuid, version: u64) -> ApiResult<TenantState> {
+        let settings = deps.directory.resolve(id).await?.ok_or_else(|| ApiError::not_found("Application", id))?;
+        let shard = deps
+            .storage
+            .shard(settings.region)
+            .ok_or_else(|| ApiError::unavailable("The application's region is not held here."))?;
+        let scope = TenantScope::new(settings.clone(), shard.clone(), AuditActor::system());
+        let keys = deps.keys.load(&scope).await?;
+        let hooks = hooks::all(&scope).await?;
+        Ok(TenantState::new(version, settings, keys, hooks))
+    }
 
-impl Handler<UpdateSettings> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<Tenant>>;
+    /// After a committed change: this node's copies go, the other nodes
+    /// hear of it on the bus, and the new state is loaded before the caller
+    /// is answered (a failed reload leaves it to the next read).
+    pub(super) async fn publish_change(deps: &Deps, id: Uuid, published: &Published) -> Option<Arc<TenantState>> {
+        let version = version_now();
+        published.store(None);
+        deps.documents.invalidate(id).await;
+        deps.bus.publish(Invalidation::Tenant { application_id: id, version }).await;
+        match Self::load(deps, id, version).await {
+            Ok(state) => {
+                let state = Arc::new(state);
+                published.store(Some(state.clone()));
+                Some(state)
+            }
+            Err(err) => {
+                tracing::warn!(application_id = %id, error = %err.message, "reloading a tenant's state failed");
+                None
+            }
+        }
+    }
 
-    fn handle(&mut self, msg: UpdateSettings, _: &mut Context<Self>) -> Self::Result {
-        self.last_active = Instant::now();
-        let (id, storage, directory, bus) = (self.id, self.storage.clone(), self.directory.clone(), self.bus.clone());
+    /// Runs one change (its transaction and audit row are the service's),
+    /// then publishes it, in the actor's one-at-a-time order.
+    pub(super) fn change<R, F>(&mut self, work: F) -> AtomicResponse<Self, ApiResult<R>>
+    where
+        R: 'static,
+        F: Future<Output = ApiResult<R>> + 'static,
+    {
+        let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
         AtomicResponse::new(Box::pin(
             async move {
-                let tenant = applications::update_settings(&storage, id, msg.patch, &msg.actor).await?;
-                // Every node drops its copy (this one's listeners run first),
-                // then this node holds the new snapshot before answering.
-                let version = tenant.updated_at.timestamp_micros() as u64;
-                bus.publish(Invalidation::Tenant { application_id: id, version }).await;
-                directory.publish(tenant.clone()).await;
-                Ok(tenant)
+                let result = work.await?;
+                Self::publish_change(&deps, id, &published).await;
+                Ok(result)
             }
             .into_actor(self),
         ))

@@ -1,9 +1,16 @@
-//! Tenancy: an application is the tenant. [`TenantSnapshot`] is the read-only
-//! view of one application that handlers carry; [`actor::TenantActor`] (one
-//! per application, started on demand, stopped when idle) is the single
-//! writer of tenant-wide changes, and publishes the new snapshot.
+//! Tenancy: an application is the tenant. [`TenantSnapshot`] is its
+//! directory entry (settings) that routing attaches to each request. Its
+//! [`actor::TenantActor`] (one per application, started on demand, stopped
+//! when idle) owns the rest of its in-memory state ([`state::TenantState`]:
+//! settings, signing keys, hooks, region pinning), publishes it as an
+//! immutable snapshot, and is the single writer of tenant-wide changes
+//! ([`messages`], handled in [`handlers`]). Handlers reach it through the
+//! [`registry::TenantRegistry`].
 pub mod actor;
+pub mod handlers;
+pub mod messages;
 pub mod registry;
+pub mod state;
 
 use std::sync::Arc;
 

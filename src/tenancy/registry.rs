@@ -1,62 +1,195 @@
-//! The registry of running tenant actors: one per application, started on
-//! first use and removed by the actor itself when it stops for idleness.
+//! The registry of running tenant actors, and the handlers' way in: reads
+//! take the state an actor published (no mailbox hop once it is loaded);
+//! changes are messages to the application's actor. One actor per
+//! application, started on first use, stopped when nobody asked for it for
+//! a while.
 use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{atomic::Ordering, Arc},
+    time::Duration,
 };
 
 use actix::prelude::*;
+use ed25519_compact::{PublicKey, SecretKey};
+use entity::hook;
 use uuid::Uuid;
 
 use super::{
-    actor::{TenantActor, UpdateSettings},
+    actor::{Deps, Handle, Handles, TenantActor},
+    messages::*,
+    state::TenantState,
     Tenant,
 };
 use crate::{
-    audit::Actor as AuditActor,
-    cache::bus::Bus,
+    cache::{
+        bus::{Bus, Invalidation},
+        layer::ReadThrough,
+        redis::SharedRedis,
+    },
+    crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
     region::router::Directory,
-    service::applications::SettingsPatch,
-    storage::Storage,
+    service::{
+        applications::SettingsPatch,
+        hooks::{HookPatch, NewHook},
+    },
+    storage::{Storage, TenantScope},
+    tokens::keys::{SigningKeys, CACHE_SECONDS},
 };
 
 #[derive(Clone)]
 pub struct TenantRegistry {
-    actors: Arc<Mutex<HashMap<Uuid, Addr<TenantActor>>>>,
-    storage: Arc<Storage>,
-    directory: Directory,
-    bus: Bus,
+    handles: Handles,
+    deps: Arc<Deps>,
+}
+
+/// How long a published state is trusted: while the bus delivers other
+/// nodes' changes, a minute (a safety net); without it, a few seconds.
+pub(super) fn fresh_for(deps: &Deps) -> Duration {
+    match deps.bus.connected() {
+        Some(true) => Duration::from_secs(60),
+        _ => Duration::from_secs(5),
+    }
 }
 
 impl TenantRegistry {
-    pub fn new(storage: Arc<Storage>, directory: Directory, bus: Bus) -> Self {
-        Self { actors: Arc::default(), storage, directory, bus }
+    pub fn new(
+        storage: Arc<Storage>,
+        directory: Directory,
+        bus: Bus,
+        keys: SigningKeys,
+        master_key: MasterKey,
+        redis: Option<SharedRedis>,
+    ) -> Self {
+        let ttl = Duration::from_secs(CACHE_SECONDS);
+        let documents = ReadThrough::new("jwks", redis, ttl, ttl);
+        let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents });
+        let registry = Self { handles: Arc::default(), deps };
+        let listener = registry.clone();
+        bus.listen(move |invalidation| listener.invalidated(invalidation));
+        registry
     }
 
-    fn actor(&self, tenant: &Tenant) -> Addr<TenantActor> {
-        let mut actors = self.actors.lock().expect("registry lock");
-        actors
-            .entry(tenant.id)
-            .or_insert_with(|| {
-                let (storage, directory, bus) = (self.storage.clone(), self.directory.clone(), self.bus.clone());
-                TenantActor::new(tenant.id, storage, directory, bus, self.actors.clone()).start()
-            })
-            .clone()
-    }
-
-    /// Changes the application's settings through its actor, so that
-    /// tenant-wide changes happen one at a time.
-    pub async fn update_settings(&self, tenant: &Tenant, patch: SettingsPatch, actor: AuditActor) -> ApiResult<Tenant> {
-        let message = UpdateSettings { patch, actor };
-        match self.actor(tenant).send(message.clone()).await {
-            Ok(result) => result,
-            // The actor stopped for idleness between lookup and send: start a new one.
-            Err(MailboxError::Closed) => {
-                self.actors.lock().expect("registry lock").remove(&tenant.id);
-                self.actor(tenant).send(message).await.map_err(ApiError::internal)?
+    /// Another node changed a tenant (or the bus reconnected): drop the
+    /// stale copies; the next read loads afresh.
+    fn invalidated(&self, invalidation: &Invalidation) {
+        let handles = self.handles.lock().expect("registry lock");
+        match *invalidation {
+            Invalidation::Tenant { application_id, version } => {
+                self.deps.documents.invalidate_local(application_id);
+                if let Some(handle) = handles.get(&application_id) {
+                    if handle.published.load().as_ref().is_some_and(|s| s.version < version) {
+                        handle.published.store(None);
+                    }
+                }
             }
-            Err(err) => Err(ApiError::internal(err)),
+            Invalidation::All => {
+                self.deps.documents.invalidate_all_local();
+                handles.values().for_each(|h| h.published.store(None));
+            }
+            _ => {}
         }
+    }
+
+    fn handle(&self, id: Uuid) -> Handle {
+        let mut handles = self.handles.lock().expect("registry lock");
+        let handle = handles.entry(id).or_insert_with(|| {
+            let published = Arc::default();
+            let last_used = Arc::default();
+            let actor = TenantActor {
+                id,
+                deps: self.deps.clone(),
+                published: Arc::clone(&published),
+                last_used: Arc::clone(&last_used),
+                handles: self.handles.clone(),
+            };
+            Handle { addr: actor.start(), published, last_used }
+        });
+        handle.last_used.store(crate::clock::now().timestamp() as u64, Ordering::Relaxed);
+        handle.clone()
+    }
+
+    async fn send<M, R>(&self, id: Uuid, message: M) -> ApiResult<R>
+    where
+        M: Message<Result = ApiResult<R>> + Send + 'static,
+        R: Send + 'static,
+        TenantActor: Handler<M>,
+    {
+        self.handle(id).addr.send(message).await.map_err(ApiError::internal)?
+    }
+
+    /// The application's state: the published one while fresh, else loaded
+    /// by its actor.
+    pub async fn state(&self, scope: &TenantScope) -> ApiResult<Arc<TenantState>> {
+        let id = scope.tenant().id;
+        let handle = self.handle(id);
+        if let Some(state) = handle.published.load_full().filter(|s| s.is_fresh(fresh_for(&self.deps))) {
+            return Ok(state);
+        }
+        self.send(id, Load { force: false }).await
+    }
+
+    /// The state with a current signing key, created on first use (by the
+    /// system, with its audit row).
+    pub async fn signing_state(&self, scope: &TenantScope) -> ApiResult<Arc<TenantState>> {
+        let state = self.state(scope).await?;
+        if state.keys.current.is_some() {
+            return Ok(state);
+        }
+        self.send(scope.tenant().id, EnsureSigningKey { scope: scope.clone() }).await
+    }
+
+    /// The key that signs the application's tokens now.
+    pub async fn current_signing_key(&self, scope: &TenantScope) -> ApiResult<(Uuid, SecretKey)> {
+        let state = self.signing_state(scope).await?;
+        state.keys.current.clone().ok_or_else(|| ApiError::internal("a signing key was created but cannot be loaded"))
+    }
+
+    /// The public key of `kid`, reloading the set once if it is not known
+    /// (at most once a second, or at once for a `kid` newer than the set).
+    pub async fn public_key(&self, scope: &TenantScope, kid: Uuid) -> ApiResult<Option<PublicKey>> {
+        let state = self.state(scope).await?;
+        if let Some(key) = state.keys.public(kid) {
+            return Ok(Some(*key));
+        }
+        if !state.keys.may_reload_for(kid) {
+            return Ok(None);
+        }
+        let state = self.send(scope.tenant().id, Load { force: true }).await?;
+        Ok(state.keys.public(kid).copied())
+    }
+
+    /// The application's JWKS document: this node's copy, else the one
+    /// another node put in Redis, else rendered from the state.
+    pub async fn jwks(&self, scope: &TenantScope) -> ApiResult<String> {
+        let load = async {
+            let state = self.state(scope).await?;
+            Ok::<_, ApiError>(String::from_utf8_lossy(&state.keys.jwks).into_owned())
+        };
+        self.deps
+            .documents
+            .get_with(scope.tenant().id, load)
+            .await
+            .map_err(|err| ApiError::new(err.code, err.message.clone()))
+    }
+
+    /// Changes the application's settings through its actor.
+    pub async fn update_settings(&self, scope: &TenantScope, patch: SettingsPatch) -> ApiResult<Tenant> {
+        self.send(scope.tenant().id, UpdateSettings { scope: scope.clone(), patch }).await
+    }
+
+    pub async fn rotate_signing_key(&self, scope: &TenantScope) -> ApiResult<Uuid> {
+        self.send(scope.tenant().id, RotateSigningKey { scope: scope.clone() }).await
+    }
+
+    pub async fn create_hook(&self, scope: &TenantScope, new: NewHook, limit: u64) -> ApiResult<(hook::Model, String)> {
+        self.send(scope.tenant().id, CreateHook { scope: scope.clone(), new, limit }).await
+    }
+
+    pub async fn update_hook(&self, scope: &TenantScope, id: Uuid, patch: HookPatch) -> ApiResult<hook::Model> {
+        self.send(scope.tenant().id, UpdateHook { scope: scope.clone(), id, patch }).await
+    }
+
+    pub async fn delete_hook(&self, scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+        self.send(scope.tenant().id, DeleteHook { scope: scope.clone(), id }).await
     }
 }

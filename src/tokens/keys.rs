@@ -1,35 +1,29 @@
 //! Per-application Ed25519 signing keys. The current key signs; keys retired
 //! by a rotation stay published (and accepted) until every token they signed
 //! has expired. Private halves are sealed with the master key and opened
-//! only when a key set is loaded. Key sets are cached per node for a short
-//! while; an unknown `kid` reloads the set, at most once a second per
-//! application, so a flood of made-up `kid`s costs no more than that.
-use std::{sync::Arc, time::Duration};
+//! only when a key set is loaded. The loaded [`KeySet`] is part of the
+//! tenant's state (`tenancy::TenantState`), which its tenant actor owns and
+//! changes: this module loads a set and makes the two changes (the first key,
+//! a rotation), each with its audit row.
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use ed25519_compact::{KeyPair, PublicKey, SecretKey, Seed};
 use entity::signing_key;
-use moka::future::Cache;
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
-    audit::Actor,
-    cache::{
-        bus::{Bus, Invalidation},
-        layer::ReadThrough,
-        redis::SharedRedis,
-    },
     crypto::{master_key::MasterKey, seal},
-    error::{ApiError, ApiResult},
+    error::ApiResult,
     storage::{TenantConn, TenantScope, TenantTxn},
 };
 
-/// How long a node keeps a key set before reading it again.
+/// How long a node trusts a loaded key set when no invalidation can reach
+/// it (without Redis): the part of a retired key's grace that covers it.
 pub const CACHE_SECONDS: u64 = 10;
 const RELOAD_AT_MOST_EVERY: Duration = Duration::from_secs(1);
-
 pub struct PublishedKey {
     pub kid: Uuid,
     pub public: PublicKey,
@@ -54,7 +48,7 @@ impl KeySet {
     /// Whether an unknown `kid` is worth a reload: the set is over a second
     /// old, or the `kid` (a UUIDv7) was made after the set was read and not
     /// in the future, as a key another node just created or rotated in.
-    fn may_reload_for(&self, kid: Uuid) -> bool {
+    pub fn may_reload_for(&self, kid: Uuid) -> bool {
         if self.loaded_at.elapsed() >= RELOAD_AT_MOST_EVERY {
             return true;
         }
@@ -78,90 +72,24 @@ fn render_jwks(published: &[PublishedKey]) -> actix_web::web::Bytes {
     serde_json::to_vec(&json!({ "keys": keys })).expect("a key set serialises").into()
 }
 
+/// Loads key sets and changes them; sealing under the master key.
 #[derive(Clone)]
 pub struct SigningKeys {
-    sets: Cache<Uuid, Arc<KeySet>>,
-    /// The public JWKS documents, shared by nodes through Redis.
-    documents: ReadThrough<String>,
-    bus: Bus,
     master_key: MasterKey,
     /// How long a retired key stays published.
     grace: chrono::Duration,
 }
 
 impl SigningKeys {
-    pub fn new(master_key: MasterKey, access_ttl_seconds: u64, bus: Bus, redis: Option<SharedRedis>) -> Self {
+    pub fn new(master_key: MasterKey, access_ttl_seconds: u64) -> Self {
         let grace = access_ttl_seconds as i64 + CACHE_SECONDS as i64 + super::jwt::LEEWAY_SECONDS;
-        let ttl = Duration::from_secs(CACHE_SECONDS);
-        let keys = Self {
-            sets: Cache::builder().max_capacity(100_000).time_to_live(ttl).build(),
-            documents: ReadThrough::new("jwks", redis, ttl, ttl),
-            bus: bus.clone(),
-            master_key,
-            grace: chrono::Duration::seconds(grace),
-        };
-        let listener = keys.clone();
-        bus.listen(move |invalidation| match *invalidation {
-            Invalidation::Tenant { application_id, .. } => {
-                listener.documents.invalidate_local(application_id);
-                let sets = listener.sets.clone();
-                tokio::spawn(async move { sets.invalidate(&application_id).await });
-            }
-            Invalidation::All => {
-                listener.documents.invalidate_all_local();
-                listener.sets.invalidate_all();
-            }
-            _ => {}
-        });
-        keys
+        Self { master_key, grace: chrono::Duration::seconds(grace) }
     }
 
-    /// The application's JWKS document: this node's copy, else the one
-    /// another node put in Redis, else rendered from the database.
-    pub async fn document(&self, scope: &TenantScope) -> ApiResult<String> {
-        let load = async {
-            let set = self.set(scope).await?;
-            Ok::<_, ApiError>(String::from_utf8_lossy(&set.jwks).into_owned())
-        };
-        self.documents
-            .get_with(scope.tenant().id, load)
-            .await
-            .map_err(|err| ApiError { details: Vec::new(), ..ApiError::new(err.code, err.message.clone()) })
-    }
-
-    /// After a committed change of the key set: this node's copies go at
-    /// once, the shared one too, and the other nodes hear of it on the bus.
-    async fn changed(&self, application_id: Uuid) {
-        self.sets.invalidate(&application_id).await;
-        self.documents.invalidate(application_id).await;
-        let version = crate::clock::now().timestamp_micros() as u64;
-        self.bus.publish(Invalidation::Tenant { application_id, version }).await;
-    }
-
-    pub async fn set(&self, scope: &TenantScope) -> ApiResult<Arc<KeySet>> {
-        self.sets.try_get_with(scope.tenant().id, self.load(scope)).await.map_err(|err| ApiError::from(&*err))
-    }
-
-    /// The public key of `kid`, reloading the set once if it is not known.
-    pub async fn public(&self, scope: &TenantScope, kid: Uuid) -> ApiResult<Option<PublicKey>> {
-        let set = self.set(scope).await?;
-        if let Some(key) = set.public(kid) {
-            return Ok(Some(*key));
-        }
-        if !set.may_reload_for(kid) {
-            return Ok(None);
-        }
-        self.sets.invalidate(&scope.tenant().id).await;
-        Ok(self.set(scope).await?.public(kid).copied())
-    }
-
-    /// The key to sign with, created on first use (with its
-    /// `signing_key.created` audit row, by the system).
-    pub async fn current(&self, scope: &TenantScope) -> ApiResult<(Uuid, SecretKey)> {
-        if let Some(current) = self.set(scope).await?.current.clone() {
-            return Ok(current);
-        }
-        let mut txn = scope.acting_as(Actor::system()).begin().await?;
+    /// Creates the application's first key (with its `signing_key.created`
+    /// row) unless it has one; answers whether it did.
+    pub async fn create_first(&self, scope: &TenantScope) -> ApiResult<bool> {
+        let mut txn = scope.begin().await?;
         // Creations take turns on the chain head; the second finds the first's key.
         txn.lock_tenant().await?;
         let exists = txn
@@ -170,18 +98,13 @@ impl SigningKeys {
             .one(txn.conn())
             .await?
             .is_some();
-        if !exists {
-            let kid = self.insert(&mut txn).await?;
-            txn.audit("signing_key.created", Some(kid), json!({"kid": kid})).await?;
-            txn.commit().await?;
-            self.changed(scope.tenant().id).await;
+        if exists {
+            return Ok(false);
         }
-        self.sets.invalidate(&scope.tenant().id).await;
-        self.set(scope)
-            .await?
-            .current
-            .clone()
-            .ok_or_else(|| ApiError::internal("a signing key was created but cannot be loaded"))
+        let kid = self.insert(&mut txn).await?;
+        txn.audit("signing_key.created", Some(kid), json!({"kid": kid})).await?;
+        txn.commit().await?;
+        Ok(true)
     }
 
     /// Retires the current key and makes a new one current. Rotations of
@@ -203,7 +126,6 @@ impl SigningKeys {
         let previous: Vec<String> = retired.iter().map(|k| k.id.to_string()).collect();
         txn.audit("signing_key.rotated", Some(kid), json!({"kid": kid, "retired": previous})).await?;
         txn.commit().await?;
-        self.changed(scope.tenant().id).await;
         Ok(kid)
     }
 
@@ -224,14 +146,15 @@ impl SigningKeys {
         Ok(id)
     }
 
-    async fn load(&self, scope: &TenantScope) -> Result<Arc<KeySet>, DbErr> {
-        let application_id = scope.tenant().id;
+    /// The current key and the retired keys still within their grace.
+    pub async fn load(&self, db: &impl TenantConn) -> Result<KeySet, DbErr> {
+        let application_id = db.application_id();
         let cutoff: DateTime<Utc> = crate::clock::now() - self.grace;
-        let rows = scope
+        let rows = db
             .find::<signing_key::Entity>()
             .filter(signing_key::Column::RetiredAt.is_null().or(signing_key::Column::RetiredAt.gt(cutoff)))
             .order_by_desc(signing_key::Column::CreatedAt)
-            .all(scope.conn())
+            .all(db.conn())
             .await?;
         let loaded_at_wall = crate::clock::now();
         let mut current = None;
@@ -249,7 +172,7 @@ impl SigningKeys {
             published.push(PublishedKey { kid: row.id, public });
         }
         let jwks = render_jwks(&published);
-        Ok(Arc::new(KeySet { current, published, jwks, loaded_at: std::time::Instant::now(), loaded_at_wall }))
+        Ok(KeySet { current, published, jwks, loaded_at: std::time::Instant::now(), loaded_at_wall })
     }
 }
 

@@ -1,5 +1,6 @@
 //! End-user access tokens: EdDSA JWTs ([`jwt`]) signed with per-application
-//! keys ([`keys`]), and the issuer each application's tokens carry.
+//! keys ([`keys`], held in each tenant's state), and the issuer each
+//! application's tokens carry.
 pub mod jwt;
 pub mod keys;
 
@@ -12,12 +13,11 @@ pub fn issuer(public_url: &str, application_id: Uuid) -> String {
 
 use entity::session;
 
-use crate::{error::ApiResult, storage::TenantScope};
+use crate::error::{ApiError, ApiResult};
 
 /// Issues and verifies one node's access tokens.
 #[derive(Clone)]
 pub struct AccessTokens {
-    pub keys: keys::SigningKeys,
     public_url: String,
     ttl_seconds: i64,
 }
@@ -60,36 +60,33 @@ pub struct Issued {
 }
 
 impl AccessTokens {
-    pub fn new(keys: keys::SigningKeys, public_url: String, ttl_seconds: u64) -> Self {
-        Self { keys, public_url, ttl_seconds: ttl_seconds as i64 }
+    pub fn new(public_url: String, ttl_seconds: u64) -> Self {
+        Self { public_url, ttl_seconds: ttl_seconds as i64 }
     }
 
     pub fn issuer(&self, application_id: Uuid) -> String {
         issuer(&self.public_url, application_id)
     }
 
-    /// What signs the application's tokens, its key created on first use.
-    /// Get it before a request commits anything: nothing that can fail is
-    /// left for after the commit.
-    pub async fn signer(&self, scope: &TenantScope) -> ApiResult<Signer> {
-        let application_id = scope.tenant().id;
-        let (kid, key) = self.keys.current(scope).await?;
+    /// What signs the application's tokens: its current key. Get it before a
+    /// request commits anything: nothing that can fail is left for after the
+    /// commit.
+    pub fn signer(&self, application_id: Uuid, keys: &keys::KeySet) -> ApiResult<Signer> {
+        let (kid, key) =
+            keys.current.clone().ok_or_else(|| ApiError::internal("the application has no signing key"))?;
         Ok(Signer { kid, key, issuer: self.issuer(application_id), ttl_seconds: self.ttl_seconds })
     }
 
-    /// The claims of a valid token of this application, or why not.
-    pub async fn verify(&self, scope: &TenantScope, token: &str) -> ApiResult<Result<jwt::Claims, jwt::Rejection>> {
-        let application_id = scope.tenant().id;
-        let parsed = match jwt::parse(token) {
-            Ok(parsed) => parsed,
-            Err(rejection) => return Ok(Err(rejection)),
-        };
-        let Some(key) = self.keys.public(scope, parsed.kid).await? else {
-            return Ok(Err(jwt::Rejection::UnknownKey));
-        };
+    /// The claims of a token of this application signed by `key`, or why not.
+    pub fn check(
+        &self,
+        application_id: Uuid,
+        parsed: jwt::Unverified<'_>,
+        key: &ed25519_compact::PublicKey,
+    ) -> Result<jwt::Claims, jwt::Rejection> {
         let issuer = self.issuer(application_id);
         let audience = application_id.to_string();
         let expected = jwt::Expected { issuer: &issuer, audience: &audience, now: crate::clock::now().timestamp() };
-        Ok(parsed.verify(&key, &expected))
+        parsed.verify(key, &expected)
     }
 }

@@ -220,7 +220,7 @@ async fn signed_by_app(app: &TestApp, claims: &Value) -> String {
     let id: Uuid = app.caller.application_id.parse().unwrap();
     let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
     let scope = gatehouse::auth::public_scope(&app.state, tenant).unwrap();
-    let (kid, key) = app.state.tokens.keys.current(&scope).await.unwrap();
+    let (kid, key) = app.state.tenants.current_signing_key(&scope).await.unwrap();
     let claims: gatehouse::tokens::jwt::Claims = serde_json::from_value(claims.clone()).unwrap();
     gatehouse::tokens::jwt::sign(&claims, kid, &key)
 }
@@ -547,7 +547,7 @@ async fn signed_raw(app: &TestApp, header: &str, payload: &str) -> String {
     let id: Uuid = app.caller.application_id.parse().unwrap();
     let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
     let scope = gatehouse::auth::public_scope(&app.state, tenant).unwrap();
-    let (_, key) = app.state.tokens.keys.current(&scope).await.unwrap();
+    let (_, key) = app.state.tenants.current_signing_key(&scope).await.unwrap();
     let input = format!("{}.{}", URL_SAFE_NO_PAD.encode(header), URL_SAFE_NO_PAD.encode(payload));
     let signature = key.sign(input.as_bytes(), None);
     format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))

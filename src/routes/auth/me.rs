@@ -62,7 +62,7 @@ pub async fn activate(
     let organization_id = path_id("Organization", &path)?;
     body.no_fields().await?;
     let (session, access) =
-        auth::activate_organization(&user.scope, &state.tokens, user.session, organization_id).await?;
+        auth::activate_organization(&user.scope, &state.issuer(), user.session, organization_id).await?;
     Ok(envelope::ok(ActivatedView {
         session: (&session).into(),
         access_token: access.token,

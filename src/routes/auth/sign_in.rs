@@ -78,10 +78,9 @@ pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     let profile = users::profile(&scope, &mut issues, request.profile).await?;
     issues.finish()?;
     let caller = hooks::Caller { master_key: &state.master_key, clients: &state.webhooks };
-    let hook_list = hooks::all(&scope).await?;
     let new = NewSignUp { email, password: request.password, profile };
     let (signer, user, opened) =
-        auth::sign_up(&scope, &state.tokens, &state.passwords, &caller, &hook_list, new, session_ttl(&state)).await?;
+        auth::sign_up(&scope, &state.issuer(), &state.passwords, &caller, new, session_ttl(&state)).await?;
     Ok(envelope::created(signed_in(&signer, &user, opened)))
 }
 
@@ -110,7 +109,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     }
     limit(&state, &req, format!("sign_in:email:{application_id}:{email}"), limits.sign_in_per_email_per_minute).await?;
     let (signer, user, opened) =
-        auth::sign_in(&scope, &state.tokens, &state.passwords, &email, request.password, session_ttl(&state)).await?;
+        auth::sign_in(&scope, &state.issuer(), &state.passwords, &email, request.password, session_ttl(&state)).await?;
     Ok(envelope::ok(signed_in(&signer, &user, opened)))
 }
 
@@ -136,7 +135,7 @@ pub struct RefreshedView {
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: RefreshRequest = body.json().await?;
-    let (opened, access) = auth::refresh(&scope, &state.tokens, &state.rotations, &request.refresh_token).await?;
+    let (opened, access) = auth::refresh(&scope, &state.issuer(), &state.rotations, &request.refresh_token).await?;
     Ok(envelope::ok(RefreshedView {
         session: (&opened.session).into(),
         access_token: access.token,

@@ -1,0 +1,112 @@
+//! How a tenant actor handles each message.
+use std::sync::Arc;
+
+use actix::prelude::*;
+use entity::hook;
+use uuid::Uuid;
+
+use super::{
+    actor::TenantActor,
+    messages::*,
+    state::{version_now, TenantState},
+    Tenant,
+};
+use crate::{error::ApiResult, service::applications};
+
+impl Handler<Load> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<Arc<TenantState>>>;
+
+    fn handle(&mut self, msg: Load, _: &mut Context<Self>) -> Self::Result {
+        let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
+        AtomicResponse::new(Box::pin(
+            async move {
+                // A load queued behind another may find its work done.
+                if let Some(state) =
+                    published.load_full().filter(|s| !msg.force && s.is_fresh(super::registry::fresh_for(&deps)))
+                {
+                    return Ok(state);
+                }
+                let state = Arc::new(TenantActor::load(&deps, id, version_now()).await?);
+                published.store(Some(state.clone()));
+                Ok(state)
+            }
+            .into_actor(self),
+        ))
+    }
+}
+
+impl Handler<UpdateSettings> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<Tenant>>;
+
+    fn handle(&mut self, msg: UpdateSettings, _: &mut Context<Self>) -> Self::Result {
+        let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
+        AtomicResponse::new(Box::pin(
+            async move {
+                let tenant = applications::update_settings(&deps.storage, id, msg.patch, msg.scope.actor()).await?;
+                TenantActor::publish_change(&deps, id, &published).await;
+                // After the bus message (which drops every node's entry, this one's too).
+                deps.directory.publish(tenant.clone()).await;
+                Ok(tenant)
+            }
+            .into_actor(self),
+        ))
+    }
+}
+
+impl Handler<EnsureSigningKey> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<Arc<TenantState>>>;
+
+    fn handle(&mut self, msg: EnsureSigningKey, _: &mut Context<Self>) -> Self::Result {
+        let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
+        AtomicResponse::new(Box::pin(
+            async move {
+                if let Some(state) = published.load_full().filter(|s| s.keys.current.is_some()) {
+                    return Ok(state);
+                }
+                let system = msg.scope.acting_as(crate::audit::Actor::system());
+                deps.keys.create_first(&system).await?;
+                match TenantActor::publish_change(&deps, id, &published).await {
+                    Some(state) => Ok(state),
+                    None => Ok(Arc::new(TenantActor::load(&deps, id, version_now()).await?)),
+                }
+            }
+            .into_actor(self),
+        ))
+    }
+}
+
+impl Handler<RotateSigningKey> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<Uuid>>;
+
+    fn handle(&mut self, msg: RotateSigningKey, _: &mut Context<Self>) -> Self::Result {
+        let keys = self.deps.keys.clone();
+        self.change(async move { keys.rotate(&msg.scope).await })
+    }
+}
+
+impl Handler<CreateHook> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<(hook::Model, String)>>;
+
+    fn handle(&mut self, msg: CreateHook, _: &mut Context<Self>) -> Self::Result {
+        let deps = self.deps.clone();
+        self.change(
+            async move { crate::service::hooks::create(&msg.scope, &deps.master_key, msg.new, msg.limit).await },
+        )
+    }
+}
+
+impl Handler<UpdateHook> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<hook::Model>>;
+
+    fn handle(&mut self, msg: UpdateHook, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { crate::service::hooks::update(&msg.scope, msg.id, msg.patch).await })
+    }
+}
+
+impl Handler<DeleteHook> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<()>>;
+
+    fn handle(&mut self, msg: DeleteHook, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { crate::service::hooks::delete(&msg.scope, msg.id).await })
+    }
+}

@@ -1,0 +1,51 @@
+//! What a tenant actor owns: the application's state, published as an
+//! immutable snapshot that handlers read without a mailbox hop.
+use std::{
+    sync::Arc,
+    time::{Duration, Instant},
+};
+
+use entity::hook;
+
+use super::Tenant;
+use crate::{region::Region, tokens::keys::KeySet};
+
+/// Where the application's data lives. A region move (the residency issue)
+/// adds `Moving { from, to, step }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pinning {
+    Pinned(Region),
+}
+
+/// One application's state, as loaded by its actor after its last change.
+pub struct TenantState {
+    /// When this node loaded it (microseconds since the epoch): an
+    /// invalidation with a newer version makes it stale.
+    pub version: u64,
+    /// Settings and CORS origins (the directory entry).
+    pub settings: Tenant,
+    /// The signing keys: the current one and those still published.
+    pub keys: Arc<KeySet>,
+    /// Every hook, in the order they run.
+    pub hooks: Arc<[hook::Model]>,
+    pub pinning: Pinning,
+    loaded_at: Instant,
+}
+
+impl TenantState {
+    pub fn new(version: u64, settings: Tenant, keys: KeySet, hooks: Vec<hook::Model>) -> Self {
+        let pinning = Pinning::Pinned(settings.region);
+        TenantState { version, settings, keys: Arc::new(keys), hooks: hooks.into(), pinning, loaded_at: Instant::now() }
+    }
+
+    /// Trusted for `ttl` after loading (long while invalidations arrive on
+    /// the bus, short without them).
+    pub fn is_fresh(&self, ttl: Duration) -> bool {
+        self.loaded_at.elapsed() < ttl
+    }
+}
+
+/// A version for a state loaded or changed now.
+pub fn version_now() -> u64 {
+    crate::clock::now().timestamp_micros() as u64
+}
