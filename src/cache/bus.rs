@@ -165,6 +165,11 @@ async fn subscribe_forever(inner: Weak<Inner>, client: redis::Client) {
             Ok((sink, stream)) => {
                 let Some(bus) = inner.upgrade() else { return };
                 bus.set_connected(true);
+                // Redis answers again: this node's other uses need not wait
+                // out the rest of the breaker's 5 s (publishes among them).
+                if let Some(redis) = &bus.redis {
+                    redis.recovered();
+                }
                 if lost {
                     tracing::info!("invalidation bus subscribed again; dropping every local copy");
                     bus.notify(&Invalidation::All);

@@ -41,6 +41,12 @@ impl SharedRedis {
         self.down_until.lock().expect("breaker lock").is_some_and(|until| Instant::now() < until)
     }
 
+    /// Closes the breaker: something else (the bus's subscription) found
+    /// Redis answering again.
+    pub fn recovered(&self) {
+        *self.down_until.lock().expect("breaker lock") = None;
+    }
+
     /// Runs `f` on a multiplexed connection within 100 ms; `None` (and the
     /// breaker opens for 5 s) when Redis does not answer or errors. `what`
     /// names the caller in the log.
