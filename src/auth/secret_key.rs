@@ -122,12 +122,13 @@ impl KeyCache {
             by_id: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
             refusals: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
         };
-        let listener = cache.clone();
+        // The listener holds the caches, not the cache (which holds the bus).
+        let (by_secret, by_id) = (cache.by_secret.clone(), cache.by_id.clone());
         bus.listen(move |invalidation| match *invalidation {
-            Invalidation::ApiKey { application_id, key_id } => listener.forget_local(application_id, key_id),
+            Invalidation::ApiKey { application_id, key_id } => forget(&by_secret, &by_id, application_id, key_id),
             Invalidation::All => {
-                listener.by_secret.invalidate_all();
-                listener.by_id.invalidate_all();
+                by_secret.invalidate_all();
+                by_id.invalidate_all();
             }
             _ => {}
         });
@@ -173,18 +174,24 @@ impl KeyCache {
     /// Forgets a changed key (a revocation) at once on this node, and on
     /// the others through the bus.
     pub async fn forget(&self, key: &api_key::Model) {
-        self.forget_local(key.application_id, key.id);
+        forget(&self.by_secret, &self.by_id, key.application_id, key.id);
         self.bus.publish(Invalidation::ApiKey { application_id: key.application_id, key_id: key.id }).await;
     }
+}
 
-    fn forget_local(&self, application_id: Uuid, key_id: Uuid) {
-        let _ = self.by_secret.invalidate_entries_if(move |(app, _), cached| {
-            *app == application_id && cached.as_ref().is_some_and(|k| k.id == key_id)
-        });
-        let by_id = self.by_id.clone();
-        // Not awaited: listeners are synchronous; the entry is gone within the task's first poll.
-        tokio::spawn(async move { by_id.invalidate(&(application_id, key_id)).await });
-    }
+/// Drops a key's cached records on this node.
+fn forget(
+    by_secret: &Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
+    by_id: &Cache<(Uuid, Uuid), Arc<api_key::Model>>,
+    application_id: Uuid,
+    key_id: Uuid,
+) {
+    let _ = by_secret.invalidate_entries_if(move |(app, _), cached| {
+        *app == application_id && cached.as_ref().is_some_and(|k| k.id == key_id)
+    });
+    let by_id = by_id.clone();
+    // Not awaited: listeners are synchronous; the entry is gone within the task's first poll.
+    tokio::spawn(async move { by_id.invalidate(&(application_id, key_id)).await });
 }
 
 /// Why a key record could not be loaded.

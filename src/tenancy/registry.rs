@@ -64,8 +64,13 @@ impl TenantRegistry {
         let documents = ReadThrough::new("jwks", redis, ttl, ttl);
         let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents });
         let registry = Self { handles: Arc::default(), deps };
-        let listener = registry.clone();
-        bus.listen(move |invalidation| listener.invalidated(invalidation));
+        // Weak: the bus outlives nothing it holds (the deps hold the bus).
+        let (handles, deps) = (Arc::downgrade(&registry.handles), Arc::downgrade(&registry.deps));
+        bus.listen(move |invalidation| {
+            if let (Some(handles), Some(deps)) = (handles.upgrade(), deps.upgrade()) {
+                TenantRegistry { handles, deps }.invalidated(invalidation);
+            }
+        });
         registry
     }
 
