@@ -33,6 +33,17 @@ async fn second_node(a: &TestApp) -> (String, web::Data<AppState>) {
     (address, state)
 }
 
+/// B records a key's first use in the background; with two nodes on one
+/// SQLite file (a test-only setup) that write must be done before A writes.
+async fn wait_for_first_use(a: &TestApp, key_id: &str) {
+    for _ in 0..200 {
+        if a.get(&format!("/v1/api-keys/{key_id}")).await.data()["last_used_at"].is_string() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
 /// How long until `check` holds, polling every 5 ms; panics after 5 s.
 async fn time_until<F: std::future::Future<Output = bool>>(mut check: impl FnMut() -> F) -> Duration {
     let started = Instant::now();
@@ -88,6 +99,7 @@ async fn a_revocation_and_a_settings_change_reach_the_other_node_in_milliseconds
     assert_eq!(a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status, 200);
     let listed = a.get("/v1/api-keys").await;
     let id = listed.data()[0]["id"].as_str().unwrap().to_string();
+    wait_for_first_use(&a, &id).await;
     assert_eq!(a.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await.status, 200);
     let revoked =
         time_until(|| async { a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status == 401 });
@@ -106,7 +118,9 @@ async fn a_revocation_and_a_settings_change_reach_the_other_node_in_milliseconds
     assert_eq!(a.patch(&format!("/v1/applications/{app}"), &json!({"allowed_origins": [origin]})).await.status, 200);
     let allowed = time_until(|| async { preflight(origin).await.unwrap().status().is_success() }).await;
     eprintln!("revocation seen after {revoked:?}, settings change after {allowed:?}");
-    assert!(revoked < Duration::from_millis(200) && allowed < Duration::from_millis(200));
+    // Well under the fallback TTLs (1 s for keys, 5 s for settings): the bus
+    // carried them. (Alone they take 1 to 15 ms; the limit allows a loaded CI.)
+    assert!(revoked < Duration::from_millis(500) && allowed < Duration::from_millis(500));
 }
 
 #[actix_web::test]
@@ -192,12 +206,20 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
             assert_eq!(a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status, 200);
             let keys = a.get("/v1/api-keys?limit=1").await;
             let id = keys.data()[0]["id"].as_str().unwrap().to_string();
+            wait_for_first_use(a, &id).await;
             assert_eq!(a.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await.status, 200);
-            time_until(|| async { a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status == 401 }).await
+            let seen =
+                time_until(|| async { a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status == 401 })
+                    .await;
+            // B records the refused use in the background (one SQLite file: let it finish first).
+            let refusals = format!("/v1/audit-logs?type=api_key.use_refused&aggregate_id={id}");
+            time_until(|| async { !a.get(&refusals).await.data().as_array().unwrap().is_empty() }).await;
+            seen
         }
     };
+    // Under the 1 s fallback TTL by a margin: the bus carried it (alone it takes milliseconds).
     let before = revoke_seen_by_b(a.key_with_scopes(json!([])).await).await;
-    assert!(before < Duration::from_millis(200), "{before:?}");
+    assert!(before < Duration::from_millis(500), "{before:?}");
 
     // Redis stops: both nodes say degraded, and a revocation still holds
     // everywhere within the fallback TTL (1 s for secret keys).
@@ -206,7 +228,7 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
     time_until(|| async { b_state.bus.connected() == Some(false) }).await;
     let victim = a.key_with_scopes(json!([])).await;
     let during = revoke_seen_by_b(victim).await;
-    assert!(during < Duration::from_millis(1500), "{during:?}");
+    assert!(during < Duration::from_millis(2500), "{during:?}");
 
     // Redis is back: the nodes resubscribe by themselves and the bus is fast again.
     assert!(redis.resume());
@@ -216,5 +238,5 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
     eprintln!(
         "revocation seen by the other node: {before:?} with Redis, {during:?} without, {after:?} after it came back"
     );
-    assert!(after < Duration::from_millis(200), "{after:?}");
+    assert!(after < Duration::from_millis(500), "{after:?}");
 }
