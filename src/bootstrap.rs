@@ -22,7 +22,8 @@ pub struct BootstrapRequest {
     pub allowed_origins: Vec<String>,
 }
 
-#[derive(Debug, Serialize)]
+/// Printed once as JSON by `bootstrap`; no `Debug`, which could log the key.
+#[derive(Serialize)]
 pub struct Bootstrapped {
     pub account_id: Uuid,
     pub application_id: Uuid,

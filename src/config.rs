@@ -65,12 +65,19 @@ pub struct PeerSettings {
     pub ap: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Default, Deserialize)]
 pub struct CacheSettings {
     pub redis_url: Option<String>,
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
+/// A Redis URL may carry a password: `Debug` shows whether one is set.
+impl std::fmt::Debug for CacheSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CacheSettings").field("redis_url", &self.redis_url.as_ref().map(|_| "[redacted]")).finish()
+    }
+}
+
+#[derive(Clone, Default, Deserialize)]
 pub struct SecuritySettings {
     /// Base64 of 32 bytes. Unset: a generated `{data_dir}/master.key`.
     pub master_key: Option<String>,
@@ -78,6 +85,17 @@ pub struct SecuritySettings {
     pub password_hash_concurrency: usize,
     /// Password hashes that may wait for a core; past that, 503 at once.
     pub password_hash_queue: usize,
+}
+
+/// The master key never reaches a log line through `Debug`.
+impl std::fmt::Debug for SecuritySettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SecuritySettings")
+            .field("master_key", &self.master_key.as_ref().map(|_| "[redacted]"))
+            .field("password_hash_concurrency", &self.password_hash_concurrency)
+            .field("password_hash_queue", &self.password_hash_queue)
+            .finish()
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]

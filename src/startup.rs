@@ -82,10 +82,10 @@ impl Application {
         let master_key =
             MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)?;
         let storage = Arc::new(open_storage(&settings).await?);
-        let directory = Directory::start(storage.catalog.clone());
         let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
         let shared = redis.clone().map(SharedRedis::new);
         let bus = shared.clone().map(Bus::start).unwrap_or_else(Bus::local);
+        let directory = Directory::start(storage.catalog.clone(), shared.clone());
         directory.listen(&bus);
         let rotations =
             Rotations::start(&storage, chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));

@@ -68,6 +68,16 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         self.local.invalidate(&key);
     }
 
+    /// The writer's path when it has the new value: Redis and this node
+    /// hold it at once (other nodes drop theirs on the bus message that
+    /// follows, and read this one).
+    pub async fn put(&self, key: Uuid, value: V) {
+        if let Some(redis) = &self.redis {
+            self.write_shared(redis, self.shared_key(key), &value).await;
+        }
+        self.local.insert(key, Arc::new(OnceCell::new_with(Some(value))));
+    }
+
     /// On a bus message: another node already dropped the shared copy.
     pub fn invalidate_local(&self, key: Uuid) {
         self.local.invalidate(&key);

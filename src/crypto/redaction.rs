@@ -139,3 +139,15 @@ fn the_master_key_prints_its_id_only() {
         assert!(!rendered.contains(base64), "{rendered}");
     }
 }
+
+#[test]
+fn settings_print_no_master_key_and_no_redis_password() {
+    let settings = crate::config::Settings::load(None).unwrap();
+    let mut settings = settings;
+    settings.security.master_key = Some("U1NTU1NTU1NTU1NTU1NTU1NTU1NTU1NTU1NTU1NTU1M=".into());
+    settings.cache.redis_url = Some("redis://:hunter2-SECRET@127.0.0.1:6379".into());
+    for rendered in [format!("{settings:?}"), format!("{settings:#?}")] {
+        assert!(!rendered.contains("U1NTU1NT") && !rendered.contains("SECRET"), "{rendered}");
+        assert!(rendered.contains("password_hash_queue"), "the rest still prints: {rendered}");
+    }
+}

@@ -88,7 +88,7 @@ pub struct FieldIssue {
     pub issue: String,
 }
 
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ApiError {
     pub code: Code,
     pub message: String,
@@ -132,6 +132,19 @@ impl ApiError {
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
         Self::new(Code::Internal, "An internal error occurred.")
+    }
+
+    /// [`Self::internal`] for an error with sources: the log line carries
+    /// the whole chain (`outer: inner: root`), not only the outer message.
+    pub fn internal_error(err: &(dyn std::error::Error + 'static)) -> Self {
+        let mut chain = err.to_string();
+        let mut source = err.source();
+        while let Some(cause) = source {
+            chain.push_str(": ");
+            chain.push_str(&cause.to_string());
+            source = cause.source();
+        }
+        Self::internal(chain)
     }
 
     /// For a write whose unique index stands for a rule: a violation is the
@@ -192,7 +205,7 @@ impl From<&sea_orm::DbErr> for ApiError {
                 ApiError::new(Code::Conflict, "The resource conflicts with an existing one.")
             }
             _ if is_busy(err) => ApiError::unavailable("The database is busy; try again shortly."),
-            _ => ApiError::internal(err),
+            _ => ApiError::internal_error(err),
         }
     }
 }

@@ -1,25 +1,33 @@
-//! The RegionRouter actor: owner of the application directory. It loads
-//! entries from the catalog and publishes them into a bounded cache that
-//! request handlers read directly; only the router writes that cache.
-use std::{sync::Arc, time::Duration};
+//! The RegionRouter actor: owner of the application directory. Its entries
+//! are read through the cache layer (this node's copy, then the one in
+//! Redis that any node loaded, then the catalog, which only the router
+//! reads); a changed entry is published by the router, and every node drops
+//! its copy when the bus says an application changed.
+use std::time::Duration;
 
 use actix::prelude::*;
-use moka::sync::Cache;
 use sea_orm::DbErr;
 use uuid::Uuid;
 
 use crate::{
-    cache::bus::{Bus, Invalidation},
+    cache::{
+        bus::{Bus, Invalidation},
+        layer::ReadThrough,
+        redis::SharedRedis,
+    },
     error::{ApiError, ApiResult},
     storage::{catalog, Db},
     tenancy::{Tenant, TenantSnapshot},
 };
 
-/// How long a directory entry is trusted before the catalog is read again:
-/// the bound on how stale another node's view of a change can be.
+/// How long a node trusts its own copy of an entry when no invalidation can
+/// reach it (without Redis): the bound on how stale another node's view of
+/// a change can be then.
 const ENTRY_TTL: Duration = Duration::from_secs(5);
+/// The copy in Redis; a change replaces it at once.
+const SHARED_TTL: Duration = Duration::from_secs(60);
 
-type Entries = Cache<Uuid, Option<Tenant>>;
+type Entries = ReadThrough<Option<Tenant>>;
 
 pub struct RegionRouter {
     catalog: Db,
@@ -42,24 +50,22 @@ impl Handler<Load> for RegionRouter {
     type Result = ResponseFuture<Result<Option<Tenant>, DbErr>>;
 
     fn handle(&mut self, Load(id): Load, _: &mut Context<Self>) -> Self::Result {
-        let (catalog, entries) = (self.catalog.clone(), self.entries.clone());
+        let catalog = self.catalog.clone();
         Box::pin(async move {
-            let row = catalog::find_application(&catalog, id).await?;
-            let entry = match row {
-                Some(row) => Some(Arc::new(TenantSnapshot::from_model(row).map_err(DbErr::Custom)?)),
-                None => None,
-            };
-            entries.insert(id, entry.clone());
-            Ok(entry)
+            match catalog::find_application(&catalog, id).await? {
+                Some(row) => Ok(Some(TenantSnapshot::from_model(row).map_err(DbErr::Custom)?.into())),
+                None => Ok(None),
+            }
         })
     }
 }
 
 impl Handler<Publish> for RegionRouter {
-    type Result = ();
+    type Result = ResponseFuture<()>;
 
-    fn handle(&mut self, Publish(tenant): Publish, _: &mut Context<Self>) {
-        self.entries.insert(tenant.id, Some(tenant));
+    fn handle(&mut self, Publish(tenant): Publish, _: &mut Context<Self>) -> Self::Result {
+        let entries = self.entries.clone();
+        Box::pin(async move { entries.put(tenant.id, Some(tenant)).await })
     }
 }
 
@@ -72,18 +78,22 @@ pub struct Directory {
 
 impl Directory {
     /// Starts the router on the current arbiter and returns its handle.
-    pub fn start(catalog: Db) -> Directory {
-        let entries: Entries = Cache::builder().max_capacity(100_000).time_to_live(ENTRY_TTL).build();
+    pub fn start(catalog: Db, redis: Option<SharedRedis>) -> Directory {
+        let entries = ReadThrough::new("directory", redis, ENTRY_TTL, SHARED_TTL);
         let router = RegionRouter { catalog, entries: entries.clone() }.start();
         Directory { entries, router }
     }
 
-    /// The application `id`, from the cache or (once) from the catalog.
+    /// The application `id`: this node's copy, Redis's, or (once, however
+    /// many ask at the same moment) the catalog's.
     pub async fn resolve(&self, id: Uuid) -> ApiResult<Option<Tenant>> {
-        if let Some(entry) = self.entries.get(&id) {
-            return Ok(entry);
-        }
-        self.router.send(Load(id)).await.map_err(ApiError::internal)?.map_err(ApiError::from)
+        let load = async {
+            match self.router.send(Load(id)).await {
+                Ok(loaded) => loaded.map_err(|err| ApiError::from(&err)),
+                Err(err) => Err(ApiError::internal(err)),
+            }
+        };
+        self.entries.get_with(id, load).await.map_err(|err| (*err).clone())
     }
 
     /// Drops entries another node changed (and all of them after the bus
@@ -91,16 +101,17 @@ impl Directory {
     pub fn listen(&self, bus: &Bus) {
         let entries = self.entries.clone();
         bus.listen(move |invalidation| match *invalidation {
-            Invalidation::Tenant { application_id, .. } => entries.invalidate(&application_id),
-            Invalidation::All => entries.invalidate_all(),
+            Invalidation::Tenant { application_id, .. } => entries.invalidate_local(application_id),
+            Invalidation::All => entries.invalidate_all_local(),
             _ => {}
         });
     }
 
-    /// Publishes a changed application; done before the change is answered.
+    /// Publishes a changed application (here and in Redis); done before the
+    /// change's bus message and its answer.
     pub async fn publish(&self, tenant: Tenant) {
         if self.router.send(Publish(tenant.clone())).await.is_err() {
-            self.entries.insert(tenant.id, Some(tenant));
+            self.entries.put(tenant.id, Some(tenant)).await;
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::{
     },
     service::{
         api_keys::{self, Issued, NewApiKey},
-        user_api_keys,
+        personal_keys,
     },
     state::AppState,
 };
@@ -185,11 +185,11 @@ pub struct VerifiedKeyView {
 pub async fn verify_api_key(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: VerifyApiKeyRequest = body.json().await?;
     let live = key.tenant().environment.is_live();
-    let found = user_api_keys::verify(&key.scope, live, &request.secret).await?;
+    let found = personal_keys::verify(&key.scope, live, &request.secret).await?;
     if let Some(found) = &found {
         let (scope, found) = (key.scope.clone(), found.clone());
         actix_web::rt::spawn(async move {
-            if let Err(err) = user_api_keys::touch_if_due(&scope, &found).await {
+            if let Err(err) = personal_keys::touch_if_due(&scope, &found).await {
                 tracing::warn!(error = %err, "could not record a personal key's last use");
             }
         });

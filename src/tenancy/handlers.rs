@@ -43,9 +43,9 @@ impl Handler<UpdateSettings> for TenantActor {
         AtomicResponse::new(Box::pin(
             async move {
                 let tenant = applications::update_settings(&deps.storage, id, msg.patch, msg.scope.actor()).await?;
-                TenantActor::publish_change(&deps, id, &published).await;
-                // After the bus message (which drops every node's entry, this one's too).
+                // Before the bus message, so the nodes that drop their copy read this one.
                 deps.directory.publish(tenant.clone()).await;
+                TenantActor::publish_change(&deps, id, &published).await;
                 Ok(tenant)
             }
             .into_actor(self),

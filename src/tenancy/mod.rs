@@ -49,7 +49,9 @@ impl Environment {
     }
 }
 
-#[derive(Clone, Debug)]
+/// Serialised only into the shared cache (Redis): application settings, no
+/// end-user data.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct TenantSnapshot {
     pub id: Uuid,
     pub account_id: Uuid,

@@ -170,11 +170,7 @@ impl TenantRegistry {
             let state = self.state(scope).await?;
             Ok::<_, ApiError>(String::from_utf8_lossy(&state.keys.jwks).into_owned())
         };
-        self.deps
-            .documents
-            .get_with(scope.tenant().id, load)
-            .await
-            .map_err(|err| ApiError::new(err.code, err.message.clone()))
+        self.deps.documents.get_with(scope.tenant().id, load).await.map_err(|err| (*err).clone())
     }
 
     /// Changes the application's settings through its actor.

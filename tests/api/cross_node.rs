@@ -124,7 +124,7 @@ async fn a_revocation_and_a_settings_change_reach_the_other_node_in_milliseconds
 }
 
 #[actix_web::test]
-async fn a_cold_node_serves_the_jwks_from_redis_without_its_database() {
+async fn a_cold_node_routes_and_serves_the_jwks_from_redis_without_its_databases() {
     if !with_redis() {
         return;
     }
@@ -134,8 +134,10 @@ async fn a_cold_node_serves_the_jwks_from_redis_without_its_database() {
     let kid = rotated.data()["kid"].as_str().unwrap().to_string();
     assert!(jwks_kids(&a.client, &a.address, &id).await.contains(&kid), "A loaded it into Redis");
     let (b, b_state) = second_node(&a).await;
-    // B cannot reach its regional database at all: only Redis can answer.
+    // B reaches neither the catalog (the directory) nor its regional
+    // database (the keys): only Redis can answer.
     b_state.storage.shard(Region::Us).unwrap().conn.clone().close().await.unwrap();
+    b_state.storage.catalog.conn.clone().close().await.unwrap();
     assert!(jwks_kids(&a.client, &b, &id).await.contains(&kid));
 }
 

@@ -12,7 +12,7 @@ use crate::{
         query::{ListQuery, Query},
     },
     routes::api_keys::ApiKeyView,
-    service::{api_keys::NewApiKey, user_api_keys},
+    service::{api_keys::NewApiKey, personal_keys},
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -39,7 +39,7 @@ pub async fn create_personal_key(user: EndUser, body: Body) -> ApiResult<HttpRes
     let request: CreatePersonalKeyRequest = body.json().await?;
     let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
     let live = user.tenant().environment.is_live();
-    let (key, secret) = user_api_keys::create(&user.scope, user.claims.sub, live, &new).await?;
+    let (key, secret) = personal_keys::create(&user.scope, user.claims.sub, live, &new).await?;
     Ok(envelope::created(IssuedPersonalKeyView { key: (&key).into(), secret }))
 }
 
@@ -48,7 +48,7 @@ pub async fn create_personal_key(user: EndUser, body: Body) -> ApiResult<HttpRes
     responses((status = 200, body = [ApiKeyView]), (status = 401)), security(("access_token" = [])))]
 pub async fn list_personal_keys(user: EndUser, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.0.page()?;
-    let (keys, has_more) = user_api_keys::list(&user.scope, user.claims.sub, page).await?;
+    let (keys, has_more) = personal_keys::list(&user.scope, user.claims.sub, page).await?;
     Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more))
 }
 
@@ -58,6 +58,6 @@ pub async fn list_personal_keys(user: EndUser, query: Query<ListQuery>) -> ApiRe
 pub async fn revoke_personal_key(user: EndUser, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("API key", &path)?;
     body.no_fields().await?;
-    let key = user_api_keys::revoke(&user.scope, user.claims.sub, id).await?;
+    let key = personal_keys::revoke(&user.scope, user.claims.sub, id).await?;
     Ok(envelope::ok(ApiKeyView::from(&key)))
 }
