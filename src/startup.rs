@@ -81,6 +81,8 @@ impl Application {
         settings.server.listen = address.to_string();
         let master_key =
             MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)?;
+        // The metrics recorder first: caches look their counters up once.
+        let metrics = telemetry::metrics_handle();
         let storage = Arc::new(open_storage(&settings).await?);
         let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
         let shared = redis.clone().map(SharedRedis::new);
@@ -112,7 +114,7 @@ impl Application {
             bus,
             rotations,
             master_key,
-            metrics: telemetry::metrics_handle(),
+            metrics,
             redis,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))

@@ -68,11 +68,7 @@ struct SharedBuckets {
 }
 
 impl RateLimiter {
-    /// A Redis handle of its own; `with_shared` shares the node's (and its breaker).
-    pub fn new(redis: Option<redis::Client>) -> Self {
-        Self::with_shared(redis.map(SharedRedis::new))
-    }
-
+    /// Buckets in the node's Redis (sharing its breaker), or on this node only.
     pub fn with_shared(redis: Option<SharedRedis>) -> Self {
         Self {
             local: Cache::builder().max_capacity(100_000).time_to_idle(Duration::from_secs(300)).build(),
@@ -176,7 +172,7 @@ mod tests {
 
     #[actix_web::test]
     async fn a_bucket_allows_its_burst_then_refuses_with_a_wait() {
-        let limiter = RateLimiter::new(None);
+        let limiter = RateLimiter::with_shared(None);
         assert_eq!(limiter.take("a", 1.0, 2.0).await.unwrap().unwrap().remaining, 1);
         assert_eq!(limiter.take("a", 1.0, 2.0).await.unwrap().unwrap().remaining, 0);
         let (refused, quota) = limiter.take("a", 1.0, 2.0).await.unwrap_err();
@@ -191,7 +187,7 @@ mod tests {
             eprintln!("skipped: GATEHOUSE_TEST_REDIS_URL is not set");
             return;
         };
-        let node = || RateLimiter::new(Some(redis::Client::open(url.as_str()).unwrap()));
+        let node = || RateLimiter::with_shared(Some(SharedRedis::new(redis::Client::open(url.as_str()).unwrap())));
         let (a, b) = (node(), node());
         let key = format!("test:{}", uuid::Uuid::now_v7());
         assert_eq!(a.take(&key, 1.0, 2.0).await.unwrap().unwrap().remaining, 1);

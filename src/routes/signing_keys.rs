@@ -59,7 +59,7 @@ pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<
     let id = tenant.id;
     let scope = public_scope(&state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
     let document = state.tenants.jwks(&scope).await?;
-    Ok(public_document().content_type("application/json").body(document))
+    Ok(public_document().content_type("application/json").body(document.0))
 }
 
 /// OpenID Provider metadata for the application's issuer.

@@ -25,7 +25,7 @@ pub use tenant_tables::{tenant_tables, TenantEntity};
 #[derive(Clone)]
 pub struct Db {
     pub conn: DatabaseConnection,
-    pub label: String,
+    pub label: &'static str,
     write_lock: Option<Arc<Mutex<()>>>,
 }
 
@@ -72,7 +72,7 @@ impl Drop for WriteTxn {
 }
 
 impl Db {
-    pub async fn connect(url: &str, label: &str, max_connections: u32) -> Result<Db, DbErr> {
+    pub async fn connect(url: &str, label: &'static str, max_connections: u32) -> Result<Db, DbErr> {
         let sqlite = url.starts_with("sqlite:");
         let url = if sqlite { prepare_sqlite(url)? } else { url.to_string() };
         let mut options = ConnectOptions::new(url);
@@ -87,7 +87,7 @@ impl Db {
             // WAL lets readers run beside the writer; it is a property of the file.
             conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
         }
-        Ok(Db { conn, label: label.to_string(), write_lock: sqlite.then(|| Arc::new(Mutex::new(()))) })
+        Ok(Db { conn, label, write_lock: sqlite.then(|| Arc::new(Mutex::new(()))) })
     }
 
     pub fn backend(&self) -> DbBackend {

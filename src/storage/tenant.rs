@@ -22,19 +22,15 @@ use crate::{
     tenancy::Tenant,
 };
 
-/// The few writes that record no audit row, each with its reason. A write
-/// not listed here must be audited.
+/// The writes through a tenant handle that record no audit row, each with
+/// its reason. A write not listed here must be audited. (Webhook delivery
+/// bookkeeping, the other unaudited writes, is the delivery worker's,
+/// outside the handles: see `events/delivery.rs`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unaudited {
     /// `last_used_at` of a secret or personal key: bookkeeping written at
     /// most once a minute, off the request path.
     KeyLastUsed,
-    /// A session's `last_active_at` / sign-in bookkeeping that accompanies an
-    /// audited event written in another transaction.
-    SessionBookkeeping,
-    /// Webhook delivery bookkeeping: message leases, attempts, outcomes. The
-    /// audited event is the row that made the message.
-    DeliveryBookkeeping,
 }
 
 /// Read access to one application's rows, through a handle or a transaction.
@@ -81,10 +77,6 @@ impl TenantScope {
 
     pub fn actor(&self) -> &Actor {
         &self.actor
-    }
-
-    pub fn db(&self) -> &Db {
-        &self.db
     }
 
     /// The same application, acting as someone else (the user a public

@@ -30,7 +30,7 @@ use crate::{
     region::router::Directory,
     service::hooks,
     storage::{Storage, TenantScope},
-    tokens::keys::SigningKeys,
+    tokens::keys::{JwksDocument, SigningKeys},
 };
 
 /// An actor nobody asked for anything this long stops (its state goes with it).
@@ -44,7 +44,7 @@ pub(super) struct Deps {
     pub keys: SigningKeys,
     pub master_key: MasterKey,
     /// The public JWKS documents (moka, then Redis).
-    pub documents: ReadThrough<String>,
+    pub documents: ReadThrough<JwksDocument>,
 }
 
 pub(super) type Published = Arc<ArcSwapOption<TenantState>>;

@@ -33,7 +33,7 @@ use crate::{
         hooks::{HookPatch, NewHook},
     },
     storage::{Storage, TenantScope},
-    tokens::keys::{SigningKeys, CACHE_SECONDS},
+    tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
 };
 
 #[derive(Clone)]
@@ -165,10 +165,10 @@ impl TenantRegistry {
 
     /// The application's JWKS document: this node's copy, else the one
     /// another node put in Redis, else rendered from the state.
-    pub async fn jwks(&self, scope: &TenantScope) -> ApiResult<String> {
+    pub async fn jwks(&self, scope: &TenantScope) -> ApiResult<JwksDocument> {
         let load = async {
             let state = self.state(scope).await?;
-            Ok::<_, ApiError>(String::from_utf8_lossy(&state.keys.jwks).into_owned())
+            Ok::<_, ApiError>(JwksDocument(state.keys.jwks.clone()))
         };
         self.deps.documents.get_with(scope.tenant().id, load).await.map_err(|err| (*err).clone())
     }

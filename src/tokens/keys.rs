@@ -60,6 +60,22 @@ impl KeySet {
     }
 }
 
+/// A rendered JWKS document: cloned by reference count, kept in Redis as its text.
+#[derive(Clone, Debug)]
+pub struct JwksDocument(pub actix_web::web::Bytes);
+
+impl serde::Serialize for JwksDocument {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(std::str::from_utf8(&self.0).map_err(serde::ser::Error::custom)?)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for JwksDocument {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(|text| JwksDocument(text.into()))
+    }
+}
+
 fn render_jwks(published: &[PublishedKey]) -> actix_web::web::Bytes {
     use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
     let keys: Vec<serde_json::Value> = published
