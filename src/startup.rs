@@ -50,10 +50,13 @@ pub struct Application {
 /// catalog commit and its relay) reach their chains now and then every few
 /// seconds, on whichever node holds the region.
 fn relay_catalog_audit(storage: Arc<Storage>) {
+    // Weak: the loop ends with the node, and does not keep its connections open.
+    let storage = Arc::downgrade(&storage);
     actix_web::rt::spawn(async move {
         // At start every row is a leftover; later, rows a request may still be relaying are left to it.
         let mut min_age = chrono::Duration::zero();
         loop {
+            let Some(storage) = storage.upgrade() else { return };
             if let Err(err) = crate::service::applications::relay_pending_audit(&storage, min_age).await {
                 tracing::warn!(error = %err.message, "relaying catalog audit rows failed");
             }

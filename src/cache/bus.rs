@@ -103,7 +103,11 @@ impl Bus {
         }
         let envelope = Envelope { node: self.inner.node, invalidation };
         let payload = serde_json::to_string(&envelope).expect("an invalidation serialises");
-        let sent = redis.run("invalidation bus", |mut c| async move { c.publish::<_, _, i64>(CHANNEL, payload).await });
+        // Not held back by the breaker another use opened: a change's one
+        // message is worth its own 100 ms attempt.
+        let sent = redis.run_past_breaker("invalidation bus", |mut c| async move {
+            c.publish::<_, _, i64>(CHANNEL, payload).await
+        });
         if sent.await.is_none() {
             tracing::warn!(
                 invalidation = ?envelope.invalidation,

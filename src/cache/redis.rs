@@ -58,6 +58,15 @@ impl SharedRedis {
         if self.is_down() {
             return None;
         }
+        self.run_past_breaker(what, f).await
+    }
+
+    /// [`Self::run`] even while the breaker is open (a failure still opens it).
+    pub async fn run_past_breaker<T, F, Fut>(&self, what: &'static str, f: F) -> Option<T>
+    where
+        F: FnOnce(ConnectionManager) -> Fut,
+        Fut: Future<Output = redis::RedisResult<T>>,
+    {
         let attempt = async {
             let connection = self.connection.get_or_try_init(|| self.connect()).await?.clone();
             f(connection).await

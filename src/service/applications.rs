@@ -229,7 +229,11 @@ pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, 
     let updated = catalog::update_application(&storage.catalog, active, audit).await?;
     crate::failpoint::hit("settings_committed_in_catalog");
     let tenant = snapshot(updated)?;
-    relay(storage, &tenant, &pending).await?;
+    // The change is committed: a failed relay leaves the row pending for
+    // the background relay, and the change is answered (and published).
+    if let Err(err) = relay(storage, &tenant, &pending).await {
+        tracing::warn!(application_id = %id, error = %err.message, "audit row left pending for the relay");
+    }
     Ok(tenant)
 }
 

@@ -20,10 +20,13 @@ impl Handler<Load> for TenantActor {
         let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
         AtomicResponse::new(Box::pin(
             async move {
-                // A load queued behind another may find its work done.
-                if let Some(state) =
-                    published.load_full().filter(|s| !msg.force && s.is_fresh(super::registry::fresh_for(&deps)))
-                {
+                // A load queued behind another may find its work done (for an
+                // unknown `kid`: at most one load a second, or a newer `kid`).
+                let done = |s: &Arc<TenantState>| match msg.unknown_kid {
+                    Some(kid) => s.keys.public(kid).is_some() || !s.keys.may_reload_for(kid),
+                    None => s.is_fresh(super::registry::fresh_for(&deps)),
+                };
+                if let Some(state) = published.load_full().filter(done) {
                     return Ok(state);
                 }
                 let state = Arc::new(TenantActor::load(&deps, id, version_now()).await?);
@@ -64,10 +67,17 @@ impl Handler<EnsureSigningKey> for TenantActor {
                     return Ok(state);
                 }
                 let system = msg.scope.acting_as(crate::audit::Actor::system());
-                deps.keys.create_first(&system).await?;
-                match TenantActor::publish_change(&deps, id, &published).await {
+                let created = deps.keys.create_first(&system).await?;
+                let published_now =
+                    if created { TenantActor::publish_change(&deps, id, &published).await } else { None };
+                match published_now {
                     Some(state) => Ok(state),
-                    None => Ok(Arc::new(TenantActor::load(&deps, id, version_now()).await?)),
+                    // Another node made it (or the reload failed): read it.
+                    None => {
+                        let state = Arc::new(TenantActor::load(&deps, id, version_now()).await?);
+                        published.store(Some(state.clone()));
+                        Ok(state)
+                    }
                 }
             }
             .into_actor(self),

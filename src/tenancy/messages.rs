@@ -20,8 +20,9 @@ use crate::{
 #[derive(Message)]
 #[rtype(result = "ApiResult<Arc<TenantState>>")]
 pub struct Load {
-    /// Load even if the published state is fresh (an unknown `kid`).
-    pub force: bool,
+    /// Load even if the published state is fresh, for a `kid` it does not
+    /// know, unless a load made since already says the `kid` is unknown.
+    pub unknown_kid: Option<uuid::Uuid>,
 }
 
 #[derive(Message)]

@@ -43,10 +43,11 @@ pub struct TenantRegistry {
 }
 
 /// How long a published state is trusted: while the bus delivers other
-/// nodes' changes, a minute (a safety net); without it, a few seconds.
+/// nodes' changes, 10 s (the bound if a message is lost: the key sets'
+/// cache time that a retired key's grace covers); without it, 5 s.
 pub(super) fn fresh_for(deps: &Deps) -> Duration {
     match deps.bus.connected() {
-        Some(true) => Duration::from_secs(60),
+        Some(true) => Duration::from_secs(CACHE_SECONDS),
         _ => Duration::from_secs(5),
     }
 }
@@ -130,7 +131,7 @@ impl TenantRegistry {
         if let Some(state) = handle.published.load_full().filter(|s| s.is_fresh(fresh_for(&self.deps))) {
             return Ok(state);
         }
-        self.send(id, Load { force: false }).await
+        self.send(id, Load { unknown_kid: None }).await
     }
 
     /// The state with a current signing key, created on first use (by the
@@ -159,7 +160,7 @@ impl TenantRegistry {
         if !state.keys.may_reload_for(kid) {
             return Ok(None);
         }
-        let state = self.send(scope.tenant().id, Load { force: true }).await?;
+        let state = self.send(scope.tenant().id, Load { unknown_kid: Some(kid) }).await?;
         Ok(state.keys.public(kid).copied())
     }
 
