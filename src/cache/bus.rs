@@ -38,10 +38,8 @@ pub enum Invalidation {
     Tenant { application_id: Uuid, version: u64 },
     /// A secret API key changed (revoked).
     ApiKey { application_id: Uuid, key_id: Uuid },
-    /// A personal (end-user) API key changed (revoked).
-    UserApiKey { application_id: Uuid, key_id: Uuid },
-    /// A session ended (revoked, signed out, user deleted).
-    Session { application_id: Uuid, session_id: Uuid },
+    // Personal keys and sessions are read from the database on every use
+    // (nothing caches them), so their revocations need no message.
     /// Never sent on the wire: raised locally when the subscription
     /// (re)connects after a loss, because messages may have been missed;
     /// every local copy must be dropped.
