@@ -325,7 +325,13 @@ mod tests {
         // Assert
         assert!(noticed, "the loss shows in connected() within 2 s");
         assert!(subscribed(&a).await && subscribed(&b).await, "both nodes subscribe again");
-        assert_eq!(*heard_by_a.lock().unwrap(), [Invalidation::All], "every local copy is dropped, once");
+        // Once per resubscription: a loaded machine may lose the fresh one
+        // to a ping timeout and subscribe a second time (each drops all).
+        let heard = heard_by_a.lock().unwrap().clone();
+        assert!(
+            !heard.is_empty() && heard.iter().all(|i| *i == Invalidation::All),
+            "every local copy is dropped: {heard:?}"
+        );
         // B's first publish may meet its dead connection (the manager then
         // reconnects), as a write right after a Redis restart would.
         let invalidation = tenant();
