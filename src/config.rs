@@ -20,6 +20,7 @@ pub struct Settings {
     pub security: SecuritySettings,
     pub tokens: TokenSettings,
     pub webhooks: WebhookSettings,
+    pub hooks: HookSettings,
     pub rate_limits: RateLimitSettings,
     pub limits: LimitSettings,
 }
@@ -39,7 +40,10 @@ pub struct StorageSettings {
     pub max_connections: u32,
 }
 
+/// Each region is optional on its own: setting one region's URL keeps the
+/// others' defaults.
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct RegionsSettings {
     pub us: RegionSettings,
     pub eu: RegionSettings,
@@ -59,6 +63,7 @@ pub struct NodeSettings {
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
 pub struct PeerSettings {
     pub us: Option<String>,
     pub eu: Option<String>,
@@ -118,6 +123,13 @@ pub struct WebhookSettings {
 }
 
 #[derive(Clone, Debug, Deserialize)]
+pub struct HookSettings {
+    /// One sign-up's hooks together: each call gets the smaller of its own
+    /// timeout and what is left of this.
+    pub total_timeout_ms: u64,
+}
+
+#[derive(Clone, Debug, Deserialize)]
 pub struct RateLimitSettings {
     pub sign_in_per_email_per_minute: u32,
     pub sign_in_per_ip_per_minute: u32,
@@ -148,6 +160,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("webhooks.timeout_seconds", "10"),
     ("webhooks.lease_seconds", "60"),
     ("webhooks.concurrency", "64"),
+    ("hooks.total_timeout_ms", "5000"),
     ("rate_limits.sign_in_per_email_per_minute", "10"),
     ("rate_limits.sign_in_per_ip_per_minute", "30"),
     ("rate_limits.sign_up_per_ip_per_minute", "30"),

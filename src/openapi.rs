@@ -1,5 +1,5 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations.
-use std::sync::OnceLock;
+use std::{collections::HashMap, sync::OnceLock};
 
 use actix_web::HttpResponse;
 use utoipa::{
@@ -68,4 +68,28 @@ pub async fn document() -> HttpResponse {
     static JSON: OnceLock<String> = OnceLock::new();
     let json = JSON.get_or_init(|| ApiDoc::openapi().to_json().expect("the OpenAPI document serialises"));
     HttpResponse::Ok().content_type("application/json").body(json.clone())
+}
+
+/// The `Allow` header of a route pattern (`/v1/api-keys/{key_id}`): the
+/// methods the document gives it, and `HEAD` beside `GET`.
+pub fn allowed_methods(pattern: &str) -> Option<&'static str> {
+    static TABLE: OnceLock<HashMap<String, &'static str>> = OnceLock::new();
+    let table = TABLE.get_or_init(|| {
+        let document = ApiDoc::openapi();
+        let mut table = HashMap::new();
+        for (path, item) in document.paths.paths {
+            let methods = [
+                ("GET", item.get.is_some()),
+                ("HEAD", item.get.is_some() || item.head.is_some()),
+                ("POST", item.post.is_some()),
+                ("PUT", item.put.is_some()),
+                ("PATCH", item.patch.is_some()),
+                ("DELETE", item.delete.is_some()),
+            ];
+            let allow: Vec<&str> = methods.iter().filter(|(_, on)| *on).map(|(m, _)| *m).collect();
+            table.insert(path, &*Box::leak(allow.join(", ").into_boxed_str()));
+        }
+        table
+    });
+    table.get(pattern).copied()
 }

@@ -132,6 +132,7 @@ impl Application {
             App::new()
                 .app_data(app_state.clone())
                 .wrap(errors::method_not_allowed())
+                .wrap(from_fn(errors::head_as_get))
                 .wrap(from_fn(rate_limit::headers))
                 .wrap(from_fn(gh_http::cors::middleware))
                 .wrap(from_fn(forward::middleware))

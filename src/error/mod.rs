@@ -195,31 +195,86 @@ impl From<sea_orm::DbErr> for ApiError {
 /// Also for errors shared by several waiters (a coalesced cache load).
 impl From<&sea_orm::DbErr> for ApiError {
     fn from(err: &sea_orm::DbErr) -> Self {
-        use sea_orm::{DbErr, SqlErr};
-        match err {
-            DbErr::ConnectionAcquire(_) | DbErr::Conn(_) => {
-                tracing::warn!(error = %err, "database unavailable");
-                ApiError::unavailable("A database is unavailable; try again shortly.")
-            }
-            _ if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {
-                ApiError::new(Code::Conflict, "The resource conflicts with an existing one.")
-            }
-            _ if is_busy(err) => ApiError::unavailable("The database is busy; try again shortly."),
-            _ => ApiError::internal_error(err),
+        use sea_orm::SqlErr;
+        if is_transient(err) {
+            tracing::warn!(error = %err, "database unavailable or busy");
+            ApiError::unavailable("A database is unavailable or busy; try again shortly.")
+        } else if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) {
+            ApiError::new(Code::Conflict, "The resource conflicts with an existing one.")
+        } else {
+            ApiError::internal_error(err)
         }
     }
 }
 
-/// Transient conditions, not defects: SQLite's `database is locked` when
-/// another process holds the write lock past the busy timeout, PostgreSQL's
-/// deadlock victims and serialization failures.
-fn is_busy(err: &sea_orm::DbErr) -> bool {
-    let text = err.to_string();
-    text.contains("database is locked")
-        || text.contains("(code: 5)")
-        // PostgreSQL: a deadlock victim or a serialization failure may simply try again.
-        || text.contains("deadlock detected")
-        || text.contains("could not serialize access")
+/// Whether a database error is a condition of the moment, not a defect:
+/// the pool timed out or closed, a connection was refused, reset or
+/// terminated, the server is shutting down or full, a deadlock victim or a
+/// serialization failure, SQLite busy or locked. Judged by the error's kind
+/// and code (PostgreSQL's SQLSTATE, SQLite's result code), never its text.
+pub fn is_transient(err: &sea_orm::DbErr) -> bool {
+    use sea_orm::{sqlx, sqlx::error::DatabaseError as _, DbErr, RuntimeErr};
+    let runtime = match err {
+        DbErr::ConnectionAcquire(_) => return true,
+        DbErr::Conn(runtime) | DbErr::Exec(runtime) | DbErr::Query(runtime) => runtime,
+        _ => return false,
+    };
+    let RuntimeErr::SqlxError(err) = runtime else {
+        return false;
+    };
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(db) => {
+            if let Some(sqlite) = db.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
+                // The primary result code is the low byte of the extended one.
+                let code = sqlite.code().and_then(|c| c.parse::<i32>().ok()).unwrap_or_default() & 0xff;
+                return matches!(code, SQLITE_BUSY | SQLITE_LOCKED);
+            }
+            db.code().is_some_and(|code| is_transient_sqlstate(&code))
+        }
+        _ => false,
+    }
+}
+
+const SQLITE_BUSY: i32 = 5;
+const SQLITE_LOCKED: i32 = 6;
+
+/// PostgreSQL: class 08 (connection exception), 57P01-57P03 (the server is
+/// shutting down or not yet accepting), 53300 (too many connections),
+/// 40001 (serialization failure), 40P01 (deadlock victim).
+fn is_transient_sqlstate(code: &str) -> bool {
+    code.starts_with("08") || matches!(code, "57P01" | "57P02" | "57P03" | "53300" | "40001" | "40P01")
 }
 
 impl std::error::Error for ApiError {}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{sqlx, ConnAcquireErr, DbErr, RuntimeErr};
+
+    use super::*;
+
+    #[test]
+    fn lost_connections_are_503_with_retry_after_and_defects_stay_500() {
+        let reset = || sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionReset));
+        for err in [
+            DbErr::ConnectionAcquire(ConnAcquireErr::Timeout),
+            DbErr::ConnectionAcquire(ConnAcquireErr::ConnectionClosed),
+            DbErr::Conn(RuntimeErr::SqlxError(sqlx::Error::PoolTimedOut)),
+            DbErr::Exec(RuntimeErr::SqlxError(reset())),
+            DbErr::Query(RuntimeErr::SqlxError(sqlx::Error::PoolClosed)),
+        ] {
+            let answer = ApiError::from(err);
+            assert_eq!((answer.code, answer.retry_after), (Code::Unavailable, Some(1)));
+        }
+        // Text that merely looks transient does not make an error so.
+        for err in [DbErr::Custom("database is locked".into()), DbErr::Query(RuntimeErr::Internal("08006".into()))] {
+            assert_eq!(ApiError::from(err).code, Code::Internal);
+        }
+    }
+}

@@ -80,16 +80,41 @@ impl Clients {
 
 struct PublicOnly;
 
+/// A name resolved to no public address: nothing was dialled.
+#[derive(Debug, thiserror::Error)]
+#[error("the name resolves to no public address")]
+struct BlockedDestination;
+
 impl Resolve for PublicOnly {
     fn resolve(&self, name: Name) -> Resolving {
         Box::pin(async move {
             let found: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
             let public: Vec<SocketAddr> = found.into_iter().filter(|a| url_safety::is_public(a.ip())).collect();
             if public.is_empty() {
-                return Err("blocked_destination".into());
+                return Err(Box::new(BlockedDestination) as Box<dyn std::error::Error + Send + Sync>);
             }
             Ok(Box::new(public.into_iter()) as Addrs)
         })
+    }
+}
+
+/// The error class recorded for a request that got no answer (webhook
+/// deliveries and hook calls alike): `timeout`, `blocked_destination`,
+/// `connect` or `request`, judged by the error's kind and its sources.
+pub fn failure_class(err: &reqwest::Error) -> &'static str {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(cause) = source {
+        if cause.is::<BlockedDestination>() {
+            return "blocked_destination";
+        }
+        source = cause.source();
+    }
+    if err.is_timeout() {
+        "timeout"
+    } else if err.is_connect() {
+        "connect"
+    } else {
+        "request"
     }
 }
 
@@ -269,10 +294,7 @@ async fn attempt(state: &AppState, endpoint: &webhook::Model, message: &webhook_
         .await;
     let mut response = match response {
         Ok(response) => response,
-        Err(err) if err.is_timeout() => return failed("timeout"),
-        Err(err) if format!("{err:?}").contains("blocked_destination") => return failed("blocked_destination"),
-        Err(err) if err.is_connect() => return failed("connect"),
-        Err(_) => return failed("request"),
+        Err(err) => return failed(failure_class(&err)),
     };
     let status = response.status().as_u16();
     let retry_after = response
@@ -409,5 +431,21 @@ async fn finish_without_attempt(shard: &Db, message: &webhook_message::Model) {
     };
     if let Err(err) = result.await {
         tracing::warn!(error = %err, "closing an undeliverable webhook message failed");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_name_that_resolves_only_to_internal_addresses_is_a_blocked_destination() {
+        let clients = Clients::build(Duration::from_secs(2)).unwrap();
+        // Production: `localhost` resolves, but only to loopback, so nothing is dialled.
+        let err = clients.client(true).post("https://localhost:1/").send().await.unwrap_err();
+        assert_eq!(failure_class(&err), "blocked_destination");
+        // Development dials it, and nobody listens there.
+        let err = clients.client(false).post("http://127.0.0.1:1/").send().await.unwrap_err();
+        assert_eq!(failure_class(&err), "connect");
     }
 }

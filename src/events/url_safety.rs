@@ -50,57 +50,139 @@ pub fn check(raw: &str, production: bool) -> Result<Url, String> {
     Ok(url)
 }
 
-/// Whether an address is reachable on the public internet.
+/// Whether an address is reachable on the public internet: it matches no
+/// entry of [`SPECIAL_V4`] or [`SPECIAL_V6`] that is not globally reachable
+/// (the most specific entry decides), and IPv6 lies in global unicast
+/// (`2000::/3`, so IPv4-mapped addresses are refused however public the
+/// IPv4 address they carry). A NAT64 address is judged by the IPv4 address
+/// the translator would dial.
 pub fn is_public(ip: IpAddr) -> bool {
     match ip {
         IpAddr::V4(v4) => is_public_v4(v4),
         IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
+            if let Some(v4) = nat64_embedded(v6) {
                 return is_public_v4(v4);
             }
-            let s = v6.segments();
-            // IPv4-compatible (::a.b.c.d, deprecated) and IPv4-translated (::ffff:0:a.b.c.d).
-            if s[..6] == [0, 0, 0, 0, 0, 0] || s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+            let bits = u128::from(v6);
+            // Global unicast is 2000::/3; the rest (IPv4-mapped included) is
+            // unassigned, local or multicast.
+            if bits >> 125 != 0b001 {
                 return false;
             }
-            // Teredo (2001::/32) and local-use NAT64 (64:ff9b:1::/48) tunnel to addresses we cannot check.
-            if (s[0] == 0x2001 && s[1] == 0) || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) {
-                return false;
-            }
-            // NAT64 (64:ff9b::/96) and 6to4 (2002::/16) embed an IPv4 address.
-            if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-                return is_public_v4(Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8));
-            }
-            if s[0] == 0x2002 {
-                return is_public_v4(Ipv4Addr::new((s[1] >> 8) as u8, s[1] as u8, (s[2] >> 8) as u8, s[2] as u8));
-            }
-            !(v6.is_unspecified()
-                || v6.is_loopback()
-                || v6.is_multicast()
-                || (s[0] & 0xfe00) == 0xfc00 // unique local
-                || (s[0] & 0xffc0) == 0xfe80 // link local
-                || (s[0] & 0xffc0) == 0xfec0 // site local (deprecated)
-                || (s[0] == 0x2001 && s[1] == 0x0db8) // documentation
-                || v6 == Ipv6Addr::new(0, 0, 0, 0, 0, 0, 0, 1))
+            most_specific(SPECIAL_V6.iter().map(|e| (u128::from(e.prefix), e.len, e.global)), bits, 128).unwrap_or(true)
         }
     }
 }
 
 fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || ip.is_private()
-        || ip.is_link_local()
-        || ip.is_broadcast()
-        || ip.is_multicast()
-        || ip.is_documentation()
-        || a == 0
-        || (a == 100 && (64..=127).contains(&b)) // shared address space (CGNAT)
-        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
-        || (a == 198 && (18..=19).contains(&b)) // benchmarking
-        || a >= 240) // reserved
+    let bits = u128::from(u32::from(ip));
+    most_specific(SPECIAL_V4.iter().map(|e| (u128::from(u32::from(e.prefix)), e.len, e.global)), bits, 32)
+        .unwrap_or(true)
 }
+
+/// The well-known NAT64 prefix (`64:ff9b::/96`, RFC 6052) carries an IPv4
+/// address the translator will dial. (It lies outside `2000::/3`, so it is
+/// read before that rule would refuse it.)
+fn nat64_embedded(v6: Ipv6Addr) -> Option<Ipv4Addr> {
+    let s = v6.segments();
+    (s[..6] == [0x64, 0xff9b, 0, 0, 0, 0]).then(|| Ipv4Addr::from(((s[6] as u32) << 16) | s[7] as u32))
+}
+
+/// The `global` flag of the longest prefix among `entries` that holds `bits`.
+fn most_specific(entries: impl Iterator<Item = (u128, u8, bool)>, bits: u128, width: u8) -> Option<bool> {
+    entries
+        .filter(|&(prefix, len, _)| {
+            let shift = width - len;
+            len == 0 || (bits >> shift) == (prefix >> shift)
+        })
+        .max_by_key(|&(_, len, _)| len)
+        .map(|(_, _, global)| global)
+}
+
+/// One row of an IANA special-purpose address registry.
+pub struct Special<A> {
+    pub prefix: A,
+    pub len: u8,
+    /// The registry's "Globally Reachable"; `N/A` rows count as false.
+    pub global: bool,
+    pub name: &'static str,
+}
+
+const fn v4(a: u8, b: u8, c: u8, d: u8, len: u8, global: bool, name: &'static str) -> Special<Ipv4Addr> {
+    Special { prefix: Ipv4Addr::new(a, b, c, d), len, global, name }
+}
+
+#[allow(clippy::too_many_arguments)]
+const fn v6(s: [u16; 8], len: u8, global: bool, name: &'static str) -> Special<Ipv6Addr> {
+    Special { prefix: Ipv6Addr::new(s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7]), len, global, name }
+}
+
+/// The IANA IPv4 Special-Purpose Address Registry (RFC 6890 and updates),
+/// plus multicast (224.0.0.0/4), which no webhook can be.
+pub const SPECIAL_V4: &[Special<Ipv4Addr>] = &[
+    v4(0, 0, 0, 0, 8, false, "this network"),
+    v4(10, 0, 0, 0, 8, false, "private use"),
+    v4(100, 64, 0, 0, 10, false, "shared address space (CGNAT)"),
+    v4(127, 0, 0, 0, 8, false, "loopback"),
+    v4(169, 254, 0, 0, 16, false, "link local"),
+    v4(172, 16, 0, 0, 12, false, "private use"),
+    v4(192, 0, 0, 0, 24, false, "IETF protocol assignments"),
+    v4(192, 0, 0, 0, 29, false, "IPv4 service continuity prefix"),
+    v4(192, 0, 0, 8, 32, false, "IPv4 dummy address"),
+    v4(192, 0, 0, 9, 32, true, "port control protocol anycast"),
+    v4(192, 0, 0, 10, 32, true, "traversal using relays around NAT anycast"),
+    v4(192, 0, 0, 170, 32, false, "NAT64/DNS64 discovery"),
+    v4(192, 0, 0, 171, 32, false, "NAT64/DNS64 discovery"),
+    v4(192, 0, 2, 0, 24, false, "documentation (TEST-NET-1)"),
+    v4(192, 31, 196, 0, 24, true, "AS112-v4"),
+    v4(192, 52, 193, 0, 24, true, "AMT"),
+    v4(192, 88, 99, 0, 24, false, "deprecated 6to4 relay anycast"),
+    v4(192, 88, 99, 2, 32, true, "6a44-relay anycast"),
+    v4(192, 168, 0, 0, 16, false, "private use"),
+    v4(192, 175, 48, 0, 24, true, "direct delegation AS112 service"),
+    v4(198, 18, 0, 0, 15, false, "benchmarking"),
+    v4(198, 51, 100, 0, 24, false, "documentation (TEST-NET-2)"),
+    v4(203, 0, 113, 0, 24, false, "documentation (TEST-NET-3)"),
+    v4(224, 0, 0, 0, 4, false, "multicast"),
+    v4(240, 0, 0, 0, 4, false, "reserved"),
+    v4(255, 255, 255, 255, 32, false, "limited broadcast"),
+];
+
+/// The IANA IPv6 Special-Purpose Address Registry (RFC 6890 and updates).
+/// Addresses outside `2000::/3` are refused before this table is read;
+/// their rows (`::1`, `fc00::/7`, `fe80::/10`, `100::/64`, `5f00::/16`…)
+/// stay here so the table reads as the registry does. Two rows the registry
+/// marks global are refused: ORCHIDv2 and drone entity tags are identifiers
+/// (RFC 7343, RFC 9374), never routed, so no receiver can be there.
+pub const SPECIAL_V6: &[Special<Ipv6Addr>] = &[
+    v6([0, 0, 0, 0, 0, 0, 0, 1], 128, false, "loopback"),
+    v6([0, 0, 0, 0, 0, 0, 0, 0], 128, false, "unspecified"),
+    v6([0, 0, 0, 0, 0, 0xffff, 0, 0], 96, false, "IPv4-mapped"),
+    v6([0x64, 0xff9b, 0, 0, 0, 0, 0, 0], 96, true, "IPv4-IPv6 translation (judged by its IPv4 address)"),
+    v6([0x64, 0xff9b, 1, 0, 0, 0, 0, 0], 48, false, "IPv4-IPv6 local-use translation"),
+    v6([0x100, 0, 0, 0, 0, 0, 0, 0], 64, false, "discard-only"),
+    v6([0x100, 0, 0, 1, 0, 0, 0, 0], 64, false, "dummy IPv6 prefix"),
+    v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 23, false, "IETF protocol assignments"),
+    v6([0x2001, 0, 0, 0, 0, 0, 0, 0], 32, false, "TEREDO"),
+    v6([0x2001, 1, 0, 0, 0, 0, 0, 1], 128, true, "port control protocol anycast"),
+    v6([0x2001, 1, 0, 0, 0, 0, 0, 2], 128, true, "traversal using relays around NAT anycast"),
+    v6([0x2001, 1, 0, 0, 0, 0, 0, 3], 128, true, "DNS-SD service registration protocol anycast"),
+    v6([0x2001, 2, 0, 0, 0, 0, 0, 0], 48, false, "benchmarking"),
+    v6([0x2001, 3, 0, 0, 0, 0, 0, 0], 32, true, "AMT"),
+    v6([0x2001, 4, 0x112, 0, 0, 0, 0, 0], 48, true, "AS112-v6"),
+    v6([0x2001, 0x10, 0, 0, 0, 0, 0, 0], 28, false, "deprecated ORCHID"),
+    v6([0x2001, 0x20, 0, 0, 0, 0, 0, 0], 28, false, "ORCHIDv2 (identifiers, not routed)"),
+    v6([0x2001, 0x30, 0, 0, 0, 0, 0, 0], 28, false, "drone remote ID entity tags (identifiers, not routed)"),
+    v6([0x2001, 0xdb8, 0, 0, 0, 0, 0, 0], 32, false, "documentation"),
+    v6([0x2002, 0, 0, 0, 0, 0, 0, 0], 16, false, "6to4"),
+    v6([0x2620, 0x4f, 0x8000, 0, 0, 0, 0, 0], 48, true, "direct delegation AS112 service"),
+    v6([0x3fff, 0, 0, 0, 0, 0, 0, 0], 20, false, "documentation"),
+    v6([0x5f00, 0, 0, 0, 0, 0, 0, 0], 16, false, "segment routing SIDs"),
+    v6([0xfc00, 0, 0, 0, 0, 0, 0, 0], 7, false, "unique local"),
+    v6([0xfe80, 0, 0, 0, 0, 0, 0, 0], 10, false, "link local"),
+    v6([0xfec0, 0, 0, 0, 0, 0, 0, 0], 10, false, "site local (deprecated)"),
+    v6([0xff00, 0, 0, 0, 0, 0, 0, 0], 8, false, "multicast"),
+];
 
 #[cfg(test)]
 mod tests {
@@ -148,6 +230,68 @@ mod tests {
             assert!(check(url, true).is_err(), "{url} was allowed");
         }
         assert!(check(&format!("https://example.com/{}", "a".repeat(2048)), true).is_err());
+    }
+
+    /// Every registry row: its first and last address are refused when the
+    /// row is not globally reachable and allowed when it is (unless a more
+    /// specific row, or the rule for the space outside `2000::/3`, says otherwise).
+    #[test]
+    fn every_special_purpose_entry_is_judged_by_its_global_flag() {
+        fn ends(prefix: u128, len: u8, width: u8) -> [u128; 2] {
+            let host = if len == width { 0 } else { (1u128 << (width - len)) - 1 };
+            [prefix + u128::from(host > 0), prefix | host]
+        }
+        for entry in SPECIAL_V4 {
+            let more_specific = |bits: u128| {
+                SPECIAL_V4.iter().any(|o| {
+                    o.len > entry.len && (bits >> (32 - o.len)) == (u128::from(u32::from(o.prefix)) >> (32 - o.len))
+                })
+            };
+            for bits in ends(u128::from(u32::from(entry.prefix)), entry.len, 32) {
+                if more_specific(bits) {
+                    continue;
+                }
+                let ip = IpAddr::V4(Ipv4Addr::from(bits as u32));
+                assert_eq!(is_public(ip), entry.global, "{ip} ({})", entry.name);
+            }
+        }
+        for entry in SPECIAL_V6 {
+            let prefix = u128::from(entry.prefix);
+            let more_specific = |bits: u128| {
+                SPECIAL_V6
+                    .iter()
+                    .any(|o| o.len > entry.len && (bits >> (128 - o.len)) == (u128::from(o.prefix) >> (128 - o.len)))
+            };
+            for bits in ends(prefix, entry.len, 128) {
+                if more_specific(bits) || entry.name.starts_with("IPv4-IPv6 translation") {
+                    continue;
+                }
+                let ip = IpAddr::V6(Ipv6Addr::from(bits));
+                let expected = entry.global && bits >> 125 == 0b001;
+                assert_eq!(is_public(ip), expected, "{ip} ({})", entry.name);
+            }
+        }
+    }
+
+    #[test]
+    fn the_addresses_an_attack_run_got_through_are_refused() {
+        for url in [
+            "https://[2001:2::1]/",
+            "https://[100::1]/",
+            "https://[2001:10::1]/",
+            "https://[2001:20::1]/",
+            "https://[3fff::1]/",
+            "https://[5f00::1]/",
+            "https://192.88.99.1/",
+            "https://[::ffff:8.8.8.8]/",
+            "https://[64:ff9b::7f00:1]/",
+            "https://[4000::1]/",
+        ] {
+            assert!(check(url, true).is_err(), "{url} was allowed");
+        }
+        assert!(check("https://[2606:4700::1111]/", true).is_ok());
+        assert!(check("https://[64:ff9b::808:808]/", true).is_ok(), "NAT64 of a public address");
+        assert!(check("https://192.0.0.9/", true).is_ok(), "a globally reachable anycast row");
     }
 
     #[test]

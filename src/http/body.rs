@@ -87,8 +87,13 @@ fn check_content_type(content_type: Option<&str>) -> ApiResult<()> {
 }
 
 /// Parses JSON: bad syntax is 400 `malformed_json`; well-formed JSON of the
-/// wrong shape is 422 `validation_failed` naming the field.
+/// wrong shape is 422 `validation_failed` naming the field; a NUL character
+/// (`\u0000`) in any string or key is 422 naming where it is, for every
+/// route at once: no database stores it (PostgreSQL refuses it in text).
 pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    if has_escaped_nul(bytes) {
+        return Err(nul_issue(bytes));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
         let path = err.path().to_string();
@@ -106,6 +111,52 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         .end()
         .map_err(|_| ApiError::new(Code::MalformedJson, "The body has trailing characters after the JSON value."))?;
     Ok(value)
+}
+
+/// Whether a `\u0000` escape stands in the JSON text. A raw NUL byte is
+/// already a syntax error; backslashes occur only inside strings, so the
+/// scan steps over every escape and cannot mistake `\\u0000` (a backslash,
+/// then the text `u0000`) for one.
+fn has_escaped_nul(bytes: &[u8]) -> bool {
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\' {
+            if bytes[i + 1..].starts_with(b"u0000") {
+                return true;
+            }
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    false
+}
+
+/// The 422 for a body holding a NUL, naming the first field that has one
+/// (only this refusal pays for a second parse); bad JSON stays a 400.
+fn nul_issue(bytes: &[u8]) -> ApiError {
+    fn path_of_nul(value: &serde_json::Value, path: String) -> Option<String> {
+        match value {
+            serde_json::Value::String(s) => s.contains('\0').then_some(path),
+            serde_json::Value::Array(items) => {
+                items.iter().enumerate().find_map(|(i, v)| path_of_nul(v, format!("{path}[{i}]")))
+            }
+            serde_json::Value::Object(map) => map.iter().find_map(|(k, v)| {
+                let at = if path.is_empty() { k.clone() } else { format!("{path}.{k}") };
+                if k.contains('\0') {
+                    Some(at.replace('\0', "\\u0000"))
+                } else {
+                    path_of_nul(v, at)
+                }
+            }),
+            _ => None,
+        }
+    }
+    let Ok(value) = serde_json::from_slice::<serde_json::Value>(bytes) else {
+        return ApiError::new(Code::MalformedJson, "The body is not valid JSON.");
+    };
+    let field = path_of_nul(&value, String::new()).filter(|p| !p.is_empty()).unwrap_or_else(|| "body".to_string());
+    ApiError::invalid(&field, "must not contain NUL characters")
 }
 
 /// serde names missing, unknown and duplicate fields in backticks.
@@ -142,4 +193,43 @@ where
     T: serde::Deserialize<'de>,
 {
     serde::Deserialize::deserialize(deserializer).map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(serde::Deserialize, Debug)]
+    #[allow(dead_code)]
+    struct Shape {
+        email: String,
+        profile: Option<serde_json::Value>,
+    }
+
+    #[test]
+    fn a_nul_anywhere_in_a_string_is_422_naming_the_field() {
+        for (body, field) in [
+            (r#"{"email": "a\u0000b@example.com"}"#, "email"),
+            (r#"{"email": "a", "profile": {"nick": ["x", "\u0000"]}}"#, "profile.nick[1]"),
+            (r#"{"email": "a", "profile": {"k\u0000": 1}}"#, "profile.k\\u0000"),
+        ] {
+            let err = parse::<Shape>(body.as_bytes()).unwrap_err();
+            assert_eq!(err.code, Code::ValidationFailed, "{body}");
+            assert_eq!(err.details[0].field, field, "{body}");
+        }
+    }
+
+    #[test]
+    fn an_escaped_backslash_before_u0000_is_text_not_a_nul() {
+        let shape: Shape = parse(br#"{"email": "a\\u0000b"}"#).unwrap();
+        assert_eq!(shape.email, "a\\u0000b");
+        let err = parse::<Shape>(br#"{"email": "a\\\u0000b"}"#).unwrap_err();
+        assert_eq!(err.code, Code::ValidationFailed);
+    }
+
+    #[test]
+    fn bad_json_holding_a_nul_is_still_malformed() {
+        let err = parse::<Shape>(br#"{"email": "\u0000"#).unwrap_err();
+        assert_eq!(err.code, Code::MalformedJson);
+    }
 }

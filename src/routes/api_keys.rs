@@ -123,7 +123,7 @@ pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Bo
 #[utoipa::path(get, path = "/v1/api-keys", tag = "api-keys", params(ListQuery),
     responses((status = 200, body = [ApiKeyView])), security(("secret_key" = [])))]
 pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (keys, has_more) = api_keys::list(&key.scope, page).await?;
     Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more))
 }

@@ -151,7 +151,7 @@ pub async fn list_applications(
     key: SecretKey,
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (apps, has_more) = applications::list(&state.storage, key.tenant().account_id, page).await?;
     Ok(envelope::page(apps.iter().map(ApplicationView::from).collect(), has_more))
 }

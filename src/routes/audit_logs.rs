@@ -9,8 +9,8 @@ use crate::{
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.route("/audit-logs", web::get().to(list_audit_logs))
-        .route("/audit-logs/export", web::get().to(export_audit_logs));
+    cfg.service(web::resource("/audit-logs").route(web::get().to(list_audit_logs)))
+        .service(web::resource("/audit-logs/export").route(web::get().to(export_audit_logs)));
 }
 
 /// List audit rows in `seq` order (limit 1 to 100, default 50).
@@ -18,7 +18,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     responses((status = 200, body = [AuditRow]), (status = 403), (status = 422)), security(("secret_key" = [])))]
 pub async fn list_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiResult<HttpResponse> {
     key.require(Scope::AuditRead)?;
-    answer(&key, AuditFilter::parse(query.0, 50, 100)?).await
+    answer(&key, AuditFilter::parse(query.parsed()?, 50, 100)?).await
 }
 
 /// Export audit rows with their chain hashes for external ingestion
@@ -27,7 +27,7 @@ pub async fn list_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiRes
     responses((status = 200, body = [AuditRow]), (status = 403), (status = 422)), security(("secret_key" = [])))]
 pub async fn export_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiResult<HttpResponse> {
     key.require(Scope::AuditRead)?;
-    answer(&key, AuditFilter::parse(query.0, 100, 1000)?).await
+    answer(&key, AuditFilter::parse(query.parsed()?, 100, 1000)?).await
 }
 
 async fn answer(key: &SecretKey, filter: AuditFilter) -> ApiResult<HttpResponse> {

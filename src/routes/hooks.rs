@@ -103,7 +103,7 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
 #[utoipa::path(get, path = "/v1/hooks", tag = "hooks", params(ListQuery),
     responses((status = 200, body = [HookView])), security(("secret_key" = [])))]
 pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (found, has_more) = hooks::list(&key.scope, page).await?;
     Ok(envelope::page(found.iter().map(HookView::from).collect(), has_more))
 }

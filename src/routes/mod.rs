@@ -27,6 +27,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)
-            .route("/openapi.json", web::get().to(crate::openapi::document)),
+            .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),
     );
 }

@@ -104,7 +104,7 @@ pub async fn create_organization(key: SecretKey, body: Body) -> ApiResult<HttpRe
 #[utoipa::path(get, path = "/v1/organizations", tag = "organizations", params(ListQuery),
     responses((status = 200, body = [OrganizationView])), security(("secret_key" = [])))]
 pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (found, has_more) = organizations::list(&key.scope, page).await?;
     Ok(envelope::page(found.iter().map(OrganizationView::from).collect(), has_more))
 }
@@ -170,7 +170,7 @@ pub async fn list_memberships(
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path)?;
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (found, has_more) = organizations::list_members(&key.scope, organization_id, page).await?;
     Ok(envelope::page(found.iter().map(MembershipView::from).collect(), has_more))
 }

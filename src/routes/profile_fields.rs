@@ -103,7 +103,7 @@ pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, bo
 #[utoipa::path(get, path = "/v1/profile-fields", tag = "profile-fields", params(ListQuery),
     responses((status = 200, body = [ProfileFieldView])), security(("secret_key" = [])))]
 pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (fields, has_more) = profile_fields::list(&key.scope, page).await?;
     Ok(envelope::page(fields.iter().map(ProfileFieldView::from).collect(), has_more))
 }

@@ -142,7 +142,7 @@ pub struct UserListQuery {
 #[utoipa::path(get, path = "/v1/users", tag = "users", params(UserListQuery),
     responses((status = 200, body = [UserView])), security(("secret_key" = [])))]
 pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResult<HttpResponse> {
-    let query = query.0;
+    let query = query.parsed()?;
     let page = ListQuery { limit: query.limit, offset: query.offset }.page()?;
     let (found, has_more) = users::list(&key.scope, query.email.as_deref(), page).await?;
     Ok(envelope::page(found.iter().map(UserView::from).collect(), has_more))
@@ -214,7 +214,7 @@ pub async fn list_user_sessions(
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     users::find(&key.scope, id).await?;
     let (found, has_more) = sessions::list_of_user(&key.scope, id, page).await?;
     Ok(envelope::page(found.iter().map(SessionView::from).collect(), has_more))

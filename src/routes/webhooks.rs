@@ -164,7 +164,7 @@ pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Bo
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks", params(ListQuery),
     responses((status = 200, body = [WebhookView])), security(("secret_key" = [])))]
 pub async fn list_webhooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (rows, has_more) = webhooks::list(&key.scope, page).await?;
     Ok(envelope::page(rows.iter().map(WebhookView::from).collect(), has_more))
 }
@@ -233,7 +233,7 @@ pub async fn list_deliveries(
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (messages, has_more) = webhooks::deliveries(&key.scope, id, page).await?;
     Ok(envelope::page(messages.iter().map(|(m, a)| DeliveryView::new(m, a)).collect(), has_more))
 }

@@ -1,7 +1,7 @@
 //! Application secret keys: issue, list, find, revoke.
 use chrono::{DateTime, Duration, Utc};
 use entity::api_key;
-use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, UpdateMany};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -10,7 +10,7 @@ use crate::{
     auth::secret_key::KeyCache,
     crypto::{key_format, sha256},
     error::{ApiError, ApiResult, Code},
-    storage::{Page, TenantConn, TenantScope, TenantTxn, Unaudited},
+    storage::{Limit, Page, TenantConn, TenantScope, TenantTxn, Unaudited},
 };
 
 pub const MAX_SCOPES: usize = 50;
@@ -85,13 +85,7 @@ pub async fn insert(txn: &mut TenantTxn, live: bool, new: &NewApiKey) -> ApiResu
 /// Issues a key, within the application's limit of active keys.
 pub async fn create(scope: &TenantScope, new: &NewApiKey, max_active: u64) -> ApiResult<Issued> {
     let mut txn = scope.begin().await?;
-    let active = active(&txn).count(txn.conn()).await?;
-    if active >= max_active {
-        return Err(ApiError::invalid(
-            "name",
-            format!("the application already has the limit of {max_active} active keys"),
-        ));
-    }
+    txn.reserve(Limit { max: max_active, what: "active keys", field: "name" }, only_active).await?;
     let issued = insert(&mut txn, scope.tenant().environment.is_live(), new).await?;
     txn.commit().await?;
     Ok(issued)
@@ -112,9 +106,8 @@ pub fn scope_list(stored: &serde_json::Value) -> impl Iterator<Item = String> + 
     stored.as_array().into_iter().flatten().filter_map(|s| s.as_str().map(str::to_owned))
 }
 
-fn active(db: &impl TenantConn) -> sea_orm::Select<api_key::Entity> {
-    db.find::<api_key::Entity>()
-        .filter(api_key::Column::RevokedAt.is_null())
+fn only_active(keys: sea_orm::Select<api_key::Entity>) -> sea_orm::Select<api_key::Entity> {
+    keys.filter(api_key::Column::RevokedAt.is_null())
         .filter(api_key::Column::ExpiresAt.is_null().or(api_key::Column::ExpiresAt.gt(Utc::now())))
 }
 

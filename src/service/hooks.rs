@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use entity::hook;
-use sea_orm::{sea_query::Expr, ColumnTrait, PaginatorTrait, QueryFilter, QueryOrder, UpdateMany};
+use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -19,7 +19,7 @@ use crate::{
     crypto::{master_key::MasterKey, seal},
     error::{ApiError, ApiResult, Code},
     events::{delivery::Clients, signing},
-    storage::{Page, TenantConn, TenantScope},
+    storage::{Limit, Page, TenantConn, TenantScope},
     tenancy::Tenant,
 };
 
@@ -72,9 +72,7 @@ pub async fn create(
     let tenant = scope.tenant();
     let url = checked_url(&new.url, tenant.environment.is_live())?;
     let mut txn = scope.begin().await?;
-    if txn.find::<hook::Entity>().count(txn.conn()).await? >= limit {
-        return Err(ApiError::invalid("url", format!("the application already has the limit of {limit} hooks")));
-    }
+    txn.reserve::<hook::Entity>(Limit { max: limit, what: "hooks", field: "url" }, |all| all).await?;
     let id = Uuid::now_v7();
     let secret = signing::generate_secret();
     let now = crate::clock::now();
@@ -190,6 +188,8 @@ enum Outcome {
 pub struct Caller<'a> {
     pub master_key: &'a MasterKey,
     pub clients: &'a Clients,
+    /// All of one sign-up's hook calls together (`hooks.total_timeout_ms`).
+    pub total_timeout: Duration,
 }
 
 /// Runs the application's enabled `pre_sign_up` hooks in order; the first
@@ -212,9 +212,11 @@ pub async fn pre_sign_up(
         "data": {"email": email, "profile": profile},
     })
     .to_string();
+    let deadline = Instant::now() + caller.total_timeout;
     for hook in hooks {
         let started = Instant::now();
-        let outcome = call(caller, tenant, hook, &body).await;
+        let left = deadline.saturating_duration_since(started);
+        let outcome = call(caller, tenant, hook, &body, left).await;
         let duration_ms = started.elapsed().as_millis() as u64;
         record_call(scope, hook, &outcome, duration_ms).await?;
         match outcome {
@@ -250,8 +252,13 @@ async fn record_call(scope: &TenantScope, hook: &hook::Model, outcome: &Outcome,
     Ok(())
 }
 
-async fn call(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body: &str) -> Outcome {
-    let deadline = Duration::from_millis(hook.timeout_ms.max(1) as u64);
+/// One call, bounded by the smaller of the hook's own timeout and `left` of
+/// the sign-up's overall deadline (none left: a timeout without a call).
+async fn call(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body: &str, left: Duration) -> Outcome {
+    let deadline = Duration::from_millis(hook.timeout_ms.max(1) as u64).min(left);
+    if deadline.is_zero() {
+        return Outcome::Failed("timeout", None);
+    }
     match tokio::time::timeout(deadline, exchange(caller, tenant, hook, body, deadline)).await {
         Ok(outcome) => outcome,
         Err(_) => Outcome::Failed("timeout", None),
@@ -283,9 +290,7 @@ async fn exchange(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body
         .await;
     let mut response = match response {
         Ok(response) => response,
-        Err(err) if err.is_timeout() => return Outcome::Failed("timeout", None),
-        Err(err) if err.is_connect() => return Outcome::Failed("connect", None),
-        Err(_) => return Outcome::Failed("request", None),
+        Err(err) => return Outcome::Failed(crate::events::delivery::failure_class(&err), None),
     };
     let status = response.status().as_u16();
     if !response.status().is_success() {

@@ -1,7 +1,7 @@
 //! End users' personal API keys (operation 7, list, revoke) and the
 //! verification of user keys for the application's backend.
 use entity::user_api_key;
-use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, UpdateMany};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -9,7 +9,7 @@ use super::api_keys::NewApiKey;
 use crate::{
     crypto::{key_format, sha256},
     error::{ApiError, ApiResult},
-    storage::{Page, TenantConn, TenantScope, Unaudited},
+    storage::{Limit, Page, TenantConn, TenantScope, Unaudited},
 };
 
 /// Personal keys one user may hold unrevoked.
@@ -26,10 +26,11 @@ pub async fn create(
     new: &NewApiKey,
 ) -> ApiResult<(user_api_key::Model, String)> {
     let mut txn = scope.begin().await?;
-    let active = of_user(&txn, user_id).filter(user_api_key::Column::RevokedAt.is_null()).count(txn.conn()).await?;
-    if active >= MAX_ACTIVE_PER_USER {
-        return Err(ApiError::invalid("name", format!("a user may hold at most {MAX_ACTIVE_PER_USER} active keys")));
-    }
+    let limit = Limit { max: MAX_ACTIVE_PER_USER, what: "active keys of one user", field: "name" };
+    txn.reserve(limit, |keys: sea_orm::Select<user_api_key::Entity>| {
+        keys.filter(user_api_key::Column::UserId.eq(user_id)).filter(user_api_key::Column::RevokedAt.is_null())
+    })
+    .await?;
     let secret = key_format::generate(key_format::KeyKind::User, live);
     let key = user_api_key::Model {
         id: Uuid::now_v7(),

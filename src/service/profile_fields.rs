@@ -1,14 +1,14 @@
 //! The profile-field schema (operation 5, with list, update, delete) and its
 //! enforcement on sign-up and on user create and update.
 use entity::profile_field;
-use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, UpdateMany};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, QuerySelect, UpdateMany};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::validate::Issues;
 use crate::{
     error::{ApiError, ApiResult, Code},
-    storage::{Page, TenantConn, TenantScope, TenantTxn},
+    storage::{Limit, Page, TenantConn, TenantScope, TenantTxn},
 };
 
 pub const FIELD_TYPES: [&str; 9] =
@@ -81,13 +81,7 @@ impl NewField {
 pub async fn create(scope: &TenantScope, new: NewField, limit: u64) -> ApiResult<profile_field::Model> {
     new.check()?;
     let mut txn = scope.begin().await?;
-    let count = txn.find::<profile_field::Entity>().count(txn.conn()).await?;
-    if count >= limit {
-        return Err(ApiError::invalid(
-            "key",
-            format!("the application already has the limit of {limit} profile fields"),
-        ));
-    }
+    txn.reserve::<profile_field::Entity>(Limit { max: limit, what: "profile fields", field: "key" }, |all| all).await?;
     let position = match new.position {
         Some(position) => position,
         None => next_position(&txn).await?,

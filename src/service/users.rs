@@ -1,5 +1,6 @@
 //! End users: created by sign-up or with a secret key, listed, changed and
-//! deleted. Emails are unique per application, compared lowercased.
+//! deleted. Emails are unique per application, compared in one normal form
+//! ([`normalize_email`]).
 use entity::{membership, refresh_token, session, user, user_api_key};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Map, Value};
@@ -15,18 +16,28 @@ pub const MIN_PASSWORD: usize = 8;
 const EMAIL_TAKEN: &str = "A user with this email already exists.";
 pub const MAX_PASSWORD: usize = 256;
 
-/// The stored (and compared) form of an email: trimmed, lowercased.
-pub fn normalize_email(raw: &str) -> String {
-    raw.trim().to_lowercase()
+/// The stored (and compared) form of an email, the one way every entry
+/// point reads one: Unicode NFKC (so `ｕ1@example.com` is `u1@example.com`),
+/// trimmed, the local part lower-cased, the domain through IDNA (UTS 46) to
+/// its ASCII form (`bücher.example` is `xn--bcher-kva.example`). `None`:
+/// it does not normalise (no `@`, a domain IDNA refuses).
+pub fn normalize_email(raw: &str) -> Option<String> {
+    use unicode_normalization::UnicodeNormalization;
+    let nfkc: String = raw.trim().nfkc().collect();
+    let (local, domain) = nfkc.rsplit_once('@')?;
+    let domain = idna::domain_to_ascii(domain).ok().filter(|d| !d.is_empty())?;
+    Some(format!("{}@{domain}", local.to_lowercase()))
 }
 
 /// The stored form of an email, or an issue named `email`.
 pub fn email(issues: &mut Issues, raw: &str) -> String {
-    let email = normalize_email(raw);
-    if !profile_fields::is_email(&email) {
-        issues.add("email", "must be an email address");
+    match normalize_email(raw).filter(|email| profile_fields::is_email(email)) {
+        Some(email) => email,
+        None => {
+            issues.add("email", "must be an email address");
+            raw.to_string()
+        }
     }
-    email
 }
 
 pub fn password(issues: &mut Issues, raw: &str) {
@@ -104,7 +115,8 @@ pub async fn find_by_email(db: &impl TenantConn, email: &str) -> Result<Option<u
 pub async fn list(db: &impl TenantConn, email: Option<&str>, page: Page) -> Result<(Vec<user::Model>, bool), DbErr> {
     let mut query = db.find::<user::Entity>();
     if let Some(email) = email {
-        query = query.filter(user::Column::Email.eq(normalize_email(email)));
+        // An email that does not normalise matches nobody.
+        query = query.filter(user::Column::Email.eq(normalize_email(email).unwrap_or_default()));
     }
     page.fetch(query.order_by_desc(user::Column::CreatedAt).order_by_desc(user::Column::Id), db.conn()).await
 }

@@ -3,8 +3,8 @@
 use chrono::Utc;
 use entity::{webhook, webhook_attempt, webhook_message};
 use sea_orm::{
-    sea_query::Expr, ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect, UpdateMany,
+    sea_query::Expr, ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect,
+    UpdateMany,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -15,7 +15,7 @@ use crate::{
     crypto::{master_key::MasterKey, seal},
     error::{ApiError, ApiResult, Code, FieldIssue},
     events::{delivery, outbox, signing, url_safety},
-    storage::{Page, TenantConn, TenantScope},
+    storage::{Limit, Page, TenantConn, TenantScope},
 };
 
 pub const MAX_EVENT_TYPES: usize = 50;
@@ -73,12 +73,7 @@ pub async fn create(
 ) -> ApiResult<(webhook::Model, String)> {
     let application_id = scope.tenant().id;
     let mut txn = scope.begin().await?;
-    if txn.find::<webhook::Entity>().count(txn.conn()).await? >= limit {
-        return Err(ApiError::invalid(
-            "url",
-            format!("the application already has the limit of {limit} webhook endpoints"),
-        ));
-    }
+    txn.reserve::<webhook::Entity>(Limit { max: limit, what: "webhook endpoints", field: "url" }, |all| all).await?;
     let id = Uuid::now_v7();
     let secret = signing::generate_secret();
     let now = clock::now();

@@ -14,10 +14,12 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::{config::Settings, region::Region};
 
 pub mod catalog;
+mod limits;
 mod page;
 mod tenant;
 mod tenant_tables;
 
+pub use limits::{Limit, LimitReached, ReserveError};
 pub use page::Page;
 pub use tenant::{TenantConn, TenantScope, TenantTxn, Unaudited};
 pub use tenant_tables::{tenant_tables, TenantEntity};

@@ -47,7 +47,7 @@ pub async fn create_personal_key(user: EndUser, body: Body) -> ApiResult<HttpRes
 #[utoipa::path(get, path = "/v1/auth/me/api-keys", tag = "auth", params(ListQuery),
     responses((status = 200, body = [ApiKeyView]), (status = 401)), security(("access_token" = [])))]
 pub async fn list_personal_keys(user: EndUser, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
-    let page = query.0.page()?;
+    let page = query.parsed()?.page()?;
     let (keys, has_more) = personal_keys::list(&user.scope, user.claims.sub, page).await?;
     Ok(envelope::page(keys.iter().map(ApiKeyView::from).collect(), has_more))
 }

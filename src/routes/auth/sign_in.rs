@@ -77,7 +77,11 @@ pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     users::password(&mut issues, &request.password);
     let profile = users::profile(&scope, &mut issues, request.profile).await?;
     issues.finish()?;
-    let caller = hooks::Caller { master_key: &state.master_key, clients: &state.webhooks };
+    let caller = hooks::Caller {
+        master_key: &state.master_key,
+        clients: &state.webhooks,
+        total_timeout: std::time::Duration::from_millis(state.settings.hooks.total_timeout_ms),
+    };
     let new = NewSignUp { email, password: request.password, profile };
     let (signer, user, opened) =
         auth::sign_up(&scope, &state.issuer(), &state.passwords, &caller, new, session_ttl(&state)).await?;
@@ -102,9 +106,9 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     limit(&state, &req, format!("sign_in:ip:{application_id}:{}", client_ip(&req)), limits.sign_in_per_ip_per_minute)
         .await?;
     let request: SignInRequest = body.json().await?;
-    let email = users::normalize_email(&request.email);
+    let email = users::normalize_email(&request.email).unwrap_or_default();
     if email.is_empty() || email.chars().count() > 254 || request.password.len() > 4 * users::MAX_PASSWORD {
-        let shown: String = email.chars().take(254).collect();
+        let shown: String = request.email.trim().chars().filter(|c| !c.is_control()).take(254).collect();
         return Err(auth::failed_sign_in(&scope, &shown, None, "malformed").await);
     }
     limit(&state, &req, format!("sign_in:email:{application_id}:{email}"), limits.sign_in_per_email_per_minute).await?;
