@@ -144,6 +144,7 @@ pub struct LimitSettings {
     pub webhooks_per_application: u64,
     pub hooks_per_application: u64,
     pub profile_fields_per_application: u64,
+    pub personal_keys_per_user: u64,
 }
 
 const DEFAULTS: &[(&str, &str)] = &[
@@ -169,6 +170,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("limits.webhooks_per_application", "50"),
     ("limits.hooks_per_application", "20"),
     ("limits.profile_fields_per_application", "200"),
+    ("limits.personal_keys_per_user", "100"),
 ];
 
 impl Settings {
@@ -266,5 +268,17 @@ mod tests {
         assert_eq!(settings.tokens.access_ttl_seconds, 300, "untouched keys keep their defaults");
         assert_eq!(settings.public_url(), "http://127.0.0.1:9999");
         assert_eq!(settings.region_url(Region::Eu), "sqlite://./data/eu.db");
+    }
+
+    #[test]
+    fn one_regions_url_keeps_the_other_regions_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("one-region.toml");
+        std::fs::write(&file, "[regions.us]\ndatabase_url = \"postgres://db.internal/us\"\n[node.peers]\n").unwrap();
+        let settings = Settings::load(Some(&file)).unwrap();
+        assert_eq!(settings.region_url(Region::Us), "postgres://db.internal/us");
+        assert_eq!(settings.region_url(Region::Eu), "sqlite://./data/eu.db");
+        assert_eq!(settings.region_url(Region::Ap), "sqlite://./data/ap.db");
+        assert_eq!(settings.hooks.total_timeout_ms, 5000);
     }
 }

@@ -12,9 +12,6 @@ use crate::{
     storage::{Limit, Page, TenantConn, TenantScope, Unaudited},
 };
 
-/// Personal keys one user may hold unrevoked.
-pub const MAX_ACTIVE_PER_USER: u64 = 100;
-
 fn of_user(db: &impl TenantConn, user_id: Uuid) -> sea_orm::Select<user_api_key::Entity> {
     db.find::<user_api_key::Entity>().filter(user_api_key::Column::UserId.eq(user_id))
 }
@@ -24,9 +21,10 @@ pub async fn create(
     user_id: Uuid,
     live: bool,
     new: &NewApiKey,
+    max_active: u64,
 ) -> ApiResult<(user_api_key::Model, String)> {
     let mut txn = scope.begin().await?;
-    let limit = Limit { max: MAX_ACTIVE_PER_USER, what: "active keys of one user", field: "name" };
+    let limit = Limit { max: max_active, what: "active keys of one user", field: "name" };
     txn.reserve(limit, |keys: sea_orm::Select<user_api_key::Entity>| {
         keys.filter(user_api_key::Column::UserId.eq(user_id)).filter(user_api_key::Column::RevokedAt.is_null())
     })

@@ -193,3 +193,25 @@ pub async fn touch_sign_in(txn: &mut TenantTxn, id: Uuid, at: chrono::DateTime<c
         .await?;
     Ok(touched == 1)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::normalize_email;
+
+    #[test]
+    fn emails_have_one_normal_form() {
+        for (raw, normal) in [
+            ("u1@example.com", Some("u1@example.com")),
+            ("ｕ1@example.com", Some("u1@example.com")),
+            (" U1@ＥＸＡＭＰＬＥ.com ", Some("u1@example.com")),
+            ("anna@Bücher.example", Some("anna@xn--bcher-kva.example")),
+            ("Ä@example.com", Some("ä@example.com")),
+            ("a＠example.com", Some("a@example.com")),
+            ("no-at-sign", None),
+            ("a@", None),
+            ("a@exa\u{FFFD}mple.com", None),
+        ] {
+            assert_eq!(normalize_email(raw).as_deref(), normal, "{raw}");
+        }
+    }
+}

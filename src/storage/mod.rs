@@ -74,7 +74,10 @@ impl Drop for WriteTxn {
 }
 
 impl Db {
+    /// Connects; a failure names the database (`catalog`, `us`…) and where
+    /// it was looked for, never the URL's password.
     pub async fn connect(url: &str, label: &'static str, max_connections: u32) -> Result<Db, DbErr> {
+        let url_for_errors = url;
         let sqlite = url.starts_with("sqlite:");
         let url = if sqlite { prepare_sqlite(url)? } else { url.to_string() };
         let mut options = ConnectOptions::new(url);
@@ -84,7 +87,9 @@ impl Db {
             .acquire_timeout(Duration::from_secs(3))
             .connect_timeout(Duration::from_secs(3))
             .sqlx_logging(false);
-        let conn = Database::connect(options).await?;
+        let conn = Database::connect(options)
+            .await
+            .map_err(|err| DbErr::Custom(format!("the {label} database ({}): {err}", describe_url(url_for_errors))))?;
         if sqlite {
             // WAL lets readers run beside the writer; it is a property of the file.
             conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
@@ -102,6 +107,21 @@ impl Db {
             None => None,
         };
         Ok(WriteTxn { txn: Some(self.conn.begin().await?), guard })
+    }
+}
+
+/// A database URL for an operator's eyes: scheme, host, port and path, no
+/// user info or parameters.
+fn describe_url(url: &str) -> String {
+    match url::Url::parse(url) {
+        Ok(parsed) if parsed.has_host() => format!(
+            "{}://{}{}{}",
+            parsed.scheme(),
+            parsed.host_str().unwrap_or_default(),
+            parsed.port().map(|p| format!(":{p}")).unwrap_or_default(),
+            parsed.path()
+        ),
+        _ => url.split('?').next().unwrap_or_default().to_string(),
     }
 }
 
@@ -124,6 +144,12 @@ fn prepare_sqlite(url: &str) -> Result<String, DbErr> {
     })
 }
 
+fn applied(db: &Db, count: usize) {
+    if count > 0 {
+        tracing::info!(database = db.label, "applied {count} migrations");
+    }
+}
+
 /// The catalog and the regional databases of the regions this node holds.
 pub struct Storage {
     pub catalog: Db,
@@ -141,10 +167,16 @@ impl Storage {
         Ok(Storage { catalog, shards })
     }
 
+    /// Applies what is pending and says so in one line per database
+    /// (sea-orm's own per-migration lines are at `debug`).
     pub async fn migrate(&self) -> Result<(), DbErr> {
+        let pending = migration::CatalogMigrator::get_pending_migrations(&self.catalog.conn).await?.len();
         migration::CatalogMigrator::up(&self.catalog.conn, None).await?;
+        applied(&self.catalog, pending);
         for shard in self.shards.values() {
+            let pending = migration::RegionMigrator::get_pending_migrations(&shard.conn).await?.len();
             migration::RegionMigrator::up(&shard.conn, None).await?;
+            applied(shard, pending);
         }
         Ok(())
     }
@@ -160,5 +192,18 @@ impl Storage {
     /// Every database this node holds, the catalog first.
     pub fn all(&self) -> impl Iterator<Item = &Db> {
         std::iter::once(&self.catalog).chain(Region::ALL.iter().filter_map(|r| self.shards.get(r)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn an_unreachable_database_is_named_with_its_host_and_never_its_password() {
+        let err = Db::connect("postgres://gatehouse:s3cret@127.0.0.1:1/gatehouse_eu", "eu", 1).await.err().unwrap();
+        let text = err.to_string();
+        assert!(text.contains("the eu database (postgres://127.0.0.1:1/gatehouse_eu)"), "{text}");
+        assert!(!text.contains("s3cret"), "{text}");
     }
 }

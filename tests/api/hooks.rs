@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::{
     end_users::{public_post, PASSWORD},
-    helpers::{spawn_app, TestApp},
+    helpers::{spawn_app, spawn_with, TestApp},
     webhooks::{verifies, Received},
 };
 
@@ -174,4 +174,31 @@ async fn hooks_are_validated_managed_and_isolated() {
     for expected in ["hook.created", "hook.updated", "hook.deleted"] {
         assert!(types.iter().any(|t| t == expected), "{expected}");
     }
+}
+
+#[actix_web::test]
+async fn a_sign_ups_hooks_share_one_overall_deadline() {
+    // Arrange: three slow fail-open hooks of 2 s each, 1 s for all of them.
+    let app = spawn_with(|s| s.hooks.total_timeout_ms = 1000).await;
+    for _ in 0..3 {
+        let (url, script) = start_hook_receiver().await;
+        let created = app
+            .post("/v1/hooks", &json!({"point": "pre_sign_up", "url": url, "fail_open": true, "timeout_ms": 2000}))
+            .await;
+        assert_eq!(created.status, 201, "{:?}", created.body);
+        *script.secret.lock().unwrap() = created.data()["secret"].as_str().unwrap().to_string();
+        *script.mode.lock().unwrap() = "slow".to_string();
+    }
+    // Act
+    let started = Instant::now();
+    let body = json!({"email": "deadline@example.com", "password": PASSWORD});
+    let reply = public_post(&app, &app.caller, "/v1/auth/sign-up", &body).await;
+    let took = started.elapsed();
+    // Assert: one deadline, not the sum of three timeouts (6 s) nor one (2 s).
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+    assert!(took < Duration::from_millis(1900), "the sign-up took {took:?}");
+    let rows = app.get("/v1/audit-logs/export?limit=1000").await;
+    let calls: Vec<&Value> = rows.data().as_array().unwrap().iter().filter(|r| r["type"] == "hook.called").collect();
+    assert_eq!(calls.len(), 3, "every hook's call (or the lack of time for it) is recorded");
+    assert!(calls.iter().all(|c| c["data"]["error"] == "timeout"), "{calls:?}");
 }

@@ -8,6 +8,7 @@ mod cli;
 mod cross_node;
 mod delivery_durability;
 mod end_users;
+mod hardening;
 mod helpers;
 mod hooks;
 mod http_surface;

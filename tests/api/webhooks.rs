@@ -237,12 +237,15 @@ async fn unsafe_or_malformed_urls_are_422_invalid_url_and_store_nothing() {
         "ftp://example.com/",
         "http://user:pw@127.0.0.1/",
         "not a url",
-        "http://127.0.0.1:1/a\u{0}b",
+        "http://127.0.0.1:1/a\u{7}b",
         &format!("https://example.com/{}", "a".repeat(2050)),
     ] {
         let reply = app.post("/v1/webhooks", &json!({"url": url})).await;
         assert_eq!((reply.status, reply.error_code()), (422, "invalid_url"), "{url}");
     }
+    // A NUL is refused for every field of every body, before the url rules.
+    let reply = app.post("/v1/webhooks", &json!({"url": "http://127.0.0.1:1/a\u{0}b"})).await;
+    assert_eq!((reply.status, reply.body["error"]["details"][0]["field"].as_str()), (422, Some("url")));
     for url in [
         "http://hooks.example.com/",
         "https://127.0.0.1/",

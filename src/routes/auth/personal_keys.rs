@@ -13,6 +13,7 @@ use crate::{
     },
     routes::api_keys::ApiKeyView,
     service::{api_keys::NewApiKey, personal_keys},
+    state::AppState,
 };
 
 #[derive(Deserialize, ToSchema)]
@@ -35,11 +36,13 @@ pub struct IssuedPersonalKeyView {
 /// Create a personal API key for the signed-in user (operation 7).
 #[utoipa::path(post, path = "/v1/auth/me/api-keys", tag = "auth", request_body = CreatePersonalKeyRequest,
     responses((status = 201, body = IssuedPersonalKeyView), (status = 401), (status = 422)), security(("access_token" = [])))]
-pub async fn create_personal_key(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+pub async fn create_personal_key(state: web::Data<AppState>, user: EndUser, body: Body) -> ApiResult<HttpResponse> {
     let request: CreatePersonalKeyRequest = body.json().await?;
     let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
     let live = user.tenant().environment.is_live();
-    let (key, secret) = personal_keys::create(&user.scope, user.claims.sub, live, &new).await?;
+    let (key, secret) =
+        personal_keys::create(&user.scope, user.claims.sub, live, &new, state.settings.limits.personal_keys_per_user)
+            .await?;
     Ok(envelope::created(IssuedPersonalKeyView { key: (&key).into(), secret }))
 }
 
