@@ -31,6 +31,9 @@ pub struct ServerSettings {
     pub public_url: Option<String>,
     /// HTTP worker threads; 0 means one per core.
     pub workers: usize,
+    /// On SIGTERM: how long requests in flight, then the background
+    /// workers' deliveries in flight, may take to finish.
+    pub shutdown_timeout_seconds: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -150,6 +153,7 @@ pub struct LimitSettings {
 const DEFAULTS: &[(&str, &str)] = &[
     ("server.listen", "127.0.0.1:8080"),
     ("server.workers", "0"),
+    ("server.shutdown_timeout_seconds", "10"),
     ("storage.data_dir", "./data"),
     ("storage.max_connections", "16"),
     ("tokens.access_ttl_seconds", "300"),

@@ -13,6 +13,7 @@ pub mod openapi;
 pub mod region;
 pub mod routes;
 pub mod service;
+pub mod shutdown;
 pub mod startup;
 pub mod state;
 pub mod storage;

@@ -1,7 +1,7 @@
 //! Building the service: storage, actors, state and the HTTP server.
 use std::{net::TcpListener, sync::Arc, time::Duration};
 
-use actix_web::{dev::Server, middleware::from_fn, web, App, HttpServer};
+use actix_web::{dev::Server, middleware::from_fn, rt::task::JoinHandle, web, App, HttpServer};
 
 use crate::{
     auth::{
@@ -17,6 +17,7 @@ use crate::{
     region::{forward, router::Directory},
     routes,
     service::rotations::Rotations,
+    shutdown::Shutdown,
     state::AppState,
     storage::Storage,
     telemetry,
@@ -43,6 +44,8 @@ pub enum StartupError {
 pub struct Application {
     port: u16,
     server: Server,
+    /// The delivery workers, awaited at shutdown.
+    workers: Vec<JoinHandle<()>>,
     pub state: web::Data<AppState>,
 }
 
@@ -124,8 +127,9 @@ impl Application {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
             webhooks: delivery::Clients::build(Duration::from_secs(settings.webhooks.timeout_seconds))?,
+            shutdown: Shutdown::default(),
         });
-        delivery::start(state.clone());
+        let workers = delivery::start(state.clone());
         relay_catalog_audit(state.storage.clone());
         let app_state = state.clone();
         let mut server = HttpServer::new(move || {
@@ -141,20 +145,37 @@ impl Application {
                 .configure(routes::configure)
                 .default_service(web::to(errors::unknown_route))
         })
-        .shutdown_timeout(10);
+        .shutdown_timeout(settings.server.shutdown_timeout_seconds);
         if settings.server.workers > 0 {
             server = server.workers(settings.server.workers);
         }
         let server =
             server.listen(listener).map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?.run();
-        Ok(Application { port, server, state })
+        Ok(Application { port, server, workers, state })
     }
 
     pub fn port(&self) -> u16 {
         self.port
     }
 
+    /// Serves until a signal stops the server (SIGTERM: gracefully), then
+    /// stops the delivery workers once they have recorded the outcomes they
+    /// hold, and closes the database pools, all within
+    /// `server.shutdown_timeout_seconds` for each stage.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        self.server.await?;
+        let state = self.state;
+        state.shutdown.signal();
+        let bound = Duration::from_secs(state.settings.server.shutdown_timeout_seconds);
+        if tokio::time::timeout(bound, futures_util::future::join_all(self.workers)).await.is_err() {
+            tracing::warn!("delivery workers did not finish in time; their leases expire and the messages are retried");
+        }
+        for db in state.storage.all() {
+            if let Err(err) = db.conn.clone().close().await {
+                tracing::warn!(database = db.label, error = %err, "closing the database pool failed");
+            }
+        }
+        tracing::info!("stopped");
+        Ok(())
     }
 }

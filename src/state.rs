@@ -34,6 +34,8 @@ pub struct AppState {
     pub http: reqwest::Client,
     /// For webhook deliveries.
     pub webhooks: delivery::Clients,
+    /// Given once the HTTP server has drained; background workers then stop.
+    pub shutdown: crate::shutdown::Shutdown,
 }
 
 impl AppState {

@@ -14,7 +14,7 @@
 #![allow(clippy::disallowed_methods)]
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
-use actix_web::web;
+use actix_web::{rt::task::JoinHandle, web};
 use chrono::{DateTime, Utc};
 use entity::{webhook, webhook_attempt, webhook_message};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -118,14 +118,17 @@ pub fn failure_class(err: &reqwest::Error) -> &'static str {
     }
 }
 
-/// Starts one worker per held region on the current arbiter.
-pub fn start(state: web::Data<AppState>) {
+/// Starts one worker per held region on the current arbiter; each ends
+/// after the node's shutdown signal, once its outcomes are recorded.
+pub fn start(state: web::Data<AppState>) -> Vec<JoinHandle<()>> {
+    let mut workers = Vec::new();
     for region in Region::ALL {
         if let Some(shard) = state.storage.shard(region) {
             let (state, shard) = (state.clone(), shard.clone());
-            actix_web::rt::spawn(async move { run(state, shard).await });
+            workers.push(actix_web::rt::spawn(async move { run(state, shard).await }));
         }
     }
+    workers
 }
 
 /// Claims due messages while permits are free and delivers each in its own
@@ -136,13 +139,18 @@ async fn run(state: web::Data<AppState>, shard: Db) {
     let poll = Duration::from_millis(state.settings.webhooks.poll_interval_ms.max(10));
     let lease = Duration::from_secs(state.settings.webhooks.lease_seconds);
     let permits = Arc::new(Semaphore::new(state.settings.webhooks.concurrency.max(1)));
+    let concurrency = permits.available_permits() as u32;
     let (outcomes, recorded) = mpsc::channel(RECORD_BATCH * 4);
     // Checked at start-up, so this parse succeeds.
     let delays = schedule::parse(&state.settings.webhooks.retry_schedule).unwrap_or_else(|_| vec![Duration::ZERO]);
-    actix_web::rt::spawn(recorder(delays, shard.clone(), recorded));
-    loop {
+    let recorder = actix_web::rt::spawn(recorder(delays, shard.clone(), recorded));
+    let shutdown = state.shutdown.clone();
+    while !shutdown.is_signalled() {
         // Wait for at least one free permit before claiming anything.
-        drop(permits.clone().acquire_owned().await.expect("never closed"));
+        tokio::select! {
+            permit = permits.clone().acquire_owned() => drop(permit.expect("never closed")),
+            () = shutdown.signalled() => break,
+        }
         let free = permits.available_permits() as u64;
         let claimed = match claim(&shard, free, lease).await {
             Ok(claimed) => claimed,
@@ -152,7 +160,10 @@ async fn run(state: web::Data<AppState>, shard: Db) {
             }
         };
         if claimed.is_empty() {
-            tokio::time::sleep(poll).await;
+            tokio::select! {
+                () = tokio::time::sleep(poll) => {}
+                () = shutdown.signalled() => {}
+            }
             continue;
         }
         let endpoints = match endpoints_of(&shard, &claimed).await {
@@ -185,6 +196,11 @@ async fn run(state: web::Data<AppState>, shard: Db) {
             });
         }
     }
+    // Stopping: every delivery in flight holds a permit and hands its
+    // outcome over before letting go; then the recorder writes what it got.
+    drop(permits.acquire_many(concurrency).await);
+    drop(outcomes);
+    let _ = recorder.await;
 }
 
 type Recorded = (webhook::Model, webhook_message::Model, Outcome);

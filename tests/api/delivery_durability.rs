@@ -3,11 +3,13 @@
 use std::{collections::HashMap, process::Command, time::Duration};
 
 use gatehouse::startup::Application;
+use sea_orm::{EntityTrait, QuerySelect};
 use serde_json::{json, Value};
 
 use crate::{
     helpers::spawn_with,
-    webhooks::{start_receiver, Received},
+    hooks::start_hook_receiver,
+    webhooks::{start_receiver, start_slow_receiver, Received},
 };
 
 fn event_ids(received: &[Received]) -> HashMap<String, Vec<String>> {
@@ -25,9 +27,14 @@ struct Server {
 }
 
 fn start(dir: &std::path::Path, port: u16) -> Server {
+    start_with(dir, port, &[])
+}
+
+fn start_with(dir: &std::path::Path, port: u16, extra: &[(&'static str, &str)]) -> Server {
     let child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
         .arg("serve")
         .envs(server_env(dir, port))
+        .envs(extra.iter().copied())
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
@@ -180,4 +187,104 @@ async fn two_nodes_on_one_postgresql_send_each_message_once() {
     ids.dedup();
     assert_eq!(total, 1000, "every message arrived");
     assert_eq!(ids.len(), total, "no message was sent twice");
+}
+
+/// SIGTERM under load: the requests in flight are answered, a new one is
+/// refused at connect, the deliveries in flight are recorded, and the
+/// process exits 0.
+#[actix_web::test]
+async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
+    // Arrange: the real binary; sign-ups held 3 s by a slow hook; webhook
+    // deliveries held 4 s by a slow receiver, so they are still in flight
+    // when the last request has been answered.
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let boot = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["bootstrap", "--name", "Drain"])
+        .envs(server_env(dir.path(), port))
+        .output()
+        .unwrap();
+    let creds: Value = serde_json::from_slice(&boot.stdout).unwrap();
+    let (app, key) =
+        (creds["application_id"].as_str().unwrap().to_string(), creds["secret_key"].as_str().unwrap().to_string());
+    let receiver = start_slow_receiver(vec![], Duration::from_secs(4)).await;
+    let (hook_url, hook) = start_hook_receiver().await;
+    *hook.mode.lock().unwrap() = "slow".into();
+    let client = reqwest::Client::new();
+    let mut server = start_with(dir.path(), port, &[("GATEHOUSE__WEBHOOKS__TIMEOUT_SECONDS", "10")]);
+    wait_until_up(&client, &server.base).await;
+    let call = |method: reqwest::Method, path: &str, body: Value| {
+        client
+            .request(method, format!("http://127.0.0.1:{port}{path}"))
+            .bearer_auth(&key)
+            .header("x-application-id", &app)
+            .json(&body)
+            .send()
+    };
+    let webhook = call(reqwest::Method::POST, "/v1/webhooks", json!({"url": receiver.url})).await.unwrap();
+    assert_eq!(webhook.status(), 201);
+    let created: Value =
+        call(reqwest::Method::POST, "/v1/hooks", json!({"point": "pre_sign_up", "url": hook_url, "timeout_ms": 5000}))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+    *hook.secret.lock().unwrap() = created["data"]["secret"].as_str().unwrap().to_string();
+    receiver.wait_for(2).await; // the two creations' deliveries are under way
+
+    // Act: eight sign-ups in flight, then SIGTERM.
+    let sign_ups: Vec<_> = (0..8)
+        .map(|i| {
+            let request = client
+                .post(format!("http://127.0.0.1:{port}/v1/auth/sign-up"))
+                .header("x-application-id", &app)
+                .json(&json!({"email": format!("drain{i}@example.com"), "password": "correct horse battery"}))
+                .send();
+            actix_web::rt::spawn(request)
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let pid = server.child.id() as i32;
+    // SAFETY: a plain signal to the child this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let late = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+    match late.get(format!("http://127.0.0.1:{port}/healthz")).send().await {
+        Err(err) => assert!(err.is_connect(), "a request after SIGTERM is refused at connect: {err:?}"),
+        Ok(answer) => panic!("a request after SIGTERM was accepted: {}", answer.status()),
+    }
+
+    // Assert: every sign-up in flight was answered, and the process ended well.
+    for sign_up in sign_ups {
+        let answer = sign_up.await.unwrap().expect("an in-flight request is answered");
+        assert_eq!(answer.status(), 201);
+    }
+    let mut exit = None;
+    for _ in 0..200 {
+        if let Some(status) = server.child.try_wait().unwrap() {
+            exit = Some(status);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let exit = exit.unwrap_or_else(|| {
+        server.child.kill().unwrap();
+        panic!("the process did not stop within 10 s of SIGTERM")
+    });
+    assert!(exit.success(), "{exit:?}");
+    // Every delivery the receiver saw has its attempt recorded.
+    let received: Vec<String> = receiver.received.lock().unwrap().iter().map(|r| r.id.clone()).collect();
+    assert!(!received.is_empty());
+    let db = sea_orm::Database::connect(format!("sqlite://{}/us.db", dir.path().display())).await.unwrap();
+    let attempted: Vec<uuid::Uuid> = entity::webhook_attempt::Entity::find()
+        .select_only()
+        .column(entity::webhook_attempt::Column::MessageId)
+        .into_tuple()
+        .all(&db)
+        .await
+        .unwrap();
+    for id in &received {
+        assert!(attempted.iter().any(|a| a.to_string() == *id), "the delivery of {id} was sent but not recorded");
+    }
 }

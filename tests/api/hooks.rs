@@ -16,10 +16,10 @@ use crate::{
 };
 
 #[derive(Clone, Default)]
-struct HookScript {
+pub struct HookScript {
     /// allow, deny, slow, error, redirect, garbage
-    mode: Arc<Mutex<String>>,
-    secret: Arc<Mutex<String>>,
+    pub mode: Arc<Mutex<String>>,
+    pub secret: Arc<Mutex<String>>,
     calls: Arc<Mutex<Vec<Value>>>,
 }
 
@@ -50,7 +50,7 @@ async fn answer(req: HttpRequest, body: web::Bytes, script: web::Data<HookScript
     }
 }
 
-async fn start_hook_receiver() -> (String, HookScript) {
+pub async fn start_hook_receiver() -> (String, HookScript) {
     let script = HookScript::default();
     let data = web::Data::new(script.clone());
     let server = HttpServer::new(move || App::new().app_data(data.clone()).default_service(web::to(answer)))

@@ -34,6 +34,8 @@ pub struct Receiver {
 struct Script {
     answers: Arc<Mutex<VecDeque<u16>>>,
     received: Arc<Mutex<Vec<Received>>>,
+    /// How long each answer takes (after the delivery is recorded as received).
+    delay: Duration,
 }
 
 async fn receive(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) -> HttpResponse {
@@ -45,6 +47,7 @@ async fn receive(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) 
         body: String::from_utf8_lossy(&body).into_owned(),
         at: std::time::Instant::now(),
     });
+    tokio::time::sleep(script.delay).await;
     let status = script.answers.lock().unwrap().pop_front().unwrap_or(200);
     let mut answer = HttpResponse::build(actix_web::http::StatusCode::from_u16(status).unwrap());
     if status == 429 {
@@ -54,11 +57,16 @@ async fn receive(req: HttpRequest, body: web::Bytes, script: web::Data<Script>) 
 }
 
 pub async fn start_receiver(answers: Vec<u16>) -> Receiver {
-    let script = Script { answers: Arc::new(Mutex::new(answers.into())), received: Arc::default() };
+    start_slow_receiver(answers, Duration::ZERO).await
+}
+
+/// [`start_receiver`] whose every answer takes `delay`.
+pub async fn start_slow_receiver(answers: Vec<u16>, delay: Duration) -> Receiver {
+    let script = Script { answers: Arc::new(Mutex::new(answers.into())), received: Arc::default(), delay };
     let received = script.received.clone();
     let data = web::Data::new(script);
     let server = HttpServer::new(move || App::new().app_data(data.clone()).default_service(web::to(receive)))
-        .workers(1)
+        .workers(2)
         .bind("127.0.0.1:0")
         .unwrap();
     let port = server.addrs()[0].port();
