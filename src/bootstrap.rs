@@ -44,6 +44,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         region: request.region,
         allowed_origins,
         branding: serde_json::json!({}),
+        refresh_reuse_interval_seconds: 0,
         profile_fields: Vec::new(),
     };
     let (app, key) = applications::create(storage, new, &Actor::system()).await?;

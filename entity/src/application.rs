@@ -15,6 +15,9 @@ pub struct Model {
     /// JSON array of origins (the CORS allowlist).
     pub allowed_origins: Json,
     pub branding: Json,
+    /// Seconds (0 to 60) in which a just-rotated refresh token may be
+    /// presented again for a new pair of the same session.
+    pub refresh_reuse_interval_seconds: i32,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

@@ -10,6 +10,7 @@ mod m20261123_000005_create_end_users;
 mod m20261123_000006_create_organizations;
 mod m20261123_000007_create_profile_fields_and_hooks;
 mod m20261123_000008_create_pending_audit_events;
+mod m20261124_000009_add_refresh_reuse_interval;
 
 /// Migrations of the catalog database: accounts and the application directory.
 pub struct CatalogMigrator;
@@ -20,6 +21,7 @@ impl MigratorTrait for CatalogMigrator {
         vec![
             Box::new(m20261122_000001_create_catalog::Migration),
             Box::new(m20261123_000008_create_pending_audit_events::Migration),
+            Box::new(m20261124_000009_add_refresh_reuse_interval::Migration),
         ]
     }
 

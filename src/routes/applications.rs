@@ -57,6 +57,10 @@ pub struct UpdateApplicationRequest {
     pub allowed_origins: Option<Vec<String>>,
     #[schema(value_type = Object)]
     pub branding: Option<Value>,
+    /// 0 to 60 (default 0): seconds in which a just-rotated refresh token may
+    /// be presented again (two tabs refreshing at once) for a new pair of the
+    /// same session instead of revoking it as reuse.
+    pub refresh_reuse_interval_seconds: Option<i64>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -70,6 +74,7 @@ pub struct ApplicationView {
     pub allowed_origins: Vec<String>,
     #[schema(value_type = Object)]
     pub branding: Value,
+    pub refresh_reuse_interval_seconds: u32,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -87,6 +92,7 @@ impl From<&Tenant> for ApplicationView {
             region: app.region,
             allowed_origins: app.allowed_origins.clone(),
             branding: app.branding.clone(),
+            refresh_reuse_interval_seconds: app.refresh_reuse_interval_seconds,
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -123,22 +129,23 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
             ApiError::new(Code::UnknownRegion, format!("Region `{}` is not one of us, eu, ap.", value.escape_debug()))
         })?,
     };
-    let (allowed_origins, branding, profile_fields) = match request.copy_from {
-        None => (Vec::new(), Value::Object(Default::default()), Vec::new()),
-        Some(source) => {
-            let (source, fields) = applications::copy_source(&state.storage, &key.scope, source).await?;
-            (source.allowed_origins.clone(), source.branding.clone(), fields)
-        }
-    };
-    let new = NewApplication {
+    let mut new = NewApplication {
         account_id: key.tenant().account_id,
         name,
         environment,
         region,
-        allowed_origins,
-        branding,
-        profile_fields,
+        allowed_origins: Vec::new(),
+        branding: Value::Object(Default::default()),
+        refresh_reuse_interval_seconds: 0,
+        profile_fields: Vec::new(),
     };
+    if let Some(source) = request.copy_from {
+        let (source, fields) = applications::copy_source(&state.storage, &key.scope, source).await?;
+        new.allowed_origins = source.allowed_origins.clone();
+        new.branding = source.branding.clone();
+        new.refresh_reuse_interval_seconds = source.refresh_reuse_interval_seconds;
+        new.profile_fields = fields;
+    }
     let (app, first_key) = applications::create(&state.storage, new, key.scope.actor()).await?;
     Ok(envelope::created(CreatedApplicationView { application: (&app).into(), secret_key: first_key.secret }))
 }
@@ -173,7 +180,8 @@ pub async fn get_application(
     Ok(envelope::ok(ApplicationView::from(&app)))
 }
 
-/// Change the caller's application's name, allowed origins or branding.
+/// Change the caller's application's name, allowed origins, branding or
+/// refresh-token reuse interval.
 #[utoipa::path(patch, path = "/v1/applications/{application_id}", tag = "applications", request_body = UpdateApplicationRequest,
     responses((status = 200, body = ApplicationView), (status = 404), (status = 422)), security(("secret_key" = [])))]
 pub async fn update_application(
@@ -187,7 +195,12 @@ pub async fn update_application(
         return Err(ApiError::not_found("Application", id));
     }
     let request: UpdateApplicationRequest = body.json().await?;
-    let patch = SettingsPatch::parse(request.name, request.allowed_origins, request.branding)?;
+    let patch = SettingsPatch::parse(
+        request.name,
+        request.allowed_origins,
+        request.branding,
+        request.refresh_reuse_interval_seconds,
+    )?;
     let app = state.tenants.update_settings(&key.scope, patch).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))
 }

@@ -32,6 +32,7 @@ pub struct NewApplication {
     pub region: Region,
     pub allowed_origins: Vec<String>,
     pub branding: Value,
+    pub refresh_reuse_interval_seconds: u32,
     /// Copied from `copy_from`'s schema (new ids, this application's).
     pub profile_fields: Vec<entity::profile_field::Model>,
 }
@@ -42,13 +43,18 @@ pub struct SettingsPatch {
     pub name: Option<String>,
     pub allowed_origins: Option<Vec<String>>,
     pub branding: Option<Value>,
+    pub refresh_reuse_interval_seconds: Option<u32>,
 }
+
+/// The longest reuse interval of a refresh token (as Auth0 and Okta bound theirs).
+pub const MAX_REFRESH_REUSE_INTERVAL: i64 = 60;
 
 impl SettingsPatch {
     pub fn parse(
         name: Option<String>,
         allowed_origins: Option<Vec<String>>,
         branding: Option<Value>,
+        refresh_reuse_interval_seconds: Option<i64>,
     ) -> ApiResult<Self> {
         let mut issues = Issues::default();
         let name = name.map(|n| issues.text("name", &n, 255));
@@ -56,8 +62,14 @@ impl SettingsPatch {
         if let Some(b) = &branding {
             branding_issue(&mut issues, b);
         }
+        let refresh_reuse_interval_seconds = refresh_reuse_interval_seconds.map(|seconds| {
+            if !(0..=MAX_REFRESH_REUSE_INTERVAL).contains(&seconds) {
+                issues.add("refresh_reuse_interval_seconds", format!("must be 0 to {MAX_REFRESH_REUSE_INTERVAL}"));
+            }
+            seconds.clamp(0, MAX_REFRESH_REUSE_INTERVAL) as u32
+        });
         issues.finish()?;
-        Ok(SettingsPatch { name, allowed_origins, branding })
+        Ok(SettingsPatch { name, allowed_origins, branding, refresh_reuse_interval_seconds })
     }
 }
 
@@ -128,6 +140,7 @@ pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> Ap
         region: new.region.as_str().to_string(),
         allowed_origins: json!(new.allowed_origins),
         branding: new.branding,
+        refresh_reuse_interval_seconds: new.refresh_reuse_interval_seconds as i32,
         created_at: now,
         updated_at: now,
     };
@@ -212,6 +225,10 @@ pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, 
     if let Some(branding) = patch.branding {
         active.branding = Set(branding);
         changed.push("branding");
+    }
+    if let Some(seconds) = patch.refresh_reuse_interval_seconds {
+        active.refresh_reuse_interval_seconds = Set(seconds as i32);
+        changed.push("refresh_reuse_interval_seconds");
     }
     let now = crate::clock::now();
     active.updated_at = Set(now);

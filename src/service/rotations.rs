@@ -53,6 +53,8 @@ struct Job {
 #[derive(Clone)]
 pub struct Rotations {
     queues: HashMap<Region, mpsc::Sender<Job>>,
+    /// How far a refresh slides its session's expiry.
+    ttl: Duration,
 }
 
 impl Rotations {
@@ -66,13 +68,14 @@ impl Rotations {
                 queues.insert(region, sender);
             }
         }
-        Self { queues }
+        Self { queues, ttl }
     }
 
     /// Rotates a refresh token: the presented one is marked rotated, a new
     /// one issued, the session's expiry slides forward. Of two requests
     /// presenting the same token, exactly one rotates it; presenting a
-    /// rotated token revokes the session.
+    /// rotated token revokes the session, unless it was rotated within the
+    /// application's reuse interval ([`sessions::not_current`]).
     pub async fn rotate(&self, scope: &TenantScope, presented: &str) -> ApiResult<Result<Opened, RefreshRefused>> {
         let (application_id, region) = (scope.tenant().id, scope.tenant().region);
         if !sessions::is_refresh_token_shape(presented) {
@@ -88,7 +91,7 @@ impl Rotations {
         match rotated {
             Rotated::Done(opened) => Ok(Ok(opened)),
             Rotated::SessionEnded => Ok(Err(RefreshRefused::SessionEnded)),
-            Rotated::NotCurrent => sessions::refuse_not_current(scope, hash).await.map(Err),
+            Rotated::NotCurrent => sessions::not_current(scope, hash, self.ttl).await,
         }
     }
 }

@@ -81,22 +81,69 @@ pub fn is_refresh_token_shape(presented: &str) -> bool {
     presented.starts_with(PREFIX) && presented.len() == PREFIX.len() + 43
 }
 
-/// A presented token that is not current: unknown, or rotated before, in
-/// which case it was stolen or leaked and its whole session is revoked.
-pub async fn refuse_not_current(scope: &TenantScope, hash: Vec<u8>) -> ApiResult<RefreshRefused> {
+/// A presented token that is not current: unknown; rotated within the
+/// application's `refresh_reuse_interval_seconds` (two tabs refreshing at
+/// once, as Auth0's leeway and Okta's grace period allow), which gets a new
+/// pair for the same session; or rotated before that, which means it was
+/// stolen or leaked, and its whole session is revoked.
+pub async fn not_current(
+    scope: &TenantScope,
+    hash: Vec<u8>,
+    ttl: Duration,
+) -> ApiResult<Result<Opened, RefreshRefused>> {
     let earlier = scope
         .find::<refresh_token::Entity>()
         .filter(refresh_token::Column::TokenHash.eq(hash))
         .one(scope.conn())
         .await?;
     let Some(earlier) = earlier else {
-        return Ok(RefreshRefused::Unknown);
+        return Ok(Err(RefreshRefused::Unknown));
     };
+    let now = crate::clock::now();
+    let interval = Duration::seconds(i64::from(scope.tenant().refresh_reuse_interval_seconds));
+    if interval > Duration::zero() && earlier.rotated_at.is_some_and(|rotated_at| now - rotated_at <= interval) {
+        return reissue(scope, earlier.session_id, ttl, now).await;
+    }
     let mut txn = scope.acting_as(Actor::system()).begin().await?;
     if revoke_in(&mut txn, earlier.session_id, "refresh_token_reuse").await?.is_some() {
         txn.commit().await?;
     }
-    Ok(RefreshRefused::Reused)
+    Ok(Err(RefreshRefused::Reused))
+}
+
+/// A new refresh token for a live session, whose expiry slides forward as
+/// at a rotation; the token the other tab got stays current beside it.
+async fn reissue(
+    scope: &TenantScope,
+    session_id: Uuid,
+    ttl: Duration,
+    now: chrono::DateTime<chrono::Utc>,
+) -> ApiResult<Result<Opened, RefreshRefused>> {
+    let Some(session) = find_active(scope, session_id).await? else {
+        return Ok(Err(RefreshRefused::SessionEnded));
+    };
+    let mut txn = scope.acting_as(Actor::user(session.user_id)).begin().await?;
+    let slid = txn
+        .update_many(|q: UpdateMany<session::Entity>| {
+            q.col_expr(session::Column::RefreshedAt, Expr::value(now))
+                .col_expr(session::Column::ExpiresAt, Expr::value(now + ttl))
+                .filter(session::Column::Id.eq(session_id))
+                .filter(session::Column::RevokedAt.is_null())
+        })
+        .await?;
+    if slid == 0 {
+        return Ok(Err(RefreshRefused::SessionEnded)); // revoked since it was read
+    }
+    let (refresh_token, row) = new_refresh_token(scope.tenant().id, session_id, now);
+    txn.insert(refresh_token::ActiveModel::from(row)).await?;
+    txn.audit(
+        "session.refreshed",
+        Some(session_id),
+        json!({"user_id": session.user_id, "reused_within_interval": true}),
+    )
+    .await?;
+    txn.commit().await?;
+    Ok(Ok(Opened { session: session::Model { refreshed_at: now, expires_at: now + ttl, ..session }, refresh_token }))
 }
 
 pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<session::Model> {

@@ -60,6 +60,9 @@ pub struct TenantSnapshot {
     pub region: Region,
     pub allowed_origins: Vec<String>,
     pub branding: serde_json::Value,
+    /// Entries cached by a node that predates the field read as 0.
+    #[serde(default)]
+    pub refresh_reuse_interval_seconds: u32,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -79,6 +82,7 @@ impl TenantSnapshot {
                 .ok_or_else(|| format!("application {} has region {:?}", row.id, row.region))?,
             allowed_origins: serde_json::from_value(row.allowed_origins).unwrap_or_default(),
             branding: row.branding,
+            refresh_reuse_interval_seconds: row.refresh_reuse_interval_seconds.clamp(0, 60) as u32,
             name: row.name,
             created_at: row.created_at,
             updated_at: row.updated_at,

@@ -184,6 +184,49 @@ async fn concurrent_refreshes_of_one_token_rotate_it_once() {
 }
 
 #[actix_web::test]
+async fn two_tabs_refreshing_within_the_reuse_interval_keep_the_session() {
+    // Arrange
+    let app = spawn_app().await;
+    let path = format!("/v1/applications/{}", app.caller.application_id);
+    for bad in [json!(61), json!(-1), json!("10")] {
+        let refused = app.patch(&path, &json!({"refresh_reuse_interval_seconds": bad})).await;
+        assert_eq!(refused.status, 422, "{bad}");
+    }
+    let set = app.patch(&path, &json!({"refresh_reuse_interval_seconds": 2})).await;
+    assert_eq!(set.data()["refresh_reuse_interval_seconds"], 2, "{:?}", set.body);
+    let data = sign_up(&app, &app.caller, "tabs@example.com").await;
+    let first = data["refresh_token"].as_str().unwrap().to_string();
+    let app = &app;
+    let refresh = |token: String| async move {
+        public_post(app, &app.caller, "/v1/auth/token", &json!({"refresh_token": token})).await
+    };
+
+    // Act: two tabs present the same token at once.
+    let (a, b) = futures_util::join!(refresh(first.clone()), refresh(first.clone()));
+
+    // Assert: both get a pair of the same session, and both pairs work on.
+    assert_eq!((a.status, b.status), (200, 200), "{:?} {:?}", a.body, b.body);
+    assert_eq!(a.data()["session"]["id"], b.data()["session"]["id"]);
+    let (a_token, b_token) = (
+        a.data()["refresh_token"].as_str().unwrap().to_string(),
+        b.data()["refresh_token"].as_str().unwrap().to_string(),
+    );
+    assert_ne!(a_token, b_token);
+    let a_next = refresh(a_token).await;
+    let b_next = refresh(b_token).await;
+    assert_eq!((a_next.status, b_next.status), (200, 200));
+    let rows = app.get("/v1/audit-logs/export?limit=1000").await;
+    assert!(rows.data().as_array().unwrap().iter().any(|r| r["data"]["reused_within_interval"] == true));
+
+    // Past the interval a rotated token is reuse again, and ends the session.
+    tokio::time::sleep(std::time::Duration::from_millis(2200)).await;
+    let stale = refresh(first).await;
+    assert_eq!(stale.status, 401);
+    let after = refresh(a_next.data()["refresh_token"].as_str().unwrap().to_string()).await;
+    assert_eq!(after.status, 401, "the whole session is revoked");
+}
+
+#[actix_web::test]
 async fn sign_out_and_revocation_end_access_at_once() {
     let app = spawn_app().await;
     let data = sign_up(&app, &app.caller, "ada@example.com").await;
