@@ -9,7 +9,16 @@ pub fn init_logging() {
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }
 
+/// How often histogram samples are folded into their buckets.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The process-wide recorder; installed once, shared by every server in it.
+///
+/// A recorder built with `build_recorder` keeps every histogram sample in
+/// a buffer until an upkeep (or a scrape) folds it into the buckets: a node
+/// nobody scrapes grew by every request's latency sample, 3 MiB a minute
+/// under the soak (found with heaptrack: `AtomicBucket::push`). A thread
+/// runs the upkeep whether or not anyone scrapes.
 pub fn metrics_handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE
@@ -23,6 +32,14 @@ pub fn metrics_handle() -> PrometheusHandle {
                 .build_recorder();
             let handle = recorder.handle();
             let _ = metrics::set_global_recorder(recorder);
+            let upkeep = handle.clone();
+            std::thread::Builder::new()
+                .name("metrics-upkeep".into())
+                .spawn(move || loop {
+                    std::thread::sleep(UPKEEP_EVERY);
+                    upkeep.run_upkeep();
+                })
+                .expect("the metrics upkeep thread starts");
             handle
         })
         .clone()

@@ -11,6 +11,7 @@ mod m20261123_000006_create_organizations;
 mod m20261123_000007_create_profile_fields_and_hooks;
 mod m20261123_000008_create_pending_audit_events;
 mod m20261124_000009_add_refresh_reuse_interval;
+mod m20261124_000010_create_list_indexes;
 
 /// Migrations of the catalog database: accounts and the application directory.
 pub struct CatalogMigrator;
@@ -43,6 +44,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261123_000005_create_end_users::Migration),
             Box::new(m20261123_000006_create_organizations::Migration),
             Box::new(m20261123_000007_create_profile_fields_and_hooks::Migration),
+            Box::new(m20261124_000010_create_list_indexes::Migration),
         ]
     }
 

@@ -101,38 +101,68 @@ impl CachedKey {
 #[derive(Clone)]
 pub struct KeyCache {
     bus: Bus,
-    by_secret: Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
-    by_id: Cache<(Uuid, Uuid), Arc<api_key::Model>>,
+    records: Records,
     /// Refusals recorded in the last minute, so a flood of a revoked key
     /// cannot turn into a flood of writes.
     refusals: moka::sync::Cache<(Uuid, &'static str), ()>,
+}
+
+/// What a key change drops. A revocation names a key by id, and the record
+/// authentication reads is found by secret hash, so `hash_of` indexes the
+/// one by the other: a key is dropped with two look-ups. (Dropping by a
+/// predicate over every entry, moka's `invalidate_entries_if`, made every
+/// read test every pending predicate: authenticated requests got dearer
+/// with each revocation until a restart. See BENCHMARKS.md, "Sustained
+/// load".)
+#[derive(Clone)]
+struct Records {
+    by_secret: Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
+    by_id: Cache<(Uuid, Uuid), Arc<api_key::Model>>,
+    /// (application, key id) → secret hash of the records in `by_secret`;
+    /// outlives them (2 s against 1 s), so no record is left unindexed.
+    hash_of: moka::sync::Cache<(Uuid, Uuid), [u8; 32]>,
+}
+
+impl Records {
+    async fn forget(&self, application_id: Uuid, key_id: Uuid) {
+        if let Some(hash) = self.hash_of.remove(&(application_id, key_id)) {
+            self.by_secret.invalidate(&(application_id, hash)).await;
+        }
+        self.by_id.invalidate(&(application_id, key_id)).await;
+    }
+
+    fn forget_all(&self) {
+        self.by_secret.invalidate_all();
+        self.by_id.invalidate_all();
+        self.hash_of.invalidate_all();
+    }
 }
 
 impl KeyCache {
     /// Key records, dropped on this node at once and on the others when the
     /// bus says a key changed (the 1 s TTL is the fallback without Redis).
     pub fn new(bus: Bus) -> Self {
-        let cache = Self {
-            bus: bus.clone(),
-            by_secret: Cache::builder()
-                .max_capacity(100_000)
-                .time_to_live(Duration::from_secs(1))
-                .support_invalidation_closures()
-                .build(),
+        let records = Records {
+            by_secret: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
             by_id: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
-            refusals: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
+            hash_of: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(2)).build(),
         };
-        // The listener holds the caches, not the cache (which holds the bus).
-        let (by_secret, by_id) = (cache.by_secret.clone(), cache.by_id.clone());
+        // The listener holds the records, not the cache (which holds the bus).
+        let heard = records.clone();
         bus.listen(move |invalidation| match *invalidation {
-            Invalidation::ApiKey { application_id, key_id } => forget(&by_secret, &by_id, application_id, key_id),
-            Invalidation::All => {
-                by_secret.invalidate_all();
-                by_id.invalidate_all();
+            Invalidation::ApiKey { application_id, key_id } => {
+                // Listeners are synchronous; the records are gone within the task's first poll.
+                let records = heard.clone();
+                tokio::spawn(async move { records.forget(application_id, key_id).await });
             }
+            Invalidation::All => heard.forget_all(),
             _ => {}
         });
-        cache
+        Self {
+            bus,
+            records,
+            refusals: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
+        }
     }
 }
 
@@ -142,7 +172,12 @@ impl KeyCache {
         let application_id = scope.tenant().id;
         let load = async { api_keys::find_optional(scope, id).await.map(|k| k.map(Arc::new)) };
         // A missing key is not cached: it may be created a moment later.
-        match self.by_id.try_get_with((application_id, id), async { load.await?.ok_or(LoadError::Missing) }).await {
+        match self
+            .records
+            .by_id
+            .try_get_with((application_id, id), async { load.await?.ok_or(LoadError::Missing) })
+            .await
+        {
             Ok(key) => Ok(key),
             Err(err) => match &*err {
                 LoadError::Missing => Err(ApiError::not_found("API key", id)),
@@ -174,24 +209,9 @@ impl KeyCache {
     /// Forgets a changed key (a revocation) at once on this node, and on
     /// the others through the bus.
     pub async fn forget(&self, key: &api_key::Model) {
-        forget(&self.by_secret, &self.by_id, key.application_id, key.id);
+        self.records.forget(key.application_id, key.id).await;
         self.bus.publish(Invalidation::ApiKey { application_id: key.application_id, key_id: key.id }).await;
     }
-}
-
-/// Drops a key's cached records on this node.
-fn forget(
-    by_secret: &Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
-    by_id: &Cache<(Uuid, Uuid), Arc<api_key::Model>>,
-    application_id: Uuid,
-    key_id: Uuid,
-) {
-    let _ = by_secret.invalidate_entries_if(move |(app, _), cached| {
-        *app == application_id && cached.as_ref().is_some_and(|k| k.id == key_id)
-    });
-    let by_id = by_id.clone();
-    // Not awaited: listeners are synchronous; the entry is gone within the task's first poll.
-    tokio::spawn(async move { by_id.invalidate(&(application_id, key_id)).await });
 }
 
 /// Why a key record could not be loaded.
@@ -252,8 +272,15 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
     let scope = super::public_scope(state, tenant).ok_or_else(ApiError::unauthenticated)?;
     let hash = sha256(token);
     let cache_key = (application_id, hash);
-    let load = async { api_keys::find_by_hash(&scope, &cache_key.1).await.map(|k| k.map(CachedKey::from_model)) };
-    let found = state.keys.by_secret.try_get_with(cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
+    let records = &state.keys.records;
+    let load = async {
+        let found = api_keys::find_by_hash(&scope, &cache_key.1).await?.map(CachedKey::from_model);
+        if let Some(key) = &found {
+            records.hash_of.insert((application_id, key.id), key.hash);
+        }
+        Ok::<_, sea_orm::DbErr>(found)
+    };
+    let found = records.by_secret.try_get_with(cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
     let now = crate::clock::now();
     let key = match found {
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,
@@ -273,7 +300,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
         let (scope, keys, key_id) = (scope.clone(), state.keys.clone(), key.id);
         actix_web::rt::spawn(async move {
             match api_keys::touch(&scope, key_id, now).await {
-                Ok(()) => keys.by_id.invalidate(&(application_id, key_id)).await,
+                Ok(()) => keys.records.by_id.invalidate(&(application_id, key_id)).await,
                 Err(err) => tracing::warn!(error = %err, "could not record last_used_at"),
             }
         });

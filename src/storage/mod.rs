@@ -90,6 +90,9 @@ impl Db {
         let conn = Database::connect(options)
             .await
             .map_err(|err| DbErr::Custom(format!("the {label} database ({}): {err}", describe_url(url_for_errors))))?;
+        if !sqlite {
+            warn_without_autovacuum(&conn, label).await;
+        }
         if sqlite {
             // WAL lets readers run beside the writer; it is a property of the file.
             conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
@@ -107,6 +110,22 @@ impl Db {
             None => None,
         };
         Ok(WriteTxn { txn: Some(self.conn.begin().await?), guard })
+    }
+}
+
+/// PostgreSQL without autovacuum never refreshes its statistics: as an
+/// application's rows grow, the planner keeps the estimates of an empty
+/// table and lists and limit checks read every row of the application
+/// (measured in BENCHMARKS.md, "Sustained load"). Said once at start.
+async fn warn_without_autovacuum(conn: &DatabaseConnection, label: &str) {
+    let setting = conn.query_one(sea_orm::Statement::from_string(DbBackend::Postgres, "SHOW autovacuum")).await;
+    if let Ok(Some(row)) = setting {
+        if row.try_get::<String>("", "autovacuum").is_ok_and(|on| on == "off") {
+            tracing::warn!(
+                database = label,
+                "autovacuum is off: statistics go stale and plans degrade as tables grow; turn it on (PostgreSQL's default)"
+            );
+        }
     }
 }
 

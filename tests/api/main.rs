@@ -12,6 +12,7 @@ mod hardening;
 mod helpers;
 mod hooks;
 mod http_surface;
+mod list_plans;
 mod ops;
 mod profile_fields;
 mod rate_limits;
