@@ -5,14 +5,16 @@
 # (bench/mixed_writes.lua: organizations, users and profiles, a sign-in
 # every tenth round), with a webhook endpoint taking every event, so
 # deliveries flow to a local receiver (bench/receiver.mjs) all along. The
-# release binary with 2 HTTP workers.
+# release binary with 2 HTTP workers; the management and per-address
+# sign-in rate limits are off (one client address sends everything).
 #
 #   bash bench/soak.sh                    # PostgreSQL + Redis, then SQLite; 10 minutes each
 #   MINUTES=3 WINDOW=20 bash bench/soak.sh postgres
 #
 # Per window: each group's request rate and p99, deliveries, errors, the
-# server's RSS, and the database's state: on PostgreSQL the summed RSS of
-# the server's backends, on SQLite the size of the regional WAL file. At the
+# server's RSS, and the database's state: on PostgreSQL the summed private
+# memory of the server's backends, on SQLite the size of the regional WAL
+# file. At the
 # end: the last window against the first after warm-up.
 #
 # PostgreSQL runs as in production: with autovacuum (its default, and not
@@ -39,10 +41,13 @@ free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 field() { echo "$1" | sed "s/.*$2=\([0-9.]*\).*/\1/"; }
 
-backend_kib() { # the summed RSS of PostgreSQL backends serving the soak's databases
-  local pids
-  pids=$(psql "$PG_URL" -Atc "SELECT pid FROM pg_stat_activity WHERE datname LIKE 'gh_soak_%'" | paste -sd, -)
-  [ -n "$pids" ] && ps -o rss= -p "$pids" | awk '{s+=$1} END {print s+0}' || echo 0
+backend_kib() { # the summed private memory of the PostgreSQL backends serving the soak's databases
+  # (RSS would count every page of shared buffers each backend has touched)
+  local pid total=0
+  for pid in $(psql "$PG_URL" -Atc "SELECT pid FROM pg_stat_activity WHERE datname LIKE 'gh_soak_%' AND backend_type = 'client backend'"); do
+    total=$((total + $(awk '/^Private_(Clean|Dirty):/ {s+=$2} END {print s+0}' "/proc/$pid/smaps_rollup" 2>/dev/null || echo 0)))
+  done
+  echo "$total"
 }
 
 soak_backend() {
@@ -51,7 +56,7 @@ soak_backend() {
   port=$(free_port)
   export GATEHOUSE__STORAGE__DATA_DIR="$dir" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" \
     GATEHOUSE__SERVER__WORKERS=2 GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 \
-    GATEHOUSE__LIMITS__ACTIVE_SECRET_KEYS_PER_APPLICATION=1000 RUST_LOG=warn
+    GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0 GATEHOUSE__LIMITS__ACTIVE_SECRET_KEYS_PER_APPLICATION=1000 RUST_LOG=warn
   unset GATEHOUSE__STORAGE__CATALOG_URL GATEHOUSE__REGIONS__US__DATABASE_URL GATEHOUSE__REGIONS__EU__DATABASE_URL \
     GATEHOUSE__REGIONS__AP__DATABASE_URL GATEHOUSE__CACHE__REDIS_URL
   if [ "$backend" = postgres ]; then
@@ -74,7 +79,7 @@ soak_backend() {
   curl -sf -H "Authorization: Bearer $KEY" -H "x-application-id: $APP" -H 'content-type: application/json' \
     -d "{\"url\": \"http://127.0.0.1:$receiver_port/soak\"}" "http://127.0.0.1:$port/v1/webhooks" >/dev/null
   echo "### $backend, $MINUTES minutes in windows of $WINDOW s"
-  echo "| window | readers rps | readers p99 ms | key writers rps | key writers p99 ms | other writes rps | other writes p99 ms | deliveries/s | errors | server RSS MiB | $([ "$backend" = postgres ] && echo "db backends RSS MiB" || echo "WAL MiB") |"
+  echo "| window | readers rps | readers p99 ms | key writers rps | key writers p99 ms | other writes rps | other writes p99 ms | deliveries/s | errors | server RSS MiB | $([ "$backend" = postgres ] && echo "db backends private MiB" || echo "WAL MiB") |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|"
   local windows=$((MINUTES * 60 / WINDOW)) first_rps="" first_p99="" first_rss="" rps p99 rss
   for w in $(seq 1 "$windows"); do

@@ -109,11 +109,10 @@ pub struct KeyCache {
 
 /// What a key change drops. A revocation names a key by id, and the record
 /// authentication reads is found by secret hash, so `hash_of` indexes the
-/// one by the other: a key is dropped with two look-ups. (Dropping by a
-/// predicate over every entry, moka's `invalidate_entries_if`, made every
-/// read test every pending predicate: authenticated requests got dearer
-/// with each revocation until a restart. See BENCHMARKS.md, "Sustained
-/// load".)
+/// one by the other: a key is dropped with two look-ups. (Not with moka's
+/// `invalidate_entries_if`: every read tests every pending predicate until
+/// a background scan retires it, so each revocation made every
+/// authenticated request a little dearer for a while.)
 #[derive(Clone)]
 struct Records {
     by_secret: Cache<(Uuid, [u8; 32]), Option<CachedKey>>,

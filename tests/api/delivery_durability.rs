@@ -53,6 +53,17 @@ fn server_env(dir: &std::path::Path, port: u16) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// `gatehouse bootstrap` on the server's storage: the application id and its key.
+fn bootstrap(dir: &std::path::Path, port: u16, name: &str) -> (String, String) {
+    let boot = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["bootstrap", "--name", name])
+        .envs(server_env(dir, port))
+        .output()
+        .unwrap();
+    let creds: Value = serde_json::from_slice(&boot.stdout).unwrap();
+    (creds["application_id"].as_str().unwrap().to_string(), creds["secret_key"].as_str().unwrap().to_string())
+}
+
 async fn wait_until_up(client: &reqwest::Client, base: &str) {
     for _ in 0..400 {
         if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status() == 200) {
@@ -68,14 +79,7 @@ async fn every_acknowledged_event_is_delivered_across_a_sigkill() {
     // Arrange: the real binary, a receiver, an endpoint for application events.
     let dir = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let boot = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args(["bootstrap", "--name", "Crash"])
-        .envs(server_env(dir.path(), port))
-        .output()
-        .unwrap();
-    let creds: Value = serde_json::from_slice(&boot.stdout).unwrap();
-    let (app, key) =
-        (creds["application_id"].as_str().unwrap().to_string(), creds["secret_key"].as_str().unwrap().to_string());
+    let (app, key) = bootstrap(dir.path(), port, "Crash");
     let receiver = start_receiver(vec![]).await;
     let client = reqwest::Client::new();
     let mut server = start(dir.path(), port);
@@ -199,14 +203,7 @@ async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
     // when the last request has been answered.
     let dir = tempfile::tempdir().unwrap();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let boot = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args(["bootstrap", "--name", "Drain"])
-        .envs(server_env(dir.path(), port))
-        .output()
-        .unwrap();
-    let creds: Value = serde_json::from_slice(&boot.stdout).unwrap();
-    let (app, key) =
-        (creds["application_id"].as_str().unwrap().to_string(), creds["secret_key"].as_str().unwrap().to_string());
+    let (app, key) = bootstrap(dir.path(), port, "Drain");
     let receiver = start_slow_receiver(vec![], Duration::from_secs(4)).await;
     let (hook_url, hook) = start_hook_receiver().await;
     *hook.mode.lock().unwrap() = "slow".into();
