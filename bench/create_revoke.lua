@@ -2,11 +2,7 @@
 -- a key, then revokes the key it created. $APP and $KEY name the caller.
 dofile("bench/report.lua")
 
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("index", threads)
-end
+dofile("bench/threads.lua")
 
 function init(args)
   app = os.getenv("APP")

@@ -5,11 +5,7 @@
 -- webhook delivery when an endpoint listens.
 dofile("bench/report.lua")
 
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("index", threads)
-end
+dofile("bench/threads.lua")
 
 function init(args)
   app = os.getenv("APP")

@@ -4,11 +4,7 @@
 -- line from $TOKENS_FILE; the application from $APP.
 dofile("bench/report.lua")
 
-local threads = 0
-function setup(thread)
-  threads = threads + 1
-  thread:set("index", threads)
-end
+dofile("bench/threads.lua")
 
 function init(args)
   local line = 0
