@@ -53,7 +53,9 @@ const INDEXES: &[ListIndex] = &[
 ];
 
 fn create(name: &str, table: &str, columns: &[&str]) -> IndexCreateStatement {
-    let mut statement = Index::create().name(name).table(Alias::new(table)).to_owned();
+    // SQLite runs a migration's statements outside a transaction: a step
+    // that already happened before a crash must not stop the rerun.
+    let mut statement = Index::create().if_not_exists().name(name).table(Alias::new(table)).to_owned();
     for column in columns {
         statement.col(Alias::new(*column));
     }
@@ -66,7 +68,9 @@ impl MigrationTrait for Migration {
         for index in INDEXES {
             manager.create_index(create(index.name, index.table, index.columns)).await?;
             if let Some((old, _)) = index.replaces {
-                manager.drop_index(Index::drop().name(old).table(Alias::new(index.table)).to_owned()).await?;
+                manager
+                    .drop_index(Index::drop().if_exists().name(old).table(Alias::new(index.table)).to_owned())
+                    .await?;
             }
         }
         Ok(())
@@ -77,7 +81,9 @@ impl MigrationTrait for Migration {
             if let Some((old, width)) = index.replaces {
                 manager.create_index(create(old, index.table, &index.columns[..width])).await?;
             }
-            manager.drop_index(Index::drop().name(index.name).table(Alias::new(index.table)).to_owned()).await?;
+            manager
+                .drop_index(Index::drop().if_exists().name(index.name).table(Alias::new(index.table)).to_owned())
+                .await?;
         }
         Ok(())
     }

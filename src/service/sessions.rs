@@ -101,8 +101,8 @@ pub async fn not_current(
     };
     let now = crate::clock::now();
     let interval = Duration::seconds(i64::from(scope.tenant().refresh_reuse_interval_seconds));
-    if interval > Duration::zero() && earlier.rotated_at.is_some_and(|rotated_at| now - rotated_at <= interval) {
-        return reissue(scope, earlier.session_id, ttl, now).await;
+    if let Some(rotated_at) = earlier.rotated_at.filter(|at| interval > Duration::zero() && now - *at <= interval) {
+        return reissue(scope, &earlier.token_hash, rotated_at, earlier.session_id, ttl, now, interval).await;
     }
     let mut txn = scope.acting_as(Actor::system()).begin().await?;
     if revoke_in(&mut txn, earlier.session_id, "refresh_token_reuse").await?.is_some() {
@@ -112,17 +112,33 @@ pub async fn not_current(
 }
 
 /// A new refresh token for a live session, whose expiry slides forward as
-/// at a rotation; the token the other tab got stays current beside it.
+/// at a rotation; the token the other tab got stays current beside it. A
+/// rotated token is reissued once: its rotation time moves out of the
+/// interval (compare-and-set), so a replay of it is reuse again.
+#[allow(clippy::too_many_arguments)]
 async fn reissue(
     scope: &TenantScope,
+    hash: &[u8],
+    rotated_at: chrono::DateTime<chrono::Utc>,
     session_id: Uuid,
     ttl: Duration,
     now: chrono::DateTime<chrono::Utc>,
+    interval: Duration,
 ) -> ApiResult<Result<Opened, RefreshRefused>> {
     let Some(session) = find_active(scope, session_id).await? else {
         return Ok(Err(RefreshRefused::SessionEnded));
     };
     let mut txn = scope.acting_as(Actor::user(session.user_id)).begin().await?;
+    let claimed = txn
+        .update_many(|q: UpdateMany<refresh_token::Entity>| {
+            q.col_expr(refresh_token::Column::RotatedAt, Expr::value(rotated_at - interval - Duration::seconds(1)))
+                .filter(refresh_token::Column::TokenHash.eq(hash.to_vec()))
+                .filter(refresh_token::Column::RotatedAt.eq(rotated_at))
+        })
+        .await?;
+    if claimed == 0 {
+        return Ok(Err(RefreshRefused::Reused)); // another presentation took the one reissue
+    }
     let slid = txn
         .update_many(|q: UpdateMany<session::Entity>| {
             q.col_expr(session::Column::RefreshedAt, Expr::value(now))
