@@ -16,17 +16,16 @@ use crate::{
     helpers::{spawn_app, spawn_with, Caller, Reply, TestApp},
 };
 
-/// Sends `count` copies of one request at once; the replies' statuses.
+/// Creators sent at once against each limit.
+const CREATORS: usize = 20;
+
+/// Sends [`CREATORS`] versions of one request at once; the replies' statuses.
 async fn at_once(app: &TestApp, caller: &Caller, path: &str, body: impl Fn(usize) -> Value) -> Vec<u16> {
-    let sends = (0..count_of_creators()).map(|i| {
+    let sends = (0..CREATORS).map(|i| {
         let body = body(i);
         async move { app.send(caller, Method::POST, path, Some(&body)).await.status }
     });
     join_all(sends).await
-}
-
-fn count_of_creators() -> usize {
-    20
 }
 
 fn tally(statuses: &[u16]) -> (usize, usize) {
