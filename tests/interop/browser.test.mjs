@@ -1,0 +1,204 @@
+// A real browser (headless Chromium, driven by puppeteer-core) runs a
+// customer's single-page app against Gatehouse: its own script signs up,
+// signs in, refreshes, manages personal keys and signs out over CORS, and
+// verifies its access token with jose against the JWKS. A page on an origin
+// no application allows is refused by the browser itself.
+import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import { dirname, extname, join, normalize, sep } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import puppeteer from "puppeteer-core";
+
+import { startGatehouse } from "./gatehouse.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const joseDir = join(here, "node_modules", "jose", "dist", "webapi");
+const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+// Serves the demo page and jose's browser build, on one loopback address.
+function startStatic(host) {
+  const server = createServer(async (req, res) => {
+    const { pathname } = new URL(req.url, "http://x");
+    try {
+      if (pathname === "/app.html") {
+        const html = await readFile(join(here, "spa", "app.html"));
+        return res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end(html);
+      }
+      if (pathname.startsWith("/jose/")) {
+        const file = normalize(join(joseDir, pathname.slice("/jose/".length)));
+        if (!file.startsWith(joseDir + sep) || extname(file) !== ".js") return res.writeHead(404).end();
+        const js = await readFile(file);
+        return res.writeHead(200, { "content-type": "text/javascript; charset=utf-8" }).end(js);
+      }
+    } catch {}
+    res.writeHead(404).end();
+  });
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, host, () =>
+      resolve({ origin: `http://${host}:${server.address().port}`, close: () => server.close() }),
+    );
+  });
+}
+
+let gatehouse, allowedSite, otherSite, browser;
+
+before(async () => {
+  gatehouse = await startGatehouse();
+  // The app's own origin, and a second one (another loopback address, so
+  // another site) that no application allows.
+  allowedSite = await startStatic("127.0.0.1");
+  otherSite = await startStatic("127.0.0.2");
+  const patched = await gatehouse.call("PATCH", `/v1/applications/${gatehouse.applicationId}`, {
+    allowed_origins: [allowedSite.origin],
+  });
+  assert.equal(patched.status, 200, JSON.stringify(patched.json));
+  assert.deepEqual(patched.json.data.allowed_origins, [allowedSite.origin]);
+  // puppeteer's `headless: true` is Chromium's `--headless=new`; as root the
+  // sandbox cannot start, hence `--no-sandbox`.
+  browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ["--no-sandbox"] });
+});
+
+after(async () => {
+  await browser?.close();
+  allowedSite?.close();
+  otherSite?.close();
+  gatehouse?.stop();
+});
+
+async function openApp(site) {
+  const page = await browser.newPage();
+  const failed = [];
+  page.on("requestfailed", (request) => failed.push(`${request.method()} ${request.url()} ${request.failure()?.errorText}`));
+  const url = `${site.origin}/app.html?api=${encodeURIComponent(gatehouse.base)}&app=${gatehouse.applicationId}`;
+  const response = await page.goto(url);
+  assert.equal(response.status(), 200);
+  await page.waitForFunction(() => window.spaReady === true, { timeout: 5000 });
+  return { page, failed };
+}
+
+test("a single-page app on an allowed origin runs the end-user life cycle in a real browser", async (t) => {
+  const { page } = await openApp(allowedSite);
+  try {
+    const email = "spa-user@example.com";
+    const steps = await page.evaluate((e) => window.spa.fullFlow(e, "correct horse battery"), email);
+
+    await t.test("sign-up and sign-in answer tokens the page can read", () => {
+      assert.equal(steps.signUp.status, 201, JSON.stringify(steps.signUp));
+      assert.equal(steps.signUp.json.data.user.email, email);
+      assert.equal(steps.signIn.status, 200, JSON.stringify(steps.signIn));
+      assert.equal(steps.signIn.json.data.user.id, steps.signUp.json.data.user.id);
+      assert.match(steps.signIn.json.data.refresh_token, /^rt_/);
+      assert.notEqual(steps.signIn.json.data.session.id, steps.signUp.json.data.session.id);
+      // RateLimit-* are exposed to the page.
+      assert.match(String(steps.signIn.exposed["ratelimit-limit"]), /^\d+$/, JSON.stringify(steps.signIn.exposed));
+    });
+
+    await t.test("GET /v1/auth/me names the user and the signed-in session", () => {
+      assert.equal(steps.me.status, 200, JSON.stringify(steps.me));
+      assert.equal(steps.me.json.data.user.id, steps.signUp.json.data.user.id);
+      assert.equal(steps.me.json.data.user.email, email);
+      assert.equal(steps.me.json.data.session.id, steps.signIn.json.data.session.id);
+      assert.deepEqual(steps.me.json.data.organizations, []);
+      // The page's x-request-id came back, readable (exposed).
+      assert.equal(steps.me.json.meta.request_id, "spa-me-1");
+      assert.equal(steps.me.exposed["x-request-id"], "spa-me-1");
+    });
+
+    await t.test("refresh rotates both tokens and the new access token works", () => {
+      assert.equal(steps.refresh.status, 200, JSON.stringify(steps.refresh));
+      assert.equal(steps.refresh.json.data.session.id, steps.signIn.json.data.session.id);
+      assert.equal(steps.refreshedIsNew, true);
+      assert.equal(steps.meAfterRefresh.status, 200, JSON.stringify(steps.meAfterRefresh));
+    });
+
+    await t.test("a personal key is created and listed", () => {
+      assert.equal(steps.createKey.status, 201, JSON.stringify(steps.createKey));
+      const key = steps.createKey.json.data;
+      assert.equal(key.name, "spa key");
+      assert.equal(typeof key.secret, "string");
+      assert.ok(key.secret.length > 20);
+      assert.equal(steps.listKeys.status, 200, JSON.stringify(steps.listKeys));
+      const listed = steps.listKeys.json.data;
+      assert.ok(Array.isArray(listed));
+      assert.deepEqual(
+        listed.map((k) => k.id),
+        [key.id],
+      );
+      assert.equal(listed[0].active, true);
+      assert.ok(!("secret" in listed[0]), "a listed key carries no secret");
+    });
+
+    await t.test("the page verifies its access token with jose against the JWKS (cross-origin)", () => {
+      assert.equal(steps.verify.ok, true, JSON.stringify(steps.verify));
+      const issuer = `${gatehouse.base}/v1/applications/${gatehouse.applicationId}`;
+      assert.equal(steps.verify.jwksUri, `${issuer}/.well-known/jwks.json`);
+      assert.equal(steps.verify.protectedHeader.alg, "EdDSA");
+      assert.equal(steps.verify.payload.iss, issuer);
+      assert.equal(steps.verify.payload.aud, gatehouse.applicationId);
+      assert.equal(steps.verify.payload.sub, steps.signUp.json.data.user.id);
+      assert.equal(steps.verify.payload.sid, steps.signIn.json.data.session.id);
+      assert.equal(steps.verify.forged, "signature_failed");
+    });
+
+    await t.test("after sign-out neither the refresh token nor the access token works", () => {
+      assert.equal(steps.signOut.status, 200, JSON.stringify(steps.signOut));
+      assert.equal(steps.signOut.json.data.id, steps.signIn.json.data.session.id);
+      // Errors are answered with CORS headers too: the page reads a 401, not a network error.
+      assert.equal(steps.refreshAfterSignOut.status, 401, JSON.stringify(steps.refreshAfterSignOut));
+      assert.equal(steps.refreshAfterSignOut.json.error.code, "unauthenticated");
+      assert.equal(steps.meAfterSignOut.status, 401, JSON.stringify(steps.meAfterSignOut));
+      // The sign-up's session is another one and still refreshes.
+      assert.equal(steps.signUpSessionRefresh.status, 200, JSON.stringify(steps.signUpSessionRefresh));
+    });
+  } finally {
+    await page.close();
+  }
+});
+
+test("a page on an origin no application allows is refused by the browser, and no user is created", async () => {
+  const { page, failed } = await openApp(otherSite);
+  try {
+    const email = "other-origin@example.com";
+    const result = await page.evaluate((e) => window.spa.signUp(e, "correct horse battery"), email);
+    assert.equal(result.error, "TypeError", JSON.stringify(result));
+    assert.equal(result.status, undefined);
+    assert.ok(
+      failed.some((line) => line.includes("/v1/auth/sign-up")),
+      `the sign-up request failed in the browser: ${JSON.stringify(failed)}`,
+    );
+
+    // The preflight the browser sent is refused: no CORS headers for this origin.
+    const preflight = await fetch(`${gatehouse.base}/v1/auth/sign-up`, {
+      method: "OPTIONS",
+      headers: {
+        origin: otherSite.origin,
+        "access-control-request-method": "POST",
+        "access-control-request-headers": "content-type,x-application-id",
+      },
+    });
+    assert.equal(preflight.status, 403);
+    assert.equal((await preflight.json()).error.code, "origin_not_allowed");
+    assert.equal(preflight.headers.get("access-control-allow-origin"), null);
+    // Without the browser, the server refuses the origin on the request itself.
+    const direct = await fetch(`${gatehouse.base}/v1/auth/sign-up`, {
+      method: "POST",
+      headers: { origin: otherSite.origin, "x-application-id": gatehouse.applicationId, "content-type": "application/json" },
+      body: JSON.stringify({ email, password: "correct horse battery" }),
+    });
+    assert.equal(direct.status, 403);
+    assert.equal((await direct.json()).error.code, "origin_not_allowed");
+    assert.equal(direct.headers.get("access-control-allow-origin"), null);
+
+    // And the secret-key API confirms nothing was created.
+    const users = await gatehouse.call("GET", "/v1/users?limit=100");
+    assert.equal(users.status, 200, JSON.stringify(users.json));
+    assert.ok(Array.isArray(users.json.data));
+    assert.ok(!users.json.data.some((u) => u.email === email), JSON.stringify(users.json.data));
+    assert.ok(users.json.data.some((u) => u.email === "spa-user@example.com"), "the allowed page's user exists");
+  } finally {
+    await page.close();
+  }
+});
