@@ -40,6 +40,8 @@ enum Command {
     },
     /// Apply migrations to the catalog and every regional database.
     Migrate,
+    /// Print the OpenAPI document (`GET /v1/openapi.json`) without a server.
+    Openapi,
     /// Time argon2id password hashes on this machine (one thread, then one
     /// per core) for capacity planning; print the result as JSON.
     MeasureHashing {
@@ -105,6 +107,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let measured = gatehouse::crypto::password::measure(rounds.max(1));
             println!("{}", serde_json::to_string(&measured)?);
         }
+        Command::Openapi => println!("{}", gatehouse::openapi::json()),
         Command::Migrate => {
             startup::open_storage(&settings).await?;
             eprintln!("migrations applied");

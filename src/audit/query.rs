@@ -18,22 +18,33 @@ use crate::{
 };
 
 /// The query string of `GET /v1/audit-logs` and `/export`.
+/// An empty filter is no filter (a form's blank field). Its paging
+/// (`limit`, `offset`) is declared by each route, whose bounds differ.
 #[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct AuditQuery {
     /// Exact event type, or a dotted family (`api_key` matches `api_key.created`).
     #[serde(rename = "type")]
+    #[param(pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub event_type: Option<String>,
-    /// `user`, `api_key`, `system` or `public`.
+    #[param(pattern = "^(user|api_key|system|public)?$")]
     pub actor_kind: Option<String>,
+    /// The resource the rows are about.
+    #[param(schema_with = crate::openapi::fields::filter_uuid)]
     pub aggregate_id: Option<String>,
     /// Free-text match on the event type.
+    #[param(pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub search: Option<String>,
-    /// Inclusive lower bound on `occurred_at` (RFC 3339).
+    /// Inclusive lower bound on `occurred_at`.
+    #[param(schema_with = crate::openapi::fields::filter_time)]
     pub after: Option<String>,
-    /// Inclusive upper bound on `occurred_at` (RFC 3339).
+    /// Inclusive upper bound on `occurred_at`.
+    #[param(schema_with = crate::openapi::fields::filter_time)]
     pub before: Option<String>,
+    #[param(ignore)]
     pub limit: Option<i64>,
+    #[param(ignore)]
     pub offset: Option<i64>,
 }
 

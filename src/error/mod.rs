@@ -32,6 +32,32 @@ pub enum Code {
 }
 
 impl Code {
+    /// Every code, for the OpenAPI document's `Error` schema.
+    pub const ALL: [Code; 22] = [
+        Code::MalformedJson,
+        Code::Unauthenticated,
+        Code::InvalidCredentials,
+        Code::InsufficientScope,
+        Code::InsufficientRole,
+        Code::NoActiveOrganization,
+        Code::OriginNotAllowed,
+        Code::SignUpDenied,
+        Code::NotFound,
+        Code::MethodNotAllowed,
+        Code::Conflict,
+        Code::KeyInUse,
+        Code::AlreadyMember,
+        Code::PayloadTooLarge,
+        Code::UnsupportedMediaType,
+        Code::ValidationFailed,
+        Code::InvalidUrl,
+        Code::UnknownRegion,
+        Code::RateLimited,
+        Code::Unavailable,
+        Code::HookUnavailable,
+        Code::Internal,
+    ];
+
     pub fn status(self) -> StatusCode {
         match self {
             Code::MalformedJson => StatusCode::BAD_REQUEST,

@@ -16,9 +16,15 @@ pub fn check(raw: &str, production: bool) -> Result<Url, String> {
     if raw.is_empty() || raw.len() > MAX_URL {
         return Err(format!("must be 1 to {MAX_URL} characters"));
     }
-    // The parser would quietly drop or encode them; the stored URL is the one given.
+    // The parser would quietly drop, encode or turn them; the stored URL is the one given.
     if raw.chars().any(char::is_control) {
         return Err("must not contain control characters".into());
+    }
+    if raw.chars().any(|c| c.is_whitespace() || c == '\\') {
+        return Err("must not contain whitespace or backslashes".into());
+    }
+    if let Some(issue) = authority_issue(raw) {
+        return Err(issue.into());
     }
     let url = Url::parse(raw).map_err(|_| "is not an absolute URL".to_string())?;
     match url.scheme() {
@@ -48,6 +54,53 @@ pub fn check(raw: &str, production: bool) -> Result<Url, String> {
         }
     }
     Ok(url)
+}
+
+/// The authority (`host[:port]`) in the strict form the OpenAPI document
+/// states: an ASCII host name whose last label starts with a letter
+/// (punycode for an international name), a dotted IPv4 address or a
+/// bracketed IPv6 one; a port of 1 to 65535 without leading zeros. The URL
+/// parser would take much more (`*` in a name, `127.1`, an empty port) and
+/// rewrite it; none of that can be a webhook's host.
+pub fn authority_issue(raw: &str) -> Option<&'static str> {
+    let (_, rest) = raw.split_once("://")?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return Some("must not carry user info");
+    }
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(bracketed) => {
+            let (v6, after) = bracketed.split_once(']')?;
+            if v6.parse::<Ipv6Addr>().is_err() {
+                return Some("has an invalid IPv6 address");
+            }
+            (None, (!after.is_empty()).then(|| after.strip_prefix(':').unwrap_or(after)))
+        }
+        None => match authority.rsplit_once(':') {
+            Some((host, port)) => (Some(host), Some(port)),
+            None => (Some(authority), None),
+        },
+    };
+    if host.is_some_and(|h| h.parse::<Ipv4Addr>().is_err() && !is_host_name(h)) {
+        return Some("must have a host name, an IPv4 or a bracketed IPv6 address");
+    }
+    let valid_port = |p: &str| p.parse::<u16>().is_ok_and(|n| n > 0 && n.to_string() == p);
+    if port.is_some_and(|p| !valid_port(p)) {
+        return Some("must have a port of 1 to 65535");
+    }
+    None
+}
+
+/// LDH labels of 1 to 63 characters, the last one starting with a letter.
+fn is_host_name(host: &str) -> bool {
+    let label = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    host.split('.').all(label)
+        && host.rsplit('.').next().is_some_and(|last| last.starts_with(|c: char| c.is_ascii_alphabetic()))
 }
 
 /// Whether an address is reachable on the public internet: it matches no
@@ -302,5 +355,31 @@ mod tests {
         assert!(check("http://user@127.0.0.1:9000/hook", false).is_err());
         assert!(check("http://127.0.0.1:9000/a\0b", false).is_err());
         assert!(check("http://127.0.0.1:9000/\r\nX-Injected: 1", false).is_err());
+    }
+
+    #[test]
+    fn the_authority_is_a_host_name_or_an_address_and_a_real_port() {
+        for url in
+            ["http://localhost:9000/x", "https://Hooks.Example.com/a?b#c", "http://[::1]:80/", "https://a-1.b2.io"]
+        {
+            assert!(check(url, false).is_ok(), "{url} was refused");
+        }
+        for url in [
+            "https://yt.3kh.org*",
+            "https://a.com:",
+            "https://a.com:0/",
+            "https://a.com:08080/",
+            "https://a.com:65536/",
+            "https://-a.com/",
+            "https://a.123/",
+            "https://a..com/",
+            "https://a.com./",
+            "https://[::g]/",
+            "https://a.com/ x",
+            "https://a.com\\x",
+            "http://127.1/",
+        ] {
+            assert!(check(url, false).is_err(), "{url} was allowed");
+        }
     }
 }

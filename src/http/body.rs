@@ -95,22 +95,56 @@ pub fn parse<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
         return Err(nul_issue(bytes));
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
-    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        match inner.classify() {
-            Category::Data => {
-                let message = inner.to_string();
-                let field = named_field(&message).unwrap_or(if path == "." { "body".to_string() } else { path });
-                ApiError::invalid_all(vec![FieldIssue { field, issue: strip_position(&message) }])
-            }
-            _ => ApiError::new(Code::MalformedJson, "The body is not valid JSON."),
-        }
-    })?;
+    let value = match serde_path_to_error::deserialize(&mut deserializer) {
+        Ok(value) => value,
+        Err(err) if is_float_for_integer(err.inner()) => return parse_with_integral_floats(bytes),
+        Err(err) => return Err(refusal(err)),
+    };
     deserializer
         .end()
         .map_err(|_| ApiError::new(Code::MalformedJson, "The body has trailing characters after the JSON value."))?;
     Ok(value)
+}
+
+fn refusal(err: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    match inner.classify() {
+        Category::Data => {
+            let message = inner.to_string();
+            let field = named_field(&message).unwrap_or(if path == "." { "body".to_string() } else { path });
+            ApiError::invalid_all(vec![FieldIssue { field, issue: strip_position(&message) }])
+        }
+        _ => ApiError::new(Code::MalformedJson, "The body is not valid JSON."),
+    }
+}
+
+fn is_float_for_integer(err: &serde_json::Error) -> bool {
+    err.classify() == Category::Data && err.to_string().starts_with("invalid type: floating point")
+}
+
+/// JSON has one kind of number: `100.0` is the integer 100 to JSON Schema,
+/// so to the OpenAPI document and every client generated from it, though
+/// serde refuses it for an integer field. Only a body that failed on that
+/// pays for this second parse.
+fn parse_with_integral_floats<T: DeserializeOwned>(bytes: &[u8]) -> ApiResult<T> {
+    fn integral(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::Number(n) => {
+                let whole = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15);
+                if let (true, Some(f)) = (n.is_f64(), whole) {
+                    *n = serde_json::Number::from(f as i64);
+                }
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(integral),
+            serde_json::Value::Object(fields) => fields.values_mut().for_each(integral),
+            _ => {}
+        }
+    }
+    let mut value: serde_json::Value =
+        serde_json::from_slice(bytes).map_err(|_| ApiError::new(Code::MalformedJson, "The body is not valid JSON."))?;
+    integral(&mut value);
+    serde_path_to_error::deserialize(value).map_err(refusal)
 }
 
 /// Whether a `\u0000` escape stands in the JSON text. A raw NUL byte is
@@ -217,6 +251,19 @@ mod tests {
             assert_eq!(err.code, Code::ValidationFailed, "{body}");
             assert_eq!(err.details[0].field, field, "{body}");
         }
+    }
+
+    #[test]
+    fn an_integral_float_is_an_integer_and_a_fraction_is_not() {
+        #[derive(serde::Deserialize, Debug)]
+        struct Timeout {
+            timeout_ms: i32,
+            tags: Vec<u8>,
+        }
+        let parsed: Timeout = parse(br#"{"timeout_ms": 100.0, "tags": [1, 2e0]}"#).unwrap();
+        assert_eq!((parsed.timeout_ms, parsed.tags), (100, vec![1, 2]));
+        let err = parse::<Timeout>(br#"{"timeout_ms": 100.5, "tags": []}"#).unwrap_err();
+        assert_eq!((err.code, err.details[0].field.as_str()), (Code::ValidationFailed, "timeout_ms"));
     }
 
     #[test]

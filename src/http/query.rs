@@ -43,10 +43,14 @@ fn parse<T: DeserializeOwned>(query: &str) -> ApiResult<T> {
 
 /// The query string of a plain list route.
 #[derive(serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct ListQuery {
-    /// 1 to 100, default 50.
+    /// How many rows, 1 to 100; default 50.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
+    /// How many rows to skip; default 0.
+    #[param(minimum = 0, maximum = 1_000_000_000)]
     pub offset: Option<i64>,
 }
 

@@ -32,11 +32,14 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateApiKeyRequest {
-    /// 1 to 255 characters; unique among the application's active keys.
+    /// Unique among the application's active keys.
+    #[schema(schema_with = crate::openapi::fields::text::<255>)]
     pub name: String,
-    /// At most 50, each `^[a-z][a-z0-9_:.-]{0,63}$`. `admin` implies all.
+    /// `admin` implies all.
+    #[schema(schema_with = crate::openapi::fields::scopes::<50>)]
     pub scopes: Option<Vec<String>>,
-    /// 1 to 3650; omitted or null: the key never expires.
+    /// Omitted or null: the key never expires.
+    #[schema(minimum = 1, maximum = 3650)]
     pub expires_in_days: Option<i64>,
 }
 
@@ -130,6 +133,7 @@ pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult
 
 /// Get one secret key (never its secret).
 #[utoipa::path(get, path = "/v1/api-keys/{key_id}", tag = "api-keys",
+    params(("key_id" = Uuid, Path, description = "The key's id.")),
     responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_api_key(
     state: web::Data<AppState>,
@@ -144,6 +148,7 @@ pub async fn find_api_key(
 /// Revoke a secret key. It stops working at once on this node and within a
 /// second on every other.
 #[utoipa::path(post, path = "/v1/api-keys/{key_id}/revoke", tag = "api-keys",
+    params(("key_id" = Uuid, Path, description = "The key's id.")),
     responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
 pub async fn revoke_api_key(
     state: web::Data<AppState>,

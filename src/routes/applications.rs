@@ -40,26 +40,33 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateApplicationRequest {
+    #[schema(schema_with = crate::openapi::fields::text::<255>)]
     pub name: String,
-    /// `development` (default), `staging` or `production`.
+    /// Default `development`.
+    #[schema(value_type = Option<Environment>)]
     pub environment: Option<String>,
     /// Copy settings (allowed origins, branding) from this application of the same account.
     pub copy_from: Option<Uuid>,
-    /// `us`, `eu` or `ap`; defaults to the caller's application's region.
+    /// Defaults to the caller's application's region.
+    #[schema(value_type = Option<Region>)]
     pub region: Option<String>,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateApplicationRequest {
+    #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
     pub name: Option<String>,
     /// Origins (`scheme://host[:port]`) allowed to call end-user routes from a browser.
+    #[schema(schema_with = crate::openapi::fields::origins)]
     pub allowed_origins: Option<Vec<String>>,
-    #[schema(value_type = Object)]
+    /// A JSON object of at most 16 KiB.
+    #[schema(value_type = Option<Object>)]
     pub branding: Option<Value>,
-    /// 0 to 60 (default 0): seconds in which a just-rotated refresh token may
+    /// Default 0: seconds in which a just-rotated refresh token may
     /// be presented again (two tabs refreshing at once) for a new pair of the
     /// same session instead of revoking it as reuse.
+    #[schema(minimum = 0, maximum = 60)]
     pub refresh_reuse_interval_seconds: Option<i64>,
 }
 
@@ -165,6 +172,7 @@ pub async fn list_applications(
 
 /// Get an application of the caller's account.
 #[utoipa::path(get, path = "/v1/applications/{application_id}", tag = "applications",
+    params(("application_id" = Uuid, Path, description = "The application's id.")),
     responses((status = 200, body = ApplicationView), (status = 404)), security(("secret_key" = [])))]
 pub async fn get_application(
     state: web::Data<AppState>,
@@ -182,7 +190,8 @@ pub async fn get_application(
 
 /// Change the caller's application's name, allowed origins, branding or
 /// refresh-token reuse interval.
-#[utoipa::path(patch, path = "/v1/applications/{application_id}", tag = "applications", request_body = UpdateApplicationRequest,
+#[utoipa::path(patch, path = "/v1/applications/{application_id}", tag = "applications",
+    params(("application_id" = Uuid, Path, description = "The application's id.")), request_body = UpdateApplicationRequest,
     responses((status = 200, body = ApplicationView), (status = 404), (status = 422)), security(("secret_key" = [])))]
 pub async fn update_application(
     state: web::Data<AppState>,

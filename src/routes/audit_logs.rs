@@ -5,7 +5,10 @@ use crate::{
     audit::query::{self, AuditFilter, AuditQuery, AuditRow},
     auth::{secret_key::SecretKey, Scope},
     error::ApiResult,
-    http::{envelope, query::Query},
+    http::{
+        envelope,
+        query::{ListQuery, Query},
+    },
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -14,7 +17,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// List audit rows in `seq` order (limit 1 to 100, default 50).
-#[utoipa::path(get, path = "/v1/audit-logs", tag = "audit", params(AuditQuery),
+#[utoipa::path(get, path = "/v1/audit-logs", tag = "audit", params(AuditQuery, ListQuery),
     responses((status = 200, body = [AuditRow]), (status = 403), (status = 422)), security(("secret_key" = [])))]
 pub async fn list_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiResult<HttpResponse> {
     key.require(Scope::AuditRead)?;
@@ -23,7 +26,9 @@ pub async fn list_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiRes
 
 /// Export audit rows with their chain hashes for external ingestion
 /// (limit 1 to 1000, default 100). Verifiable without database access.
-#[utoipa::path(get, path = "/v1/audit-logs/export", tag = "audit", params(AuditQuery),
+#[utoipa::path(get, path = "/v1/audit-logs/export", tag = "audit", params(AuditQuery,
+        ("limit" = Option<i64>, Query, minimum = 1, maximum = 1000, description = "How many rows, 1 to 1000; default 100."),
+        ("offset" = Option<i64>, Query, minimum = 0, maximum = 1_000_000_000, description = "How many rows to skip; default 0.")),
     responses((status = 200, body = [AuditRow]), (status = 403), (status = 422)), security(("secret_key" = [])))]
 pub async fn export_audit_logs(key: SecretKey, query: Query<AuditQuery>) -> ApiResult<HttpResponse> {
     key.require(Scope::AuditRead)?;

@@ -70,16 +70,19 @@ pub struct HookWithSecretView {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateHookRequest {
-    /// `pre_sign_up`.
+    #[schema(schema_with = crate::openapi::fields::hook_point)]
     pub point: String,
     /// Follows the webhook url rules.
+    #[schema(schema_with = crate::openapi::fields::url)]
     pub url: String,
+    #[schema(schema_with = crate::openapi::fields::hook_description)]
     pub description: Option<String>,
     /// Default true.
     pub enabled: Option<bool>,
     /// Default false: a hook that does not answer fails the sign-up.
     pub fail_open: Option<bool>,
-    /// 100 to 15000, default 5000.
+    /// Default 5000.
+    #[schema(minimum = 100, maximum = 15000)]
     pub timeout_ms: Option<i32>,
 }
 
@@ -109,6 +112,7 @@ pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<Ht
 }
 
 #[utoipa::path(get, path = "/v1/hooks/{hook_id}", tag = "hooks",
+    params(("hook_id" = Uuid, Path, description = "The hook's id.")),
     responses((status = 200, body = HookView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
@@ -119,15 +123,19 @@ pub async fn find_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<Htt
 #[serde(deny_unknown_fields)]
 pub struct UpdateHookRequest {
     #[serde(default, deserialize_with = "present")]
+    #[schema(schema_with = crate::openapi::fields::hook_description)]
     pub description: Option<Option<String>>,
     pub enabled: Option<bool>,
     pub fail_open: Option<bool>,
+    #[schema(minimum = 100, maximum = 15000)]
     pub timeout_ms: Option<i32>,
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
     pub url: Option<String>,
 }
 
 /// Update a hook (operation 8); its `point` cannot change.
-#[utoipa::path(patch, path = "/v1/hooks/{hook_id}", tag = "hooks", request_body = UpdateHookRequest,
+#[utoipa::path(patch, path = "/v1/hooks/{hook_id}", tag = "hooks",
+    params(("hook_id" = Uuid, Path, description = "The hook's id.")), request_body = UpdateHookRequest,
     responses((status = 200, body = HookView), (status = 404), (status = 422)), security(("secret_key" = [])))]
 pub async fn update_hook(
     state: web::Data<AppState>,
@@ -149,6 +157,7 @@ pub async fn update_hook(
 }
 
 #[utoipa::path(delete, path = "/v1/hooks/{hook_id}", tag = "hooks",
+    params(("hook_id" = Uuid, Path, description = "The hook's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_hook(
     state: web::Data<AppState>,

@@ -87,8 +87,10 @@ impl From<&membership::Model> for MembershipView {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateOrganizationRequest {
+    #[schema(schema_with = crate::openapi::fields::text::<255>)]
     pub name: String,
-    /// `^[a-z0-9][a-z0-9-]{0,62}$`, unique in the application; omitted: made from the name.
+    /// Unique in the application; omitted: made from the name.
+    #[schema(pattern = "^[a-z0-9][a-z0-9-]{0,62}$")]
     pub slug: Option<String>,
 }
 
@@ -110,6 +112,7 @@ pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiR
 }
 
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}", tag = "organizations",
+    params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     responses((status = 200, body = OrganizationView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
@@ -119,11 +122,14 @@ pub async fn find_organization(key: SecretKey, path: web::Path<String>) -> ApiRe
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateOrganizationRequest {
+    #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
     pub name: Option<String>,
+    #[schema(pattern = "^[a-z0-9][a-z0-9-]{0,62}$")]
     pub slug: Option<String>,
 }
 
 #[utoipa::path(patch, path = "/v1/organizations/{organization_id}", tag = "organizations",
+    params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     request_body = UpdateOrganizationRequest,
     responses((status = 200, body = OrganizationView), (status = 404), (status = 409), (status = 422)),
     security(("secret_key" = [])))]
@@ -136,6 +142,7 @@ pub async fn update_organization(key: SecretKey, path: web::Path<String>, body: 
 
 /// Delete an organization and its memberships.
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}", tag = "organizations",
+    params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
@@ -148,10 +155,12 @@ pub async fn delete_organization(key: SecretKey, path: web::Path<String>) -> Api
 pub struct AddMembershipRequest {
     pub user_id: Uuid,
     /// `owner`, `admin`, `member` or a custom role.
+    #[schema(schema_with = crate::openapi::fields::text::<64>)]
     pub role: String,
 }
 
 #[utoipa::path(post, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations",
+    params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     request_body = AddMembershipRequest,
     responses((status = 201, body = MembershipView), (status = 404), (status = 409, description = "already_member"), (status = 422)),
     security(("secret_key" = [])))]
@@ -162,7 +171,7 @@ pub async fn add_membership(key: SecretKey, path: web::Path<String>, body: Body)
     Ok(envelope::created(MembershipView::from(&added)))
 }
 
-#[utoipa::path(get, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations", params(ListQuery),
+#[utoipa::path(get, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations", params(("organization_id" = Uuid, Path, description = "The organization's id."), ListQuery),
     responses((status = 200, body = [MembershipView]), (status = 404)), security(("secret_key" = [])))]
 pub async fn list_memberships(
     key: SecretKey,
@@ -178,10 +187,12 @@ pub async fn list_memberships(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateMembershipRequest {
+    #[schema(schema_with = crate::openapi::fields::text::<64>)]
     pub role: String,
 }
 
 #[utoipa::path(patch, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
+    params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
     request_body = UpdateMembershipRequest,
     responses((status = 200, body = MembershipView), (status = 404), (status = 422)), security(("secret_key" = [])))]
 pub async fn update_membership(
@@ -197,6 +208,7 @@ pub async fn update_membership(
 }
 
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
+    params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn remove_membership(key: SecretKey, path: web::Path<(String, String)>) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path.0)?;

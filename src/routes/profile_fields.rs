@@ -67,15 +67,18 @@ impl From<&profile_field::Model> for ProfileFieldView {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateProfileFieldRequest {
-    /// `^[a-z][a-z0-9_]{0,63}$`, unique in the application.
+    /// Unique in the application.
+    #[schema(pattern = "^[a-z][a-z0-9_]{0,63}$")]
     pub key: String,
+    #[schema(schema_with = crate::openapi::fields::text::<255>)]
     pub label: String,
-    /// text, number, boolean, date, email, url, phone, select, multi_select.
+    #[schema(schema_with = crate::openapi::fields::field_type)]
     pub field_type: String,
-    /// Required for select and multi_select: the allowed strings.
-    #[schema(value_type = Option<Vec<String>>)]
+    /// Required for select and multi_select (and only those take it): the allowed strings.
+    #[schema(schema_with = crate::openapi::fields::options)]
     pub options: Option<serde_json::Value>,
     /// Display order; default: after the last field.
+    #[schema(minimum = 0)]
     pub position: Option<i32>,
     pub required: Option<bool>,
 }
@@ -109,6 +112,7 @@ pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> Api
 }
 
 #[utoipa::path(get, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
+    params(("field_id" = Uuid, Path, description = "The profile field's id.")),
     responses((status = 200, body = ProfileFieldView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_profile_field(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
@@ -118,17 +122,20 @@ pub async fn find_profile_field(key: SecretKey, path: web::Path<String>) -> ApiR
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateProfileFieldRequest {
+    #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
     pub label: Option<String>,
     #[serde(default, deserialize_with = "present")]
-    #[schema(value_type = Option<Vec<String>>)]
+    #[schema(schema_with = crate::openapi::fields::options)]
     pub options: Option<Option<serde_json::Value>>,
+    #[schema(minimum = 0)]
     pub position: Option<i32>,
     pub required: Option<bool>,
 }
 
 /// Change a field's label, options, position or requiredness (its key and
 /// type are fixed: stored profiles depend on them).
-#[utoipa::path(patch, path = "/v1/profile-fields/{field_id}", tag = "profile-fields", request_body = UpdateProfileFieldRequest,
+#[utoipa::path(patch, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
+    params(("field_id" = Uuid, Path, description = "The profile field's id.")), request_body = UpdateProfileFieldRequest,
     responses((status = 200, body = ProfileFieldView), (status = 404), (status = 422)), security(("secret_key" = [])))]
 pub async fn update_profile_field(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
@@ -139,6 +146,7 @@ pub async fn update_profile_field(key: SecretKey, path: web::Path<String>, body:
 }
 
 #[utoipa::path(delete, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
+    params(("field_id" = Uuid, Path, description = "The profile field's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_profile_field(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;

@@ -53,6 +53,7 @@ fn public_document() -> actix_web::HttpResponseBuilder {
 /// The application's JSON Web Key Set: its current key and the retired keys
 /// whose tokens may still be live. A plain JWKS document, not the envelope.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/.well-known/jwks.json", tag = "tokens",
+    params(("application_id" = Uuid, Path, description = "The application's id.")),
     responses((status = 200, description = "RFC 7517 key set"), (status = 404)))]
 pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let tenant = tenant_in_path(&state, &req, &path).await?;
@@ -64,6 +65,7 @@ pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<
 
 /// OpenID Provider metadata for the application's issuer.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/.well-known/openid-configuration", tag = "tokens",
+    params(("application_id" = Uuid, Path, description = "The application's id.")),
     responses((status = 200, description = "OpenID Connect Discovery 1.0 metadata"), (status = 404)))]
 pub async fn discovery(
     state: web::Data<AppState>,
@@ -97,6 +99,7 @@ pub struct RotatedView {
 /// the new key at once; the old key stays in the JWKS until its last token
 /// has expired.
 #[utoipa::path(post, path = "/v1/applications/{application_id}/signing-keys/rotate", tag = "tokens",
+    params(("application_id" = Uuid, Path, description = "The application's id.")),
     responses((status = 200, body = RotatedView), (status = 403), (status = 404)), security(("secret_key" = [])))]
 pub async fn rotate_signing_key(
     state: web::Data<AppState>,

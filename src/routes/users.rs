@@ -101,8 +101,10 @@ impl From<&session::Model> for SessionView {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateUserRequest {
+    #[schema(schema_with = crate::openapi::fields::email)]
     pub email: String,
-    /// 8 to 256 characters; omitted: the user cannot sign in with a password.
+    /// Omitted: the user cannot sign in with a password.
+    #[schema(schema_with = crate::openapi::fields::optional_password)]
     pub password: Option<String>,
     #[schema(value_type = Option<Object>)]
     pub profile: Option<serde_json::Value>,
@@ -130,11 +132,17 @@ pub async fn create_user(state: web::Data<AppState>, key: SecretKey, body: Body)
 }
 
 #[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 #[serde(deny_unknown_fields)]
 pub struct UserListQuery {
+    /// How many rows, 1 to 100; default 50.
+    #[param(minimum = 1, maximum = 100)]
     pub limit: Option<i64>,
+    /// How many rows to skip; default 0.
+    #[param(minimum = 0, maximum = 1_000_000_000)]
     pub offset: Option<i64>,
     /// Exact email (case-insensitive).
+    #[param(pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub email: Option<String>,
 }
 
@@ -149,6 +157,7 @@ pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResul
 }
 
 #[utoipa::path(get, path = "/v1/users/{user_id}", tag = "users",
+    params(("user_id" = Uuid, Path, description = "The user's id.")),
     responses((status = 200, body = UserView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
@@ -158,14 +167,17 @@ pub async fn find_user(key: SecretKey, path: web::Path<String>) -> ApiResult<Htt
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateUserRequest {
+    #[schema(schema_with = crate::openapi::fields::optional_email)]
     pub email: Option<String>,
+    #[schema(schema_with = crate::openapi::fields::optional_password)]
     pub password: Option<String>,
     /// Replaces the whole profile; checked against the schema.
     #[schema(value_type = Option<Object>)]
     pub profile: Option<serde_json::Value>,
 }
 
-#[utoipa::path(patch, path = "/v1/users/{user_id}", tag = "users", request_body = UpdateUserRequest,
+#[utoipa::path(patch, path = "/v1/users/{user_id}", tag = "users",
+    params(("user_id" = Uuid, Path, description = "The user's id.")), request_body = UpdateUserRequest,
     responses((status = 200, body = UserView), (status = 404), (status = 409), (status = 422)),
     security(("secret_key" = [])))]
 pub async fn update_user(
@@ -198,6 +210,7 @@ pub async fn update_user(
 
 /// Delete a user with their sessions, memberships and personal keys.
 #[utoipa::path(delete, path = "/v1/users/{user_id}", tag = "users",
+    params(("user_id" = Uuid, Path, description = "The user's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
@@ -206,7 +219,7 @@ pub async fn delete_user(key: SecretKey, path: web::Path<String>) -> ApiResult<H
 }
 
 /// A user's sessions, newest first.
-#[utoipa::path(get, path = "/v1/users/{user_id}/sessions", tag = "users", params(ListQuery),
+#[utoipa::path(get, path = "/v1/users/{user_id}/sessions", tag = "users", params(("user_id" = Uuid, Path, description = "The user's id."), ListQuery),
     responses((status = 200, body = [SessionView]), (status = 404)), security(("secret_key" = [])))]
 pub async fn list_user_sessions(
     key: SecretKey,
@@ -222,6 +235,7 @@ pub async fn list_user_sessions(
 
 /// Revoke a session: its refresh token and access tokens stop working at once.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/revoke", tag = "users",
+    params(("session_id" = Uuid, Path, description = "The session's id.")),
     responses((status = 200, body = SessionView), (status = 404)), security(("secret_key" = [])))]
 pub async fn revoke_session(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Session", &path)?;

@@ -41,22 +41,26 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreateWebhookRequest {
-    /// Absolute https URL (http allowed outside production); no user info; at most 2048 characters.
+    #[schema(schema_with = crate::openapi::fields::url)]
     pub url: String,
+    #[schema(schema_with = crate::openapi::fields::optional_text::<1024>)]
     pub description: Option<String>,
     /// Audit event types or dotted families (`api_key` takes `api_key.created`); none: every event.
+    #[schema(schema_with = crate::openapi::fields::event_types)]
     pub event_types: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UpdateWebhookRequest {
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
     pub url: Option<String>,
     #[serde(default, deserialize_with = "crate::http::body::present")]
-    #[schema(value_type = Option<String>)]
+    #[schema(schema_with = crate::openapi::fields::optional_text::<1024>)]
     pub description: Option<Option<String>>,
+    #[schema(schema_with = crate::openapi::fields::event_types)]
     pub event_types: Option<Vec<String>>,
-    /// `active` or `disabled`.
+    #[schema(schema_with = crate::openapi::fields::webhook_status)]
     pub status: Option<String>,
 }
 
@@ -171,6 +175,7 @@ pub async fn list_webhooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult
 
 /// Get a webhook endpoint (never its secret).
 #[utoipa::path(get, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
+    params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")),
     responses((status = 200, body = WebhookView), (status = 404)), security(("secret_key" = [])))]
 pub async fn find_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
@@ -179,7 +184,8 @@ pub async fn find_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<
 }
 
 /// Change an endpoint's url, description, event types or status.
-#[utoipa::path(patch, path = "/v1/webhooks/{webhook_id}", tag = "webhooks", request_body = UpdateWebhookRequest,
+#[utoipa::path(patch, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
+    params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")), request_body = UpdateWebhookRequest,
     responses((status = 200, body = WebhookView), (status = 404), (status = 422)), security(("secret_key" = [])))]
 pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
@@ -201,6 +207,7 @@ pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body)
 
 /// Delete an endpoint and its delivery history.
 #[utoipa::path(delete, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
+    params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
 pub async fn delete_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
@@ -211,6 +218,7 @@ pub async fn delete_webhook(key: SecretKey, path: web::Path<String>) -> ApiResul
 /// Replace the signing secret. For 24 hours deliveries carry signatures
 /// under both the new and the previous secret.
 #[utoipa::path(post, path = "/v1/webhooks/{webhook_id}/rotate-secret", tag = "webhooks",
+    params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")),
     responses((status = 200, body = WebhookWithSecretView), (status = 404)), security(("secret_key" = [])))]
 pub async fn rotate_webhook_secret(
     state: web::Data<AppState>,
@@ -225,7 +233,7 @@ pub async fn rotate_webhook_secret(
 }
 
 /// The endpoint's messages, newest first, with every attempt.
-#[utoipa::path(get, path = "/v1/webhooks/{webhook_id}/deliveries", tag = "webhooks", params(ListQuery),
+#[utoipa::path(get, path = "/v1/webhooks/{webhook_id}/deliveries", tag = "webhooks", params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id."), ListQuery),
     responses((status = 200, body = [DeliveryView]), (status = 404)), security(("secret_key" = [])))]
 pub async fn list_deliveries(
     key: SecretKey,
@@ -240,6 +248,7 @@ pub async fn list_deliveries(
 
 /// Send a message again now.
 #[utoipa::path(post, path = "/v1/webhooks/{webhook_id}/deliveries/{message_id}/retry", tag = "webhooks",
+    params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id."), ("message_id" = Uuid, Path, description = "The delivery's message id (`webhook-id`).")),
     responses((status = 200, body = DeliveryView), (status = 404)), security(("secret_key" = [])))]
 pub async fn retry_delivery(key: SecretKey, path: web::Path<(String, String)>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path.0)?;

@@ -16,6 +16,7 @@ use crate::{
     audit::{self, Actor, ActorKind, Entry},
     auth::Scope,
     error::{ApiError, ApiResult},
+    events::url_safety,
     region::Region,
     storage::{catalog, Page, Storage, TenantConn, TenantScope},
     tenancy::{Environment, Tenant, TenantSnapshot},
@@ -81,9 +82,12 @@ pub fn origins(issues: &mut Issues, values: Vec<String>) -> Vec<String> {
     }
     let mut out = Vec::with_capacity(values.len());
     for value in values {
+        let strict = url_safety::authority_issue(&value).is_none()
+            && !value.chars().any(|c| c.is_whitespace() || c.is_control() || c == '\\');
         match url::Url::parse(&value) {
             Ok(url)
-                if matches!(url.scheme(), "http" | "https")
+                if strict
+                    && matches!(url.scheme(), "http" | "https")
                     && url.username().is_empty()
                     && url.password().is_none()
                     && url.host().is_some()

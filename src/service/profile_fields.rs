@@ -13,7 +13,7 @@ use crate::{
 
 pub const FIELD_TYPES: [&str; 9] =
     ["text", "number", "boolean", "date", "email", "url", "phone", "select", "multi_select"];
-const MAX_OPTIONS: usize = 200;
+pub const MAX_OPTIONS: usize = 200;
 /// Longest text value a profile field holds.
 const MAX_VALUE_CHARS: usize = 1024;
 

@@ -11,6 +11,9 @@ pub struct Page {
 }
 
 impl Page {
+    /// The largest `offset` (the OpenAPI document declares it beside each list).
+    pub const MAX_OFFSET: i64 = 1_000_000_000;
+
     pub fn parse(limit: Option<i64>, offset: Option<i64>, default: u64, max: u64) -> ApiResult<Page> {
         let limit = match limit {
             None => default,
@@ -19,8 +22,8 @@ impl Page {
         };
         let offset = match offset {
             None => 0,
-            Some(n) if (0..=i64::MAX / 2).contains(&n) => n as u64,
-            Some(_) => return Err(ApiError::invalid("offset", "must be zero or more")),
+            Some(n) if (0..=Self::MAX_OFFSET).contains(&n) => n as u64,
+            Some(_) => return Err(ApiError::invalid("offset", format!("must be between 0 and {}", Self::MAX_OFFSET))),
         };
         Ok(Page { limit, offset })
     }

@@ -52,6 +52,7 @@ pub struct ActivatedView {
 
 /// Make one of the user's organizations the session's active one.
 #[utoipa::path(post, path = "/v1/auth/organizations/{organization_id}/activate", tag = "auth",
+    params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     responses((status = 200, body = ActivatedView), (status = 401), (status = 404)), security(("access_token" = [])))]
 pub async fn activate(
     state: web::Data<AppState>,

@@ -19,9 +19,12 @@ use crate::{
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CreatePersonalKeyRequest {
+    #[schema(schema_with = crate::openapi::fields::text::<255>)]
     pub name: String,
+    #[schema(schema_with = crate::openapi::fields::scopes::<50>)]
     pub scopes: Option<Vec<String>>,
-    /// 1 to 3650; omitted or null: never expires.
+    /// Omitted or null: never expires.
+    #[schema(minimum = 1, maximum = 3650)]
     pub expires_in_days: Option<i64>,
 }
 
@@ -57,6 +60,7 @@ pub async fn list_personal_keys(user: EndUser, query: Query<ListQuery>) -> ApiRe
 
 /// Revoke one of the signed-in user's personal keys.
 #[utoipa::path(post, path = "/v1/auth/me/api-keys/{key_id}/revoke", tag = "auth",
+    params(("key_id" = Uuid, Path, description = "The key's id.")),
     responses((status = 200, body = ApiKeyView), (status = 401), (status = 404)), security(("access_token" = [])))]
 pub async fn revoke_personal_key(user: EndUser, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("API key", &path)?;

@@ -54,8 +54,9 @@ fn session_ttl(state: &AppState) -> Duration {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SignUpRequest {
+    #[schema(schema_with = crate::openapi::fields::email)]
     pub email: String,
-    /// 8 to 256 characters.
+    #[schema(schema_with = crate::openapi::fields::password)]
     pub password: String,
     /// Values for the application's profile fields.
     #[schema(value_type = Option<Object>)]

@@ -1,4 +1,10 @@
-//! The OpenAPI 3.1 document, generated from the handlers' annotations.
+//! The OpenAPI 3.1 document, generated from the handlers' annotations and
+//! what every route shares ([`wire`]).
+pub mod fields;
+mod links;
+mod wire;
+use wire::Wire;
+
 use std::{collections::HashMap, sync::OnceLock};
 
 use actix_web::HttpResponse;
@@ -11,7 +17,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Gatehouse", description = "Multi-tenant identity and access management. Every `/v1` answer other than the documents is wrapped in the envelope `{success, data, error, meta}`; the schemas below describe `data`."),
+    info(title = "Gatehouse", description = "Multi-tenant identity and access management. Every `/v1` answer other than the documents (this one, JWKS, discovery) is wrapped in the envelope `{success, data, error, meta}`."),
     paths(
         routes::ops::healthz, routes::ops::readyz, routes::ops::metrics,
         routes::applications::create_application, routes::applications::list_applications,
@@ -44,7 +50,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         document,
     ),
     components(schemas(AuditRow, FieldIssue, Region, Environment)),
-    modifiers(&SecretKeyAuth),
+    modifiers(&SecretKeyAuth, &Wire),
 )]
 pub struct ApiDoc;
 
@@ -65,9 +71,17 @@ impl Modify for SecretKeyAuth {
 /// This document.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "operations", responses((status = 200, content_type = "application/json")))]
 pub async fn document() -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(json())
+}
+
+/// The document as served (and printed by `gatehouse openapi`).
+pub fn json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
-    let json = JSON.get_or_init(|| ApiDoc::openapi().to_json().expect("the OpenAPI document serialises"));
-    HttpResponse::Ok().content_type("application/json").body(json.clone())
+    JSON.get_or_init(|| {
+        let mut document = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
+        links::add(&mut document);
+        document.to_string()
+    })
 }
 
 /// The `Allow` header of a route pattern (`/v1/api-keys/{key_id}`): the

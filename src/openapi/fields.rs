@@ -1,0 +1,168 @@
+//! Schemas of the request fields whose rules a type alone cannot say, for
+//! `#[schema(schema_with = …)]` beside the field: the document then states
+//! exactly what the checks in `service::validate` and the areas accept, so a
+//! generated client or a fuzzer knows a valid request before sending it.
+use serde_json::{json, Value};
+use utoipa::openapi::{RefOr, Schema};
+
+use crate::{
+    events::{delivery, outbox, url_safety::MAX_URL},
+    service::{applications, hooks, profile_fields, users, webhooks},
+};
+
+/// `Issues::text`: not blank, no control characters (Unicode `Cc`).
+const TEXT: &str = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$";
+
+/// A scope name (`validate::is_scope`).
+pub const SCOPE: &str = "^[a-z][a-z0-9_:.-]{0,63}$";
+
+/// The webhook and hook URLs `url_safety::check` takes outside production:
+/// http(s), a host name (ASCII, the last label starting with a letter) or a
+/// dotted IPv4 address (a bracketed IPv6 one is taken too, though not
+/// described here), a port of 1 to 65535, then no whitespace, backslash or
+/// control character.
+const URL: &str = concat!(scheme_host_port!(), r"([/?#][^\s\\\u0000-\u001f\u007f-\u009f]*)?$");
+
+/// A browser origin, `scheme://host[:port]`, with the same host and port rules.
+const ORIGIN: &str = concat!(scheme_host_port!(), "$");
+
+macro_rules! scheme_host_port {
+    () => {
+        concat!(
+            r"^[hH][tT][tT][pP][sS]?://",
+            r"(((25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])\.){3}(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])",
+            r"|([A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)*[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)",
+            r"(:(6553[0-5]|655[0-2][0-9]|65[0-4][0-9]{2}|6[0-4][0-9]{3}|[1-5][0-9]{4}|[1-9][0-9]{0,3}))?",
+        )
+    };
+}
+use scheme_host_port;
+
+pub fn text<const MAX: usize>() -> RefOr<Schema> {
+    schema(text_of(MAX), false)
+}
+
+pub fn optional_text<const MAX: usize>() -> RefOr<Schema> {
+    schema(text_of(MAX), true)
+}
+
+fn text_of(max: usize) -> Value {
+    json!({"type": "string", "minLength": 1, "maxLength": max, "pattern": TEXT})
+}
+
+pub fn email() -> RefOr<Schema> {
+    schema(email_of(), false)
+}
+
+pub fn optional_email() -> RefOr<Schema> {
+    schema(email_of(), true)
+}
+
+fn email_of() -> Value {
+    json!({"type": "string", "format": "email", "maxLength": 254})
+}
+
+pub fn password() -> RefOr<Schema> {
+    schema(password_of(), false)
+}
+
+pub fn optional_password() -> RefOr<Schema> {
+    schema(password_of(), true)
+}
+
+fn password_of() -> Value {
+    json!({"type": "string", "minLength": users::MIN_PASSWORD, "maxLength": users::MAX_PASSWORD})
+}
+
+pub fn url() -> RefOr<Schema> {
+    schema(url_of(), false)
+}
+
+pub fn optional_url() -> RefOr<Schema> {
+    schema(url_of(), true)
+}
+
+fn url_of() -> Value {
+    json!({
+        "type": "string",
+        "maxLength": MAX_URL,
+        "pattern": URL,
+        "description": "An absolute http or https URL without user info; the host an ASCII name (punycode for an international one) or an IP address. A production application needs https and a public address.",
+    })
+}
+
+/// Up to `MAX` scope names; `admin` implies every scope.
+pub fn scopes<const MAX: usize>() -> RefOr<Schema> {
+    schema(json!({"type": "array", "maxItems": MAX, "items": {"type": "string", "pattern": SCOPE}}), true)
+}
+
+/// Browser origins (`scheme://host[:port]`, http or https).
+pub fn origins() -> RefOr<Schema> {
+    let items = json!({"type": "string", "pattern": ORIGIN});
+    schema(json!({"type": "array", "maxItems": applications::MAX_ORIGINS, "items": items}), true)
+}
+
+/// Audit event types or dotted families (`api_key`, `api_key.created`).
+pub fn event_types() -> RefOr<Schema> {
+    let item = json!({"type": "string", "maxLength": 128, "pattern": "^[a-z][a-z0-9_]*(\\.[a-z][a-z0-9_]*)*$"});
+    schema(json!({"type": "array", "maxItems": webhooks::MAX_EVENT_TYPES, "items": item}), true)
+}
+
+/// A hook's description: up to 1024 characters; newlines but no other control characters.
+pub fn hook_description() -> RefOr<Schema> {
+    let pattern = r"^[^\u0000-\u0009\u000b-\u001f\u007f-\u009f]*$";
+    schema(json!({"type": "string", "maxLength": 1024, "pattern": pattern}), true)
+}
+
+pub fn hook_point() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": hooks::POINTS}), false)
+}
+
+pub fn field_type() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": profile_fields::FIELD_TYPES}), false)
+}
+
+pub fn webhook_status() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": [outbox::ACTIVE, delivery::DISABLED]}), true)
+}
+
+/// A query filter: a UUID, or empty for none.
+pub fn filter_uuid() -> RefOr<Schema> {
+    schema(json!({"anyOf": [{"type": "string", "format": "uuid"}, {"type": "string", "maxLength": 0}]}), false)
+}
+
+/// A query filter: an RFC 3339 date-time, or empty for none.
+pub fn filter_time() -> RefOr<Schema> {
+    schema(json!({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "maxLength": 0}]}), false)
+}
+
+/// A select field's choices: distinct strings of 1 to 255 characters.
+pub fn options() -> RefOr<Schema> {
+    let item = json!({"type": "string", "minLength": 1, "maxLength": 255});
+    let options = json!({"type": "array", "minItems": 1, "maxItems": profile_fields::MAX_OPTIONS, "uniqueItems": true, "items": item});
+    schema(options, true)
+}
+
+fn schema(mut value: Value, nullable: bool) -> RefOr<Schema> {
+    if nullable {
+        let kind = value["type"].clone();
+        value["type"] = json!([kind, "null"]);
+        if let Some(values) = value.get_mut("enum").and_then(Value::as_array_mut) {
+            values.push(Value::Null);
+        }
+    }
+    serde_json::from_value(value).expect("a literal schema is valid")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nullable_fields_take_null_and_keep_their_rules() {
+        let value = serde_json::to_value(optional_text::<10>()).unwrap();
+        assert_eq!(value["type"], json!(["string", "null"]));
+        assert_eq!(value["maxLength"], 10);
+        assert_eq!(value["pattern"], TEXT);
+    }
+}

@@ -1,0 +1,218 @@
+//! What every `/v1` operation shares on the wire, added to the document in
+//! one place rather than repeated on sixty routes: the envelope around each
+//! answer (contract §2), the `x-application-id` header, and the error
+//! answers the shared extractors give (credentials, rate limits, bodies,
+//! query strings, path identifiers, an unavailable database). A route
+//! declares only what is its own: its parameters, body, success and the
+//! refusals its service makes (404, 409, 403 for a scope, 422 codes).
+use serde_json::{json, Value};
+use utoipa::{
+    openapi::{
+        path::{Operation, Parameter, ParameterIn},
+        Components, Content, OpenApi, RefOr, Required, Response, Schema,
+    },
+    Modify,
+};
+
+use crate::error::Code;
+
+pub struct Wire;
+
+impl Modify for Wire {
+    fn modify(&self, openapi: &mut OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        add_components(components);
+        for (path, item) in openapi.paths.paths.iter_mut() {
+            let Some(kind) = Kind::of(path) else { continue };
+            let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
+            for operation in operations.into_iter().flatten() {
+                shape(operation, kind);
+            }
+        }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Answers in the envelope, for an application named by `x-application-id`.
+    Enveloped,
+    /// JWKS and discovery: standard documents, public, enveloped only when refused.
+    Document,
+}
+
+impl Kind {
+    fn of(path: &str) -> Option<Kind> {
+        if !path.starts_with("/v1/") || path == "/v1/openapi.json" {
+            None
+        } else if path.contains("/.well-known/") {
+            Some(Kind::Document)
+        } else {
+            Some(Kind::Enveloped)
+        }
+    }
+}
+
+/// The shared refusals, each a response component.
+const SHARED: &[(&str, &str, &str)] = &[
+    ("400", "MalformedJson", "`malformed_json`: the body is not JSON."),
+    ("401", "Unauthenticated", "`unauthenticated` (header `WWW-Authenticate: Bearer`): the credential or `x-application-id` is missing, unknown, revoked or expired, or they do not belong together."),
+    ("403", "OriginNotAllowed", "`origin_not_allowed`: a browser request from an origin the application does not allow."),
+    ("404", "NotFound", "`not_found`: no such resource in this application."),
+    ("413", "PayloadTooLarge", "`payload_too_large`: the body is over 1 MiB."),
+    ("415", "UnsupportedMediaType", "`unsupported_media_type`: a body without `Content-Type: application/json`."),
+    ("422", "ValidationFailed", "`validation_failed`: `error.details` names each field and its problem."),
+    ("429", "RateLimited", "`rate_limited`, with `Retry-After`."),
+    ("503", "Unavailable", "`unavailable` (with `Retry-After`): a database is unavailable or busy; try again."),
+];
+
+fn shape(operation: &mut Operation, kind: Kind) {
+    let secret_key = has_scheme(operation, "secret_key");
+    let end_user = has_scheme(operation, "access_token");
+    let parameters = operation.parameters.get_or_insert_with(Vec::new);
+    let has_path = parameters.iter().any(|p| p.parameter_in == ParameterIn::Path);
+    let has_query = parameters.iter().any(|p| p.parameter_in == ParameterIn::Query);
+    if kind == Kind::Enveloped {
+        parameters.insert(0, application_header());
+    }
+    let writes = operation.request_body.is_some();
+
+    let mut shared: Vec<&str> = vec!["503"];
+    if kind == Kind::Enveloped {
+        shared.push("401");
+    }
+    if secret_key {
+        shared.push("429");
+    }
+    if end_user || !secret_key && kind == Kind::Enveloped {
+        shared.push("403");
+    }
+    if writes {
+        shared.extend(["400", "413", "415", "422"]);
+    }
+    if has_query {
+        shared.push("422");
+    }
+    if has_path {
+        shared.push("404");
+    }
+
+    let responses = &mut operation.responses.responses;
+    for (status, response) in responses.iter_mut() {
+        let RefOr::T(response) = response else { continue };
+        if status.starts_with('2') {
+            if kind == Kind::Enveloped {
+                wrap_success(response);
+            }
+        } else if response.content.is_empty() {
+            response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
+            if response.description.is_empty() {
+                let shared = SHARED.iter().find(|(s, _, _)| s == status);
+                response.description = shared.map(|(_, _, d)| d.to_string()).unwrap_or_default();
+            }
+        }
+    }
+    for status in shared {
+        if !responses.contains_key(status) {
+            let (_, name, _) = SHARED.iter().find(|(s, _, _)| *s == status).expect("a shared status");
+            responses.insert(status.to_string(), RefOr::Ref(utoipa::openapi::Ref::from_response_name(*name)));
+        }
+    }
+}
+
+fn has_scheme(operation: &Operation, scheme: &str) -> bool {
+    let json = serde_json::to_value(&operation.security).unwrap_or_default();
+    json.as_array().is_some_and(|all| all.iter().any(|requirement| requirement.get(scheme).is_some()))
+}
+
+fn application_header() -> Parameter {
+    let mut header = Parameter::new("x-application-id");
+    header.parameter_in = ParameterIn::Header;
+    header.required = Required::True;
+    header.description = Some("The application the request is for; the credential must belong to it.".into());
+    header.schema = Some(schema(json!({"type": "string", "format": "uuid"})));
+    header
+}
+
+/// `{success: true, data, error: null, meta}` around the route's `data`.
+fn wrap_success(response: &mut Response) {
+    let data = response
+        .content
+        .get("application/json")
+        .and_then(|c| c.schema.as_ref())
+        .map(|s| serde_json::to_value(s).unwrap_or_default())
+        .unwrap_or_else(|| json!({"type": "object"}));
+    let envelope = json!({
+        "type": "object",
+        "required": ["success", "data", "error", "meta"],
+        "properties": {
+            "success": {"type": "boolean", "enum": [true]},
+            "data": data,
+            "error": {"type": "null"},
+            "meta": {"$ref": "#/components/schemas/Meta"},
+        },
+    });
+    response.content.insert("application/json".into(), content(schema(envelope)));
+}
+
+fn add_components(components: &mut Components) {
+    let codes: Vec<&str> = Code::ALL.iter().map(|c| c.as_str()).collect();
+    let schemas = [
+        (
+            "Meta",
+            json!({
+                "type": "object",
+                "required": ["timestamp", "request_id"],
+                "properties": {
+                    "timestamp": {"type": "string", "format": "date-time"},
+                    "request_id": {"type": "string", "description": "The `x-request-id` sent, or one made for the request."},
+                    "has_more": {"type": "boolean", "description": "Lists: whether rows follow this page."},
+                },
+            }),
+        ),
+        (
+            "Error",
+            json!({
+                "type": "object",
+                "required": ["code", "message"],
+                "properties": {
+                    "code": {"type": "string", "enum": codes},
+                    "message": {"type": "string"},
+                    "details": {"type": "array", "items": {"$ref": "#/components/schemas/FieldIssue"}},
+                },
+            }),
+        ),
+        (
+            "ErrorEnvelope",
+            json!({
+                "type": "object",
+                "required": ["success", "data", "error", "meta"],
+                "properties": {
+                    "success": {"type": "boolean", "enum": [false]},
+                    "data": {"type": "null"},
+                    "error": {"$ref": "#/components/schemas/Error"},
+                    "meta": {"$ref": "#/components/schemas/Meta"},
+                },
+            }),
+        ),
+    ];
+    for (name, value) in schemas {
+        components.schemas.insert(name.into(), schema(value));
+    }
+    for (_, name, description) in SHARED {
+        let mut response = Response::new(*description);
+        response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
+        components.responses.insert((*name).into(), RefOr::T(response));
+    }
+}
+
+fn reference(schema_name: &str) -> RefOr<Schema> {
+    RefOr::Ref(utoipa::openapi::Ref::from_schema_name(schema_name))
+}
+
+fn schema(value: Value) -> RefOr<Schema> {
+    serde_json::from_value(value).expect("a literal schema is valid")
+}
+
+fn content(schema: RefOr<Schema>) -> Content {
+    Content::new(Some(schema))
+}

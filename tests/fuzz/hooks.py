@@ -1,0 +1,48 @@
+"""Credentials for the fuzzing run, each with the application's
+`x-application-id` in place of the generated one (where the case has one
+at all: the missing-header check takes it away), by security scheme: the
+secret key for
+the `secret_key` operations; for the `access_token` ones, an end user's
+access token, signed in with the application's `x-application-id` (which a
+configured token fetch cannot send) and signed in again after any 401 (the
+fuzzer's own sign-out ends the session)."""
+import json
+import os
+import urllib.request
+
+import schemathesis
+
+END_USER_OPERATIONS = r"^/v1/auth/(me|organizations/|sign-out)"
+
+
+def bearer(case, token):
+    headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
+    if "x-application-id" in headers:
+        headers["x-application-id"] = os.environ["GATEHOUSE_FUZZ_APPLICATION"]
+    case.headers = headers
+
+
+@schemathesis.auth(retry_on=[401]).apply_to(path_regex=END_USER_OPERATIONS)
+class AccessToken:
+    def get(self, case, context):
+        body = {"email": os.environ["GATEHOUSE_FUZZ_EMAIL"], "password": os.environ["GATEHOUSE_FUZZ_PASSWORD"]}
+        request = urllib.request.Request(
+            os.environ["GATEHOUSE_FUZZ_BASE"] + "/v1/auth/sign-in",
+            data=json.dumps(body).encode(),
+            headers={"content-type": "application/json", "x-application-id": os.environ["GATEHOUSE_FUZZ_APPLICATION"]},
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.load(answer)["data"]["access_token"]
+
+    def set(self, case, token, context):
+        bearer(case, token)
+
+
+@schemathesis.auth().skip_for(path_regex=END_USER_OPERATIONS)
+class SecretKey:
+    def get(self, case, context):
+        return os.environ["GATEHOUSE_FUZZ_SECRET_KEY"]
+
+    def set(self, case, key, context):
+        bearer(case, key)
