@@ -61,7 +61,7 @@ fn relay_catalog_audit(storage: Arc<Storage>) {
         loop {
             let Some(storage) = storage.upgrade() else { return };
             if let Err(err) = crate::service::applications::relay_pending_audit(&storage, min_age).await {
-                tracing::warn!(error = %err.message, "relaying catalog audit rows failed");
+                tracing::warn!(error = %crate::error::cause_chain(&err), "relaying catalog audit rows failed");
             }
             min_age = chrono::Duration::seconds(10);
             tokio::time::sleep(Duration::from_secs(5)).await;

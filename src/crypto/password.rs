@@ -17,7 +17,20 @@ use argon2::{
 };
 use tokio::sync::oneshot;
 
-use crate::error::{ApiError, ApiResult};
+/// Why a password was not hashed or checked.
+#[derive(Debug, thiserror::Error)]
+pub enum PasswordError {
+    /// The pool and its queue are full: refused before any work.
+    #[error("too many passwords are being hashed at once")]
+    Busy,
+    /// The hashing threads are gone.
+    #[error("the password hashing threads have stopped")]
+    Stopped,
+    #[error("a password hash was lost")]
+    Lost,
+    #[error("hashing a password failed: {0}")]
+    Hash(argon2::password_hash::Error),
+}
 
 /// CPU priority of the hashing threads: below the HTTP workers' 0.
 const HASHING_NICE: i32 = 10;
@@ -80,27 +93,27 @@ impl PasswordHasher {
     }
 
     /// A place in the queue, or 503 at once when it is full.
-    pub fn admit(&self) -> ApiResult<Admission> {
+    pub fn admit(&self) -> Result<Admission, PasswordError> {
         if self.admitted.fetch_add(1, Ordering::AcqRel) >= self.max_admitted {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
             metrics::counter!("password_hash_shed_total").increment(1);
-            return Err(ApiError::unavailable("Too many sign-ins at once; try again shortly."));
+            return Err(PasswordError::Busy);
         }
         Ok(Admission { admitted: self.admitted.clone(), jobs: self.jobs.clone() })
     }
 
     /// The PHC string of a new hash of `password`.
-    pub async fn hash(&self, password: String) -> ApiResult<String> {
+    pub async fn hash(&self, password: String) -> Result<String, PasswordError> {
         self.admit()?.hash(password).await
     }
 }
 
 impl Admission {
     /// The PHC string of a new hash of `password`.
-    pub async fn hash(self, password: String) -> ApiResult<String> {
+    pub async fn hash(self, password: String) -> Result<String, PasswordError> {
         self.run(move || {
             let salt = SaltString::generate(&mut OsRng);
-            argon2().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(ApiError::internal)
+            argon2().hash_password(password.as_bytes(), &salt).map(|h| h.to_string()).map_err(PasswordError::Hash)
         })
         .await?
     }
@@ -108,7 +121,7 @@ impl Admission {
     /// Whether `password` matches `stored`. Without a stored hash (unknown
     /// user, or a user without a password) a dummy hash is checked instead,
     /// so the answer takes the same time either way.
-    pub async fn verify(self, password: String, stored: Option<String>) -> ApiResult<bool> {
+    pub async fn verify(self, password: String, stored: Option<String>) -> Result<bool, PasswordError> {
         self.run(move || {
             let stored_is_real = stored.is_some();
             let phc = stored.unwrap_or_else(|| dummy_hash().to_string());
@@ -120,7 +133,7 @@ impl Admission {
         .await
     }
 
-    async fn run<T: Send + 'static>(self, work: impl FnOnce() -> T + Send + 'static) -> ApiResult<T> {
+    async fn run<T: Send + 'static>(self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PasswordError> {
         let (reply, answer) = oneshot::channel();
         let jobs = self.jobs.clone();
         // The admission goes with the job: it is released when the hash is
@@ -129,8 +142,8 @@ impl Admission {
             let _held = self;
             let _ = reply.send(work());
         });
-        jobs.send(job).map_err(|_| ApiError::unavailable("Password hashing is unavailable."))?;
-        answer.await.map_err(|_| ApiError::internal("a password hash was lost"))
+        jobs.send(job).map_err(|_| PasswordError::Stopped)?;
+        answer.await.map_err(|_| PasswordError::Lost)
     }
 }
 
@@ -218,8 +231,10 @@ mod tests {
         };
         let (first, (refused, waited)) = tokio::join!(first, second);
         assert!(first.is_ok());
-        assert_eq!(refused.code, crate::error::Code::Unavailable);
-        assert!(refused.retry_after.is_some());
+        assert!(matches!(refused, PasswordError::Busy), "{refused:?}");
+        let answer = crate::error::ApiError::from(refused);
+        assert_eq!(answer.code, crate::error::Code::Unavailable);
+        assert!(answer.retry_after.is_some());
         assert!(waited < std::time::Duration::from_millis(5), "refused in {waited:?}");
     }
 }

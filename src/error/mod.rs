@@ -1,8 +1,11 @@
 //! `ApiError` and the one table of error codes → HTTP status (contract §2).
+//! Each area's own error maps to a code and message in [`areas`].
 use actix_web::{http::StatusCode, HttpResponse, ResponseError};
 use serde::Serialize;
 
 use crate::http::envelope;
+
+mod areas;
 
 /// Every `error.code` the API can answer, with its status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -163,23 +166,7 @@ impl ApiError {
     /// [`Self::internal`] for an error with sources: the log line carries
     /// the whole chain (`outer: inner: root`), not only the outer message.
     pub fn internal_error(err: &(dyn std::error::Error + 'static)) -> Self {
-        let mut chain = err.to_string();
-        let mut source = err.source();
-        while let Some(cause) = source {
-            chain.push_str(": ");
-            chain.push_str(&cause.to_string());
-            source = cause.source();
-        }
-        Self::internal(chain)
-    }
-
-    /// For a write whose unique index stands for a rule: a violation is the
-    /// caller's `code` and `message`; any other failure maps as usual.
-    pub fn unless_unique(code: Code, message: impl Into<String>) -> impl FnOnce(sea_orm::DbErr) -> ApiError {
-        move |err| match err.sql_err() {
-            Some(sea_orm::SqlErr::UniqueConstraintViolation(_)) => ApiError::new(code, message),
-            _ => err.into(),
-        }
+        Self::internal(cause_chain(err))
     }
 
     pub fn with_retry_after(mut self, seconds: u64) -> Self {
@@ -231,6 +218,18 @@ impl From<&sea_orm::DbErr> for ApiError {
             ApiError::internal_error(err)
         }
     }
+}
+
+/// An error with its sources, `outer: inner: root`, for a log line.
+pub fn cause_chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut chain = err.to_string();
+    let mut source = err.source();
+    while let Some(cause) = source {
+        chain.push_str(": ");
+        chain.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    chain
 }
 
 /// Whether a database error is a condition of the moment, not a defect:

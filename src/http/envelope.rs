@@ -55,7 +55,7 @@ pub fn json(status: StatusCode, body: &impl Serialize) -> HttpResponse {
     let mut buffer = Vec::with_capacity(1024);
     match serde_json::to_writer(&mut buffer, body) {
         Ok(()) => HttpResponse::build(status).content_type("application/json").body(buffer),
-        Err(err) => crate::error::ApiError::internal(err).error_response(),
+        Err(err) => crate::error::ApiError::internal_error(&err).error_response(),
     }
 }
 

@@ -90,7 +90,7 @@ impl Directory {
         let load = async {
             match self.router.send(Load(id)).await {
                 Ok(loaded) => loaded.map_err(|err| ApiError::from(&err)),
-                Err(err) => Err(ApiError::internal(err)),
+                Err(err) => Err(ApiError::internal_error(&err)),
             }
         };
         self.entries.get_with(id, load).await.map_err(|err| (*err).clone())

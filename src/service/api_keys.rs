@@ -5,15 +5,33 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, Upda
 use serde_json::json;
 use uuid::Uuid;
 
-use super::validate::{is_scope, Issues};
+use super::{
+    unless_unique,
+    validate::{is_scope, Invalid, Issues},
+};
 use crate::{
     auth::secret_key::KeyCache,
     crypto::{key_format, sha256},
-    error::{ApiError, ApiResult, Code},
-    storage::{Limit, Page, TenantConn, TenantScope, TenantTxn, Unaudited},
+    storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn, Unaudited},
 };
 
 pub const MAX_SCOPES: usize = 50;
+
+/// What went wrong with an application's secret key.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiKeyError {
+    #[error("API key `{0}` not found")]
+    NotFound(Uuid),
+    /// Active keys' names are unique within the application.
+    #[error("an active key named `{0}` already exists")]
+    NameTaken(String),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Limit(#[from] ReserveError),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 /// A validated request for a new key.
 pub struct NewApiKey {
@@ -23,7 +41,7 @@ pub struct NewApiKey {
 }
 
 impl NewApiKey {
-    pub fn parse(name: &str, scopes: Option<Vec<String>>, expires_in_days: Option<i64>) -> ApiResult<NewApiKey> {
+    pub fn parse(name: &str, scopes: Option<Vec<String>>, expires_in_days: Option<i64>) -> Result<NewApiKey, Invalid> {
         let mut issues = Issues::default();
         let name = issues.text("name", name, 255);
         let mut scopes = scopes.unwrap_or_default();
@@ -55,7 +73,7 @@ pub struct Issued {
 }
 
 /// Inserts a key and its audit row in the caller's transaction.
-pub async fn insert(txn: &mut TenantTxn, live: bool, new: &NewApiKey) -> ApiResult<Issued> {
+pub async fn insert(txn: &mut TenantTxn, live: bool, new: &NewApiKey) -> Result<Issued, ApiKeyError> {
     let secret = key_format::generate(key_format::KeyKind::Secret, live);
     let key = api_key::Model {
         id: Uuid::now_v7(),
@@ -69,10 +87,9 @@ pub async fn insert(txn: &mut TenantTxn, live: bool, new: &NewApiKey) -> ApiResu
         last_used_at: None,
         revoked_at: None,
     };
-    txn.insert(api_key::ActiveModel::from(key.clone())).await.map_err(ApiError::unless_unique(
-        Code::Conflict,
-        format!("An active key named `{}` already exists.", new.name),
-    ))?;
+    txn.insert(api_key::ActiveModel::from(key.clone()))
+        .await
+        .map_err(unless_unique(ApiKeyError::NameTaken(new.name.clone())))?;
     txn.audit(
         "api_key.created",
         Some(key.id),
@@ -83,7 +100,7 @@ pub async fn insert(txn: &mut TenantTxn, live: bool, new: &NewApiKey) -> ApiResu
 }
 
 /// Issues a key, within the application's limit of active keys.
-pub async fn create(scope: &TenantScope, new: &NewApiKey, max_active: u64) -> ApiResult<Issued> {
+pub async fn create(scope: &TenantScope, new: &NewApiKey, max_active: u64) -> Result<Issued, ApiKeyError> {
     let mut txn = scope.begin().await?;
     txn.reserve(Limit { max: max_active, what: "active keys", field: "name" }, only_active).await?;
     let issued = insert(&mut txn, scope.tenant().environment.is_live(), new).await?;
@@ -119,8 +136,8 @@ pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<api_key::Mode
     .await
 }
 
-pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<api_key::Model> {
-    find_optional(db, id).await?.ok_or_else(|| ApiError::not_found("API key", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<api_key::Model, ApiKeyError> {
+    find_optional(db, id).await?.ok_or(ApiKeyError::NotFound(id))
 }
 
 pub async fn find_optional(db: &impl TenantConn, id: Uuid) -> Result<Option<api_key::Model>, DbErr> {
@@ -133,7 +150,7 @@ pub async fn find_by_hash(db: &impl TenantConn, hash: &[u8]) -> Result<Option<ap
 
 /// Revokes a key; revoking a revoked key answers it unchanged. The key
 /// stops working at once here and, through the bus, on every node.
-pub async fn revoke(scope: &TenantScope, keys: &KeyCache, id: Uuid) -> ApiResult<api_key::Model> {
+pub async fn revoke(scope: &TenantScope, keys: &KeyCache, id: Uuid) -> Result<api_key::Model, ApiKeyError> {
     let mut txn = scope.begin().await?;
     let mut key = find(&txn, id).await?;
     if key.revoked_at.is_some() {

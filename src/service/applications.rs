@@ -4,23 +4,52 @@
 use std::sync::Arc;
 
 use entity::{application, audit_event, pending_audit_event};
-use sea_orm::{ActiveValue::Set, IntoActiveModel, SqlErr};
+use sea_orm::{ActiveValue::Set, DbErr, IntoActiveModel, SqlErr};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
-    api_keys::{self, Issued, NewApiKey},
-    validate::Issues,
+    api_keys::{self, ApiKeyError, Issued, NewApiKey},
+    validate::{Invalid, Issues},
 };
 use crate::{
     audit::{self, Actor, ActorKind, Entry},
     auth::Scope,
-    error::{ApiError, ApiResult},
     events::url_safety,
     region::Region,
     storage::{catalog, Page, Storage, TenantConn, TenantScope},
     tenancy::{Environment, Tenant, TenantSnapshot},
 };
+
+/// What went wrong with an application (its catalog row, its creation, its
+/// settings, the relay of its settings' audit rows).
+#[derive(Debug, thiserror::Error)]
+pub enum ApplicationError {
+    /// Absent, or of another account.
+    #[error("application `{0}` not found")]
+    NotFound(Uuid),
+    /// A new application's region is not one this node holds.
+    #[error("region `{0}` is not held by this node")]
+    RegionNotHeld(Region),
+    /// `copy_from` names no application of the caller's account.
+    #[error("the application to copy is not of the same account")]
+    CopyFromOtherAccount,
+    #[error("the application to copy is of a region this node does not hold")]
+    CopyFromRegionNotHeld,
+    /// A catalog audit row's region is not held here (its relay waits).
+    #[error("the region {0} is not held here")]
+    RelayRegionNotHeld(Region),
+    /// A catalog row this code would not have written (edited by hand).
+    #[error("a catalog row does not convert: {0}")]
+    CatalogRow(String),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    /// Issuing the first key.
+    #[error(transparent)]
+    FirstKey(#[from] ApiKeyError),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 pub const MAX_ORIGINS: usize = 100;
 pub const MAX_BRANDING_BYTES: usize = 16 * 1024;
@@ -56,7 +85,7 @@ impl SettingsPatch {
         allowed_origins: Option<Vec<String>>,
         branding: Option<Value>,
         refresh_reuse_interval_seconds: Option<i64>,
-    ) -> ApiResult<Self> {
+    ) -> Result<Self, Invalid> {
         let mut issues = Issues::default();
         let name = name.map(|n| issues.text("name", &n, 255));
         let allowed_origins = allowed_origins.map(|o| origins(&mut issues, o));
@@ -131,10 +160,12 @@ fn has_nul(value: &Value) -> bool {
 /// admin key, then enters it in the catalog. The regional rows commit first:
 /// until the catalog row exists nothing can reach them, so a crash between
 /// the two leaves only unreachable rows, never a directory entry without data.
-pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> ApiResult<(Tenant, Issued)> {
-    let shard = storage
-        .shard(new.region)
-        .ok_or_else(|| ApiError::invalid("region", format!("region `{}` is not held by this node", new.region)))?;
+pub async fn create(
+    storage: &Storage,
+    new: NewApplication,
+    actor: &Actor,
+) -> Result<(Tenant, Issued), ApplicationError> {
+    let shard = storage.shard(new.region).ok_or(ApplicationError::RegionNotHeld(new.region))?;
     let now = crate::clock::now();
     let row = application::Model {
         id: Uuid::now_v7(),
@@ -171,8 +202,8 @@ pub async fn create(storage: &Storage, new: NewApplication, actor: &Actor) -> Ap
     Ok((tenant, issued))
 }
 
-fn snapshot(row: application::Model) -> ApiResult<Tenant> {
-    TenantSnapshot::from_model(row).map(Arc::new).map_err(ApiError::internal)
+fn snapshot(row: application::Model) -> Result<Tenant, ApplicationError> {
+    TenantSnapshot::from_model(row).map(Arc::new).map_err(ApplicationError::CatalogRow)
 }
 
 /// The application `copy_from` names (of the caller's account, in a region
@@ -181,13 +212,11 @@ pub async fn copy_source(
     storage: &Storage,
     caller: &TenantScope,
     source: Uuid,
-) -> ApiResult<(Tenant, Vec<entity::profile_field::Model>)> {
+) -> Result<(Tenant, Vec<entity::profile_field::Model>), ApplicationError> {
     let source = find_in_account(storage, caller.tenant().account_id, source)
         .await
-        .map_err(|_| ApiError::invalid("copy_from", "must be an application of the same account"))?;
-    let shard = storage
-        .shard(source.region)
-        .ok_or_else(|| ApiError::invalid("copy_from", "must be an application of a region this node holds"))?;
+        .map_err(|_| ApplicationError::CopyFromOtherAccount)?;
+    let shard = storage.shard(source.region).ok_or(ApplicationError::CopyFromRegionNotHeld)?;
     // The caller's account owns the source: the same principal reads it.
     let scope = TenantScope::new(source.clone(), shard.clone(), caller.actor().clone());
     let fields = super::profile_fields::schema(&scope).await?;
@@ -195,16 +224,16 @@ pub async fn copy_source(
 }
 
 /// An application of the account; another account's is 404.
-pub async fn find_in_account(storage: &Storage, account_id: Uuid, id: Uuid) -> ApiResult<Tenant> {
+pub async fn find_in_account(storage: &Storage, account_id: Uuid, id: Uuid) -> Result<Tenant, ApplicationError> {
     let row = catalog::find_application_in_account(&storage.catalog, account_id, id)
         .await?
-        .ok_or_else(|| ApiError::not_found("Application", id))?;
+        .ok_or(ApplicationError::NotFound(id))?;
     snapshot(row)
 }
 
-pub async fn list(storage: &Storage, account_id: Uuid, page: Page) -> ApiResult<(Vec<Tenant>, bool)> {
+pub async fn list(storage: &Storage, account_id: Uuid, page: Page) -> Result<(Vec<Tenant>, bool), ApplicationError> {
     let (rows, has_more) = catalog::list_applications(&storage.catalog, account_id, page).await?;
-    Ok((rows.into_iter().map(snapshot).collect::<ApiResult<_>>()?, has_more))
+    Ok((rows.into_iter().map(snapshot).collect::<Result<_, _>>()?, has_more))
 }
 
 /// Applies a settings change. Only the application's tenant actor calls
@@ -213,9 +242,13 @@ pub async fn list(storage: &Storage, account_id: Uuid, page: Page) -> ApiResult<
 /// audit row commit together in the catalog (an outbox row), and the row is
 /// then relayed into the regional chain; a crash in between leaves the row
 /// pending, and the next start (or any node's relay) appends it.
-pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, actor: &Actor) -> ApiResult<Tenant> {
-    let row =
-        catalog::find_application(&storage.catalog, id).await?.ok_or_else(|| ApiError::not_found("Application", id))?;
+pub async fn update_settings(
+    storage: &Storage,
+    id: Uuid,
+    patch: SettingsPatch,
+    actor: &Actor,
+) -> Result<Tenant, ApplicationError> {
+    let row = catalog::find_application(&storage.catalog, id).await?.ok_or(ApplicationError::NotFound(id))?;
     let mut changed = Vec::new();
     let mut active = row.into_active_model();
     if let Some(name) = patch.name {
@@ -253,7 +286,7 @@ pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, 
     // The change is committed: a failed relay leaves the row pending for
     // the background relay, and the change is answered (and published).
     if let Err(err) = relay(storage, &tenant, &pending).await {
-        tracing::warn!(application_id = %id, error = %err.message, "audit row left pending for the relay");
+        tracing::warn!(application_id = %id, error = %crate::error::cause_chain(&err), "audit row left pending for the relay");
     }
     Ok(tenant)
 }
@@ -261,7 +294,7 @@ pub async fn update_settings(storage: &Storage, id: Uuid, patch: SettingsPatch, 
 /// Catalog audit rows a crash left behind (all of them at start, else
 /// those older than `min_age`, which no request is relaying any more), for
 /// every application whose region this node holds.
-pub async fn relay_pending_audit(storage: &Storage, min_age: chrono::Duration) -> ApiResult<usize> {
+pub async fn relay_pending_audit(storage: &Storage, min_age: chrono::Duration) -> Result<usize, ApplicationError> {
     let mut relayed = 0;
     let cutoff = crate::clock::now() - min_age;
     for pending in catalog::pending_audit(&storage.catalog).await? {
@@ -284,8 +317,12 @@ pub async fn relay_pending_audit(storage: &Storage, min_age: chrono::Duration) -
 /// forgets it. The row keeps its id in the chain, so a relay that crashed
 /// after the regional commit (or raced another node's) finds it there and
 /// only forgets the pending one.
-async fn relay(storage: &Storage, tenant: &Tenant, pending: &pending_audit_event::Model) -> ApiResult<()> {
-    let shard = storage.shard(tenant.region).ok_or_else(|| ApiError::unavailable("The region is not held here."))?;
+async fn relay(
+    storage: &Storage,
+    tenant: &Tenant,
+    pending: &pending_audit_event::Model,
+) -> Result<(), ApplicationError> {
+    let shard = storage.shard(tenant.region).ok_or(ApplicationError::RelayRegionNotHeld(tenant.region))?;
     let actor = Actor {
         kind: ActorKind::parse(&pending.actor_kind).unwrap_or(ActorKind::System),
         id: pending.actor_id.clone(),

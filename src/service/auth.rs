@@ -7,18 +7,48 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::{
-    hooks,
-    sessions::{self, Opened},
-    users,
+    hooks::{self, HookError},
+    rotations::RotationError,
+    sessions::{self, Opened, RefreshRefused},
+    users::{self, UserError},
 };
 use crate::{
     audit::Actor,
-    crypto::password::PasswordHasher,
-    error::{ApiError, ApiResult, Code},
+    crypto::password::{PasswordError, PasswordHasher},
+    error::ApiError,
     storage::{TenantConn, TenantScope},
     tenancy::registry::TenantRegistry,
-    tokens::{AccessTokens, Issued, Signer},
+    tokens::{AccessTokens, Issued, NoSigningKey, Signer},
 };
+
+/// Why an end-user flow failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthError {
+    /// A wrong password, an unknown email: one answer for every reason.
+    #[error("the email or password is wrong")]
+    InvalidCredentials,
+    #[error("the refresh token was refused: {0:?}")]
+    RefreshRefused(RefreshRefused),
+    /// Not a member of the organization: it looks like no such organization.
+    #[error("not a member of organization `{0}`")]
+    NotAMember(Uuid),
+    /// The tenant's actor answers in wire errors already (the tenancy
+    /// registry is on `ApiError`); they pass through unchanged.
+    #[error(transparent)]
+    Tenant(ApiError),
+    #[error(transparent)]
+    NoSigningKey(#[from] NoSigningKey),
+    #[error(transparent)]
+    Password(#[from] PasswordError),
+    #[error(transparent)]
+    Hook(#[from] HookError),
+    #[error(transparent)]
+    User(#[from] UserError),
+    #[error(transparent)]
+    Rotation(#[from] RotationError),
+    #[error(transparent)]
+    Db(#[from] sea_orm::DbErr),
+}
 
 /// What an end-user flow needs of the node: the tenants' state (signing
 /// keys, hooks) and the token format.
@@ -30,9 +60,9 @@ pub struct Issuer<'a> {
 impl Issuer<'_> {
     /// The signer of the application's tokens, its first key created on
     /// first use; taken before anything commits.
-    pub async fn signer(&self, scope: &TenantScope) -> ApiResult<Signer> {
-        let state = self.tenants.signing_state(scope).await?;
-        self.tokens.signer(scope.tenant().id, &state.keys)
+    pub async fn signer(&self, scope: &TenantScope) -> Result<Signer, AuthError> {
+        let state = self.tenants.signing_state(scope).await.map_err(AuthError::Tenant)?;
+        Ok(self.tokens.signer(scope.tenant().id, &state.keys)?)
     }
 }
 
@@ -52,9 +82,9 @@ pub async fn sign_up(
     hook_caller: &hooks::Caller<'_>,
     new: NewSignUp,
     session_ttl: Duration,
-) -> ApiResult<(Signer, user::Model, Opened)> {
+) -> Result<(Signer, user::Model, Opened), AuthError> {
     // The hooks come from the tenant's state: no query when there are none.
-    let state = issuer.tenants.state(scope).await?;
+    let state = issuer.tenants.state(scope).await.map_err(AuthError::Tenant)?;
     hooks::pre_sign_up(hook_caller, scope, &state.hooks, &new.email, &Value::Object(new.profile.clone())).await?;
     let password_hash = passwords.hash(new.password).await?;
     let signer = issuer.signer(scope).await?;
@@ -74,7 +104,7 @@ pub async fn sign_in(
     email: &str,
     password: String,
     session_ttl: Duration,
-) -> ApiResult<(Signer, user::Model, Opened)> {
+) -> Result<(Signer, user::Model, Opened), AuthError> {
     // A place in the hashing queue first: past its bound the answer is an
     // immediate 503 that has touched nothing.
     let admission = passwords.admit()?;
@@ -102,14 +132,14 @@ pub async fn sign_in(
 
 /// Records a failed sign-in (the reason is for the operator) and answers
 /// the one 401 every failure gets.
-pub async fn failed_sign_in(scope: &TenantScope, email: &str, user_id: Option<Uuid>, reason: &str) -> ApiError {
+pub async fn failed_sign_in(scope: &TenantScope, email: &str, user_id: Option<Uuid>, reason: &str) -> AuthError {
     let record = async {
         let mut txn = scope.acting_as(Actor::public()).begin().await?;
         txn.audit("sign_in.failed", user_id, json!({"email": email, "reason": reason})).await?;
         txn.commit().await
     };
     match record.await {
-        Ok(()) => ApiError::new(Code::InvalidCredentials, "The email or password is wrong."),
+        Ok(()) => AuthError::InvalidCredentials,
         Err(err) => err.into(),
     }
 }
@@ -120,14 +150,14 @@ pub async fn refresh(
     issuer: &Issuer<'_>,
     rotations: &super::rotations::Rotations,
     presented: &str,
-) -> ApiResult<(Opened, Issued)> {
+) -> Result<(Opened, Issued), AuthError> {
     let signer = issuer.signer(scope).await?;
     let opened = match rotations.rotate(scope, presented).await? {
         Ok(opened) => opened,
         Err(refused) => {
             let reason = format!("{refused:?}");
             metrics::counter!("refresh_refused_total", "reason" => reason).increment(1);
-            return Err(ApiError::unauthenticated());
+            return Err(AuthError::RefreshRefused(refused));
         }
     };
     let access = access_token(&signer, scope, &opened.session).await?;
@@ -136,7 +166,11 @@ pub async fn refresh(
 
 /// The token of a session: its active organization's id and the user's
 /// role there, when the user is still a member.
-pub async fn access_token(signer: &Signer, db: &impl TenantConn, session: &session::Model) -> ApiResult<Issued> {
+pub async fn access_token(
+    signer: &Signer,
+    db: &impl TenantConn,
+    session: &session::Model,
+) -> Result<Issued, sea_orm::DbErr> {
     let organization = sessions::active_membership(db, session).await?.map(|m| (m.organization_id, m.role));
     Ok(signer.issue(session, organization))
 }
@@ -149,10 +183,10 @@ pub async fn activate_organization(
     issuer: &Issuer<'_>,
     session: session::Model,
     organization_id: Uuid,
-) -> ApiResult<(session::Model, Issued)> {
+) -> Result<(session::Model, Issued), AuthError> {
     let membership = super::organizations::find_membership(scope, organization_id, session.user_id)
         .await?
-        .ok_or_else(|| ApiError::not_found("Organization", organization_id))?;
+        .ok_or(AuthError::NotAMember(organization_id))?;
     let signer = issuer.signer(scope).await?;
     sessions::activate_organization(scope, session.id, organization_id).await?;
     let session = session::Model { active_organization_id: Some(organization_id), ..session };

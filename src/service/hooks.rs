@@ -13,13 +13,15 @@ use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, QueryOrder, UpdateMany}
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::{validate::Issues, webhooks::checked_url};
+use super::{
+    validate::{Invalid, Issues},
+    webhooks::{checked_url, InvalidUrl},
+};
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, seal},
-    error::{ApiError, ApiResult, Code},
     events::{delivery::Clients, signing},
-    storage::{Limit, Page, TenantConn, TenantScope},
+    storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
     tenancy::Tenant,
 };
 
@@ -28,6 +30,27 @@ pub const DEFAULT_TIMEOUT_MS: i32 = 5000;
 const MAX_ANSWER: usize = 64 * 1024;
 /// Longest deny message passed on to the end user.
 const MAX_MESSAGE_CHARS: usize = 500;
+
+/// What went wrong with a hook, or what a sign-up's hooks decided.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error("hook `{0}` not found")]
+    NotFound(Uuid),
+    /// A hook said no; its message is for the end user.
+    #[error("a hook denied the sign-up: {0}")]
+    Denied(String),
+    /// A hook that fails closed gave no usable answer.
+    #[error("a sign-up hook is unavailable")]
+    Unavailable,
+    #[error(transparent)]
+    InvalidUrl(#[from] InvalidUrl),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Limit(#[from] ReserveError),
+    #[error(transparent)]
+    Db(#[from] sea_orm::DbErr),
+}
 
 fn timeout_issue(issues: &mut Issues, timeout_ms: i32) {
     if !(100..=15_000).contains(&timeout_ms) {
@@ -61,7 +84,7 @@ pub async fn create(
     master_key: &MasterKey,
     new: NewHook,
     limit: u64,
-) -> ApiResult<(hook::Model, String)> {
+) -> Result<(hook::Model, String), HookError> {
     let mut issues = Issues::default();
     if !POINTS.contains(&new.point.as_str()) {
         issues.add("point", format!("must be one of {}", POINTS.join(", ")));
@@ -119,8 +142,8 @@ fn in_order(db: &impl TenantConn) -> sea_orm::Select<hook::Entity> {
     db.find::<hook::Entity>().order_by_asc(hook::Column::CreatedAt).order_by_asc(hook::Column::Id)
 }
 
-pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<hook::Model> {
-    db.find_by_id::<hook::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("Hook", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<hook::Model, HookError> {
+    db.find_by_id::<hook::Entity>(id).one(db.conn()).await?.ok_or(HookError::NotFound(id))
 }
 
 #[derive(Default)]
@@ -132,7 +155,7 @@ pub struct HookPatch {
     pub timeout_ms: Option<i32>,
 }
 
-pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> ApiResult<hook::Model> {
+pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> Result<hook::Model, HookError> {
     let tenant = scope.tenant();
     let mut issues = Issues::default();
     if let Some(timeout_ms) = patch.timeout_ms {
@@ -166,7 +189,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> ApiResul
     Ok(row)
 }
 
-pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), HookError> {
     let mut txn = scope.begin().await?;
     let row = find(&txn, id).await?;
     txn.delete::<hook::Entity>(hook::Column::Id.eq(id)).await?;
@@ -200,7 +223,7 @@ pub async fn pre_sign_up(
     hooks: &[hook::Model],
     email: &str,
     profile: &Value,
-) -> ApiResult<()> {
+) -> Result<(), HookError> {
     let tenant = scope.tenant();
     let mut hooks = hooks.iter().filter(|h| h.point == "pre_sign_up" && h.enabled).peekable();
     if hooks.peek().is_none() {
@@ -221,18 +244,20 @@ pub async fn pre_sign_up(
         record_call(scope, hook, &outcome, duration_ms).await?;
         match outcome {
             Outcome::Allow => {}
-            Outcome::Deny(message) => return Err(ApiError::new(Code::SignUpDenied, message)),
+            Outcome::Deny(message) => return Err(HookError::Denied(message)),
             Outcome::Failed(..) if hook.fail_open => {}
-            Outcome::Failed(..) => {
-                return Err(ApiError::new(Code::HookUnavailable, "A sign-up check is unavailable; try again shortly.")
-                    .with_retry_after(1))
-            }
+            Outcome::Failed(..) => return Err(HookError::Unavailable),
         }
     }
     Ok(())
 }
 
-async fn record_call(scope: &TenantScope, hook: &hook::Model, outcome: &Outcome, duration_ms: u64) -> ApiResult<()> {
+async fn record_call(
+    scope: &TenantScope,
+    hook: &hook::Model,
+    outcome: &Outcome,
+    duration_ms: u64,
+) -> Result<(), sea_orm::DbErr> {
     let (result, reason, status) = match outcome {
         Outcome::Allow => ("allow", None, None),
         Outcome::Deny(_) => ("deny", None, None),

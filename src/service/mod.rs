@@ -13,3 +13,15 @@ pub mod sessions;
 pub mod users;
 pub mod validate;
 pub mod webhooks;
+
+use sea_orm::{DbErr, SqlErr};
+
+/// For a write whose unique index stands for a rule (a key name, a slug, an
+/// email): a violation is the area's `taken` outcome; any other failure
+/// stays a database error.
+pub fn unless_unique<E: From<DbErr>>(taken: E) -> impl FnOnce(DbErr) -> E {
+    move |err| match err.sql_err() {
+        Some(SqlErr::UniqueConstraintViolation(_)) => taken,
+        _ => err.into(),
+    }
+}

@@ -5,13 +5,33 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, Upda
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{users, validate::Issues};
-use crate::{
-    error::{ApiError, ApiResult, Code},
-    storage::{Page, TenantConn, TenantScope},
+use super::{
+    unless_unique, users,
+    validate::{Invalid, Issues},
 };
+use crate::storage::{Page, TenantConn, TenantScope};
 
-const SLUG_TAKEN: &str = "An organization with this slug already exists.";
+/// What went wrong with an organization or a membership.
+#[derive(Debug, thiserror::Error)]
+pub enum OrganizationError {
+    #[error("organization `{0}` not found")]
+    NotFound(Uuid),
+    /// No membership of this user (named by the user's id) in the organization.
+    #[error("membership of user `{0}` not found")]
+    MembershipNotFound(Uuid),
+    /// Slugs are unique within the application.
+    #[error("an organization with this slug already exists")]
+    SlugTaken,
+    #[error("the user is already a member of this organization")]
+    AlreadyMember,
+    /// A new membership names a user the application does not have.
+    #[error("no such user")]
+    NoSuchUser,
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 /// `^[a-z0-9][a-z0-9-]{0,62}$`
 fn is_slug(value: &str) -> bool {
@@ -41,7 +61,11 @@ pub fn role(issues: &mut Issues, role: &str) {
     issues.text("role", role, 64);
 }
 
-pub async fn create(scope: &TenantScope, name: &str, slug: Option<String>) -> ApiResult<organization::Model> {
+pub async fn create(
+    scope: &TenantScope,
+    name: &str,
+    slug: Option<String>,
+) -> Result<organization::Model, OrganizationError> {
     let mut issues = Issues::default();
     let name = issues.text("name", name, 255);
     let id = Uuid::now_v7();
@@ -65,17 +89,14 @@ pub async fn create(scope: &TenantScope, name: &str, slug: Option<String>) -> Ap
     let mut txn = scope.begin().await?;
     txn.insert(organization::ActiveModel::from(organization.clone()))
         .await
-        .map_err(ApiError::unless_unique(Code::Conflict, SLUG_TAKEN))?;
+        .map_err(unless_unique(OrganizationError::SlugTaken))?;
     txn.audit("organization.created", Some(id), json!({"name": organization.name, "slug": organization.slug})).await?;
     txn.commit().await?;
     Ok(organization)
 }
 
-pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<organization::Model> {
-    db.find_by_id::<organization::Entity>(id)
-        .one(db.conn())
-        .await?
-        .ok_or_else(|| ApiError::not_found("Organization", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<organization::Model, OrganizationError> {
+    db.find_by_id::<organization::Entity>(id).one(db.conn()).await?.ok_or(OrganizationError::NotFound(id))
 }
 
 pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<organization::Model>, bool), DbErr> {
@@ -93,7 +114,7 @@ pub async fn update(
     id: Uuid,
     name: Option<String>,
     slug: Option<String>,
-) -> ApiResult<organization::Model> {
+) -> Result<organization::Model, OrganizationError> {
     let mut issues = Issues::default();
     let name = name.map(|n| issues.text("name", &n, 255));
     if slug.as_deref().is_some_and(|s| !is_slug(s)) {
@@ -112,7 +133,7 @@ pub async fn update(
             .filter(organization::Column::Id.eq(id))
     })
     .await
-    .map_err(ApiError::unless_unique(Code::Conflict, SLUG_TAKEN))?;
+    .map_err(unless_unique(OrganizationError::SlugTaken))?;
     txn.audit("organization.updated", Some(id), json!({"name": organization.name, "slug": organization.slug})).await?;
     txn.commit().await?;
     Ok(organization)
@@ -120,7 +141,7 @@ pub async fn update(
 
 /// Deletes an organization and its memberships; sessions that had it
 /// active carry no organization from their next token on.
-pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationError> {
     let mut txn = scope.begin().await?;
     let organization = find(&txn, id).await?;
     txn.delete::<membership::Entity>(membership::Column::OrganizationId.eq(id)).await?;
@@ -152,13 +173,13 @@ pub async fn add_member(
     organization_id: Uuid,
     user_id: Uuid,
     role_name: String,
-) -> ApiResult<membership::Model> {
+) -> Result<membership::Model, OrganizationError> {
     let mut issues = Issues::default();
     role(&mut issues, &role_name);
     issues.finish()?;
     let mut txn = scope.begin().await?;
     find(&txn, organization_id).await?;
-    users::find(&txn, user_id).await.map_err(|_| ApiError::invalid("user_id", "no such user"))?;
+    users::find(&txn, user_id).await.map_err(|_| OrganizationError::NoSuchUser)?;
     let membership = membership::Model {
         application_id: txn.application_id(),
         organization_id,
@@ -168,7 +189,7 @@ pub async fn add_member(
     };
     txn.insert(membership::ActiveModel::from(membership.clone()))
         .await
-        .map_err(ApiError::unless_unique(Code::AlreadyMember, "The user is already a member of this organization."))?;
+        .map_err(unless_unique(OrganizationError::AlreadyMember))?;
     txn.audit(
         "organization.membership.created",
         Some(organization_id),
@@ -183,7 +204,7 @@ pub async fn list_members(
     db: &impl TenantConn,
     organization_id: Uuid,
     page: Page,
-) -> ApiResult<(Vec<membership::Model>, bool)> {
+) -> Result<(Vec<membership::Model>, bool), OrganizationError> {
     find(db, organization_id).await?;
     Ok(page
         .fetch(
@@ -200,14 +221,13 @@ pub async fn update_member(
     organization_id: Uuid,
     user_id: Uuid,
     role_name: String,
-) -> ApiResult<membership::Model> {
+) -> Result<membership::Model, OrganizationError> {
     let mut issues = Issues::default();
     role(&mut issues, &role_name);
     issues.finish()?;
     let mut txn = scope.begin().await?;
-    let mut membership = find_membership(&txn, organization_id, user_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Membership", user_id))?;
+    let mut membership =
+        find_membership(&txn, organization_id, user_id).await?.ok_or(OrganizationError::MembershipNotFound(user_id))?;
     txn.update_many(|q: UpdateMany<membership::Entity>| {
         q.col_expr(membership::Column::Role, Expr::value(role_name.clone()))
             .filter(membership::Column::OrganizationId.eq(organization_id))
@@ -225,11 +245,10 @@ pub async fn update_member(
     Ok(membership)
 }
 
-pub async fn remove_member(scope: &TenantScope, organization_id: Uuid, user_id: Uuid) -> ApiResult<()> {
+pub async fn remove_member(scope: &TenantScope, organization_id: Uuid, user_id: Uuid) -> Result<(), OrganizationError> {
     let mut txn = scope.begin().await?;
-    let membership = find_membership(&txn, organization_id, user_id)
-        .await?
-        .ok_or_else(|| ApiError::not_found("Membership", user_id))?;
+    let membership =
+        find_membership(&txn, organization_id, user_id).await?.ok_or(OrganizationError::MembershipNotFound(user_id))?;
     txn.delete::<membership::Entity>(
         sea_orm::Condition::all()
             .add(membership::Column::OrganizationId.eq(organization_id))

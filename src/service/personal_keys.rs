@@ -8,9 +8,20 @@ use uuid::Uuid;
 use super::api_keys::NewApiKey;
 use crate::{
     crypto::{key_format, sha256},
-    error::{ApiError, ApiResult},
-    storage::{Limit, Page, TenantConn, TenantScope, Unaudited},
+    storage::{Limit, Page, ReserveError, TenantConn, TenantScope, Unaudited},
 };
+
+/// What went wrong with an end user's personal key.
+#[derive(Debug, thiserror::Error)]
+pub enum PersonalKeyError {
+    /// Absent, or another user's.
+    #[error("personal key `{0}` not found")]
+    NotFound(Uuid),
+    #[error(transparent)]
+    Limit(#[from] ReserveError),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 fn of_user(db: &impl TenantConn, user_id: Uuid) -> sea_orm::Select<user_api_key::Entity> {
     db.find::<user_api_key::Entity>().filter(user_api_key::Column::UserId.eq(user_id))
@@ -22,7 +33,7 @@ pub async fn create(
     live: bool,
     new: &NewApiKey,
     max_active: u64,
-) -> ApiResult<(user_api_key::Model, String)> {
+) -> Result<(user_api_key::Model, String), PersonalKeyError> {
     let mut txn = scope.begin().await?;
     let limit = Limit { max: max_active, what: "active keys of one user", field: "name" };
     txn.reserve(limit, |keys: sea_orm::Select<user_api_key::Entity>| {
@@ -63,13 +74,13 @@ pub async fn list(db: &impl TenantConn, user_id: Uuid, page: Page) -> Result<(Ve
 }
 
 /// Revokes one of the user's keys; another user's key is 404.
-pub async fn revoke(scope: &TenantScope, user_id: Uuid, id: Uuid) -> ApiResult<user_api_key::Model> {
+pub async fn revoke(scope: &TenantScope, user_id: Uuid, id: Uuid) -> Result<user_api_key::Model, PersonalKeyError> {
     let mut txn = scope.begin().await?;
     let mut key = of_user(&txn, user_id)
         .filter(user_api_key::Column::Id.eq(id))
         .one(txn.conn())
         .await?
-        .ok_or_else(|| ApiError::not_found("API key", id))?;
+        .ok_or(PersonalKeyError::NotFound(id))?;
     if key.revoked_at.is_some() {
         return Ok(key);
     }

@@ -5,11 +5,27 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, Quer
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use super::validate::Issues;
-use crate::{
-    error::{ApiError, ApiResult, Code},
-    storage::{Limit, Page, TenantConn, TenantScope, TenantTxn},
+use super::{
+    unless_unique,
+    validate::{Invalid, Issues},
 };
+use crate::storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn};
+
+/// What went wrong with a profile field of the schema.
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileFieldError {
+    #[error("profile field `{0}` not found")]
+    NotFound(Uuid),
+    /// Field keys are unique within the application.
+    #[error("a profile field with key `{0}` already exists")]
+    KeyTaken(String),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Limit(#[from] ReserveError),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 pub const FIELD_TYPES: [&str; 9] =
     ["text", "number", "boolean", "date", "email", "url", "phone", "select", "multi_select"];
@@ -60,7 +76,7 @@ pub struct NewField {
 }
 
 impl NewField {
-    pub fn check(&self) -> ApiResult<()> {
+    pub fn check(&self) -> Result<(), Invalid> {
         let mut issues = Issues::default();
         if !is_field_key(&self.key) {
             issues.add("key", "must match ^[a-z][a-z0-9_]{0,63}$");
@@ -78,7 +94,7 @@ impl NewField {
     }
 }
 
-pub async fn create(scope: &TenantScope, new: NewField, limit: u64) -> ApiResult<profile_field::Model> {
+pub async fn create(scope: &TenantScope, new: NewField, limit: u64) -> Result<profile_field::Model, ProfileFieldError> {
     new.check()?;
     let mut txn = scope.begin().await?;
     txn.reserve::<profile_field::Entity>(Limit { max: limit, what: "profile fields", field: "key" }, |all| all).await?;
@@ -99,10 +115,9 @@ pub async fn create(scope: &TenantScope, new: NewField, limit: u64) -> ApiResult
         created_at: now,
         updated_at: now,
     };
-    txn.insert(profile_field::ActiveModel::from(field.clone())).await.map_err(ApiError::unless_unique(
-        Code::KeyInUse,
-        format!("A profile field with key `{}` already exists.", field.key),
-    ))?;
+    txn.insert(profile_field::ActiveModel::from(field.clone()))
+        .await
+        .map_err(unless_unique(ProfileFieldError::KeyTaken(field.key.clone())))?;
     txn.audit("profile_field.created", Some(field.id), describe(&field)).await?;
     txn.commit().await?;
     Ok(field)
@@ -158,11 +173,8 @@ pub async fn copy_into(txn: &mut TenantTxn, fields: &[profile_field::Model]) -> 
     Ok(())
 }
 
-pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<profile_field::Model> {
-    db.find_by_id::<profile_field::Entity>(id)
-        .one(db.conn())
-        .await?
-        .ok_or_else(|| ApiError::not_found("Profile field", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<profile_field::Model, ProfileFieldError> {
+    db.find_by_id::<profile_field::Entity>(id).one(db.conn()).await?.ok_or(ProfileFieldError::NotFound(id))
 }
 
 #[derive(Default)]
@@ -173,7 +185,11 @@ pub struct FieldPatch {
     pub required: Option<bool>,
 }
 
-pub async fn update(scope: &TenantScope, id: Uuid, patch: FieldPatch) -> ApiResult<profile_field::Model> {
+pub async fn update(
+    scope: &TenantScope,
+    id: Uuid,
+    patch: FieldPatch,
+) -> Result<profile_field::Model, ProfileFieldError> {
     let mut txn = scope.begin().await?;
     let mut field = find(&txn, id).await?;
     let mut issues = Issues::default();
@@ -209,7 +225,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: FieldPatch) -> ApiResu
     Ok(field)
 }
 
-pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), ProfileFieldError> {
     let mut txn = scope.begin().await?;
     let field = find(&txn, id).await?;
     txn.delete::<profile_field::Entity>(profile_field::Column::Id.eq(id)).await?;

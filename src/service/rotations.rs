@@ -13,7 +13,10 @@
 //! row it touches (allowed by name for clippy's `disallowed_methods`), and
 //! its audit rows go through `audit::append`, one group per application.
 #![allow(clippy::disallowed_methods)]
-use std::collections::{BTreeMap, HashMap};
+use std::{
+    collections::{BTreeMap, HashMap},
+    sync::Arc,
+};
 
 use chrono::Duration;
 use entity::{refresh_token, session};
@@ -26,7 +29,6 @@ use super::sessions::{self, Opened, RefreshRefused};
 use crate::{
     audit::{self, Actor},
     crypto::sha256,
-    error::{ApiError, ApiResult},
     region::Region,
     storage::{Db, Storage, TenantScope},
 };
@@ -34,6 +36,22 @@ use crate::{
 /// Rotations one transaction takes at most.
 const MAX_BATCH: usize = 128;
 const QUEUE: usize = 4096;
+
+/// Why a rotation could not be decided (a refused token is an answer, not
+/// an error: [`RefreshRefused`]).
+#[derive(Debug, thiserror::Error)]
+pub enum RotationError {
+    #[error("the region {0} is not held here")]
+    RegionNotHeld(Region),
+    /// The region's rotator is gone (the node is stopping).
+    #[error("the rotator has stopped")]
+    Stopped,
+    /// The batch's transaction failed: every rotation in it gets the error.
+    #[error("a rotation batch failed")]
+    Batch(#[source] Arc<DbErr>),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 /// What the batch decided for one rotation.
 enum Rotated {
@@ -46,7 +64,7 @@ enum Rotated {
 struct Job {
     application_id: Uuid,
     hash: Vec<u8>,
-    reply: oneshot::Sender<Result<Rotated, ApiError>>,
+    reply: oneshot::Sender<Result<Rotated, Arc<DbErr>>>,
 }
 
 /// The rotator of each region this node holds.
@@ -76,22 +94,25 @@ impl Rotations {
     /// presenting the same token, exactly one rotates it; presenting a
     /// rotated token revokes the session, unless it was rotated within the
     /// application's reuse interval ([`sessions::not_current`]).
-    pub async fn rotate(&self, scope: &TenantScope, presented: &str) -> ApiResult<Result<Opened, RefreshRefused>> {
+    pub async fn rotate(
+        &self,
+        scope: &TenantScope,
+        presented: &str,
+    ) -> Result<Result<Opened, RefreshRefused>, RotationError> {
         let (application_id, region) = (scope.tenant().id, scope.tenant().region);
         if !sessions::is_refresh_token_shape(presented) {
             return Ok(Err(RefreshRefused::Unknown));
         }
         let hash = sha256(presented).to_vec();
-        let queue = self.queues.get(&region).ok_or_else(|| ApiError::unavailable("The region is not held here."))?;
+        let queue = self.queues.get(&region).ok_or(RotationError::RegionNotHeld(region))?;
         let (reply, answer) = oneshot::channel();
         let job = Job { application_id, hash: hash.clone(), reply };
-        queue.send(job).await.map_err(|_| ApiError::unavailable("Sessions are unavailable; try again shortly."))?;
-        let rotated =
-            answer.await.map_err(|_| ApiError::unavailable("Sessions are unavailable; try again shortly."))??;
+        queue.send(job).await.map_err(|_| RotationError::Stopped)?;
+        let rotated = answer.await.map_err(|_| RotationError::Stopped)?.map_err(RotationError::Batch)?;
         match rotated {
             Rotated::Done(opened) => Ok(Ok(opened)),
             Rotated::SessionEnded => Ok(Err(RefreshRefused::SessionEnded)),
-            Rotated::NotCurrent => sessions::not_current(scope, hash, self.ttl).await,
+            Rotated::NotCurrent => Ok(sessions::not_current(scope, hash, self.ttl).await?),
         }
     }
 }
@@ -114,8 +135,9 @@ async fn run(shard: Db, ttl: Duration, mut queue: mpsc::Receiver<Job>) {
                 }
             }
             Err(err) => {
+                let err = Arc::new(err);
                 for job in batch {
-                    let _ = job.reply.send(Err(ApiError::from(&err)));
+                    let _ = job.reply.send(Err(err.clone()));
                 }
             }
         }

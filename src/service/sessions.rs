@@ -13,11 +13,20 @@ use uuid::Uuid;
 use crate::{
     audit::Actor,
     crypto::sha256,
-    error::{ApiError, ApiResult},
     storage::{Page, TenantConn, TenantScope, TenantTxn},
 };
 
 const PREFIX: &str = "rt_";
+
+/// What went wrong with a session (a refused refresh is not an error:
+/// see [`RefreshRefused`]).
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("session `{0}` not found")]
+    NotFound(Uuid),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 /// A session with the refresh token just issued for it (shown once).
 pub struct Opened {
@@ -90,7 +99,7 @@ pub async fn not_current(
     scope: &TenantScope,
     hash: Vec<u8>,
     ttl: Duration,
-) -> ApiResult<Result<Opened, RefreshRefused>> {
+) -> Result<Result<Opened, RefreshRefused>, DbErr> {
     let earlier = scope
         .find::<refresh_token::Entity>()
         .filter(refresh_token::Column::TokenHash.eq(hash))
@@ -124,7 +133,7 @@ async fn reissue(
     ttl: Duration,
     now: chrono::DateTime<chrono::Utc>,
     interval: Duration,
-) -> ApiResult<Result<Opened, RefreshRefused>> {
+) -> Result<Result<Opened, RefreshRefused>, DbErr> {
     let Some(session) = find_active(scope, session_id).await? else {
         return Ok(Err(RefreshRefused::SessionEnded));
     };
@@ -162,8 +171,8 @@ async fn reissue(
     Ok(Ok(Opened { session: session::Model { refreshed_at: now, expires_at: now + ttl, ..session }, refresh_token }))
 }
 
-pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<session::Model> {
-    db.find_by_id::<session::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("Session", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<session::Model, SessionError> {
+    db.find_by_id::<session::Entity>(id).one(db.conn()).await?.ok_or(SessionError::NotFound(id))
 }
 
 /// The session if it is neither revoked nor expired.
@@ -222,7 +231,7 @@ pub async fn revoke_in(
 }
 
 /// Revokes a session; revoking a revoked session answers it unchanged.
-pub async fn revoke(scope: &TenantScope, id: Uuid, reason: &str) -> ApiResult<session::Model> {
+pub async fn revoke(scope: &TenantScope, id: Uuid, reason: &str) -> Result<session::Model, SessionError> {
     let mut txn = scope.begin().await?;
     let session = find(&txn, id).await?;
     let Some(revoked_at) = revoke_in(&mut txn, id, reason).await? else {

@@ -6,15 +6,23 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, Upda
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
-use super::{profile_fields, validate::Issues};
-use crate::{
-    error::{ApiError, ApiResult, Code},
-    storage::{Page, TenantConn, TenantScope, TenantTxn},
-};
+use super::{profile_fields, unless_unique, validate::Issues};
+use crate::storage::{Page, TenantConn, TenantScope, TenantTxn};
 
 pub const MIN_PASSWORD: usize = 8;
-const EMAIL_TAKEN: &str = "A user with this email already exists.";
 pub const MAX_PASSWORD: usize = 256;
+
+/// What went wrong with an end user.
+#[derive(Debug, thiserror::Error)]
+pub enum UserError {
+    #[error("user `{0}` not found")]
+    NotFound(Uuid),
+    /// Emails (in their normal form) are unique within the application.
+    #[error("a user with this email already exists")]
+    EmailTaken,
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
 
 /// The stored (and compared) form of an email, the one way every entry
 /// point reads one: Unicode NFKC (so `ｕ1@example.com` is `u1@example.com`),
@@ -72,7 +80,7 @@ pub async fn create(
     email: String,
     password_hash: Option<String>,
     profile: Map<String, Value>,
-) -> ApiResult<user::Model> {
+) -> Result<user::Model, UserError> {
     let mut txn = scope.begin().await?;
     let user = insert(&mut txn, email, password_hash, profile).await?;
     txn.commit().await?;
@@ -85,7 +93,7 @@ pub async fn insert(
     email: String,
     password_hash: Option<String>,
     profile: Map<String, Value>,
-) -> ApiResult<user::Model> {
+) -> Result<user::Model, UserError> {
     let now = crate::clock::now();
     let user = user::Model {
         id: Uuid::now_v7(),
@@ -97,15 +105,13 @@ pub async fn insert(
         created_at: now,
         updated_at: now,
     };
-    txn.insert(user::ActiveModel::from(user.clone()))
-        .await
-        .map_err(ApiError::unless_unique(Code::Conflict, EMAIL_TAKEN))?;
+    txn.insert(user::ActiveModel::from(user.clone())).await.map_err(unless_unique(UserError::EmailTaken))?;
     txn.audit("user.created", Some(user.id), json!({"email": user.email})).await?;
     Ok(user)
 }
 
-pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<user::Model> {
-    db.find_by_id::<user::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("User", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<user::Model, UserError> {
+    db.find_by_id::<user::Entity>(id).one(db.conn()).await?.ok_or(UserError::NotFound(id))
 }
 
 pub async fn find_by_email(db: &impl TenantConn, email: &str) -> Result<Option<user::Model>, DbErr> {
@@ -129,7 +135,7 @@ pub struct UserPatch {
     pub profile: Option<Map<String, Value>>,
 }
 
-pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> ApiResult<user::Model> {
+pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> Result<user::Model, UserError> {
     let mut txn = scope.begin().await?;
     let mut user = find(&txn, id).await?;
     let mut changed = Vec::new();
@@ -154,7 +160,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> ApiResul
             .filter(user::Column::Id.eq(id))
     })
     .await
-    .map_err(ApiError::unless_unique(Code::Conflict, EMAIL_TAKEN))?;
+    .map_err(unless_unique(UserError::EmailTaken))?;
     txn.audit("user.updated", Some(id), json!({"changed": changed})).await?;
     txn.commit().await?;
     Ok(user)
@@ -162,7 +168,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> ApiResul
 
 /// Deletes a user with everything that is theirs: sessions (and so every
 /// refresh token), memberships and personal keys.
-pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), UserError> {
     let mut txn = scope.begin().await?;
     let user = find(&txn, id).await?;
     let sessions: Vec<Uuid> = txn

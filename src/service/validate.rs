@@ -1,6 +1,17 @@
 //! Checks shared by every area's input: they collect field issues so one
 //! answer names every problem.
-use crate::error::{ApiError, ApiResult, FieldIssue};
+use crate::error::FieldIssue;
+
+/// A request's field issues, all of them (422 `validation_failed`). Every
+/// area whose input is checked has it as a variant, so one answer shape
+/// names them.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid fields: {}", listed(.0))]
+pub struct Invalid(pub Vec<FieldIssue>);
+
+fn listed(issues: &[FieldIssue]) -> String {
+    issues.iter().map(|i| format!("`{}` {}", i.field, i.issue)).collect::<Vec<_>>().join("; ")
+}
 
 #[derive(Default)]
 pub struct Issues(Vec<FieldIssue>);
@@ -18,11 +29,11 @@ impl Issues {
         value.to_string()
     }
 
-    pub fn finish(self) -> ApiResult<()> {
+    pub fn finish(self) -> Result<(), Invalid> {
         if self.0.is_empty() {
             Ok(())
         } else {
-            Err(ApiError::invalid_all(self.0))
+            Err(Invalid(self.0))
         }
     }
 }

@@ -13,21 +13,42 @@ use super::validate::Issues;
 use crate::{
     clock,
     crypto::{master_key::MasterKey, seal},
-    error::{ApiError, ApiResult, Code, FieldIssue},
     events::{delivery, outbox, signing, url_safety},
-    storage::{Limit, Page, TenantConn, TenantScope},
+    storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
 };
 
 pub const MAX_EVENT_TYPES: usize = 50;
 /// How long the previous secret keeps signing after a rotation.
 pub const ROTATION_OVERLAP_HOURS: i64 = 24;
 
-/// A URL that passed the rules, or 422 `invalid_url`.
-pub fn checked_url(raw: &str, production: bool) -> ApiResult<String> {
-    url_safety::check(raw, production).map(|_| raw.to_string()).map_err(|issue| ApiError {
-        details: vec![FieldIssue { field: "url".into(), issue: issue.clone() }],
-        ..ApiError::new(Code::InvalidUrl, format!("`url` {issue}."))
-    })
+/// What went wrong with a webhook endpoint or one of its deliveries.
+#[derive(Debug, thiserror::Error)]
+pub enum WebhookError {
+    #[error("webhook `{0}` not found")]
+    NotFound(Uuid),
+    #[error("delivery `{0}` not found")]
+    DeliveryNotFound(Uuid),
+    /// A disabled endpoint sends nothing, retries included.
+    #[error("webhook `{0}` is disabled")]
+    Disabled(Uuid),
+    /// A worker holds the message's lease.
+    #[error("delivery `{0}` is being sent")]
+    DeliveryInFlight(Uuid),
+    #[error(transparent)]
+    Limit(#[from] ReserveError),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// A destination URL the rules refuse (webhooks and hooks alike): the issue
+/// says why, as `url_safety` words it.
+#[derive(Debug, thiserror::Error)]
+#[error("the URL {0}")]
+pub struct InvalidUrl(pub String);
+
+/// A URL that passed the rules.
+pub fn checked_url(raw: &str, production: bool) -> Result<String, InvalidUrl> {
+    url_safety::check(raw, production).map(|_| raw.to_string()).map_err(InvalidUrl)
 }
 
 /// Event types to filter on: audit types or dotted families.
@@ -70,7 +91,7 @@ pub async fn create(
     master_key: &MasterKey,
     new: NewWebhook,
     limit: u64,
-) -> ApiResult<(webhook::Model, String)> {
+) -> Result<(webhook::Model, String), WebhookError> {
     let application_id = scope.tenant().id;
     let mut txn = scope.begin().await?;
     txn.reserve::<webhook::Entity>(Limit { max: limit, what: "webhook endpoints", field: "url" }, |all| all).await?;
@@ -109,11 +130,11 @@ pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<webhook::Mode
     .await
 }
 
-pub async fn find(db: &impl TenantConn, id: Uuid) -> ApiResult<webhook::Model> {
-    db.find_by_id::<webhook::Entity>(id).one(db.conn()).await?.ok_or_else(|| ApiError::not_found("Webhook", id))
+pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<webhook::Model, WebhookError> {
+    db.find_by_id::<webhook::Entity>(id).one(db.conn()).await?.ok_or(WebhookError::NotFound(id))
 }
 
-pub async fn update(scope: &TenantScope, id: Uuid, patch: WebhookPatch) -> ApiResult<webhook::Model> {
+pub async fn update(scope: &TenantScope, id: Uuid, patch: WebhookPatch) -> Result<webhook::Model, WebhookError> {
     let mut txn = scope.begin().await?;
     let mut row = find(&txn, id).await?.into_active_model();
     let mut changed = Vec::new();
@@ -141,7 +162,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: WebhookPatch) -> ApiRe
 }
 
 /// Deletes an endpoint with its messages and attempts.
-pub async fn delete(scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), WebhookError> {
     let mut txn = scope.begin().await?;
     let row = find(&txn, id).await?;
     let messages: Vec<Uuid> = txn
@@ -167,7 +188,7 @@ pub async fn rotate_secret(
     scope: &TenantScope,
     master_key: &MasterKey,
     id: Uuid,
-) -> ApiResult<(webhook::Model, String)> {
+) -> Result<(webhook::Model, String), WebhookError> {
     let application_id = scope.tenant().id;
     let mut txn = scope.begin().await?;
     let current = find(&txn, id).await?;
@@ -188,7 +209,7 @@ pub async fn deliveries(
     db: &impl TenantConn,
     webhook_id: Uuid,
     page: Page,
-) -> ApiResult<(Vec<(webhook_message::Model, Vec<webhook_attempt::Model>)>, bool)> {
+) -> Result<(Vec<(webhook_message::Model, Vec<webhook_attempt::Model>)>, bool), WebhookError> {
     find(db, webhook_id).await?;
     let query = db
         .find::<webhook_message::Entity>()
@@ -214,10 +235,14 @@ pub async fn deliveries(
 }
 
 /// Sends a message again: it is due now, whatever happened to it before.
-pub async fn retry(scope: &TenantScope, webhook_id: Uuid, message_id: Uuid) -> ApiResult<webhook_message::Model> {
+pub async fn retry(
+    scope: &TenantScope,
+    webhook_id: Uuid,
+    message_id: Uuid,
+) -> Result<webhook_message::Model, WebhookError> {
     let mut txn = scope.begin().await?;
     if find(&txn, webhook_id).await?.status != outbox::ACTIVE {
-        return Err(ApiError::new(Code::Conflict, format!("Webhook `{webhook_id}` is disabled; enable it first.")));
+        return Err(WebhookError::Disabled(webhook_id));
     }
     let filter = webhook_message::Column::WebhookId.eq(webhook_id).and(webhook_message::Column::Id.eq(message_id));
     let now = clock::now();
@@ -235,8 +260,8 @@ pub async fn retry(scope: &TenantScope, webhook_id: Uuid, message_id: Uuid) -> A
             .filter(filter)
             .one(txn.conn())
             .await?
-            .ok_or_else(|| ApiError::not_found("Delivery", message_id))?;
-        return Err(ApiError::new(Code::Conflict, format!("Delivery `{message_id}` is being sent right now.")));
+            .ok_or(WebhookError::DeliveryNotFound(message_id))?;
+        return Err(WebhookError::DeliveryInFlight(message_id));
     }
     txn.audit("webhook.delivery.retried", Some(webhook_id), json!({"message_id": message_id})).await?;
     let message = txn
@@ -244,7 +269,7 @@ pub async fn retry(scope: &TenantScope, webhook_id: Uuid, message_id: Uuid) -> A
         .filter(filter)
         .one(txn.conn())
         .await?
-        .ok_or_else(|| ApiError::not_found("Delivery", message_id))?;
+        .ok_or(WebhookError::DeliveryNotFound(message_id))?;
     txn.commit().await?;
     Ok(message)
 }

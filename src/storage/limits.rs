@@ -8,7 +8,6 @@
 use sea_orm::{PaginatorTrait, Select};
 
 use super::{TenantConn, TenantEntity, TenantTxn};
-use crate::error::ApiError;
 
 /// A limit on the rows a creation counts.
 #[derive(Clone, Copy, Debug)]
@@ -20,16 +19,10 @@ pub struct Limit {
     pub field: &'static str,
 }
 
-/// Past a limit: 422 `validation_failed` naming it.
+/// Past a limit: 422 `validation_failed` naming it (`error::areas`).
 #[derive(Debug, thiserror::Error)]
 #[error("the limit of {} {} is reached", .0.max, .0.what)]
 pub struct LimitReached(pub Limit);
-
-impl From<LimitReached> for ApiError {
-    fn from(reached: LimitReached) -> Self {
-        ApiError::invalid(reached.0.field, reached.to_string())
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ReserveError {
@@ -37,15 +30,6 @@ pub enum ReserveError {
     Reached(#[from] LimitReached),
     #[error(transparent)]
     Db(#[from] sea_orm::DbErr),
-}
-
-impl From<ReserveError> for ApiError {
-    fn from(err: ReserveError) -> Self {
-        match err {
-            ReserveError::Reached(reached) => reached.into(),
-            ReserveError::Db(err) => err.into(),
-        }
-    }
 }
 
 impl TenantTxn {

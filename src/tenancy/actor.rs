@@ -121,11 +121,13 @@ impl TenantActor {
     }
 
     /// Runs one change (its transaction and audit row are the service's),
-    /// then publishes it, in the actor's one-at-a-time order.
-    pub(super) fn change<R, F>(&mut self, work: F) -> AtomicResponse<Self, ApiResult<R>>
+    /// then publishes it, in the actor's one-at-a-time order. The service's
+    /// error becomes the message's `ApiError` here, through the one table.
+    pub(super) fn change<R, E, F>(&mut self, work: F) -> AtomicResponse<Self, ApiResult<R>>
     where
         R: 'static,
-        F: Future<Output = ApiResult<R>> + 'static,
+        ApiError: From<E>,
+        F: Future<Output = Result<R, E>> + 'static,
     {
         let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
         AtomicResponse::new(Box::pin(

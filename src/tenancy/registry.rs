@@ -120,7 +120,7 @@ impl TenantRegistry {
         R: Send + 'static,
         TenantActor: Handler<M>,
     {
-        self.handle(id).addr.send(message).await.map_err(ApiError::internal)?
+        self.handle(id).addr.send(message).await.map_err(|err| ApiError::internal_error(&err))?
     }
 
     /// The application's state: the published one while fresh, else loaded

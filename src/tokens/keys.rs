@@ -16,7 +16,6 @@ use uuid::Uuid;
 
 use crate::{
     crypto::{master_key::MasterKey, seal},
-    error::ApiResult,
     storage::{TenantConn, TenantScope, TenantTxn},
 };
 
@@ -104,7 +103,7 @@ impl SigningKeys {
 
     /// Creates the application's first key (with its `signing_key.created`
     /// row) unless it has one; answers whether it did.
-    pub async fn create_first(&self, scope: &TenantScope) -> ApiResult<bool> {
+    pub async fn create_first(&self, scope: &TenantScope) -> Result<bool, DbErr> {
         let mut txn = scope.begin().await?;
         // Creations take turns on the chain head; the second finds the first's key.
         txn.lock_tenant().await?;
@@ -128,7 +127,7 @@ impl SigningKeys {
     /// application's audit-chain head (which its audit row would lock
     /// anyway), so a second rotation sees the key the first made and
     /// retires it, instead of colliding with it.
-    pub async fn rotate(&self, scope: &TenantScope) -> ApiResult<Uuid> {
+    pub async fn rotate(&self, scope: &TenantScope) -> Result<Uuid, DbErr> {
         let mut txn = scope.begin().await?;
         txn.lock_tenant().await?;
         let now = crate::clock::now();

@@ -13,7 +13,11 @@ pub fn issuer(public_url: &str, application_id: Uuid) -> String {
 
 use entity::session;
 
-use crate::error::{ApiError, ApiResult};
+/// An application without a current signing key: its first key is made
+/// before any token is signed, so this is a defect.
+#[derive(Debug, thiserror::Error)]
+#[error("the application has no signing key")]
+pub struct NoSigningKey;
 
 /// Issues and verifies one node's access tokens.
 #[derive(Clone)]
@@ -71,9 +75,8 @@ impl AccessTokens {
     /// What signs the application's tokens: its current key. Get it before a
     /// request commits anything: nothing that can fail is left for after the
     /// commit.
-    pub fn signer(&self, application_id: Uuid, keys: &keys::KeySet) -> ApiResult<Signer> {
-        let (kid, key) =
-            keys.current.clone().ok_or_else(|| ApiError::internal("the application has no signing key"))?;
+    pub fn signer(&self, application_id: Uuid, keys: &keys::KeySet) -> Result<Signer, NoSigningKey> {
+        let (kid, key) = keys.current.clone().ok_or(NoSigningKey)?;
         Ok(Signer { kid, key, issuer: self.issuer(application_id), ttl_seconds: self.ttl_seconds })
     }
 

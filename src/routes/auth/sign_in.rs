@@ -110,7 +110,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     let email = users::normalize_email(&request.email).unwrap_or_default();
     if email.is_empty() || email.chars().count() > 254 || request.password.len() > 4 * users::MAX_PASSWORD {
         let shown: String = request.email.trim().chars().filter(|c| !c.is_control()).take(254).collect();
-        return Err(auth::failed_sign_in(&scope, &shown, None, "malformed").await);
+        return Err(auth::failed_sign_in(&scope, &shown, None, "malformed").await.into());
     }
     limit(&state, &req, format!("sign_in:email:{application_id}:{email}"), limits.sign_in_per_email_per_minute).await?;
     let (signer, user, opened) =

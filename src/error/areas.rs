@@ -1,0 +1,317 @@
+//! The one table from each area's error to the wire (contract §2): code,
+//! message, details, `Retry-After`. Areas say what happened in their own
+//! terms; only here does an outcome become a status and a sentence for the
+//! caller. Database errors keep their one mapping (`From<DbErr>`: transient
+//! → 503, unique violation → 409, else 500 with the cause chain logged).
+use super::{ApiError, Code};
+use crate::{
+    crypto::password::PasswordError,
+    service::{
+        api_keys::ApiKeyError,
+        applications::ApplicationError,
+        auth::AuthError,
+        hooks::HookError,
+        organizations::OrganizationError,
+        personal_keys::PersonalKeyError,
+        profile_fields::ProfileFieldError,
+        rotations::RotationError,
+        sessions::SessionError,
+        users::UserError,
+        validate::Invalid,
+        webhooks::{InvalidUrl, WebhookError},
+    },
+    storage::{LimitReached, ReserveError},
+    tokens::NoSigningKey,
+};
+
+impl From<Invalid> for ApiError {
+    fn from(invalid: Invalid) -> Self {
+        ApiError::invalid_all(invalid.0)
+    }
+}
+
+impl From<LimitReached> for ApiError {
+    fn from(reached: LimitReached) -> Self {
+        ApiError::invalid(reached.0.field, reached.to_string())
+    }
+}
+
+impl From<ReserveError> for ApiError {
+    fn from(err: ReserveError) -> Self {
+        match err {
+            ReserveError::Reached(reached) => reached.into(),
+            ReserveError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<InvalidUrl> for ApiError {
+    fn from(InvalidUrl(issue): InvalidUrl) -> Self {
+        let message = format!("`url` {issue}.");
+        ApiError {
+            details: vec![super::FieldIssue { field: "url".into(), issue }],
+            ..ApiError::new(Code::InvalidUrl, message)
+        }
+    }
+}
+
+impl From<NoSigningKey> for ApiError {
+    fn from(err: NoSigningKey) -> Self {
+        ApiError::internal_error(&err)
+    }
+}
+
+impl From<PasswordError> for ApiError {
+    fn from(err: PasswordError) -> Self {
+        match err {
+            PasswordError::Busy => ApiError::unavailable("Too many sign-ins at once; try again shortly."),
+            PasswordError::Stopped => ApiError::unavailable("Password hashing is unavailable."),
+            PasswordError::Lost | PasswordError::Hash(_) => ApiError::internal_error(&err),
+        }
+    }
+}
+
+impl From<ApiKeyError> for ApiError {
+    fn from(err: ApiKeyError) -> Self {
+        match err {
+            ApiKeyError::NotFound(id) => ApiError::not_found("API key", id),
+            ApiKeyError::NameTaken(name) => {
+                ApiError::new(Code::Conflict, format!("An active key named `{name}` already exists."))
+            }
+            ApiKeyError::Invalid(err) => err.into(),
+            ApiKeyError::Limit(err) => err.into(),
+            ApiKeyError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<ApplicationError> for ApiError {
+    fn from(err: ApplicationError) -> Self {
+        match err {
+            ApplicationError::NotFound(id) => ApiError::not_found("Application", id),
+            ApplicationError::RegionNotHeld(region) => {
+                ApiError::invalid("region", format!("region `{region}` is not held by this node"))
+            }
+            ApplicationError::CopyFromOtherAccount => {
+                ApiError::invalid("copy_from", "must be an application of the same account")
+            }
+            ApplicationError::CopyFromRegionNotHeld => {
+                ApiError::invalid("copy_from", "must be an application of a region this node holds")
+            }
+            ApplicationError::RelayRegionNotHeld(_) => ApiError::unavailable("The region is not held here."),
+            ApplicationError::CatalogRow(_) => ApiError::internal_error(&err),
+            ApplicationError::Invalid(err) => err.into(),
+            ApplicationError::FirstKey(err) => err.into(),
+            ApplicationError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<AuthError> for ApiError {
+    fn from(err: AuthError) -> Self {
+        match err {
+            AuthError::InvalidCredentials => ApiError::new(Code::InvalidCredentials, "The email or password is wrong."),
+            // Every refusal is the one 401: no reason oracle.
+            AuthError::RefreshRefused(_) => ApiError::unauthenticated(),
+            AuthError::NotAMember(id) => ApiError::not_found("Organization", id),
+            AuthError::Tenant(err) => err,
+            AuthError::NoSigningKey(err) => err.into(),
+            AuthError::Password(err) => err.into(),
+            AuthError::Hook(err) => err.into(),
+            AuthError::User(err) => err.into(),
+            AuthError::Rotation(err) => err.into(),
+            AuthError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<HookError> for ApiError {
+    fn from(err: HookError) -> Self {
+        match err {
+            HookError::NotFound(id) => ApiError::not_found("Hook", id),
+            HookError::Denied(message) => ApiError::new(Code::SignUpDenied, message),
+            HookError::Unavailable => {
+                ApiError::new(Code::HookUnavailable, "A sign-up check is unavailable; try again shortly.")
+                    .with_retry_after(1)
+            }
+            HookError::InvalidUrl(err) => err.into(),
+            HookError::Invalid(err) => err.into(),
+            HookError::Limit(err) => err.into(),
+            HookError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<OrganizationError> for ApiError {
+    fn from(err: OrganizationError) -> Self {
+        match err {
+            OrganizationError::NotFound(id) => ApiError::not_found("Organization", id),
+            OrganizationError::MembershipNotFound(user_id) => ApiError::not_found("Membership", user_id),
+            OrganizationError::SlugTaken => {
+                ApiError::new(Code::Conflict, "An organization with this slug already exists.")
+            }
+            OrganizationError::AlreadyMember => {
+                ApiError::new(Code::AlreadyMember, "The user is already a member of this organization.")
+            }
+            OrganizationError::NoSuchUser => ApiError::invalid("user_id", "no such user"),
+            OrganizationError::Invalid(err) => err.into(),
+            OrganizationError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<PersonalKeyError> for ApiError {
+    fn from(err: PersonalKeyError) -> Self {
+        match err {
+            PersonalKeyError::NotFound(id) => ApiError::not_found("API key", id),
+            PersonalKeyError::Limit(err) => err.into(),
+            PersonalKeyError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<ProfileFieldError> for ApiError {
+    fn from(err: ProfileFieldError) -> Self {
+        match err {
+            ProfileFieldError::NotFound(id) => ApiError::not_found("Profile field", id),
+            ProfileFieldError::KeyTaken(key) => {
+                ApiError::new(Code::KeyInUse, format!("A profile field with key `{key}` already exists."))
+            }
+            ProfileFieldError::Invalid(err) => err.into(),
+            ProfileFieldError::Limit(err) => err.into(),
+            ProfileFieldError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<RotationError> for ApiError {
+    fn from(err: RotationError) -> Self {
+        match err {
+            RotationError::RegionNotHeld(_) => ApiError::unavailable("The region is not held here."),
+            RotationError::Stopped => ApiError::unavailable("Sessions are unavailable; try again shortly."),
+            RotationError::Batch(err) => ApiError::from(&*err),
+            RotationError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<SessionError> for ApiError {
+    fn from(err: SessionError) -> Self {
+        match err {
+            SessionError::NotFound(id) => ApiError::not_found("Session", id),
+            SessionError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<UserError> for ApiError {
+    fn from(err: UserError) -> Self {
+        match err {
+            UserError::NotFound(id) => ApiError::not_found("User", id),
+            UserError::EmailTaken => ApiError::new(Code::Conflict, "A user with this email already exists."),
+            UserError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<WebhookError> for ApiError {
+    fn from(err: WebhookError) -> Self {
+        match err {
+            WebhookError::NotFound(id) => ApiError::not_found("Webhook", id),
+            WebhookError::DeliveryNotFound(id) => ApiError::not_found("Delivery", id),
+            WebhookError::Disabled(id) => {
+                ApiError::new(Code::Conflict, format!("Webhook `{id}` is disabled; enable it first."))
+            }
+            WebhookError::DeliveryInFlight(id) => {
+                ApiError::new(Code::Conflict, format!("Delivery `{id}` is being sent right now."))
+            }
+            WebhookError::Limit(err) => err.into(),
+            WebhookError::Db(err) => err.into(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use sea_orm::{ConnAcquireErr, ConnectionTrait, Database, DbErr};
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::{
+        error::FieldIssue,
+        storage::{Limit, LimitReached},
+    };
+
+    fn wire(err: impl Into<ApiError>) -> (Code, String, Vec<FieldIssue>, Option<u64>) {
+        let err = err.into();
+        (err.code, err.message, err.details, err.retry_after)
+    }
+
+    #[test]
+    fn outcomes_keep_their_codes_and_messages() {
+        let id = Uuid::nil();
+        let (code, message, ..) = wire(ApplicationError::NotFound(id));
+        assert_eq!((code, message.as_str()), (Code::NotFound, format!("Application `{id}` not found.").as_str()));
+        assert_eq!(code.status().as_u16(), 404);
+        let (code, message, ..) = wire(WebhookError::DeliveryInFlight(id));
+        assert_eq!((code, message), (Code::Conflict, format!("Delivery `{id}` is being sent right now.")));
+        let (code, message, ..) = wire(ProfileFieldError::KeyTaken("plan".into()));
+        assert_eq!((code, message.as_str()), (Code::KeyInUse, "A profile field with key `plan` already exists."));
+        let (code, _, _, retry_after) = wire(AuthError::Hook(HookError::Unavailable));
+        assert_eq!((code, retry_after), (Code::HookUnavailable, Some(1)));
+        assert_eq!(
+            wire(AuthError::RefreshRefused(crate::service::sessions::RefreshRefused::Reused)).0,
+            Code::Unauthenticated
+        );
+    }
+
+    #[test]
+    fn a_limit_is_422_naming_its_field() {
+        let limit = Limit { max: 10, what: "hooks", field: "url" };
+        let (code, message, details, _) = wire(HookError::Limit(ReserveError::Reached(LimitReached(limit))));
+        assert_eq!(code.status().as_u16(), 422);
+        assert_eq!((code, message.as_str()), (Code::ValidationFailed, "`url`: the limit of 10 hooks is reached"));
+        assert_eq!(details, vec![FieldIssue { field: "url".into(), issue: "the limit of 10 hooks is reached".into() }]);
+    }
+
+    #[test]
+    fn field_issues_and_urls_carry_details() {
+        let issue = |field: &str| FieldIssue { field: field.into(), issue: "must not be empty".into() };
+        let (code, message, details, _) = wire(OrganizationError::Invalid(Invalid(vec![issue("name"), issue("slug")])));
+        assert_eq!(
+            (code, message.as_str(), details.len()),
+            (Code::ValidationFailed, "The request has invalid fields.", 2)
+        );
+        let (code, message, details, _) = wire(HookError::InvalidUrl(InvalidUrl("must use https".into())));
+        assert_eq!((code, message.as_str()), (Code::InvalidUrl, "`url` must use https."));
+        assert_eq!(details, vec![FieldIssue { field: "url".into(), issue: "must use https".into() }]);
+    }
+
+    #[test]
+    fn database_errors_keep_their_one_mapping() {
+        let (code, _, _, retry_after) = wire(UserError::Db(DbErr::ConnectionAcquire(ConnAcquireErr::Timeout)));
+        assert_eq!((code, retry_after), (Code::Unavailable, Some(1)));
+        assert_eq!(wire(SessionError::Db(DbErr::Custom("a defect".into()))).0, Code::Internal);
+        let batch = std::sync::Arc::new(DbErr::ConnectionAcquire(ConnAcquireErr::Timeout));
+        assert_eq!(wire(RotationError::Batch(batch)).0, Code::Unavailable);
+    }
+
+    /// A real unique violation: the area's rule where it names one, the
+    /// generic 409 where it does not.
+    #[actix_web::test]
+    async fn unique_violations_are_409() {
+        let db = Database::connect("sqlite::memory:").await.unwrap();
+        db.execute_unprepared("create table t (email text unique)").await.unwrap();
+        db.execute_unprepared("insert into t values ('a@example.com')").await.unwrap();
+        let violation = || async { db.execute_unprepared("insert into t values ('a@example.com')").await.unwrap_err() };
+        let taken = crate::service::unless_unique(UserError::EmailTaken)(violation().await);
+        assert!(matches!(taken, UserError::EmailTaken));
+        let (code, message, ..) = wire(taken);
+        assert_eq!((code, message.as_str()), (Code::Conflict, "A user with this email already exists."));
+        let (code, message, ..) = wire(WebhookError::Db(violation().await));
+        assert_eq!(code.status().as_u16(), 409);
+        assert_eq!((code, message.as_str()), (Code::Conflict, "The resource conflicts with an existing one."));
+        let other = crate::service::unless_unique(UserError::EmailTaken)(DbErr::Custom("a defect".into()));
+        assert!(matches!(other, UserError::Db(_)));
+    }
+}
