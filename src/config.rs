@@ -23,6 +23,26 @@ pub struct Settings {
     pub hooks: HookSettings,
     pub rate_limits: RateLimitSettings,
     pub limits: LimitSettings,
+    #[serde(default)]
+    pub log: LogSettings,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct LogSettings {
+    #[serde(default)]
+    pub format: LogFormat,
+}
+
+/// How log lines are written to stderr.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// For people: one readable line per event.
+    #[default]
+    Text,
+    /// For log pipelines: one JSON object per line, carrying the fields of
+    /// its spans (an event in a request: the request's `request_id`).
+    Json,
 }
 
 #[derive(Clone, Debug, Deserialize)]

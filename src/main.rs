@@ -66,7 +66,6 @@ enum AuditCommand {
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    telemetry::init_logging();
     let cli = Cli::parse();
     match run(cli).await {
         Ok(code) => code,
@@ -79,6 +78,7 @@ async fn main() -> ExitCode {
 
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let settings = Settings::load(cli.config.as_deref())?;
+    telemetry::init_logging(settings.log.format);
     match cli.command {
         Command::Serve => {
             let app = Application::build(settings.clone()).await?;

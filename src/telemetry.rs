@@ -3,10 +3,16 @@ use std::sync::OnceLock;
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
-pub fn init_logging() {
+use crate::config::LogFormat;
+
+pub fn init_logging(format: LogFormat) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sea_orm_migration=warn".into());
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder.try_init(),
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    };
 }
 
 /// How often histogram samples are folded into their buckets.
@@ -32,6 +38,9 @@ pub fn metrics_handle() -> PrometheusHandle {
                 .build_recorder();
             let handle = recorder.handle();
             let _ = metrics::set_global_recorder(recorder);
+            // Exported from the start, so an alert on it has a series
+            // before the first overload rather than "no data".
+            metrics::counter!("password_hash_shed_total").absolute(0);
             let upkeep = handle.clone();
             std::thread::Builder::new()
                 .name("metrics-upkeep".into())

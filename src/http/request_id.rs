@@ -7,6 +7,7 @@ use actix_web::{
     middleware::Next,
     Error,
 };
+use tracing::Instrument;
 use uuid::Uuid;
 
 tokio::task_local! {
@@ -35,7 +36,11 @@ pub async fn middleware(
         .filter(|id| acceptable(id))
         .map(str::to_owned)
         .unwrap_or_else(|| Uuid::now_v7().to_string());
-    let mut response = REQUEST_ID.scope(id.clone(), next.call(req)).await?;
+    // Every event logged while answering carries the request's id (the
+    // JSON log format writes the span's fields on each line).
+    let span = tracing::info_span!("request", request_id = %id);
+    let mut response = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await?;
+    span.in_scope(|| tracing::debug!(status = response.status().as_u16(), "answered"));
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(HeaderName::from_static(HEADER), value);
     }

@@ -155,8 +155,7 @@ pub async fn refresh(
     let opened = match rotations.rotate(scope, presented).await? {
         Ok(opened) => opened,
         Err(refused) => {
-            let reason = format!("{refused:?}");
-            metrics::counter!("refresh_refused_total", "reason" => reason).increment(1);
+            metrics::counter!("refresh_refused_total", "reason" => refused.as_str()).increment(1);
             return Err(AuthError::RefreshRefused(refused));
         }
     };

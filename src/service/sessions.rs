@@ -77,12 +77,23 @@ pub async fn open(txn: &mut TenantTxn, user_id: Uuid, ttl: Duration) -> Result<O
 }
 
 /// Why a refresh was refused. Every one answers the same 401.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RefreshRefused {
     Unknown,
     /// An already-rotated token: the session is now revoked.
     Reused,
     SessionEnded,
+}
+
+impl RefreshRefused {
+    /// The `reason` label of `refresh_refused_total`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefreshRefused::Unknown => "unknown",
+            RefreshRefused::Reused => "reused",
+            RefreshRefused::SessionEnded => "session_ended",
+        }
+    }
 }
 
 /// Whether a presented value can be a refresh token at all.

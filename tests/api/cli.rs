@@ -146,3 +146,35 @@ fn measure_hashing_reports_the_cost_of_a_password_hash() {
     }
     assert!(printed["cores"].as_u64().is_some_and(|c| c >= 1));
 }
+
+#[test]
+fn json_logs_are_one_object_per_line_with_the_request_id() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    let mut server = gatehouse(dir.path())
+        .arg("serve")
+        .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+        .env("GATEHOUSE__LOG__FORMAT", "json")
+        .env("RUST_LOG", "info,gatehouse::http::request_id=debug")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_serving(port);
+    http_get(port, "/v1/api-keys", &[("x-request-id", "log-line-test")]).unwrap();
+    let lines = BufReader::new(server.stderr.take().unwrap()).lines();
+    let mut found = None;
+    for line in lines {
+        let line = line.unwrap();
+        let event: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|_| panic!("not JSON: {line}"));
+        if event["span"]["request_id"] == "log-line-test" {
+            found = Some(event);
+            break;
+        }
+    }
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let event = found.expect("a line carries the request id");
+    assert_eq!(event["message"], "answered");
+    assert_eq!(event["status"], 401);
+}

@@ -9,7 +9,7 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 bin="$(realpath "${1:-$here/../../target/debug/gatehouse}")"
 if [ -z "${GATEHOUSE_FUZZ_INSIDE:-}" ]; then
-  command -v schemathesis >/dev/null || pip3 install --quiet "schemathesis==4.32.5"
+  command -v schemathesis >/dev/null || pip3 install --quiet --disable-pip-version-check "schemathesis==4.32.5"
   exec unshare --net env GATEHOUSE_FUZZ_INSIDE=1 bash "$0" "$bin"
 fi
 ip link set lo up
