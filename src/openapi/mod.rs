@@ -2,6 +2,7 @@
 //! what every route shares ([`wire`]).
 pub mod fields;
 mod links;
+mod objects;
 mod wire;
 use wire::Wire;
 
@@ -80,6 +81,7 @@ pub fn json() -> &'static str {
     JSON.get_or_init(|| {
         let mut document = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
         links::add(&mut document);
+        objects::open(&mut document);
         document.to_string()
     })
 }

@@ -111,7 +111,7 @@ impl From<Issued> for IssuedApiKeyView {
 
 /// Create an application secret key. The secret is in the answer once.
 #[utoipa::path(post, path = "/v1/api-keys", tag = "api-keys", request_body = CreateApiKeyRequest,
-    responses((status = 201, body = IssuedApiKeyView), (status = 403, description = "needs `admin`"), (status = 409, description = "name in use"), (status = 422)),
+    responses((status = 201, body = IssuedApiKeyView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 409, description = "name in use"), (status = 422)),
     security(("secret_key" = [])))]
 pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
@@ -149,7 +149,8 @@ pub async fn find_api_key(
 /// second on every other.
 #[utoipa::path(post, path = "/v1/api-keys/{key_id}/revoke", tag = "api-keys",
     params(("key_id" = Uuid, Path, description = "The key's id.")),
-    responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = ApiKeyView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 404)),
+    security(("secret_key" = [])))]
 pub async fn revoke_api_key(
     state: web::Data<AppState>,
     key: SecretKey,

@@ -116,7 +116,7 @@ pub struct CreatedApplicationView {
 
 /// Create an application in the caller's account, with a first admin key.
 #[utoipa::path(post, path = "/v1/applications", tag = "applications", request_body = CreateApplicationRequest,
-    responses((status = 201, body = CreatedApplicationView), (status = 403), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 201, body = CreatedApplicationView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 422)), security(("secret_key" = [])))]
 pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
     let request: CreateApplicationRequest = body.json().await?;

@@ -100,7 +100,7 @@ pub struct RotatedView {
 /// has expired.
 #[utoipa::path(post, path = "/v1/applications/{application_id}/signing-keys/rotate", tag = "tokens",
     params(("application_id" = Uuid, Path, description = "The application's id.")),
-    responses((status = 200, body = RotatedView), (status = 403), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = RotatedView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 404)), security(("secret_key" = [])))]
 pub async fn rotate_signing_key(
     state: web::Data<AppState>,
     key: SecretKey,
