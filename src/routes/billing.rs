@@ -106,9 +106,10 @@ pub struct ProcessorEventBody {
     #[schema(rename = "type")]
     pub event_type: String,
     /// Unix seconds; an event older than the stored state does not overwrite it.
+    #[schema(minimum = 0)]
     pub created: i64,
     /// `{object: the account}`.
-    pub data: serde_json::Value,
+    pub data: std::collections::HashMap<String, serde_json::Value>,
 }
 
 #[derive(Serialize, ToSchema)]
