@@ -25,6 +25,25 @@ pub struct Settings {
     pub limits: LimitSettings,
     #[serde(default)]
     pub log: LogSettings,
+    #[serde(default)]
+    pub billing: BillingSettings,
+}
+
+#[derive(Clone, Default, Deserialize)]
+pub struct BillingSettings {
+    /// The payment processor's endpoint signing secret (`whsec_…`), used as
+    /// the HMAC key as it is. Unset: every inbound processor event is refused.
+    #[serde(default)]
+    pub processor_webhook_secret: Option<String>,
+}
+
+/// The signing secret never reaches a log line through `Debug`.
+impl std::fmt::Debug for BillingSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("BillingSettings")
+            .field("processor_webhook_secret", &self.processor_webhook_secret.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

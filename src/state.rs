@@ -30,6 +30,8 @@ pub struct AppState {
     pub redis: Option<redis::Client>,
     /// Invalidations across nodes (Redis pub/sub; this node only without Redis).
     pub bus: crate::cache::bus::Bus,
+    /// Connected-account statuses, read through the cache layer.
+    pub connect_statuses: crate::service::billing::ConnectStatuses,
     /// For forwarding to peer nodes.
     pub http: reqwest::Client,
     /// For webhook deliveries.

@@ -1,5 +1,5 @@
 //! sea-orm entities. Catalog tables: `account`, `application`,
-//! `pending_audit_event`. Regional tables:
+//! `pending_audit_event`, `processor_account`, `unmatched_processor_event`. Regional tables:
 //! everything else; every regional row carries `application_id`.
 //!
 //! Models with secret columns (password, refresh-token and API-key hashes,
@@ -7,21 +7,26 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `hook`, `refresh_token`, `signing_key`, `user`, `user_api_key`
+//! `api_key`, `billing_profile`, `hook`, `refresh_token`, `signing_key`, `user`, `user_api_key`
 //! or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
 pub mod application;
 pub mod audit_event;
 pub mod audit_head;
+pub mod billing_profile;
+pub mod connect_status;
 pub mod hook;
 pub mod membership;
 pub mod organization;
 pub mod pending_audit_event;
+pub mod processor_account;
+pub mod processor_event;
 pub mod profile_field;
 pub mod refresh_token;
 pub mod session;
 pub mod signing_key;
+pub mod unmatched_processor_event;
 pub mod user;
 pub mod user_api_key;
 pub mod webhook;

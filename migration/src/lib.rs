@@ -12,8 +12,11 @@ mod m20261123_000007_create_profile_fields_and_hooks;
 mod m20261123_000008_create_pending_audit_events;
 mod m20261124_000009_add_refresh_reuse_interval;
 mod m20261124_000010_create_list_indexes;
+mod m20261125_000011_create_billing;
+mod m20261125_000012_create_processor_accounts;
 
-/// Migrations of the catalog database: accounts and the application directory.
+/// Migrations of the catalog database: accounts, the application directory
+/// and the processor accounts that point into it.
 pub struct CatalogMigrator;
 
 #[async_trait::async_trait]
@@ -23,6 +26,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261122_000001_create_catalog::Migration),
             Box::new(m20261123_000008_create_pending_audit_events::Migration),
             Box::new(m20261124_000009_add_refresh_reuse_interval::Migration),
+            Box::new(m20261125_000012_create_processor_accounts::Migration),
         ]
     }
 
@@ -45,6 +49,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261123_000006_create_organizations::Migration),
             Box::new(m20261123_000007_create_profile_fields_and_hooks::Migration),
             Box::new(m20261124_000010_create_list_indexes::Migration),
+            Box::new(m20261125_000011_create_billing::Migration),
         ]
     }
 

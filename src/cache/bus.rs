@@ -38,6 +38,8 @@ pub enum Invalidation {
     Tenant { application_id: Uuid, version: u64 },
     /// A secret API key changed (revoked).
     ApiKey { application_id: Uuid, key_id: Uuid },
+    /// The connected account's status changed (a processor event, a new link).
+    ConnectStatus { application_id: Uuid },
     // Personal keys and sessions are read from the database on every use
     // (nothing caches them), so their revocations need no message.
     /// Never sent on the wire: raised locally when the subscription

@@ -6,10 +6,12 @@
 use super::{ApiError, Code};
 use crate::{
     crypto::password::PasswordError,
+    events::processor_signature::SignatureError,
     service::{
         api_keys::ApiKeyError,
         applications::ApplicationError,
         auth::AuthError,
+        billing::BillingError,
         hooks::HookError,
         organizations::OrganizationError,
         personal_keys::PersonalKeyError,
@@ -104,6 +106,25 @@ impl From<ApplicationError> for ApiError {
             ApplicationError::FirstKey(err) => err.into(),
             ApplicationError::Db(err) => err.into(),
         }
+    }
+}
+
+impl From<BillingError> for ApiError {
+    fn from(err: BillingError) -> Self {
+        match err {
+            BillingError::AccountTaken(account) => ApiError::new(
+                Code::Conflict,
+                format!("Processor account `{account}` is connected to another application."),
+            ),
+            BillingError::Db(err) => err.into(),
+            BillingError::Read(err) => ApiError::from(&*err),
+        }
+    }
+}
+
+impl From<SignatureError> for ApiError {
+    fn from(err: SignatureError) -> Self {
+        ApiError::new(Code::InvalidSignature, format!("The processor event was refused: {err}."))
     }
 }
 

@@ -11,6 +11,7 @@ mod areas;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Code {
     MalformedJson,
+    InvalidSignature,
     Unauthenticated,
     InvalidCredentials,
     InsufficientScope,
@@ -36,8 +37,9 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 22] = [
+    pub const ALL: [Code; 23] = [
         Code::MalformedJson,
+        Code::InvalidSignature,
         Code::Unauthenticated,
         Code::InvalidCredentials,
         Code::InsufficientScope,
@@ -63,7 +65,7 @@ impl Code {
 
     pub fn status(self) -> StatusCode {
         match self {
-            Code::MalformedJson => StatusCode::BAD_REQUEST,
+            Code::MalformedJson | Code::InvalidSignature => StatusCode::BAD_REQUEST,
             Code::Unauthenticated | Code::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Code::InsufficientScope
             | Code::InsufficientRole
@@ -85,6 +87,7 @@ impl Code {
     pub fn as_str(self) -> &'static str {
         match self {
             Code::MalformedJson => "malformed_json",
+            Code::InvalidSignature => "invalid_signature",
             Code::Unauthenticated => "unauthenticated",
             Code::InvalidCredentials => "invalid_credentials",
             Code::InsufficientScope => "insufficient_scope",

@@ -5,6 +5,7 @@
 //! retrying by [`schedule`].
 pub mod delivery;
 pub mod outbox;
+pub mod processor_signature;
 pub mod schedule;
 pub mod signing;
 pub mod url_safety;

@@ -56,6 +56,12 @@ impl Body {
         parse(&bytes)
     }
 
+    /// The body as sent, whatever its type (a signed body is verified over
+    /// its exact bytes), up to the same limit.
+    pub async fn raw(self) -> ApiResult<web::Bytes> {
+        Ok(self.bytes().await?.freeze())
+    }
+
     /// Reads the whole body, refusing it as soon as it passes the limit.
     async fn bytes(mut self) -> ApiResult<web::BytesMut> {
         let too_large = || ApiError::new(Code::PayloadTooLarge, "The body is larger than 1 MiB.");

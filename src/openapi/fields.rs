@@ -7,7 +7,7 @@ use utoipa::openapi::{RefOr, Schema};
 
 use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
-    service::{applications, hooks, profile_fields, users, webhooks},
+    service::{applications, billing, hooks, profile_fields, users, webhooks},
 };
 
 /// `Issues::text`: not blank, no control characters (Unicode `Cc`).
@@ -120,6 +120,10 @@ pub fn hook_point() -> RefOr<Schema> {
 
 pub fn field_type() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": profile_fields::FIELD_TYPES}), false)
+}
+
+pub fn card_brand() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": billing::BRANDS}), false)
 }
 
 pub fn webhook_status() -> RefOr<Schema> {

@@ -38,6 +38,9 @@ enum Kind {
     Enveloped,
     /// JWKS and discovery: standard documents, public, enveloped only when refused.
     Document,
+    /// Answers in the envelope, for a caller outside (the payment processor):
+    /// no `x-application-id`, its own credential in the request.
+    Inbound,
 }
 
 impl Kind {
@@ -46,6 +49,8 @@ impl Kind {
             None
         } else if path.contains("/.well-known/") {
             Some(Kind::Document)
+        } else if path == "/v1/billing/processor-webhooks" {
+            Some(Kind::Inbound)
         } else {
             Some(Kind::Enveloped)
         }
@@ -100,7 +105,7 @@ fn shape(operation: &mut Operation, kind: Kind) {
     for (status, response) in responses.iter_mut() {
         let RefOr::T(response) = response else { continue };
         if status.starts_with('2') {
-            if kind == Kind::Enveloped {
+            if kind != Kind::Document {
                 wrap_success(response);
             }
         } else if response.content.is_empty() {

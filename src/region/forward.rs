@@ -2,6 +2,8 @@
 //! resolved to its application; if this node holds the application's region
 //! the tenant is attached to the request, otherwise the request is sent
 //! unchanged to `node.peers.<region>` and the peer's answer returned.
+//! Inbound processor events carry no header: their route finds the
+//! application from the body and forwards with [`to_peer`] itself.
 use actix_web::{
     body::{EitherBody, MessageBody},
     dev::{ServiceRequest, ServiceResponse},
@@ -66,11 +68,6 @@ fn well_known_application(path: &str) -> Option<Uuid> {
 }
 
 async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> Result<HttpResponse, ApiError> {
-    let unavailable = || ApiError::unavailable(format!("Region `{region}` is not reachable from this node."));
-    let peer = state.settings.peer(region).ok_or_else(unavailable)?;
-    if req.headers().contains_key(FORWARDED_HEADER) {
-        return Err(unavailable());
-    }
     let mut payload = req.take_payload();
     let mut body = web::BytesMut::new();
     while let Some(chunk) = payload.next().await {
@@ -81,6 +78,23 @@ async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> 
         }
         body.extend_from_slice(&chunk);
     }
+    to_peer(state, req.request(), body.freeze(), region).await
+}
+
+/// Sends a request, with the body already read, to the node of `region`
+/// and answers what it answered. Also for routes that learn the region only
+/// from the body (processor events name an account, not an application).
+pub async fn to_peer(
+    state: &AppState,
+    req: &actix_web::HttpRequest,
+    body: web::Bytes,
+    region: Region,
+) -> Result<HttpResponse, ApiError> {
+    let unavailable = || ApiError::unavailable(format!("Region `{region}` is not reachable from this node."));
+    let peer = state.settings.peer(region).ok_or_else(unavailable)?;
+    if req.headers().contains_key(FORWARDED_HEADER) {
+        return Err(unavailable());
+    }
     let path = req.uri().path_and_query().map(|p| p.as_str()).unwrap_or("/");
     let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes()).map_err(|_| unavailable())?;
     let mut outgoing = state.http.request(method, format!("{}{path}", peer.trim_end_matches('/')));
@@ -89,7 +103,7 @@ async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> 
             outgoing = outgoing.header(name.as_str(), value.as_bytes());
         }
     }
-    let answer = outgoing.header(FORWARDED_HEADER, "1").body(body.freeze()).send().await.map_err(|e| {
+    let answer = outgoing.header(FORWARDED_HEADER, "1").body(body).send().await.map_err(|e| {
         tracing::warn!(error = %e, %region, "forwarding to peer failed");
         unavailable()
     })?;

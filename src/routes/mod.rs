@@ -3,6 +3,7 @@ pub mod api_keys;
 pub mod applications;
 pub mod audit_logs;
 pub mod auth;
+pub mod billing;
 pub mod hooks;
 pub mod ops;
 pub mod organizations;
@@ -24,6 +25,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(audit_logs::configure)
             .configure(webhooks::configure)
             .configure(hooks::configure)
+            .configure(billing::configure)
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)

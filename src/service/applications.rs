@@ -317,7 +317,7 @@ pub async fn relay_pending_audit(storage: &Storage, min_age: chrono::Duration) -
 /// forgets it. The row keeps its id in the chain, so a relay that crashed
 /// after the regional commit (or raced another node's) finds it there and
 /// only forgets the pending one.
-async fn relay(
+pub(crate) async fn relay(
     storage: &Storage,
     tenant: &Tenant,
     pending: &pending_audit_event::Model,

@@ -1,11 +1,12 @@
 //! Every query of the catalog (accounts, the application directory, the
-//! outbox of catalog audit rows). Catalog rows are not tenant rows: the
+//! outbox of catalog audit rows, processor accounts and the processor events
+//! no application claimed). Catalog rows are not tenant rows: the
 //! directory is read across applications (routing, an account's list, the
 //! CORS origin union), so these queries are raw entity queries, kept here,
 //! the one module clippy's `disallowed_methods` allows them in.
 #![allow(clippy::disallowed_methods)]
 
-use entity::{account, application, pending_audit_event};
+use entity::{account, application, pending_audit_event, processor_account, unmatched_processor_event};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder,
     QuerySelect,
@@ -95,5 +96,78 @@ pub async fn pending_audit(catalog: &Db) -> Result<Vec<pending_audit_event::Mode
 pub async fn forget_pending_audit(catalog: &Db, id: Uuid) -> Result<(), DbErr> {
     let txn = catalog.begin_write().await?;
     pending_audit_event::Entity::delete_by_id(id).exec(&*txn).await?;
+    txn.commit().await
+}
+
+/// What linking a processor account to an application did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Linked {
+    /// The account is now this application's (replacing any other it had).
+    Linked,
+    /// It already was: nothing changed.
+    Unchanged,
+    /// It belongs to another application.
+    TakenBy(Uuid),
+}
+
+/// Links `processor_account_id` to `application_id`, with the audit row of
+/// the change in the same catalog transaction (relayed into the regional
+/// chain like a settings change). The primary key on the account and the
+/// unique index on the application decide between concurrent links: the
+/// loser's unique violation is returned as it is.
+pub async fn link_processor_account(
+    catalog: &Db,
+    application_id: Uuid,
+    processor_account_id: &str,
+    audit: pending_audit_event::Model,
+) -> Result<Linked, DbErr> {
+    let txn = catalog.begin_write().await?;
+    if let Some(existing) = processor_account::Entity::find_by_id(processor_account_id).one(&*txn).await? {
+        return Ok(if existing.application_id == application_id {
+            Linked::Unchanged
+        } else {
+            Linked::TakenBy(existing.application_id)
+        });
+    }
+    processor_account::Entity::delete_many()
+        .filter(processor_account::Column::ApplicationId.eq(application_id))
+        .exec(&*txn)
+        .await?;
+    processor_account::Entity::insert(processor_account::ActiveModel {
+        processor_account_id: Set(processor_account_id.to_string()),
+        application_id: Set(application_id),
+        created_at: Set(crate::clock::now()),
+    })
+    .exec_without_returning(&*txn)
+    .await?;
+    pending_audit_event::Entity::insert(audit.into_active_model()).exec_without_returning(&*txn).await?;
+    txn.commit().await?;
+    Ok(Linked::Linked)
+}
+
+/// The application a processor account belongs to.
+pub async fn processor_account_application(catalog: &Db, processor_account_id: &str) -> Result<Option<Uuid>, DbErr> {
+    let row = processor_account::Entity::find_by_id(processor_account_id).one(&catalog.conn).await?;
+    Ok(row.map(|r| r.application_id))
+}
+
+/// The processor account linked to an application.
+pub async fn application_processor_account(catalog: &Db, application_id: Uuid) -> Result<Option<String>, DbErr> {
+    let row = processor_account::Entity::find()
+        .filter(processor_account::Column::ApplicationId.eq(application_id))
+        .one(&catalog.conn)
+        .await?;
+    Ok(row.map(|r| r.processor_account_id))
+}
+
+/// Keeps a signed event no application claimed; a second delivery of it
+/// changes nothing.
+pub async fn record_unmatched_event(catalog: &Db, row: unmatched_processor_event::Model) -> Result<(), DbErr> {
+    use sea_orm::sea_query::OnConflict;
+    let txn = catalog.begin_write().await?;
+    unmatched_processor_event::Entity::insert(row.into_active_model())
+        .on_conflict(OnConflict::column(unmatched_processor_event::Column::EventId).do_nothing().to_owned())
+        .exec_without_returning(&*txn)
+        .await?;
     txn.commit().await
 }

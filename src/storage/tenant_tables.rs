@@ -41,4 +41,7 @@ tenant_tables!(
     webhook,
     webhook_message,
     webhook_attempt,
+    billing_profile,
+    connect_status,
+    processor_event,
 );

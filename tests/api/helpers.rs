@@ -15,6 +15,9 @@ use sea_orm::{ConnectionTrait, Database};
 use serde_json::Value;
 use uuid::Uuid;
 
+/// The payment processor's endpoint secret every test node is configured with.
+pub const PROCESSOR_SECRET: &str = "whsec_test_processor_secret";
+
 /// Fresh storage shared by the nodes of one test.
 pub struct TestStorage {
     pub settings: Settings,
@@ -31,6 +34,7 @@ impl TestStorage {
         settings.server.listen = "127.0.0.1:0".to_string();
         settings.server.workers = 2;
         settings.cache.redis_url = std::env::var("GATEHOUSE_TEST_REDIS_URL").ok();
+        settings.billing.processor_webhook_secret = Some(PROCESSOR_SECRET.to_string());
         if let Ok(base) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") {
             let admin = Database::connect(&base).await.expect("GATEHOUSE_TEST_POSTGRES_URL must be reachable");
             let prefix = format!("gh_test_{}", Uuid::new_v4().simple());

@@ -4,6 +4,7 @@
 mod api_keys;
 mod applications;
 mod audit;
+mod billing;
 mod cli;
 mod cross_node;
 mod delivery_durability;

@@ -1,0 +1,413 @@
+//! Billing: the payment method (sealed token), the connected account, the
+//! processor's signed events and the cached status.
+use std::time::Duration;
+
+use entity::{billing_profile, unmatched_processor_event};
+use gatehouse::{
+    bootstrap::bootstrap, crypto::seal, events::processor_signature, region::Region, service::billing::token_context,
+    startup::Application, tenancy::Environment,
+};
+use reqwest::Method;
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::helpers::{request, spawn_app, spawn_node, Caller, Reply, TestApp, TestStorage, PROCESSOR_SECRET};
+
+fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+fn account_event(id: &str, account: &str, created: i64, details_submitted: bool) -> String {
+    json!({
+        "id": id,
+        "object": "event",
+        "type": "account.updated",
+        "created": created,
+        "data": {"object": {
+            "id": account,
+            "object": "account",
+            "charges_enabled": details_submitted,
+            "payouts_enabled": false,
+            "details_submitted": details_submitted,
+            "requirements": {"disabled_reason": if details_submitted { Value::Null } else { json!("requirements.past_due") }},
+        }},
+    })
+    .to_string()
+}
+
+async fn deliver_at(app: &TestApp, address: &str, body: &str, signature: Option<&str>) -> Reply {
+    let mut request = app
+        .client
+        .post(format!("{address}/v1/billing/processor-webhooks"))
+        .header("content-type", "application/json; charset=utf-8")
+        .body(body.to_string());
+    if let Some(signature) = signature {
+        request = request.header("stripe-signature", signature);
+    }
+    app.raw(request).await
+}
+
+async fn deliver(app: &TestApp, body: &str, signature: Option<&str>) -> Reply {
+    deliver_at(app, &app.address, body, signature).await
+}
+
+async fn deliver_signed(app: &TestApp, body: &str) -> Reply {
+    deliver(app, body, Some(&processor_signature::sign(PROCESSOR_SECRET, now(), body.as_bytes()))).await
+}
+
+fn new_account() -> String {
+    format!("acct_{}", Uuid::new_v4().simple())
+}
+
+async fn connect(app: &TestApp, caller: &Caller, account: &str) -> Reply {
+    let body = json!({"processor_account_id": account});
+    app.send(caller, Method::POST, "/v1/billing/connect", Some(&body)).await
+}
+
+async fn status(app: &TestApp, caller: &Caller) -> Value {
+    let reply = app.send(caller, Method::GET, "/v1/billing/connect/status", None).await;
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    reply.data().clone()
+}
+
+async fn count_type(app: &TestApp, event_type: &str) -> usize {
+    app.audit_types().await.iter().filter(|t| *t == event_type).count()
+}
+
+#[actix_web::test]
+async fn a_payment_method_is_answered_as_a_summary_and_its_token_is_sealed_to_the_application() {
+    // Arrange
+    let app = spawn_app().await;
+    let before = app.get("/v1/billing/payment-method").await;
+    assert_eq!(before.status, 200);
+    assert_eq!(
+        *before.data(),
+        json!({"has_payment_method": false, "payment_brand": null, "payment_last4": null, "billing_email": null})
+    );
+    // Act
+    let body = json!({"brand": "visa", "last4": "4242", "token": "pm_secret_token_one", "billing_email": "Billing@Example.com"});
+    let set = app.send(&app.caller, Method::PUT, "/v1/billing/payment-method", Some(&body)).await;
+    // Assert
+    assert_eq!(set.status, 200, "{:?}", set.body);
+    let expected = json!({"has_payment_method": true, "payment_brand": "visa", "payment_last4": "4242", "billing_email": "billing@example.com"});
+    assert_eq!(*set.data(), expected);
+    assert_eq!(*app.get("/v1/billing/payment-method").await.data(), expected);
+    assert!(!set.body.to_string().contains("pm_secret_token_one"));
+    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let row = billing_profile::Entity::find_by_id(id).one(shard).await.unwrap().unwrap();
+    let raw = String::from_utf8_lossy(&row.payment_token_sealed).to_string();
+    assert!(!raw.contains("pm_secret_token_one"), "the token is not stored in plaintext");
+    let key = &app.state.master_key;
+    assert_eq!(seal::open(key, &token_context(id), &row.payment_token_sealed).unwrap(), b"pm_secret_token_one");
+    // Copied into another application's row, the ciphertext does not open there.
+    let other = app.create_application(json!({"name": "Other"})).await;
+    let other_id: Uuid = other.application_id.parse().unwrap();
+    let put = app
+        .send(
+            &other,
+            Method::PUT,
+            "/v1/billing/payment-method",
+            Some(&json!({"brand": "amex", "last4": "0005", "token": "pm_other"})),
+        )
+        .await;
+    assert_eq!(put.status, 200);
+    let mut copied =
+        billing_profile::Entity::find_by_id(other_id).one(shard).await.unwrap().unwrap().into_active_model();
+    copied.payment_token_sealed = Set(row.payment_token_sealed.clone());
+    copied.update(shard).await.unwrap();
+    let stolen = billing_profile::Entity::find_by_id(other_id).one(shard).await.unwrap().unwrap();
+    assert!(seal::open(key, &token_context(other_id), &stolen.payment_token_sealed).is_err());
+    assert_eq!(count_type(&app, "billing.payment_method.updated").await, 1);
+    assert!(!app.get("/v1/audit-logs/export?limit=1000").await.body.to_string().contains("pm_secret_token_one"));
+}
+
+#[actix_web::test]
+async fn replacing_a_payment_method_keeps_no_old_token() {
+    let app = spawn_app().await;
+    let first = json!({"brand": "visa", "last4": "4242", "token": "pm_first"});
+    let second = json!({"brand": "mastercard", "last4": "4444", "token": "pm_second"});
+    assert_eq!(app.send(&app.caller, Method::PUT, "/v1/billing/payment-method", Some(&first)).await.status, 200);
+    let replaced = app.send(&app.caller, Method::PUT, "/v1/billing/payment-method", Some(&second)).await;
+    assert_eq!(replaced.status, 200);
+    assert_eq!(replaced.data()["payment_brand"], "mastercard");
+    assert_eq!(replaced.data()["billing_email"], Value::Null);
+    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let rows = billing_profile::Entity::find().all(shard).await.unwrap();
+    assert_eq!(rows.len(), 1, "one row per application");
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let opened = seal::open(&app.state.master_key, &token_context(id), &rows[0].payment_token_sealed).unwrap();
+    assert_eq!(opened, b"pm_second");
+    assert_eq!(count_type(&app, "billing.payment_method.updated").await, 2);
+}
+
+#[actix_web::test]
+async fn each_bad_payment_method_field_is_422_and_nothing_is_stored() {
+    let app = spawn_app().await;
+    let valid = json!({"brand": "visa", "last4": "4242", "token": "pm_1", "billing_email": "a@example.com"});
+    let cases = [
+        ("brand", json!("maestro")),
+        ("brand", json!("")),
+        ("last4", json!("424")),
+        ("last4", json!("42a2")),
+        ("last4", json!("٤٢٤٢")),
+        ("token", json!("")),
+        ("token", json!("   ")),
+        ("billing_email", json!("not-an-email")),
+    ];
+    for (field, value) in cases {
+        let mut body = valid.clone();
+        body[field] = value.clone();
+        let reply = app.send(&app.caller, Method::PUT, "/v1/billing/payment-method", Some(&body)).await;
+        assert_eq!((reply.status, reply.error_code()), (422, "validation_failed"), "{field} = {value}");
+        assert_eq!(reply.body["error"]["details"][0]["field"], field, "{:?}", reply.body);
+    }
+    for missing in ["brand", "last4", "token"] {
+        let mut body = valid.clone();
+        body.as_object_mut().unwrap().remove(missing);
+        let reply = app.send(&app.caller, Method::PUT, "/v1/billing/payment-method", Some(&body)).await;
+        assert_eq!(reply.status, 422, "without {missing}");
+    }
+    let not_admin = app.key_with_scopes(json!([])).await;
+    let refused = app.send(&not_admin, Method::PUT, "/v1/billing/payment-method", Some(&valid)).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_scope"));
+    assert_eq!(app.get("/v1/billing/payment-method").await.data()["has_payment_method"], false);
+}
+
+#[actix_web::test]
+async fn an_account_connected_to_one_application_is_409_for_another() {
+    let app = spawn_app().await;
+    let other = app.create_application(json!({"name": "Other"})).await;
+    let account = new_account();
+    let linked = connect(&app, &app.caller, &account).await;
+    assert_eq!(linked.status, 200, "{:?}", linked.body);
+    let expected = json!({"charges_enabled": false, "details_submitted": false, "disabled_reason": null,
+        "onboarded": false, "payouts_enabled": false, "processor_account_id": account});
+    assert_eq!(*linked.data(), expected);
+    assert_eq!(connect(&app, &app.caller, &account).await.status, 200, "linking again changes nothing");
+    let taken = connect(&app, &other, &account).await;
+    assert_eq!((taken.status, taken.error_code()), (409, "conflict"));
+    assert_eq!(status(&app, &other).await["processor_account_id"], Value::Null);
+    assert_eq!(count_type(&app, "billing.connected_account.linked").await, 1);
+    let not_admin = app.key_with_scopes(json!([])).await;
+    assert_eq!(connect(&app, &not_admin, &new_account()).await.status, 403);
+    assert_eq!(connect(&app, &app.caller, "acct with spaces").await.status, 422);
+}
+
+#[actix_web::test]
+async fn concurrent_links_of_one_account_leave_it_with_one_application() {
+    let app = spawn_app().await;
+    let mut callers = vec![app.caller.clone()];
+    for i in 0..4 {
+        callers.push(app.create_application(json!({"name": format!("App {i}")})).await);
+    }
+    let account = new_account();
+    let replies = futures_util::future::join_all(callers.iter().map(|c| connect(&app, c, &account))).await;
+    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
+    assert!(statuses.iter().all(|s| *s == 200 || *s == 409), "{statuses:?}");
+}
+
+#[actix_web::test]
+async fn before_any_event_the_status_is_all_false_and_null() {
+    let app = spawn_app().await;
+    let expected = json!({"charges_enabled": false, "details_submitted": false, "disabled_reason": null,
+        "onboarded": false, "payouts_enabled": false, "processor_account_id": null});
+    assert_eq!(status(&app, &app.caller).await, expected);
+}
+
+#[actix_web::test]
+async fn a_signed_event_updates_the_status_once_with_one_audit_row() {
+    // Arrange
+    let app = spawn_app().await;
+    let account = new_account();
+    connect(&app, &app.caller, &account).await;
+    assert_eq!(status(&app, &app.caller).await["onboarded"], false, "cached before the event");
+    let body = account_event("evt_1", &account, now(), true);
+    // Act
+    let first = deliver_signed(&app, &body).await;
+    let again = deliver_signed(&app, &body).await;
+    // Assert
+    assert_eq!(first.status, 200, "{:?}", first.body);
+    assert_eq!(*first.data(), json!({"received": true}));
+    assert_eq!((again.status, again.data().clone()), (200, json!({"received": true})));
+    let seen = status(&app, &app.caller).await;
+    assert_eq!(seen["onboarded"], true);
+    assert_eq!(seen["charges_enabled"], true);
+    assert_eq!(seen["details_submitted"], true);
+    assert_eq!(seen["disabled_reason"], Value::Null);
+    assert_eq!(count_type(&app, "billing.connect_status.updated").await, 1, "a duplicate writes nothing");
+    let rows = app.get("/v1/audit-logs?type=billing.connect_status.updated").await;
+    assert_eq!(rows.data()[0]["actor_kind"], "public");
+}
+
+#[actix_web::test]
+async fn an_older_event_after_a_newer_one_does_not_regress_the_status() {
+    let app = spawn_app().await;
+    let account = new_account();
+    connect(&app, &app.caller, &account).await;
+    let t = now();
+    assert_eq!(deliver_signed(&app, &account_event("evt_new", &account, t, true)).await.status, 200);
+    assert_eq!(deliver_signed(&app, &account_event("evt_old", &account, t - 60, false)).await.status, 200);
+    let seen = status(&app, &app.caller).await;
+    assert_eq!((seen["onboarded"].clone(), seen["disabled_reason"].clone()), (json!(true), Value::Null));
+    assert_eq!(count_type(&app, "billing.connect_status.updated").await, 1);
+    assert_eq!(count_type(&app, "billing.processor_event.superseded").await, 1);
+}
+
+#[actix_web::test]
+async fn twenty_concurrent_events_for_one_account_end_with_the_newest() {
+    let app = spawn_app().await;
+    let account = new_account();
+    connect(&app, &app.caller, &account).await;
+    let base = now() - 100;
+    // The newest (created base + 19) says onboarded; every other says not.
+    let bodies: Vec<String> =
+        (0..20).map(|i| account_event(&format!("evt_c{i}"), &account, base + i, i == 19)).collect();
+    let mut order: Vec<usize> = (0..20).collect();
+    order.reverse();
+    order.swap(0, 10);
+    let replies = futures_util::future::join_all(order.iter().map(|i| deliver_signed(&app, &bodies[*i]))).await;
+    assert!(replies.iter().all(|r| r.status == 200), "{:?}", replies.iter().map(|r| r.status).collect::<Vec<_>>());
+    let seen = status(&app, &app.caller).await;
+    assert_eq!(seen["onboarded"], true, "{seen}");
+    let applied = count_type(&app, "billing.connect_status.updated").await;
+    let superseded = count_type(&app, "billing.processor_event.superseded").await;
+    assert_eq!(applied + superseded, 20);
+}
+
+#[actix_web::test]
+async fn bad_signatures_are_400_and_change_nothing() {
+    let app = spawn_app().await;
+    let account = new_account();
+    connect(&app, &app.caller, &account).await;
+    let body = account_event("evt_bad", &account, now(), true);
+    let t = now();
+    let good = processor_signature::sign(PROCESSOR_SECRET, t, body.as_bytes());
+    let v1 = good.split_once(",v1=").unwrap().1.to_string();
+    let tampered = body.replace("\"details_submitted\":true", "\"details_submitted\":false");
+    assert_ne!(tampered, body);
+    let cases: Vec<(&str, String, Option<String>)> = vec![
+        ("tampered body", tampered, Some(good.clone())),
+        ("old timestamp", body.clone(), Some(processor_signature::sign(PROCESSOR_SECRET, t - 301, body.as_bytes()))),
+        ("future timestamp", body.clone(), Some(processor_signature::sign(PROCESSOR_SECRET, t + 301, body.as_bytes()))),
+        ("wrong secret", body.clone(), Some(processor_signature::sign("whsec_wrong", t, body.as_bytes()))),
+        ("no header", body.clone(), None),
+        ("empty header", body.clone(), Some(String::new())),
+        ("short header", body.clone(), Some("t=1".into())),
+        ("no timestamp", body.clone(), Some(format!("v1={v1}"))),
+        ("malformed", body.clone(), Some("garbage".into())),
+        ("bad timestamp", body.clone(), Some(format!("t=abc,v1={v1}"))),
+        ("bad hex", body.clone(), Some(format!("t={t},v1=xyz"))),
+    ];
+    for (name, body, signature) in cases {
+        let reply = deliver(&app, &body, signature.as_deref()).await;
+        assert_eq!((reply.status, reply.error_code()), (400, "invalid_signature"), "{name}: {:?}", reply.body);
+    }
+    assert_eq!(status(&app, &app.caller).await["onboarded"], false);
+    assert_eq!(count_type(&app, "billing.connect_status.updated").await, 0);
+    // Two v1 values, one valid: taken.
+    let two = format!("t={t},v1={},v1={v1}", "0".repeat(64));
+    assert_eq!(deliver(&app, &body, Some(&two)).await.status, 200);
+    assert_eq!(status(&app, &app.caller).await["onboarded"], true);
+}
+
+#[actix_web::test]
+async fn an_event_for_an_unknown_account_is_acknowledged_and_recorded() {
+    let app = spawn_app().await;
+    let account = new_account();
+    let reply = deliver_signed(&app, &account_event("evt_unknown", &account, now(), true)).await;
+    assert_eq!((reply.status, reply.data().clone()), (200, json!({"received": true})));
+    assert_eq!(deliver_signed(&app, &account_event("evt_unknown", &account, now(), true)).await.status, 200);
+    let rows = unmatched_processor_event::Entity::find().all(&app.state.storage.catalog.conn).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].processor_account_id, account);
+    // Another type of event is acknowledged too.
+    let other =
+        json!({"id": "evt_charge", "type": "charge.succeeded", "created": now(), "data": {"object": {"id": "ch_1"}}});
+    assert_eq!(deliver_signed(&app, &other.to_string()).await.status, 200);
+    // A signed event without its fields is 422.
+    assert_eq!(deliver_signed(&app, &json!({"id": "evt_x"}).to_string()).await.status, 422);
+}
+
+#[actix_web::test]
+async fn each_application_sees_its_own_connect_status() {
+    let app = spawn_app().await;
+    let other = app.other_account().await;
+    let (mine, theirs) = (new_account(), new_account());
+    connect(&app, &app.caller, &mine).await;
+    connect(&app, &other, &theirs).await;
+    deliver_signed(&app, &account_event("evt_mine", &mine, now(), true)).await;
+    let own = status(&app, &app.caller).await;
+    let others = status(&app, &other).await;
+    assert_eq!((own["onboarded"].clone(), own["processor_account_id"].clone()), (json!(true), json!(mine)));
+    assert_eq!((others["onboarded"].clone(), others["processor_account_id"].clone()), (json!(false), json!(theirs)));
+}
+
+#[actix_web::test]
+async fn an_event_for_another_regions_application_is_applied_by_that_regions_node() {
+    // Arrange: node B holds eu; node A holds us and knows B as its eu peer.
+    let shared = TestStorage::new().await;
+    let mut b_settings = shared.settings.clone();
+    b_settings.node.regions = vec![Region::Eu];
+    let node_b = Application::build(b_settings).await.expect("node b");
+    let b_address = format!("http://127.0.0.1:{}", node_b.port());
+    let b_state = node_b.state.clone();
+    actix_web::rt::spawn(node_b.run_until_stopped());
+    let mut a_storage = shared;
+    a_storage.settings.node.regions = vec![Region::Us];
+    a_storage.settings.node.peers.eu = Some(b_address);
+    let node_a = spawn_node(a_storage, Region::Us).await;
+    let eu = bootstrap(&b_state.storage, request("EU", Environment::Development, Region::Eu)).await.unwrap();
+    let eu_caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
+    let account = new_account();
+    assert_eq!(connect(&node_a, &eu_caller, &account).await.status, 200);
+    // Act
+    let reply = deliver_signed(&node_a, &account_event("evt_eu", &account, now(), true)).await;
+    // Assert
+    assert_eq!(reply.status, 200, "{:?}", reply.body);
+    assert_eq!(reply.header("x-gatehouse-region"), Some("eu"));
+    assert_eq!(status(&node_a, &eu_caller).await["onboarded"], true);
+}
+
+#[actix_web::test]
+async fn after_an_event_a_second_node_reads_the_new_status() {
+    if std::env::var("GATEHOUSE_TEST_REDIS_URL").is_err() {
+        eprintln!("skipped: GATEHOUSE_TEST_REDIS_URL is not set");
+        return;
+    }
+    let a = spawn_app().await;
+    let node = Application::build(a.storage.settings.clone()).await.expect("second node");
+    let (b, b_state) = (format!("http://127.0.0.1:{}", node.port()), node.state.clone());
+    actix_web::rt::spawn(node.run_until_stopped());
+    for _ in 0..200 {
+        if b_state.bus.connected() == Some(true) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let account = new_account();
+    connect(&a, &a.caller, &account).await;
+    let read_b = || async {
+        let reply = a.send_at(&b, &a.caller, Method::GET, "/v1/billing/connect/status", None).await;
+        reply.data()["onboarded"].as_bool().unwrap()
+    };
+    assert!(!read_b().await, "B holds the status before the event");
+    deliver_signed(&a, &account_event("evt_nodes", &account, now(), true)).await;
+    let started = std::time::Instant::now();
+    while !read_b().await {
+        assert!(started.elapsed() < Duration::from_millis(200), "B did not see the event within 200 ms");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    // A restarted node (cold memory) answers from Redis without its databases.
+    let cold = Application::build(a.storage.settings.clone()).await.expect("cold node");
+    let (c, c_state) = (format!("http://127.0.0.1:{}", cold.port()), cold.state.clone());
+    actix_web::rt::spawn(cold.run_until_stopped());
+    // Warm the secret key and the directory first; then close the databases.
+    assert_eq!(a.send_at(&c, &a.caller, Method::GET, "/v1/api-keys", None).await.status, 200);
+    c_state.storage.shard(Region::Us).unwrap().conn.clone().close().await.unwrap();
+    c_state.storage.catalog.conn.clone().close().await.unwrap();
+    let reply = a.send_at(&c, &a.caller, Method::GET, "/v1/billing/connect/status", None).await;
+    assert_eq!((reply.status, reply.data()["onboarded"].clone()), (200, json!(true)), "{:?}", reply.body);
+}
