@@ -4,15 +4,14 @@ use std::time::Duration;
 
 use entity::{billing_profile, unmatched_processor_event};
 use gatehouse::{
-    bootstrap::bootstrap, crypto::seal, events::processor_signature, region::Region, service::billing::token_context,
-    startup::Application, tenancy::Environment,
+    crypto::seal, events::processor_signature, region::Region, service::billing::token_context, startup::Application,
 };
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::helpers::{request, spawn_app, spawn_node, Caller, Reply, TestApp, TestStorage, PROCESSOR_SECRET};
+use crate::helpers::{spawn_app, us_node_with_eu_peer, Caller, Reply, TestApp, TwoRegions, PROCESSOR_SECRET};
 
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
@@ -348,19 +347,7 @@ async fn each_application_sees_its_own_connect_status() {
 #[actix_web::test]
 async fn an_event_for_another_regions_application_is_applied_by_that_regions_node() {
     // Arrange: node B holds eu; node A holds us and knows B as its eu peer.
-    let shared = TestStorage::new().await;
-    let mut b_settings = shared.settings.clone();
-    b_settings.node.regions = vec![Region::Eu];
-    let node_b = Application::build(b_settings).await.expect("node b");
-    let b_address = format!("http://127.0.0.1:{}", node_b.port());
-    let b_state = node_b.state.clone();
-    actix_web::rt::spawn(node_b.run_until_stopped());
-    let mut a_storage = shared;
-    a_storage.settings.node.regions = vec![Region::Us];
-    a_storage.settings.node.peers.eu = Some(b_address);
-    let node_a = spawn_node(a_storage, Region::Us).await;
-    let eu = bootstrap(&b_state.storage, request("EU", Environment::Development, Region::Eu)).await.unwrap();
-    let eu_caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
+    let TwoRegions { us: node_a, eu_caller, .. } = us_node_with_eu_peer().await;
     let account = new_account();
     assert_eq!(connect(&node_a, &eu_caller, &account).await.status, 200);
     // Act

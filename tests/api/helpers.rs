@@ -122,6 +122,33 @@ pub async fn spawn_node(storage: TestStorage, region: Region) -> TestApp {
     }
 }
 
+/// Two nodes of one deployment: `us` holds the us region and knows the
+/// other node as its eu peer; `eu_state` is the eu node's, which holds an
+/// application (`eu_caller`) of its own account.
+pub struct TwoRegions {
+    pub us: TestApp,
+    pub eu_state: web::Data<AppState>,
+    pub eu_application: Uuid,
+    pub eu_caller: Caller,
+}
+
+pub async fn us_node_with_eu_peer() -> TwoRegions {
+    let shared = TestStorage::new().await;
+    let mut eu_settings = shared.settings.clone();
+    eu_settings.node.regions = vec![Region::Eu];
+    let eu_node = Application::build(eu_settings).await.expect("the eu node builds");
+    let eu_address = format!("http://127.0.0.1:{}", eu_node.port());
+    let eu_state = eu_node.state.clone();
+    actix_web::rt::spawn(eu_node.run_until_stopped());
+    let mut us_storage = shared;
+    us_storage.settings.node.regions = vec![Region::Us];
+    us_storage.settings.node.peers.eu = Some(eu_address);
+    let us = spawn_node(us_storage, Region::Us).await;
+    let eu = bootstrap(&eu_state.storage, request("EU", Environment::Development, Region::Eu)).await.unwrap();
+    let eu_caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
+    TwoRegions { us, eu_state, eu_application: eu.application_id, eu_caller }
+}
+
 pub fn request(name: &str, environment: Environment, region: Region) -> BootstrapRequest {
     BootstrapRequest { name: name.to_string(), environment, region, allowed_origins: vec![] }
 }

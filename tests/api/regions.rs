@@ -1,29 +1,17 @@
 //! Routing by region: a node answers for the regions it holds and forwards
 //! the others to their peer.
 use entity::api_key;
-use gatehouse::{bootstrap::bootstrap, region::Region, startup::Application, tenancy::Environment};
+use gatehouse::{bootstrap::bootstrap, region::Region, tenancy::Environment};
 use reqwest::Method;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 
-use crate::helpers::{request, spawn_node, Caller, TestStorage};
+use crate::helpers::{request, spawn_node, us_node_with_eu_peer, Caller, TestStorage, TwoRegions};
 
 #[actix_web::test]
 async fn a_request_for_another_regions_application_is_answered_by_that_regions_node() {
     // Arrange: node B holds eu; node A holds us and knows B as its eu peer.
-    let shared = TestStorage::new().await;
-    let mut b_settings = shared.settings.clone();
-    b_settings.node.regions = vec![Region::Eu];
-    let node_b = Application::build(b_settings).await.expect("node b");
-    let b_address = format!("http://127.0.0.1:{}", node_b.port());
-    let b_state = node_b.state.clone();
-    actix_web::rt::spawn(node_b.run_until_stopped());
-    let mut a_storage = shared;
-    a_storage.settings.node.regions = vec![Region::Us];
-    a_storage.settings.node.peers.eu = Some(b_address);
-    let node_a = spawn_node(a_storage, Region::Us).await;
-    let eu = bootstrap(&b_state.storage, request("EU", Environment::Development, Region::Eu)).await.unwrap();
-    let eu_caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
+    let TwoRegions { us: node_a, eu_state: b_state, eu_application, eu_caller } = us_node_with_eu_peer().await;
 
     // Act
     let listed = node_a.send(&eu_caller, Method::GET, "/v1/api-keys", None).await;
@@ -35,13 +23,13 @@ async fn a_request_for_another_regions_application_is_answered_by_that_regions_n
     assert_eq!(created.status, 201, "{:?}", created.body);
     assert_eq!(created.data()["name"], "via-a");
     let in_eu = api_key::Entity::find()
-        .filter(api_key::Column::ApplicationId.eq(eu.application_id))
+        .filter(api_key::Column::ApplicationId.eq(eu_application))
         .count(&b_state.storage.shard(Region::Eu).unwrap().conn)
         .await
         .unwrap();
     assert_eq!(in_eu, 2);
     let in_us = api_key::Entity::find()
-        .filter(api_key::Column::ApplicationId.eq(eu.application_id))
+        .filter(api_key::Column::ApplicationId.eq(eu_application))
         .count(&node_a.state.storage.shard(Region::Us).unwrap().conn)
         .await
         .unwrap();
