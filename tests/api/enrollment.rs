@@ -1,5 +1,6 @@
 //! Operation 6: host groups, enrollment tokens, enrolling hosts.
 use entity::enrollment_token;
+use gatehouse::crypto::key_format::{self, KeyKind};
 use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{json, Value};
@@ -208,9 +209,13 @@ async fn enrollment_without_a_usable_enrollment_token_is_unauthenticated() {
     let last = changed.len() - 1;
     changed[last] = if changed[last] == b'a' { b'b' } else { b'a' };
     let look_alike = String::from_utf8(changed).unwrap();
-    let user_key =
+    let other_key =
         app.post("/v1/api-keys", &json!({"name": "not a host"})).await.data()["secret"].as_str().unwrap().to_string();
-    for bearer in [app.caller.key.as_str(), user_key.as_str(), look_alike.as_str(), "het_test_", ""] {
+    let user_key = key_format::generate(KeyKind::User, false);
+    let live_token = key_format::generate(KeyKind::Enrollment, true);
+    let unknown_token = key_format::generate(KeyKind::Enrollment, false);
+    let bearers = [&app.caller.key, &other_key, &user_key, &live_token, &unknown_token, &look_alike, "het_test_", ""];
+    for bearer in bearers {
         let refused = enroll(&app, &host(&app, bearer), body.clone()).await;
         assert_eq!((refused.status, refused.error_code()), (401, "unauthenticated"), "{bearer}");
         assert_eq!(refused.header("www-authenticate"), Some("Bearer"));
