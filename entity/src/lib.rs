@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `hook`, `refresh_token`, `signing_key`, `user`, `user_api_key`
+//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `refresh_token`, `signing_key`, `user`, `user_api_key`
 //! or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
@@ -16,7 +16,10 @@ pub mod audit_event;
 pub mod audit_head;
 pub mod billing_profile;
 pub mod connect_status;
+pub mod enrollment_token;
 pub mod hook;
+pub mod host;
+pub mod host_group;
 pub mod membership;
 pub mod organization;
 pub mod pending_audit_event;

@@ -12,6 +12,7 @@ use crate::{
         applications::ApplicationError,
         auth::AuthError,
         billing::BillingError,
+        enrollment::EnrollmentError,
         hooks::HookError,
         organizations::OrganizationError,
         personal_keys::PersonalKeyError,
@@ -83,6 +84,27 @@ impl From<ApiKeyError> for ApiError {
             ApiKeyError::Invalid(err) => err.into(),
             ApiKeyError::Limit(err) => err.into(),
             ApiKeyError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<EnrollmentError> for ApiError {
+    fn from(err: EnrollmentError) -> Self {
+        match err {
+            EnrollmentError::NotFound(id) => ApiError::not_found("Enrollment token", id),
+            EnrollmentError::HostGroupNotFound(id) => {
+                ApiError::new(Code::HostGroupNotFound, format!("Host group `{id}` not found."))
+            }
+            EnrollmentError::HostGroupTaken(name) => {
+                ApiError::new(Code::Conflict, format!("A host group named `{}` already exists.", name.escape_debug()))
+            }
+            EnrollmentError::Unusable => ApiError::unauthenticated(),
+            EnrollmentError::PlatformMismatch { expected } => ApiError {
+                details: vec![super::FieldIssue { field: "platform".into(), issue: format!("must be `{expected}`") }],
+                ..ApiError::new(Code::PlatformMismatch, format!("This token enrolls `{expected}` hosts only."))
+            },
+            EnrollmentError::Invalid(err) => err.into(),
+            EnrollmentError::Db(err) => err.into(),
         }
     }
 }

@@ -20,6 +20,7 @@ pub enum Code {
     OriginNotAllowed,
     SignUpDenied,
     NotFound,
+    HostGroupNotFound,
     MethodNotAllowed,
     Conflict,
     KeyInUse,
@@ -29,6 +30,7 @@ pub enum Code {
     ValidationFailed,
     InvalidUrl,
     UnknownRegion,
+    PlatformMismatch,
     RateLimited,
     Unavailable,
     HookUnavailable,
@@ -37,7 +39,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 25] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::Unauthenticated,
@@ -48,6 +50,7 @@ impl Code {
         Code::OriginNotAllowed,
         Code::SignUpDenied,
         Code::NotFound,
+        Code::HostGroupNotFound,
         Code::MethodNotAllowed,
         Code::Conflict,
         Code::KeyInUse,
@@ -57,6 +60,7 @@ impl Code {
         Code::ValidationFailed,
         Code::InvalidUrl,
         Code::UnknownRegion,
+        Code::PlatformMismatch,
         Code::RateLimited,
         Code::Unavailable,
         Code::HookUnavailable,
@@ -72,12 +76,14 @@ impl Code {
             | Code::NoActiveOrganization
             | Code::OriginNotAllowed
             | Code::SignUpDenied => StatusCode::FORBIDDEN,
-            Code::NotFound => StatusCode::NOT_FOUND,
+            Code::NotFound | Code::HostGroupNotFound => StatusCode::NOT_FOUND,
             Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Code::Conflict | Code::KeyInUse | Code::AlreadyMember => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Code::ValidationFailed | Code::InvalidUrl | Code::UnknownRegion => StatusCode::UNPROCESSABLE_ENTITY,
+            Code::ValidationFailed | Code::InvalidUrl | Code::UnknownRegion | Code::PlatformMismatch => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Code::Unavailable | Code::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -96,6 +102,7 @@ impl Code {
             Code::OriginNotAllowed => "origin_not_allowed",
             Code::SignUpDenied => "sign_up_denied",
             Code::NotFound => "not_found",
+            Code::HostGroupNotFound => "host_group_not_found",
             Code::MethodNotAllowed => "method_not_allowed",
             Code::Conflict => "conflict",
             Code::KeyInUse => "key_in_use",
@@ -105,6 +112,7 @@ impl Code {
             Code::ValidationFailed => "validation_failed",
             Code::InvalidUrl => "invalid_url",
             Code::UnknownRegion => "unknown_region",
+            Code::PlatformMismatch => "platform_mismatch",
             Code::RateLimited => "rate_limited",
             Code::Unavailable => "unavailable",
             Code::HookUnavailable => "hook_unavailable",

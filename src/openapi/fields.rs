@@ -7,7 +7,7 @@ use utoipa::openapi::{RefOr, Schema};
 
 use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
-    service::{applications, billing, hooks, profile_fields, users, webhooks},
+    service::{applications, billing, enrollment, hooks, profile_fields, users, webhooks},
 };
 
 /// `Issues::text`: not blank, no control characters (Unicode `Cc`).
@@ -120,6 +120,16 @@ pub fn hook_point() -> RefOr<Schema> {
 
 pub fn field_type() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": profile_fields::FIELD_TYPES}), false)
+}
+
+/// The platform an enrollment token is for; null: either.
+pub fn token_platform() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": enrollment::PLATFORMS}), true)
+}
+
+/// The platform a host enrolls as.
+pub fn host_platform() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": enrollment::PLATFORMS}), false)
 }
 
 pub fn card_brand() -> RefOr<Schema> {

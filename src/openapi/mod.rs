@@ -51,6 +51,10 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::billing::set_payment_method, routes::billing::get_payment_method,
         routes::billing::connect_account, routes::billing::connect_status,
         routes::billing::receive_processor_event,
+        routes::enrollment::create_host_group, routes::enrollment::list_host_groups,
+        routes::enrollment::create_enrollment_token, routes::enrollment::list_enrollment_tokens,
+        routes::enrollment::revoke_enrollment_token, routes::enrollment::enroll_host,
+        routes::enrollment::list_hosts,
         document,
     ),
     components(schemas(AuditRow, FieldIssue, Region, Environment)),
@@ -69,6 +73,10 @@ impl Modify for SecretKeyAuth {
         let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).bearer_format("JWT").build();
         scheme.description = Some("An end user's access token with the `x-application-id` header.".into());
         components.add_security_scheme("access_token", SecurityScheme::Http(scheme));
+        let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
+        scheme.description =
+            Some("A host enrollment token (`het_test_…`/`het_live_…`) with the `x-application-id` header.".into());
+        components.add_security_scheme("enrollment_token", SecurityScheme::Http(scheme));
     }
 }
 

@@ -4,6 +4,7 @@ pub mod applications;
 pub mod audit_logs;
 pub mod auth;
 pub mod billing;
+pub mod enrollment;
 pub mod hooks;
 pub mod ops;
 pub mod organizations;
@@ -29,6 +30,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)
+            .configure(enrollment::configure)
             .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),
     );
 }

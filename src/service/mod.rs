@@ -5,6 +5,7 @@ pub mod api_keys;
 pub mod applications;
 pub mod auth;
 pub mod billing;
+pub mod enrollment;
 pub mod hooks;
 pub mod organizations;
 pub mod personal_keys;

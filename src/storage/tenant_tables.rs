@@ -44,4 +44,7 @@ tenant_tables!(
     billing_profile,
     connect_status,
     processor_event,
+    host_group,
+    enrollment_token,
+    host,
 );

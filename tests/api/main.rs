@@ -9,6 +9,7 @@ mod cli;
 mod cross_node;
 mod delivery_durability;
 mod end_users;
+mod enrollment;
 mod hardening;
 mod helpers;
 mod hooks;

@@ -5,7 +5,9 @@ secret key for
 the `secret_key` operations; for the `access_token` ones, an end user's
 access token, signed in with the application's `x-application-id` (which a
 configured token fetch cannot send) and signed in again after any 401 (the
-fuzzer's own sign-out ends the session)."""
+fuzzer's own sign-out ends the session); for the `enrollment_token` one
+(`POST /v1/os/enroll`), a reusable enrollment token (no platform, no
+`max_uses`, no expiry) created once with the secret key."""
 import json
 import os
 import urllib.request
@@ -13,6 +15,7 @@ import urllib.request
 import schemathesis
 
 END_USER_OPERATIONS = r"^/v1/auth/(me|organizations/|sign-out)"
+ENROLLMENT_OPERATIONS = r"^/v1/os/enroll$"
 
 
 def bearer(case, token):
@@ -39,7 +42,27 @@ class AccessToken:
         bearer(case, token)
 
 
-@schemathesis.auth().skip_for(path_regex=END_USER_OPERATIONS)
+@schemathesis.auth(retry_on=[401]).apply_to(path_regex=ENROLLMENT_OPERATIONS)
+class EnrollmentToken:
+    def get(self, case, context):
+        request = urllib.request.Request(
+            os.environ["GATEHOUSE_FUZZ_BASE"] + "/v1/os/enrollment-tokens",
+            data=json.dumps({"label": "fuzz hosts"}).encode(),
+            headers={
+                "content-type": "application/json",
+                "x-application-id": os.environ["GATEHOUSE_FUZZ_APPLICATION"],
+                "authorization": "Bearer " + os.environ["GATEHOUSE_FUZZ_SECRET_KEY"],
+            },
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.load(answer)["data"]["token_secret"]
+
+    def set(self, case, token, context):
+        bearer(case, token)
+
+
+@schemathesis.auth().skip_for(path_regex=f"{END_USER_OPERATIONS}|{ENROLLMENT_OPERATIONS}")
 class SecretKey:
     def get(self, case, context):
         return os.environ["GATEHOUSE_FUZZ_SECRET_KEY"]

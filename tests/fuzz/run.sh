@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Schema-driven fuzzing: schemathesis runs every operation of the live
 # server's /v1/openapi.json with all checks on (schemathesis.toml), each
-# with its scheme's credential: a secret key, an end user's access token. The run has
+# with its scheme's credential: a secret key, an end user's access token, an enrollment token. The run has
 # no network but loopback (a network namespace), so the webhooks and hooks
 # the fuzzer registers can never reach anything.
 #   usage: tests/fuzz/run.sh [path/to/gatehouse]   (needs root for unshare)

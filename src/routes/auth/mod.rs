@@ -38,7 +38,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 /// The application of an unauthenticated end-user request, from
 /// `x-application-id`, as the public caller; unknown or missing is 401 like
 /// a bad credential.
-fn public_caller(req: &HttpRequest, state: &AppState) -> ApiResult<TenantScope> {
+pub(crate) fn public_caller(req: &HttpRequest, state: &AppState) -> ApiResult<TenantScope> {
     let tenant = req.extensions().get::<Tenant>().cloned().ok_or_else(ApiError::unauthenticated)?;
     public_scope(state, tenant).ok_or_else(ApiError::unauthenticated)
 }
