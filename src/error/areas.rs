@@ -17,6 +17,7 @@ use crate::{
         personal_keys::PersonalKeyError,
         profile_fields::ProfileFieldError,
         rotations::RotationError,
+        service_accounts::ServiceAccountError,
         sessions::SessionError,
         users::UserError,
         validate::Invalid,
@@ -83,6 +84,18 @@ impl From<ApiKeyError> for ApiError {
             ApiKeyError::Invalid(err) => err.into(),
             ApiKeyError::Limit(err) => err.into(),
             ApiKeyError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<ServiceAccountError> for ApiError {
+    fn from(err: ServiceAccountError) -> Self {
+        match err {
+            ServiceAccountError::NotFound(id) => ApiError::not_found("Service account", id),
+            ServiceAccountError::KeyNotFound(id) => ApiError::not_found("Service account key", id),
+            ServiceAccountError::Invalid(err) => err.into(),
+            ServiceAccountError::Limit(err) => err.into(),
+            ServiceAccountError::Db(err) => err.into(),
         }
     }
 }

@@ -8,6 +8,7 @@ pub mod hooks;
 pub mod ops;
 pub mod organizations;
 pub mod profile_fields;
+pub mod service_accounts;
 pub mod signing_keys;
 pub mod users;
 pub mod webhooks;
@@ -29,6 +30,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)
+            .configure(service_accounts::configure)
             .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),
     );
 }

@@ -44,4 +44,6 @@ tenant_tables!(
     billing_profile,
     connect_status,
     processor_event,
+    service_account,
+    service_account_key,
 );

@@ -18,5 +18,6 @@ mod ops;
 mod profile_fields;
 mod rate_limits;
 mod regions;
+mod service_accounts;
 mod structure;
 mod webhooks;
