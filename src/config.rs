@@ -187,6 +187,8 @@ pub struct LimitSettings {
     pub hooks_per_application: u64,
     pub profile_fields_per_application: u64,
     pub personal_keys_per_user: u64,
+    pub service_accounts_per_application: u64,
+    pub keys_per_service_account: u64,
 }
 
 const DEFAULTS: &[(&str, &str)] = &[
@@ -214,6 +216,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("limits.hooks_per_application", "20"),
     ("limits.profile_fields_per_application", "200"),
     ("limits.personal_keys_per_user", "100"),
+    ("limits.service_accounts_per_application", "100"),
+    ("limits.keys_per_service_account", "10"),
 ];
 
 impl Settings {

@@ -7,8 +7,8 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `refresh_token`, `signing_key`, `user`, `user_api_key`
-//! or `webhook` with `{:?}`.
+//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `refresh_token`, `service_account_key`, `signing_key`,
+//! `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
 pub mod application;
@@ -27,6 +27,8 @@ pub mod processor_account;
 pub mod processor_event;
 pub mod profile_field;
 pub mod refresh_token;
+pub mod service_account;
+pub mod service_account_key;
 pub mod session;
 pub mod signing_key;
 pub mod unmatched_processor_event;

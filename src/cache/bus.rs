@@ -40,8 +40,9 @@ pub enum Invalidation {
     ApiKey { application_id: Uuid, key_id: Uuid },
     /// The connected account's status changed (a processor event, a new link).
     ConnectStatus { application_id: Uuid },
-    // Personal keys and sessions are read from the database on every use
-    // (nothing caches them), so their revocations need no message.
+    // Personal keys, service accounts with their keys, and sessions are read
+    // from the database on every use (nothing caches them), so their
+    // revocations (and a service account disabled or deleted) need no message.
     /// Never sent on the wire: raised locally when the subscription
     /// (re)connects after a loss, because messages may have been missed;
     /// every local copy must be dropped.

@@ -18,6 +18,7 @@ use crate::{
         personal_keys::PersonalKeyError,
         profile_fields::ProfileFieldError,
         rotations::RotationError,
+        service_accounts::ServiceAccountError,
         sessions::SessionError,
         users::UserError,
         validate::Invalid,
@@ -105,6 +106,18 @@ impl From<EnrollmentError> for ApiError {
             },
             EnrollmentError::Invalid(err) => err.into(),
             EnrollmentError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<ServiceAccountError> for ApiError {
+    fn from(err: ServiceAccountError) -> Self {
+        match err {
+            ServiceAccountError::NotFound(id) => ApiError::not_found("Service account", id),
+            ServiceAccountError::KeyNotFound(id) => ApiError::not_found("Service account key", id),
+            ServiceAccountError::Invalid(err) => err.into(),
+            ServiceAccountError::Limit(err) => err.into(),
+            ServiceAccountError::Db(err) => err.into(),
         }
     }
 }

@@ -16,7 +16,7 @@ use crate::{
     },
     service::{
         api_keys::{self, Issued, NewApiKey},
-        personal_keys,
+        personal_keys, service_accounts,
     },
     state::AppState,
 };
@@ -185,30 +185,55 @@ pub struct VerifiedKeyView {
 }
 
 /// Resolve a user or service-account key of this application. An unknown,
-/// revoked or expired key is `{valid: false}` with 200.
+/// revoked or expired key, or a key of a disabled or deleted service
+/// account, is `{valid: false}` with 200.
 #[utoipa::path(post, path = "/v1/api-keys/verify", tag = "api-keys", request_body = VerifyApiKeyRequest,
     responses((status = 200, body = VerifiedKeyView)), security(("secret_key" = [])))]
 pub async fn verify_api_key(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: VerifyApiKeyRequest = body.json().await?;
     let live = key.tenant().environment.is_live();
-    let found = personal_keys::verify(&key.scope, live, &request.secret).await?;
-    if let Some(found) = &found {
-        let (scope, found) = (key.scope.clone(), found.clone());
-        actix_web::rt::spawn(async move {
-            if let Err(err) = personal_keys::touch_if_due(&scope, &found).await {
-                tracing::warn!(error = %err, "could not record a personal key's last use");
-            }
-        });
-    }
-    let view = match found {
-        Some(found) => VerifiedKeyView {
-            valid: true,
-            kind: Some("user"),
-            subject_id: Some(found.user_id),
-            scopes: Some(api_keys::scope_list(&found.scopes).collect()),
-            key_id: Some(found.id),
-        },
-        None => VerifiedKeyView::default(),
+    let view = if request.secret.starts_with("sak_") {
+        verify_service_account_key(&key, live, &request.secret).await?
+    } else {
+        verify_user_key(&key, live, &request.secret).await?
     };
     Ok(envelope::ok(view))
+}
+
+async fn verify_user_key(key: &SecretKey, live: bool, secret: &str) -> ApiResult<VerifiedKeyView> {
+    let Some(found) = personal_keys::verify(&key.scope, live, secret).await? else {
+        return Ok(VerifiedKeyView::default());
+    };
+    let (scope, touched) = (key.scope.clone(), found.clone());
+    actix_web::rt::spawn(async move {
+        if let Err(err) = personal_keys::touch_if_due(&scope, &touched).await {
+            tracing::warn!(error = %err, "could not record a personal key's last use");
+        }
+    });
+    Ok(VerifiedKeyView {
+        valid: true,
+        kind: Some("user"),
+        subject_id: Some(found.user_id),
+        scopes: Some(api_keys::scope_list(&found.scopes).collect()),
+        key_id: Some(found.id),
+    })
+}
+
+async fn verify_service_account_key(key: &SecretKey, live: bool, secret: &str) -> ApiResult<VerifiedKeyView> {
+    let Some(found) = service_accounts::verify(&key.scope, live, secret).await? else {
+        return Ok(VerifiedKeyView::default());
+    };
+    let (scope, touched) = (key.scope.clone(), found.key.clone());
+    actix_web::rt::spawn(async move {
+        if let Err(err) = service_accounts::touch_if_due(&scope, &touched).await {
+            tracing::warn!(error = %err, "could not record a service-account key's last use");
+        }
+    });
+    Ok(VerifiedKeyView {
+        valid: true,
+        kind: Some("service_account"),
+        subject_id: Some(found.account.id),
+        scopes: Some(service_accounts::account_scopes(&found.account)),
+        key_id: Some(found.key.id),
+    })
 }

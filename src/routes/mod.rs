@@ -9,6 +9,7 @@ pub mod hooks;
 pub mod ops;
 pub mod organizations;
 pub mod profile_fields;
+pub mod service_accounts;
 pub mod signing_keys;
 pub mod users;
 pub mod webhooks;
@@ -31,6 +32,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(users::configure)
             .configure(organizations::configure)
             .configure(enrollment::configure)
+            .configure(service_accounts::configure)
             .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),
     );
 }

@@ -11,6 +11,7 @@ pub mod organizations;
 pub mod personal_keys;
 pub mod profile_fields;
 pub mod rotations;
+pub mod service_accounts;
 pub mod sessions;
 pub mod users;
 pub mod validate;

@@ -28,7 +28,7 @@ use crate::{
 /// outside the handles: see `events/delivery.rs`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Unaudited {
-    /// `last_used_at` of a secret or personal key: bookkeeping written at
+    /// `last_used_at` of a secret, personal or service-account key: bookkeeping written at
     /// most once a minute, off the request path.
     KeyLastUsed,
 }

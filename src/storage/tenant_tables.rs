@@ -47,4 +47,6 @@ tenant_tables!(
     host_group,
     enrollment_token,
     host,
+    service_account,
+    service_account_key,
 );

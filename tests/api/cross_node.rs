@@ -242,3 +242,46 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
     );
     assert!(after < Duration::from_millis(500), "{after:?}");
 }
+
+#[actix_web::test]
+async fn a_disabled_or_deleted_service_account_is_refused_by_the_other_node_within_200_ms() {
+    if !with_redis() {
+        return;
+    }
+    let a = spawn_app().await;
+    let (b, _) = second_node(&a).await;
+    let verify_at = |node: String, secret: String| {
+        let a = &a;
+        async move {
+            let body = json!({"secret": secret});
+            let reply = a.send_at(&node, &a.caller, Method::POST, "/v1/api-keys/verify", Some(&body)).await;
+            assert_eq!(reply.status, 200, "{:?}", reply.body);
+            reply.data()["valid"] == true
+        }
+    };
+    let mut seen = Vec::new();
+    for change in ["disable", "delete"] {
+        let account = a.post("/v1/service-accounts", &json!({"name": change, "scopes": ["read"]})).await;
+        let id = account.data()["id"].as_str().unwrap().to_string();
+        let key = a.post(&format!("/v1/service-accounts/{id}/keys"), &json!({"name": "k"})).await;
+        let secret = key.data()["secret"].as_str().unwrap().to_string();
+        assert!(verify_at(b.clone(), secret.clone()).await, "B resolves the key");
+        let path = format!("/v1/service-accounts/{id}");
+        let status = if change == "disable" {
+            a.patch(&path, &json!({"enabled": false})).await.status
+        } else {
+            a.send(&a.caller, Method::DELETE, &path, None).await.status
+        };
+        assert_eq!(status, 200);
+        assert!(!verify_at(a.address.clone(), secret.clone()).await, "refused at once on the node that changed it");
+        seen.push(
+            time_until(|| {
+                let verified = verify_at(b.clone(), secret.clone());
+                async move { !verified.await }
+            })
+            .await,
+        );
+    }
+    eprintln!("service account disable and delete seen by the other node after {seen:?}");
+    assert!(seen.iter().all(|t| *t < Duration::from_millis(200)), "{seen:?}");
+}

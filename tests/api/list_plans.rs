@@ -4,7 +4,10 @@
 //! ever had, and a mixed load halved its rate within minutes). Checked on
 //! the plan: PostgreSQL with scans that ignore order switched off must not
 //! sort; SQLite must not build a temporary B-tree for `ORDER BY`.
-use entity::{api_key, membership, organization, session, user, user_api_key, webhook, webhook_message};
+use entity::{
+    api_key, membership, organization, service_account, service_account_key, session, user, user_api_key, webhook,
+    webhook_message,
+};
 use gatehouse::region::Region;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement,
@@ -91,6 +94,25 @@ fn lists(backend: DbBackend) -> Vec<(&'static str, Statement)> {
                 .filter(webhook_message::Column::WebhookId.eq(owner))
                 .order_by_desc(webhook_message::Column::CreatedAt)
                 .order_by_desc(webhook_message::Column::Id)
+                .limit(51)
+                .build(backend),
+        ),
+        (
+            "service accounts",
+            service_account::Entity::find()
+                .filter(service_account::Column::ApplicationId.eq(app))
+                .order_by_desc(service_account::Column::CreatedAt)
+                .order_by_desc(service_account::Column::Id)
+                .limit(51)
+                .build(backend),
+        ),
+        (
+            "keys of a service account",
+            service_account_key::Entity::find()
+                .filter(service_account_key::Column::ApplicationId.eq(app))
+                .filter(service_account_key::Column::ServiceAccountId.eq(owner))
+                .order_by_desc(service_account_key::Column::CreatedAt)
+                .order_by_desc(service_account_key::Column::Id)
                 .limit(51)
                 .build(backend),
         ),

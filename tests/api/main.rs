@@ -19,5 +19,6 @@ mod ops;
 mod profile_fields;
 mod rate_limits;
 mod regions;
+mod service_accounts;
 mod structure;
 mod webhooks;
