@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `hook`, `refresh_token`, `signing_key`, `user`, `user_api_key`
+//! `api_key`, `billing_profile`, `hook`, `messaging_provider`, `refresh_token`, `signing_key`, `user`, `user_api_key`
 //! or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
@@ -18,6 +18,8 @@ pub mod billing_profile;
 pub mod connect_status;
 pub mod hook;
 pub mod membership;
+pub mod messaging_outbox;
+pub mod messaging_provider;
 pub mod organization;
 pub mod pending_audit_event;
 pub mod processor_account;

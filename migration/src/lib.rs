@@ -14,6 +14,7 @@ mod m20261124_000009_add_refresh_reuse_interval;
 mod m20261124_000010_create_list_indexes;
 mod m20261125_000011_create_billing;
 mod m20261125_000012_create_processor_accounts;
+mod m20261125_000015_create_messaging;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -50,6 +51,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261123_000007_create_profile_fields_and_hooks::Migration),
             Box::new(m20261124_000010_create_list_indexes::Migration),
             Box::new(m20261125_000011_create_billing::Migration),
+            Box::new(m20261125_000015_create_messaging::Migration),
         ]
     }
 

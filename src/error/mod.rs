@@ -29,6 +29,7 @@ pub enum Code {
     ValidationFailed,
     InvalidUrl,
     UnknownRegion,
+    ProductionSharedSenderForbidden,
     RateLimited,
     Unavailable,
     HookUnavailable,
@@ -37,7 +38,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 23] = [
+    pub const ALL: [Code; 24] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::Unauthenticated,
@@ -57,6 +58,7 @@ impl Code {
         Code::ValidationFailed,
         Code::InvalidUrl,
         Code::UnknownRegion,
+        Code::ProductionSharedSenderForbidden,
         Code::RateLimited,
         Code::Unavailable,
         Code::HookUnavailable,
@@ -77,7 +79,9 @@ impl Code {
             Code::Conflict | Code::KeyInUse | Code::AlreadyMember => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Code::ValidationFailed | Code::InvalidUrl | Code::UnknownRegion => StatusCode::UNPROCESSABLE_ENTITY,
+            Code::ValidationFailed | Code::InvalidUrl | Code::UnknownRegion | Code::ProductionSharedSenderForbidden => {
+                StatusCode::UNPROCESSABLE_ENTITY
+            }
             Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Code::Unavailable | Code::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -105,6 +109,7 @@ impl Code {
             Code::ValidationFailed => "validation_failed",
             Code::InvalidUrl => "invalid_url",
             Code::UnknownRegion => "unknown_region",
+            Code::ProductionSharedSenderForbidden => "production_shared_sender_forbidden",
             Code::RateLimited => "rate_limited",
             Code::Unavailable => "unavailable",
             Code::HookUnavailable => "hook_unavailable",

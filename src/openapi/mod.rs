@@ -51,6 +51,8 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::billing::set_payment_method, routes::billing::get_payment_method,
         routes::billing::connect_account, routes::billing::connect_status,
         routes::billing::receive_processor_event,
+        routes::messaging::upsert_messaging_provider, routes::messaging::list_messaging_providers,
+        routes::messaging::test_messaging_provider, routes::messaging::messaging_outbox,
         document,
     ),
     components(schemas(AuditRow, FieldIssue, Region, Environment)),

@@ -5,6 +5,7 @@ pub mod audit_logs;
 pub mod auth;
 pub mod billing;
 pub mod hooks;
+pub mod messaging;
 pub mod ops;
 pub mod organizations;
 pub mod profile_fields;
@@ -26,6 +27,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(webhooks::configure)
             .configure(hooks::configure)
             .configure(billing::configure)
+            .configure(messaging::configure)
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)

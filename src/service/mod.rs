@@ -6,6 +6,8 @@ pub mod applications;
 pub mod auth;
 pub mod billing;
 pub mod hooks;
+pub mod mailer;
+pub mod messaging;
 pub mod organizations;
 pub mod personal_keys;
 pub mod profile_fields;

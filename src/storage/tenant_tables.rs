@@ -44,4 +44,6 @@ tenant_tables!(
     billing_profile,
     connect_status,
     processor_event,
+    messaging_provider,
+    messaging_outbox,
 );
