@@ -97,15 +97,17 @@ impl Application {
         directory.listen(&bus);
         let rotations =
             Rotations::start(&storage, chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));
+        let tenants = TenantRegistry::new(
+            storage.clone(),
+            directory.clone(),
+            bus.clone(),
+            SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds),
+            master_key.clone(),
+            shared.clone(),
+        );
         let state = web::Data::new(AppState {
-            tenants: TenantRegistry::new(
-                storage.clone(),
-                directory.clone(),
-                bus.clone(),
-                SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds),
-                master_key.clone(),
-                shared.clone(),
-            ),
+            mailer: crate::service::mailer::Mailer::new(tenants.clone(), master_key.clone()),
+            tenants,
             settings: Arc::new(settings.clone()),
             storage,
             directory,

@@ -32,6 +32,8 @@ pub struct AppState {
     pub bus: crate::cache::bus::Bus,
     /// Connected-account statuses, read through the cache layer.
     pub connect_statuses: crate::service::billing::ConnectStatuses,
+    /// Sends through each application's messaging providers.
+    pub mailer: crate::service::mailer::Mailer,
     /// For forwarding to peer nodes.
     pub http: reqwest::Client,
     /// For webhook deliveries.

@@ -7,8 +7,8 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `refresh_token`, `service_account_key`, `signing_key`,
-//! `user`, `user_api_key` or `webhook` with `{:?}`.
+//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `refresh_token`,
+//! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
 pub mod application;
@@ -21,6 +21,8 @@ pub mod hook;
 pub mod host;
 pub mod host_group;
 pub mod membership;
+pub mod messaging_outbox;
+pub mod messaging_provider;
 pub mod organization;
 pub mod pending_audit_event;
 pub mod processor_account;

@@ -16,6 +16,7 @@ mod m20261125_000011_create_billing;
 mod m20261125_000012_create_processor_accounts;
 mod m20261125_000013_create_service_accounts;
 mod m20261125_000014_create_enrollment;
+mod m20261125_000015_create_messaging;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -54,6 +55,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261125_000011_create_billing::Migration),
             Box::new(m20261125_000013_create_service_accounts::Migration),
             Box::new(m20261125_000014_create_enrollment::Migration),
+            Box::new(m20261125_000015_create_messaging::Migration),
         ]
     }
 

@@ -14,6 +14,7 @@ use crate::{
         billing::BillingError,
         enrollment::EnrollmentError,
         hooks::HookError,
+        messaging::MessagingError,
         organizations::OrganizationError,
         personal_keys::PersonalKeyError,
         profile_fields::ProfileFieldError,
@@ -283,6 +284,29 @@ impl From<WebhookError> for ApiError {
             }
             WebhookError::Limit(err) => err.into(),
             WebhookError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<MessagingError> for ApiError {
+    fn from(err: MessagingError) -> Self {
+        match err {
+            MessagingError::NotFound(channel) => {
+                ApiError::new(Code::NotFound, format!("The application has no `{channel}` messaging provider."))
+            }
+            MessagingError::ProductionSharedSender => ApiError::new(
+                Code::ProductionSharedSenderForbidden,
+                "A production application may not use the shared sender: configure its own provider.",
+            ),
+            // The provider's server (not the caller, not us) failed: 503,
+            // and the provider is now `failing`.
+            MessagingError::SendFailed { kind, reason } => ApiError::new(
+                Code::Unavailable,
+                format!("The message could not be sent through the `{kind}` provider: {reason}. Its status is now `failing`."),
+            ),
+            MessagingError::Invalid(invalid) => invalid.into(),
+            MessagingError::Tenant(err) => err,
+            MessagingError::Db(err) => err.into(),
         }
     }
 }

@@ -31,6 +31,7 @@ pub enum Code {
     InvalidUrl,
     UnknownRegion,
     PlatformMismatch,
+    ProductionSharedSenderForbidden,
     RateLimited,
     Unavailable,
     HookUnavailable,
@@ -39,7 +40,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 25] = [
+    pub const ALL: [Code; 26] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::Unauthenticated,
@@ -61,6 +62,7 @@ impl Code {
         Code::InvalidUrl,
         Code::UnknownRegion,
         Code::PlatformMismatch,
+        Code::ProductionSharedSenderForbidden,
         Code::RateLimited,
         Code::Unavailable,
         Code::HookUnavailable,
@@ -81,9 +83,11 @@ impl Code {
             Code::Conflict | Code::KeyInUse | Code::AlreadyMember => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Code::ValidationFailed | Code::InvalidUrl | Code::UnknownRegion | Code::PlatformMismatch => {
-                StatusCode::UNPROCESSABLE_ENTITY
-            }
+            Code::ValidationFailed
+            | Code::InvalidUrl
+            | Code::UnknownRegion
+            | Code::PlatformMismatch
+            | Code::ProductionSharedSenderForbidden => StatusCode::UNPROCESSABLE_ENTITY,
             Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Code::Unavailable | Code::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -113,6 +117,7 @@ impl Code {
             Code::InvalidUrl => "invalid_url",
             Code::UnknownRegion => "unknown_region",
             Code::PlatformMismatch => "platform_mismatch",
+            Code::ProductionSharedSenderForbidden => "production_shared_sender_forbidden",
             Code::RateLimited => "rate_limited",
             Code::Unavailable => "unavailable",
             Code::HookUnavailable => "hook_unavailable",

@@ -7,7 +7,7 @@ use utoipa::openapi::{RefOr, Schema};
 
 use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
-    service::{applications, billing, enrollment, hooks, profile_fields, users, webhooks},
+    service::{applications, billing, enrollment, hooks, messaging, profile_fields, users, webhooks},
 };
 
 /// `Issues::text`: not blank, no control characters (Unicode `Cc`).
@@ -155,6 +155,32 @@ pub fn options() -> RefOr<Schema> {
     let item = json!({"type": "string", "minLength": 1, "maxLength": 255});
     let options = json!({"type": "array", "minItems": 1, "maxItems": profile_fields::MAX_OPTIONS, "uniqueItems": true, "items": item});
     schema(options, true)
+}
+
+pub fn messaging_channel() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": messaging::CHANNELS}), false)
+}
+
+pub fn messaging_kind() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": messaging::KINDS}), false)
+}
+
+/// `smtp`'s settings; null or `{}` for the other kinds.
+pub fn messaging_config() -> RefOr<Schema> {
+    let smtp = json!({
+        "type": "object",
+        "additionalProperties": false,
+        "required": ["host", "from"],
+        "properties": {
+            "host": {"type": "string", "minLength": 1, "maxLength": 253, "pattern": messaging::HOST},
+            "port": {"type": "integer", "minimum": 1, "maximum": 65535},
+            "username": {"type": ["string", "null"], "minLength": 1, "maxLength": 255, "pattern": TEXT},
+            "from": {"type": "string", "format": "email", "maxLength": 254},
+            "starttls": {"type": "boolean"},
+        },
+    });
+    let empty = json!({"type": "object", "additionalProperties": false, "maxProperties": 0});
+    schema(json!({"anyOf": [smtp, empty, {"type": "null"}]}), false)
 }
 
 fn schema(mut value: Value, nullable: bool) -> RefOr<Schema> {

@@ -5,7 +5,8 @@
 //! (or the created row's own field of that name, as `user_id` of a
 //! membership). A new application is the exception: its settings and keys
 //! change only with its own secret key, which a link cannot pass, so it
-//! links to reads alone. Written on the JSON document: utoipa 5 serialises
+//! links to reads alone, and not to its provider settings (tag
+//! `providers`), which only its own key reads either. Written on the JSON document: utoipa 5 serialises
 //! its `Link` with `operation_id`, not the `operationId` OpenAPI names.
 use serde_json::{json, Map, Value};
 
@@ -21,7 +22,9 @@ pub fn add(document: &mut Value) {
             let Some(name) = path.strip_prefix(collection.as_str()).and_then(first_parameter) else { continue };
             let field = if fields.iter().any(|f| f == name) { name } else { "id" };
             let operations = target.as_object().into_iter().flat_map(|ops| ops.iter());
-            let reachable = |(method, _): &(&String, &Value)| collection != "/v1/applications" || *method == "get";
+            let reachable = |(method, op): &(&String, &Value)| {
+                collection != "/v1/applications" || (*method == "get" && !is_tenant_setting(op))
+            };
             for id in operations.filter(reachable).filter_map(|(_, op)| op.get("operationId").and_then(Value::as_str)) {
                 let parameters = json!({ name: format!("$response.body#/data/{field}") });
                 links.insert(id.to_string(), json!({"operationId": id, "parameters": parameters}));
@@ -36,6 +39,12 @@ pub fn add(document: &mut Value) {
             created["links"] = Value::Object(links);
         }
     }
+}
+
+/// An operation on an application's provider settings: read and changed
+/// with that application's own key only (404 with another's).
+fn is_tenant_setting(operation: &Value) -> bool {
+    operation["tags"].as_array().is_some_and(|tags| tags.iter().any(|t| t == "providers"))
 }
 
 /// `"/{user_id}/sessions"` → `user_id`: the parameter right after the collection.
@@ -64,5 +73,6 @@ mod tests {
         assert_eq!(links("/v1/users")["list_user_sessions"]["operationId"], "list_user_sessions");
         assert!(links("/v1/applications")["get_application"].is_object());
         assert!(links("/v1/applications")["update_application"].is_null());
+        assert!(links("/v1/applications")["list_messaging_providers"].is_null());
     }
 }

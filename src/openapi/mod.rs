@@ -59,6 +59,8 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::service_accounts::find_service_account, routes::service_accounts::update_service_account,
         routes::service_accounts::delete_service_account, routes::service_accounts::create_service_account_key,
         routes::service_accounts::list_service_account_keys, routes::service_accounts::revoke_service_account_key,
+        routes::messaging::upsert_messaging_provider, routes::messaging::list_messaging_providers,
+        routes::messaging::test_messaging_provider, routes::messaging::messaging_outbox,
         document,
     ),
     components(schemas(AuditRow, FieldIssue, Region, Environment)),

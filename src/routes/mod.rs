@@ -6,6 +6,7 @@ pub mod auth;
 pub mod billing;
 pub mod enrollment;
 pub mod hooks;
+pub mod messaging;
 pub mod ops;
 pub mod organizations;
 pub mod profile_fields;
@@ -28,6 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(webhooks::configure)
             .configure(hooks::configure)
             .configure(billing::configure)
+            .configure(messaging::configure)
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)

@@ -7,6 +7,8 @@ pub mod auth;
 pub mod billing;
 pub mod enrollment;
 pub mod hooks;
+pub mod mailer;
+pub mod messaging;
 pub mod organizations;
 pub mod personal_keys;
 pub mod profile_fields;

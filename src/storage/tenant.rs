@@ -31,6 +31,10 @@ pub enum Unaudited {
     /// `last_used_at` of a secret, personal or service-account key: bookkeeping written at
     /// most once a minute, off the request path.
     KeyLastUsed,
+    /// A message the messaging outbox keeps instead of sending it: what
+    /// sent it (a test send, an invitation) has its own audit row, and the
+    /// message's text is no change of the application.
+    MessagingOutbox,
 }
 
 /// Read access to one application's rows, through a handle or a transaction.

@@ -49,4 +49,6 @@ tenant_tables!(
     host,
     service_account,
     service_account_key,
+    messaging_provider,
+    messaging_outbox,
 );

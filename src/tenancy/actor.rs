@@ -96,7 +96,8 @@ impl TenantActor {
         let scope = TenantScope::new(settings.clone(), shard.clone(), AuditActor::system());
         let keys = deps.keys.load(&scope).await?;
         let hooks = hooks::all(&scope).await?;
-        Ok(TenantState::new(version, settings, keys, hooks))
+        let messaging = crate::service::messaging::all(&scope).await?;
+        Ok(TenantState::new(version, settings, keys, hooks, messaging))
     }
 
     /// After a committed change: this node's copies go, the other nodes

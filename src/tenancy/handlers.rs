@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use entity::hook;
+use entity::{hook, messaging_provider};
 use uuid::Uuid;
 
 use super::{
@@ -118,5 +118,31 @@ impl Handler<DeleteHook> for TenantActor {
 
     fn handle(&mut self, msg: DeleteHook, _: &mut Context<Self>) -> Self::Result {
         self.change(async move { crate::service::hooks::delete(&msg.scope, msg.id).await })
+    }
+}
+
+impl Handler<UpsertMessagingProvider> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<messaging_provider::Model>>;
+
+    fn handle(&mut self, msg: UpsertMessagingProvider, _: &mut Context<Self>) -> Self::Result {
+        let deps = self.deps.clone();
+        self.change(async move { crate::service::messaging::upsert(&msg.scope, &deps.master_key, msg.update).await })
+    }
+}
+
+impl Handler<RecordMessagingOutcome> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<Option<messaging_provider::Model>>>;
+
+    fn handle(&mut self, msg: RecordMessagingOutcome, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move {
+            crate::service::messaging::record_outcome(
+                &msg.scope,
+                msg.provider_id,
+                msg.settings_at,
+                msg.outcome,
+                msg.test,
+            )
+            .await
+        })
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use actix::Message;
-use entity::hook;
+use entity::{hook, messaging_provider};
 use uuid::Uuid;
 
 use super::{state::TenantState, Tenant};
@@ -12,6 +12,7 @@ use crate::{
     service::{
         applications::SettingsPatch,
         hooks::{HookPatch, NewHook},
+        messaging::{CheckedUpdate, Outcome},
     },
     storage::TenantScope,
 };
@@ -66,4 +67,23 @@ pub struct UpdateHook {
 pub struct DeleteHook {
     pub scope: TenantScope,
     pub id: Uuid,
+}
+
+/// Creates or replaces a channel's messaging provider.
+#[derive(Message)]
+#[rtype(result = "ApiResult<messaging_provider::Model>")]
+pub struct UpsertMessagingProvider {
+    pub scope: TenantScope,
+    pub update: CheckedUpdate,
+}
+
+/// Records a send's outcome on a messaging provider (its status).
+#[derive(Message)]
+#[rtype(result = "ApiResult<Option<messaging_provider::Model>>")]
+pub struct RecordMessagingOutcome {
+    pub scope: TenantScope,
+    pub provider_id: Uuid,
+    pub settings_at: chrono::DateTime<chrono::Utc>,
+    pub outcome: Outcome,
+    pub test: bool,
 }

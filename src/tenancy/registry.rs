@@ -10,7 +10,7 @@ use std::{
 
 use actix::prelude::*;
 use ed25519_compact::{PublicKey, SecretKey};
-use entity::hook;
+use entity::{hook, messaging_provider};
 use uuid::Uuid;
 
 use super::{
@@ -31,6 +31,7 @@ use crate::{
     service::{
         applications::SettingsPatch,
         hooks::{HookPatch, NewHook},
+        messaging::{CheckedUpdate, Outcome},
     },
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
@@ -193,5 +194,27 @@ impl TenantRegistry {
 
     pub async fn delete_hook(&self, scope: &TenantScope, id: Uuid) -> ApiResult<()> {
         self.send(scope.tenant().id, DeleteHook { scope: scope.clone(), id }).await
+    }
+
+    pub async fn upsert_messaging_provider(
+        &self,
+        scope: &TenantScope,
+        update: CheckedUpdate,
+    ) -> ApiResult<messaging_provider::Model> {
+        self.send(scope.tenant().id, UpsertMessagingProvider { scope: scope.clone(), update }).await
+    }
+
+    /// Records what a send through a provider did (see
+    /// `service::messaging::record_outcome`).
+    pub async fn record_messaging_outcome(
+        &self,
+        scope: &TenantScope,
+        provider_id: Uuid,
+        settings_at: chrono::DateTime<chrono::Utc>,
+        outcome: Outcome,
+        test: bool,
+    ) -> ApiResult<Option<messaging_provider::Model>> {
+        let message = RecordMessagingOutcome { scope: scope.clone(), provider_id, settings_at, outcome, test };
+        self.send(scope.tenant().id, message).await
     }
 }

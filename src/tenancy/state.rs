@@ -5,7 +5,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use entity::hook;
+use entity::{hook, messaging_provider};
 
 use super::Tenant;
 use crate::{region::Region, tokens::keys::KeySet};
@@ -28,14 +28,30 @@ pub struct TenantState {
     pub keys: Arc<KeySet>,
     /// Every hook, in the order they run.
     pub hooks: Arc<[hook::Model]>,
+    /// The messaging providers, one per channel at most.
+    pub messaging: Arc<[messaging_provider::Model]>,
     pub pinning: Pinning,
     loaded_at: Instant,
 }
 
 impl TenantState {
-    pub fn new(version: u64, settings: Tenant, keys: KeySet, hooks: Vec<hook::Model>) -> Self {
+    pub fn new(
+        version: u64,
+        settings: Tenant,
+        keys: KeySet,
+        hooks: Vec<hook::Model>,
+        messaging: Vec<messaging_provider::Model>,
+    ) -> Self {
         let pinning = Pinning::Pinned(settings.region);
-        TenantState { version, settings, keys: Arc::new(keys), hooks: hooks.into(), pinning, loaded_at: Instant::now() }
+        TenantState {
+            version,
+            settings,
+            keys: Arc::new(keys),
+            hooks: hooks.into(),
+            messaging: messaging.into(),
+            pinning,
+            loaded_at: Instant::now(),
+        }
     }
 
     /// Trusted for `ttl` after loading (long while invalidations arrive on

@@ -15,6 +15,7 @@ mod helpers;
 mod hooks;
 mod http_surface;
 mod list_plans;
+mod messaging;
 mod ops;
 mod profile_fields;
 mod rate_limits;
