@@ -27,6 +27,35 @@ pub struct Settings {
     pub log: LogSettings,
     #[serde(default)]
     pub billing: BillingSettings,
+    #[serde(default)]
+    pub oauth: OAuthSettings,
+}
+
+/// Identity providers: the shared development credentials, per provider
+/// (`oauth.shared.google.client_id`, …), for development applications that
+/// set `use_shared_dev_credentials`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct OAuthSettings {
+    #[serde(default)]
+    pub shared: std::collections::BTreeMap<String, SharedOAuthCredentials>,
+}
+
+#[derive(Clone, Default, Deserialize)]
+pub struct SharedOAuthCredentials {
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+}
+
+/// The client secret never reaches a log line through `Debug`.
+impl std::fmt::Debug for SharedOAuthCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedOAuthCredentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
 }
 
 #[derive(Clone, Default, Deserialize)]
