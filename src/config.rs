@@ -27,6 +27,35 @@ pub struct Settings {
     pub log: LogSettings,
     #[serde(default)]
     pub billing: BillingSettings,
+    #[serde(default)]
+    pub oauth: OAuthSettings,
+}
+
+/// Identity providers: the shared development credentials, per provider
+/// (`oauth.shared.google.client_id`, …), for development applications that
+/// set `use_shared_dev_credentials`.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct OAuthSettings {
+    #[serde(default)]
+    pub shared: std::collections::BTreeMap<String, SharedOAuthCredentials>,
+}
+
+#[derive(Clone, Default, Deserialize)]
+pub struct SharedOAuthCredentials {
+    #[serde(default)]
+    pub client_id: Option<String>,
+    #[serde(default)]
+    pub client_secret: Option<String>,
+}
+
+/// The client secret never reaches a log line through `Debug`.
+impl std::fmt::Debug for SharedOAuthCredentials {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedOAuthCredentials")
+            .field("client_id", &self.client_id)
+            .field("client_secret", &self.client_secret.as_ref().map(|_| "[redacted]"))
+            .finish()
+    }
 }
 
 #[derive(Clone, Default, Deserialize)]
@@ -300,14 +329,22 @@ mod tests {
     fn a_file_overrides_defaults_and_environment_variables_override_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("gatehouse.toml");
-        std::fs::write(&file, "[server]\nlisten = \"127.0.0.1:9999\"\n[storage]\nmax_connections = 3\n").unwrap();
+        std::fs::write(
+            &file,
+            "[server]\nlisten = \"127.0.0.1:9999\"\n[storage]\nmax_connections = 3\n[oauth.shared.google]\nclient_id = \"g\"\n",
+        )
+        .unwrap();
         std::env::set_var("GATEHOUSE__STORAGE__MAX_CONNECTIONS", "7");
         std::env::set_var("GATEHOUSE__NODE__REGIONS", "eu,ap");
         std::env::set_var("GATEHOUSE__NODE__PEERS__US", "http://us.internal:8080");
+        std::env::set_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_ID", "12345");
+        std::env::set_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_SECRET", "shared-secret");
         let settings = Settings::load(Some(&file)).unwrap();
         std::env::remove_var("GATEHOUSE__STORAGE__MAX_CONNECTIONS");
         std::env::remove_var("GATEHOUSE__NODE__REGIONS");
         std::env::remove_var("GATEHOUSE__NODE__PEERS__US");
+        std::env::remove_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_ID");
+        std::env::remove_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_SECRET");
         assert_eq!(settings.server.listen, "127.0.0.1:9999");
         assert_eq!(settings.storage.max_connections, 7);
         assert_eq!(settings.node.regions, vec![Region::Eu, Region::Ap]);
@@ -315,6 +352,10 @@ mod tests {
         assert_eq!(settings.tokens.access_ttl_seconds, 300, "untouched keys keep their defaults");
         assert_eq!(settings.public_url(), "http://127.0.0.1:9999");
         assert_eq!(settings.region_url(Region::Eu), "sqlite://./data/eu.db");
+        let shared = |provider| crate::service::oauth_providers::shared_credentials(&settings.oauth, provider);
+        assert_eq!(shared("github"), Some(("12345", "shared-secret")));
+        assert_eq!(shared("google"), None, "a client id without its secret is not usable");
+        assert_eq!(shared("slack"), None);
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `refresh_token`,
+//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `oauth_provider`, `refresh_token`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
@@ -23,6 +23,7 @@ pub mod host_group;
 pub mod membership;
 pub mod messaging_outbox;
 pub mod messaging_provider;
+pub mod oauth_provider;
 pub mod organization;
 pub mod pending_audit_event;
 pub mod processor_account;

@@ -17,6 +17,7 @@ mod m20261125_000012_create_processor_accounts;
 mod m20261125_000013_create_service_accounts;
 mod m20261125_000014_create_enrollment;
 mod m20261125_000015_create_messaging;
+mod m20261125_000016_create_oauth_providers;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -56,6 +57,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261125_000013_create_service_accounts::Migration),
             Box::new(m20261125_000014_create_enrollment::Migration),
             Box::new(m20261125_000015_create_messaging::Migration),
+            Box::new(m20261125_000016_create_oauth_providers::Migration),
         ]
     }
 

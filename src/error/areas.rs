@@ -15,6 +15,7 @@ use crate::{
         enrollment::EnrollmentError,
         hooks::HookError,
         messaging::MessagingError,
+        oauth_providers::OAuthProviderError,
         organizations::OrganizationError,
         personal_keys::PersonalKeyError,
         profile_fields::ProfileFieldError,
@@ -307,6 +308,19 @@ impl From<MessagingError> for ApiError {
             MessagingError::Invalid(invalid) => invalid.into(),
             MessagingError::Tenant(err) => err,
             MessagingError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<OAuthProviderError> for ApiError {
+    fn from(err: OAuthProviderError) -> Self {
+        match err {
+            OAuthProviderError::ProductionRequiresOwnCredentials => ApiError::new(
+                Code::ProductionRequiresOwnCredentials,
+                "A production application must use its own client credentials: set `client_id` and `client_secret`, and not `use_shared_dev_credentials`.",
+            ),
+            OAuthProviderError::Invalid(invalid) => invalid.into(),
+            OAuthProviderError::Db(err) => err.into(),
         }
     }
 }

@@ -32,6 +32,7 @@ pub enum Code {
     UnknownRegion,
     PlatformMismatch,
     ProductionSharedSenderForbidden,
+    ProductionRequiresOwnCredentials,
     RateLimited,
     Unavailable,
     HookUnavailable,
@@ -40,7 +41,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 26] = [
+    pub const ALL: [Code; 27] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::Unauthenticated,
@@ -63,6 +64,7 @@ impl Code {
         Code::UnknownRegion,
         Code::PlatformMismatch,
         Code::ProductionSharedSenderForbidden,
+        Code::ProductionRequiresOwnCredentials,
         Code::RateLimited,
         Code::Unavailable,
         Code::HookUnavailable,
@@ -87,7 +89,8 @@ impl Code {
             | Code::InvalidUrl
             | Code::UnknownRegion
             | Code::PlatformMismatch
-            | Code::ProductionSharedSenderForbidden => StatusCode::UNPROCESSABLE_ENTITY,
+            | Code::ProductionSharedSenderForbidden
+            | Code::ProductionRequiresOwnCredentials => StatusCode::UNPROCESSABLE_ENTITY,
             Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
             Code::Unavailable | Code::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
@@ -118,6 +121,7 @@ impl Code {
             Code::UnknownRegion => "unknown_region",
             Code::PlatformMismatch => "platform_mismatch",
             Code::ProductionSharedSenderForbidden => "production_shared_sender_forbidden",
+            Code::ProductionRequiresOwnCredentials => "production_requires_own_credentials",
             Code::RateLimited => "rate_limited",
             Code::Unavailable => "unavailable",
             Code::HookUnavailable => "hook_unavailable",

@@ -7,7 +7,7 @@ use utoipa::openapi::{RefOr, Schema};
 
 use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
-    service::{applications, billing, enrollment, hooks, messaging, profile_fields, users, webhooks},
+    service::{applications, billing, enrollment, hooks, messaging, oauth_providers, profile_fields, users, webhooks},
 };
 
 /// `Issues::text`: not blank, no control characters (Unicode `Cc`).
@@ -181,6 +181,27 @@ pub fn messaging_config() -> RefOr<Schema> {
     });
     let empty = json!({"type": "object", "additionalProperties": false, "maxProperties": 0});
     schema(json!({"anyOf": [smtp, empty, {"type": "null"}]}), false)
+}
+
+pub fn oauth_provider() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": oauth_providers::PROVIDERS}), false)
+}
+
+/// A client secret: accepted, stored sealed, never answered.
+pub fn oauth_client_secret() -> RefOr<Schema> {
+    let mut value = text_of(oauth_providers::MAX_SECRET);
+    value["writeOnly"] = json!(true);
+    schema(value, true)
+}
+
+/// OAuth scope tokens (RFC 6749 section 3.3), at most 50.
+pub fn oauth_scopes() -> RefOr<Schema> {
+    let item = json!({"type": "string", "minLength": 1, "maxLength": oauth_providers::MAX_SCOPE, "pattern": oauth_providers::SCOPE});
+    schema(json!({"type": "array", "maxItems": oauth_providers::MAX_SCOPES, "items": item}), true)
+}
+
+pub fn optional_boolean() -> RefOr<Schema> {
+    schema(json!({"type": "boolean"}), true)
 }
 
 fn schema(mut value: Value, nullable: bool) -> RefOr<Schema> {

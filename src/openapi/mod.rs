@@ -61,6 +61,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::service_accounts::list_service_account_keys, routes::service_accounts::revoke_service_account_key,
         routes::messaging::upsert_messaging_provider, routes::messaging::list_messaging_providers,
         routes::messaging::test_messaging_provider, routes::messaging::messaging_outbox,
+        routes::oauth_providers::upsert_oauth_provider, routes::oauth_providers::list_oauth_providers,
         document,
     ),
     components(schemas(AuditRow, FieldIssue, Region, Environment)),

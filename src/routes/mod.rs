@@ -7,6 +7,7 @@ pub mod billing;
 pub mod enrollment;
 pub mod hooks;
 pub mod messaging;
+pub mod oauth_providers;
 pub mod ops;
 pub mod organizations;
 pub mod profile_fields;
@@ -30,6 +31,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(hooks::configure)
             .configure(billing::configure)
             .configure(messaging::configure)
+            .configure(oauth_providers::configure)
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)

@@ -9,6 +9,7 @@ pub mod enrollment;
 pub mod hooks;
 pub mod mailer;
 pub mod messaging;
+pub mod oauth_providers;
 pub mod organizations;
 pub mod personal_keys;
 pub mod profile_fields;

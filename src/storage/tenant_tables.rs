@@ -51,4 +51,5 @@ tenant_tables!(
     service_account_key,
     messaging_provider,
     messaging_outbox,
+    oauth_provider,
 );

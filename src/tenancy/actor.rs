@@ -97,7 +97,8 @@ impl TenantActor {
         let keys = deps.keys.load(&scope).await?;
         let hooks = hooks::all(&scope).await?;
         let messaging = crate::service::messaging::all(&scope).await?;
-        Ok(TenantState::new(version, settings, keys, hooks, messaging))
+        let oauth = crate::service::oauth_providers::all(&scope).await?;
+        Ok(TenantState::new(version, settings, keys, hooks, messaging, oauth))
     }
 
     /// After a committed change: this node's copies go, the other nodes

@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use entity::{hook, messaging_provider};
+use entity::{hook, messaging_provider, oauth_provider};
 use uuid::Uuid;
 
 use super::{
@@ -144,5 +144,16 @@ impl Handler<RecordMessagingOutcome> for TenantActor {
             )
             .await
         })
+    }
+}
+
+impl Handler<UpsertOAuthProvider> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<oauth_provider::Model>>;
+
+    fn handle(&mut self, msg: UpsertOAuthProvider, _: &mut Context<Self>) -> Self::Result {
+        let deps = self.deps.clone();
+        self.change(
+            async move { crate::service::oauth_providers::upsert(&msg.scope, &deps.master_key, msg.update).await },
+        )
     }
 }

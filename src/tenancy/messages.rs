@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use actix::Message;
-use entity::{hook, messaging_provider};
+use entity::{hook, messaging_provider, oauth_provider};
 use uuid::Uuid;
 
 use super::{state::TenantState, Tenant};
@@ -13,6 +13,7 @@ use crate::{
         applications::SettingsPatch,
         hooks::{HookPatch, NewHook},
         messaging::{CheckedUpdate, Outcome},
+        oauth_providers,
     },
     storage::TenantScope,
 };
@@ -86,4 +87,12 @@ pub struct RecordMessagingOutcome {
     pub settings_at: chrono::DateTime<chrono::Utc>,
     pub outcome: Outcome,
     pub test: bool,
+}
+
+/// Creates or replaces an identity provider's settings.
+#[derive(Message)]
+#[rtype(result = "ApiResult<oauth_provider::Model>")]
+pub struct UpsertOAuthProvider {
+    pub scope: TenantScope,
+    pub update: oauth_providers::CheckedUpdate,
 }

@@ -10,7 +10,7 @@ use std::{
 
 use actix::prelude::*;
 use ed25519_compact::{PublicKey, SecretKey};
-use entity::{hook, messaging_provider};
+use entity::{hook, messaging_provider, oauth_provider};
 use uuid::Uuid;
 
 use super::{
@@ -32,6 +32,7 @@ use crate::{
         applications::SettingsPatch,
         hooks::{HookPatch, NewHook},
         messaging::{CheckedUpdate, Outcome},
+        oauth_providers,
     },
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
@@ -202,6 +203,14 @@ impl TenantRegistry {
         update: CheckedUpdate,
     ) -> ApiResult<messaging_provider::Model> {
         self.send(scope.tenant().id, UpsertMessagingProvider { scope: scope.clone(), update }).await
+    }
+
+    pub async fn upsert_oauth_provider(
+        &self,
+        scope: &TenantScope,
+        update: oauth_providers::CheckedUpdate,
+    ) -> ApiResult<oauth_provider::Model> {
+        self.send(scope.tenant().id, UpsertOAuthProvider { scope: scope.clone(), update }).await
     }
 
     /// Records what a send through a provider did (see

@@ -5,7 +5,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use entity::{hook, messaging_provider};
+use entity::{hook, messaging_provider, oauth_provider};
 
 use super::Tenant;
 use crate::{region::Region, tokens::keys::KeySet};
@@ -30,6 +30,9 @@ pub struct TenantState {
     pub hooks: Arc<[hook::Model]>,
     /// The messaging providers, one per channel at most.
     pub messaging: Arc<[messaging_provider::Model]>,
+    /// The identity providers' settings, one per provider at most; client
+    /// secrets stay sealed (opened only at a sign-in's code exchange).
+    pub oauth: Arc<[oauth_provider::Model]>,
     pub pinning: Pinning,
     loaded_at: Instant,
 }
@@ -41,6 +44,7 @@ impl TenantState {
         keys: KeySet,
         hooks: Vec<hook::Model>,
         messaging: Vec<messaging_provider::Model>,
+        oauth: Vec<oauth_provider::Model>,
     ) -> Self {
         let pinning = Pinning::Pinned(settings.region);
         TenantState {
@@ -49,6 +53,7 @@ impl TenantState {
             keys: Arc::new(keys),
             hooks: hooks.into(),
             messaging: messaging.into(),
+            oauth: oauth.into(),
             pinning,
             loaded_at: Instant::now(),
         }

@@ -16,6 +16,7 @@ mod hooks;
 mod http_surface;
 mod list_plans;
 mod messaging;
+mod oauth_providers;
 mod ops;
 mod profile_fields;
 mod rate_limits;
