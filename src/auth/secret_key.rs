@@ -55,6 +55,16 @@ impl SecretKey {
     pub fn tenant(&self) -> &Tenant {
         self.scope.tenant()
     }
+
+    /// The application named in a path (`/v1/applications/{application_id}/…`)
+    /// when it is this key's own; any other, even of the same account, is 404.
+    pub fn own_application(&self, raw: &str) -> ApiResult<()> {
+        let id = crate::http::path_id("Application", raw)?;
+        if id != self.tenant().id {
+            return Err(ApiError::not_found("Application", id));
+        }
+        Ok(())
+    }
 }
 
 #[derive(Clone)]

@@ -199,10 +199,7 @@ pub async fn update_application(
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    let id = path_id("Application", &path)?;
-    if id != key.tenant().id {
-        return Err(ApiError::not_found("Application", id));
-    }
+    key.own_application(&path)?;
     let request: UpdateApplicationRequest = body.json().await?;
     let patch = SettingsPatch::parse(
         request.name,

@@ -10,10 +10,10 @@ use uuid::Uuid;
 
 use crate::{
     auth::{secret_key::SecretKey, Scope},
-    error::{ApiError, ApiResult},
+    error::ApiResult,
     http::{
         body::Body,
-        envelope, path_id,
+        envelope,
         query::{ListQuery, Query},
     },
     service::{
@@ -37,15 +37,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource("/applications/{application_id}/providers/messaging/outbox")
             .route(web::get().to(messaging_outbox)),
     );
-}
-
-/// The path's application must be the caller's (else 404).
-fn own_application(key: &SecretKey, raw: &str) -> ApiResult<()> {
-    let id = path_id("Application", raw)?;
-    if id != key.tenant().id {
-        return Err(ApiError::not_found("Application", id));
-    }
-    Ok(())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -120,7 +111,7 @@ pub async fn upsert_messaging_provider(
     body: Body,
 ) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
-    own_application(&key, &path)?;
+    key.own_application(&path)?;
     let r: UpsertMessagingProviderRequest = body.json().await?;
     let update = ProviderUpdate { channel: r.channel, kind: r.kind, config: r.config, secret: r.secret };
     let checked = messaging::check(update, key.tenant().environment)?;
@@ -135,7 +126,7 @@ pub async fn upsert_messaging_provider(
         (status = 404, description = "`not_found`: not the caller's application")),
     security(("secret_key" = [])))]
 pub async fn list_messaging_providers(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
-    own_application(&key, &path)?;
+    key.own_application(&path)?;
     let rows = messaging::all(&key.scope).await.map_err(MessagingError::from)?;
     Ok(envelope::page(rows.iter().map(MessagingProviderView::from).collect(), false))
 }
@@ -168,7 +159,7 @@ pub async fn test_messaging_provider(
     body: Body,
 ) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
-    own_application(&key, &path)?;
+    key.own_application(&path)?;
     let r: TestMessagingProviderRequest = body.json().await?;
     let mut issues = Issues::default();
     match r.channel.as_str() {
@@ -225,7 +216,7 @@ pub async fn messaging_outbox(
 ) -> ApiResult<HttpResponse> {
     // What was recorded may carry links meant for the recipient alone.
     key.require(Scope::Admin)?;
-    own_application(&key, &path)?;
+    key.own_application(&path)?;
     let page = query.parsed()?.page()?;
     let (rows, has_more) = messaging::outbox(&key.scope, page).await.map_err(MessagingError::from)?;
     Ok(envelope::page(rows.iter().map(OutboxMessageView::from).collect(), has_more))

@@ -8,8 +8,8 @@ use utoipa::ToSchema;
 
 use crate::{
     auth::{secret_key::SecretKey, Scope},
-    error::{ApiError, ApiResult},
-    http::{body::Body, envelope, path_id},
+    error::ApiResult,
+    http::{body::Body, envelope},
     service::oauth_providers::{self, OAuthProviderError, ProviderUpdate},
     state::AppState,
 };
@@ -20,15 +20,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .route(web::put().to(upsert_oauth_provider))
             .route(web::get().to(list_oauth_providers)),
     );
-}
-
-/// The path's application must be the caller's (else 404).
-fn own_application(key: &SecretKey, raw: &str) -> ApiResult<()> {
-    let id = path_id("Application", raw)?;
-    if id != key.tenant().id {
-        return Err(ApiError::not_found("Application", id));
-    }
-    Ok(())
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -107,7 +98,7 @@ pub async fn upsert_oauth_provider(
     body: Body,
 ) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
-    own_application(&key, &path)?;
+    key.own_application(&path)?;
     let r: UpsertOAuthProviderRequest = body.json().await?;
     let update = ProviderUpdate {
         provider: r.provider,
@@ -130,7 +121,7 @@ pub async fn upsert_oauth_provider(
         (status = 404, description = "`not_found`: not the caller's application")),
     security(("secret_key" = [])))]
 pub async fn list_oauth_providers(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
-    own_application(&key, &path)?;
+    key.own_application(&path)?;
     let rows = oauth_providers::all(&key.scope).await.map_err(OAuthProviderError::from)?;
     Ok(envelope::page(rows.iter().map(OAuthProviderView::from).collect(), false))
 }

@@ -108,10 +108,7 @@ pub async fn rotate_signing_key(
     body: Body,
 ) -> ApiResult<HttpResponse> {
     key.require(Scope::Admin)?;
-    let id = path_id("Application", &path)?;
-    if id != key.tenant().id {
-        return Err(ApiError::not_found("Application", id));
-    }
+    key.own_application(&path)?;
     body.no_fields().await?;
     let kid = state.tenants.rotate_signing_key(&key.scope).await?;
     Ok(envelope::ok(RotatedView { kid }))
