@@ -58,7 +58,10 @@ before(async () => {
   assert.deepEqual(patched.json.data.allowed_origins, [allowedSite.origin]);
   // puppeteer's `headless: true` is Chromium's `--headless=new`; as root the
   // sandbox cannot start, hence `--no-sandbox`.
-  browser = await puppeteer.launch({ executablePath: chromium, headless: true, args: ["--no-sandbox"] });
+  // Nothing but loopback: puppeteer already turns off background networking,
+  // sync and the first-run checks; component updates and QUIC go too.
+  const args = ["--no-sandbox", "--disable-component-update", "--disable-quic", "--disable-gpu"];
+  browser = await puppeteer.launch({ executablePath: chromium, headless: true, args });
 });
 
 after(async () => {
