@@ -21,6 +21,7 @@ mod ops;
 mod profile_fields;
 mod rate_limits;
 mod regions;
+mod secrets;
 mod service_accounts;
 mod structure;
 mod webhooks;

@@ -1,0 +1,192 @@
+//! No secret leaves where it belongs: the real binary (JSON logs, our code
+//! at `debug`) is given canary secrets in every field that takes one and
+//! issues every kind of secret it makes; then every list, the audit export
+//! and the whole log output are searched. A canary may appear nowhere; a
+//! secret the server made only in the one answer that issued it.
+use std::process::{Child, Command, Stdio};
+
+use reqwest::{Client, Method};
+use serde_json::{json, Value};
+
+/// Configured, not sent: the processor's signing secret.
+const PROCESSOR_SECRET: &str = "canary-processor-secret-3d9b";
+
+const PLANTED: [&str; 5] = [
+    "canary-smtp-password-7f3a",
+    "canary-oauth-client-secret-9c1e",
+    "canary-payment-token-4b2d",
+    "canary-user-password-5e8f",
+    "canary-wrong-password-2a6c",
+];
+
+struct Server {
+    child: Child,
+    base: String,
+    application: String,
+    key: String,
+    client: Client,
+    log: std::path::PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Server {
+    fn start() -> Server {
+        let dir = tempfile::tempdir().unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let command = |args: &[&str]| {
+            let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+            command
+                .args(args)
+                .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path())
+                .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+                .env("GATEHOUSE__LOG__FORMAT", "json")
+                .env("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "20")
+                .env("GATEHOUSE__BILLING__PROCESSOR_WEBHOOK_SECRET", PROCESSOR_SECRET)
+                .env("RUST_LOG", "info,gatehouse=debug");
+            command
+        };
+        let boot = command(&["bootstrap", "--name", "Canary"]).output().unwrap();
+        let created: Value = serde_json::from_slice(&boot.stdout).unwrap();
+        let log = dir.path().join("stderr.log");
+        let child =
+            command(&["serve"]).stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
+        Server {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            application: created["application_id"].as_str().unwrap().to_string(),
+            key: created["secret_key"].as_str().unwrap().to_string(),
+            client: Client::new(),
+            log,
+            _dir: dir,
+        }
+    }
+
+    async fn wait_until_serving(&self) {
+        for _ in 0..300 {
+            if self.client.get(format!("{}/healthz", self.base)).send().await.is_ok() {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        panic!("gatehouse serve did not start");
+    }
+
+    /// Sends with the secret key (or `bearer`); answers status and body text.
+    async fn call(&self, method: Method, path: &str, body: Option<Value>, bearer: Option<&str>) -> (u16, String) {
+        let mut request = self
+            .client
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(bearer.unwrap_or(&self.key))
+            .header("x-application-id", &self.application);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let answer = request.send().await.unwrap();
+        (answer.status().as_u16(), answer.text().await.unwrap())
+    }
+
+    async fn issue(&self, path: &str, body: Value, pointer: &str) -> String {
+        let (status, text) = self.call(Method::POST, path, Some(body), None).await;
+        assert!(status == 200 || status == 201, "{path}: {status} {text}");
+        let value: Value = serde_json::from_str(&text).unwrap();
+        value
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_else(|| panic!("{path}: no {pointer} in {text}"))
+            .into()
+    }
+}
+
+#[tokio::test]
+async fn no_secret_appears_in_lists_the_audit_export_or_the_logs() {
+    let server = Server::start();
+    server.wait_until_serving().await;
+    let app = server.application.clone();
+    let [smtp, oauth, payment, password, wrong] = PLANTED;
+
+    // Every field that takes a secret gets a canary.
+    let settings = [
+        (
+            format!("/v1/applications/{app}/providers/messaging"),
+            json!({"channel": "email", "kind": "smtp", "secret": smtp,
+                   "config": {"host": "127.0.0.1", "port": 2525, "username": "u", "from": "a@example.com"}}),
+        ),
+        (
+            format!("/v1/applications/{app}/providers/oauth"),
+            json!({"provider": "google", "enabled": true, "client_id": "client", "client_secret": oauth}),
+        ),
+        ("/v1/billing/payment-method".to_string(), json!({"brand": "visa", "last4": "4242", "token": payment})),
+    ];
+    for (path, body) in settings {
+        let (status, text) = server.call(Method::PUT, &path, Some(body), None).await;
+        assert_eq!(status, 200, "{path}: {text}");
+    }
+    let sign_up = json!({"email": "canary@example.com", "password": password});
+    let (status, signed_up) = server.call(Method::POST, "/v1/auth/sign-up", Some(sign_up), None).await;
+    assert_eq!(status, 201, "{signed_up}");
+    let wrong_sign_in = json!({"email": "canary@example.com", "password": wrong});
+    assert_eq!(server.call(Method::POST, "/v1/auth/sign-in", Some(wrong_sign_in), None).await.0, 401);
+
+    // Every kind of secret the server makes, each answered once.
+    let signed_up: Value = serde_json::from_str(&signed_up).unwrap();
+    let access = signed_up["data"]["access_token"].as_str().unwrap().to_string();
+    let refresh = signed_up["data"]["refresh_token"].as_str().unwrap().to_string();
+    let (status, refreshed) =
+        server.call(Method::POST, "/v1/auth/token", Some(json!({"refresh_token": refresh})), None).await;
+    assert_eq!(status, 200, "{refreshed}");
+    let refreshed: Value = serde_json::from_str(&refreshed).unwrap();
+    let account = server.issue("/v1/service-accounts", json!({"name": "robot"}), "/data/id").await;
+    let group = server.issue("/v1/os/host-groups", json!({"name": "fleet"}), "/data/id").await;
+    let mut issued = vec![
+        server.key.clone(),
+        access.clone(),
+        refresh,
+        refreshed["data"]["refresh_token"].as_str().unwrap().to_string(),
+        server.issue("/v1/api-keys", json!({"name": "second"}), "/data/secret").await,
+        server.issue("/v1/webhooks", json!({"url": "http://127.0.0.1:9/hook"}), "/data/secret").await,
+        server.issue("/v1/hooks", json!({"point": "pre_sign_up", "url": "http://127.0.0.1:9/h"}), "/data/secret").await,
+        server.issue(&format!("/v1/service-accounts/{account}/keys"), json!({"name": "k"}), "/data/secret").await,
+        server
+            .issue("/v1/os/enrollment-tokens", json!({"label": "l", "host_group_id": group}), "/data/token_secret")
+            .await,
+    ];
+    let (status, personal) =
+        server.call(Method::POST, "/v1/auth/me/api-keys", Some(json!({"name": "mine"})), Some(&access)).await;
+    assert_eq!(status, 201, "{personal}");
+    issued.push(serde_json::from_str::<Value>(&personal).unwrap()["data"]["secret"].as_str().unwrap().into());
+    // The webhook's deliveries fail (nothing listens on port 9): their log lines are searched too.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    // Everything readable afterwards.
+    let mut read = String::new();
+    let lists = [
+        "/v1/audit-logs/export?limit=1000",
+        "/v1/api-keys",
+        "/v1/webhooks",
+        "/v1/users",
+        "/v1/service-accounts",
+        "/v1/os/enrollment-tokens",
+        "/v1/billing/payment-method",
+    ];
+    for path in lists.iter().map(|p| p.to_string()).chain([
+        format!("/v1/applications/{app}/providers/messaging"),
+        format!("/v1/applications/{app}/providers/oauth"),
+        format!("/v1/service-accounts/{account}/keys"),
+    ]) {
+        let (status, text) = server.call(Method::GET, &path, None, None).await;
+        assert_eq!(status, 200, "{path}: {text}");
+        read.push_str(&text);
+    }
+    let (_, mine) = server.call(Method::GET, "/v1/auth/me/api-keys", None, Some(&access)).await;
+    read.push_str(&mine);
+    let mut server = server;
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    let logs = std::fs::read_to_string(&server.log).unwrap();
+    assert!(logs.lines().any(|l| l.contains("request_id")), "the logs were captured");
+
+    for secret in PLANTED.iter().chain([&PROCESSOR_SECRET]).map(|s| s.to_string()).chain(issued) {
+        assert!(!read.contains(&secret), "a list or the audit export shows `{secret}`");
+        assert!(!logs.contains(&secret), "the logs show `{secret}`");
+    }
+}
