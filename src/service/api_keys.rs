@@ -157,14 +157,7 @@ pub async fn revoke(scope: &TenantScope, keys: &KeyCache, id: Uuid) -> Result<ap
         return Ok(key);
     }
     let now = crate::clock::now();
-    let revoked = txn
-        .update_many(|q: UpdateMany<api_key::Entity>| {
-            q.col_expr(api_key::Column::RevokedAt, Expr::value(now))
-                .filter(api_key::Column::Id.eq(id))
-                .filter(api_key::Column::RevokedAt.is_null())
-        })
-        .await?;
-    if revoked == 0 {
+    if !txn.revoke::<api_key::Entity>(id, now).await? {
         // Another request revoked it first: answer the key as it is now.
         drop(txn);
         return find(scope, id).await;

@@ -187,14 +187,7 @@ pub async fn revoke_token(scope: &TenantScope, id: Uuid) -> Result<enrollment_to
         return Ok(token);
     }
     let now = crate::clock::now();
-    let revoked = txn
-        .update_many(|q: UpdateMany<enrollment_token::Entity>| {
-            q.col_expr(enrollment_token::Column::RevokedAt, Expr::value(now))
-                .filter(enrollment_token::Column::Id.eq(id))
-                .filter(enrollment_token::Column::RevokedAt.is_null())
-        })
-        .await?;
-    if revoked == 0 {
+    if !txn.revoke::<enrollment_token::Entity>(id, now).await? {
         // Another request revoked it first: answer the token as it is now.
         drop(txn);
         return find_token(scope, id).await;

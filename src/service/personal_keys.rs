@@ -85,12 +85,12 @@ pub async fn revoke(scope: &TenantScope, user_id: Uuid, id: Uuid) -> Result<user
         return Ok(key);
     }
     let now = crate::clock::now();
-    txn.update_many(|q: UpdateMany<user_api_key::Entity>| {
-        q.col_expr(user_api_key::Column::RevokedAt, Expr::value(now))
-            .filter(user_api_key::Column::Id.eq(id))
-            .filter(user_api_key::Column::RevokedAt.is_null())
-    })
-    .await?;
+    if !txn.revoke::<user_api_key::Entity>(id, now).await? {
+        // Another request revoked it first: answer the key as it is now.
+        drop(txn);
+        let key = of_user(scope, user_id).filter(user_api_key::Column::Id.eq(id)).one(scope.conn()).await?;
+        return key.ok_or(PersonalKeyError::NotFound(id));
+    }
     txn.audit(
         "api_key.revoked",
         Some(id),

@@ -248,14 +248,7 @@ pub async fn revoke_key(
         return Ok((account, key));
     }
     let now = clock::now();
-    let revoked = txn
-        .update_many(|q: UpdateMany<service_account_key::Entity>| {
-            q.col_expr(service_account_key::Column::RevokedAt, Expr::value(now))
-                .filter(service_account_key::Column::Id.eq(key_id))
-                .filter(service_account_key::Column::RevokedAt.is_null())
-        })
-        .await?;
-    if revoked == 0 {
+    if !txn.revoke::<service_account_key::Entity>(key_id, now).await? {
         // Another request revoked it first: answer the key as it is now.
         drop(txn);
         let key = keys_of(scope, account_id)

@@ -16,11 +16,13 @@ use crate::{config::Settings, region::Region};
 pub mod catalog;
 mod limits;
 mod page;
+mod revocation;
 mod tenant;
 mod tenant_tables;
 
 pub use limits::{Limit, LimitReached, ReserveError};
 pub use page::Page;
+pub use revocation::Revocable;
 pub use tenant::{TenantConn, TenantScope, TenantTxn, Unaudited};
 pub use tenant_tables::{tenant_tables, TenantEntity};
 
