@@ -38,6 +38,25 @@ pub struct Settings {
 pub struct OAuthSettings {
     #[serde(default)]
     pub shared: std::collections::BTreeMap<String, SharedOAuthCredentials>,
+    /// Replacements of a provider's endpoints (`oauth.endpoints.gitlab.*`
+    /// for a self-hosted GitLab; a test provider on loopback).
+    #[serde(default)]
+    pub endpoints: std::collections::BTreeMap<String, EndpointOverrides>,
+}
+
+/// Any of a provider's endpoints; unset ones keep the provider's own.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct EndpointOverrides {
+    #[serde(default)]
+    pub authorization_url: Option<String>,
+    #[serde(default)]
+    pub token_url: Option<String>,
+    #[serde(default)]
+    pub userinfo_url: Option<String>,
+    #[serde(default)]
+    pub jwks_url: Option<String>,
+    #[serde(default)]
+    pub issuer: Option<String>,
 }
 
 #[derive(Clone, Default, Deserialize)]

@@ -129,6 +129,7 @@ impl Application {
                 .timeout(Duration::from_secs(30))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
+            providers: crate::oauth::client::ProviderClient::new()?,
             webhooks: delivery::Clients::build(Duration::from_secs(settings.webhooks.timeout_seconds))?,
             shutdown: Shutdown::default(),
         });

@@ -36,6 +36,8 @@ pub struct AppState {
     pub mailer: crate::service::mailer::Mailer,
     /// For forwarding to peer nodes.
     pub http: reqwest::Client,
+    /// Calls to identity providers (code exchange, user info, their keys).
+    pub providers: crate::oauth::client::ProviderClient,
     /// For webhook deliveries.
     pub webhooks: delivery::Clients,
     /// Given once the HTTP server has drained; background workers then stop.

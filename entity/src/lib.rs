@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `oauth_provider`, `refresh_token`,
+//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `oauth_flow`, `oauth_provider`, `refresh_token`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
@@ -23,6 +23,7 @@ pub mod host_group;
 pub mod membership;
 pub mod messaging_outbox;
 pub mod messaging_provider;
+pub mod oauth_flow;
 pub mod oauth_provider;
 pub mod organization;
 pub mod pending_audit_event;
@@ -37,6 +38,7 @@ pub mod signing_key;
 pub mod unmatched_processor_event;
 pub mod user;
 pub mod user_api_key;
+pub mod user_identity;
 pub mod webhook;
 pub mod webhook_attempt;
 pub mod webhook_message;

@@ -16,6 +16,7 @@ use crate::{
         hooks::HookError,
         messaging::MessagingError,
         oauth_providers::OAuthProviderError,
+        provider_sign_in::ProviderSignInError,
         organizations::OrganizationError,
         personal_keys::PersonalKeyError,
         profile_fields::ProfileFieldError,
@@ -321,6 +322,32 @@ impl From<OAuthProviderError> for ApiError {
             ),
             OAuthProviderError::Invalid(invalid) => invalid.into(),
             OAuthProviderError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<ProviderSignInError> for ApiError {
+    fn from(err: ProviderSignInError) -> Self {
+        match err {
+            ProviderSignInError::NotEnabled(provider) => ApiError::new(
+                Code::NotFound,
+                format!("Sign-in with `{provider}` is not enabled for this application."),
+            ),
+            ProviderSignInError::RedirectUri(issue) => ApiError {
+                details: vec![super::FieldIssue { field: "redirect_uri".into(), issue: issue.into() }],
+                ..ApiError::new(Code::InvalidUrl, format!("`redirect_uri` {issue}."))
+            },
+            ProviderSignInError::InvalidState => ApiError::new(
+                Code::InvalidState,
+                "The sign-in's `state` is unknown, expired or already used: start the sign-in again.",
+            ),
+            ProviderSignInError::InvalidGrant => ApiError::new(
+                Code::InvalidGrant,
+                "The code is unknown, expired, already used, or its `code_verifier` does not match.",
+            ),
+            ProviderSignInError::Invalid(invalid) => invalid.into(),
+            ProviderSignInError::Auth(err) => err.into(),
+            ProviderSignInError::Db(err) => err.into(),
         }
     }
 }

@@ -12,6 +12,8 @@ mod areas;
 pub enum Code {
     MalformedJson,
     InvalidSignature,
+    InvalidState,
+    InvalidGrant,
     Unauthenticated,
     InvalidCredentials,
     InsufficientScope,
@@ -41,9 +43,11 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 27] = [
+    pub const ALL: [Code; 29] = [
         Code::MalformedJson,
         Code::InvalidSignature,
+        Code::InvalidState,
+        Code::InvalidGrant,
         Code::Unauthenticated,
         Code::InvalidCredentials,
         Code::InsufficientScope,
@@ -73,7 +77,9 @@ impl Code {
 
     pub fn status(self) -> StatusCode {
         match self {
-            Code::MalformedJson | Code::InvalidSignature => StatusCode::BAD_REQUEST,
+            Code::MalformedJson | Code::InvalidSignature | Code::InvalidState | Code::InvalidGrant => {
+                StatusCode::BAD_REQUEST
+            }
             Code::Unauthenticated | Code::InvalidCredentials => StatusCode::UNAUTHORIZED,
             Code::InsufficientScope
             | Code::InsufficientRole
@@ -101,6 +107,8 @@ impl Code {
         match self {
             Code::MalformedJson => "malformed_json",
             Code::InvalidSignature => "invalid_signature",
+            Code::InvalidState => "invalid_state",
+            Code::InvalidGrant => "invalid_grant",
             Code::Unauthenticated => "unauthenticated",
             Code::InvalidCredentials => "invalid_credentials",
             Code::InsufficientScope => "insufficient_scope",

@@ -23,10 +23,11 @@ impl Modify for Wire {
         let components = openapi.components.get_or_insert_with(Default::default);
         add_components(components);
         for (path, item) in openapi.paths.paths.iter_mut() {
-            let Some(kind) = Kind::of(path) else { continue };
             let operations = [&mut item.get, &mut item.post, &mut item.put, &mut item.patch, &mut item.delete];
             for operation in operations.into_iter().flatten() {
-                shape(operation, kind);
+                if let Some(kind) = Kind::of(path, operation) {
+                    shape(operation, kind);
+                }
             }
         }
     }
@@ -41,18 +42,28 @@ enum Kind {
     /// Answers in the envelope, for a caller outside (the payment processor):
     /// no `x-application-id`, its own credential in the request.
     Inbound,
+    /// A browser navigation (a provider sign-in's start and callback): no
+    /// `x-application-id`, a redirect when it succeeds.
+    Browser,
 }
 
+/// The operation extension naming a caller other than an application's
+/// client: `inbound` or `browser`.
+pub const CALLER_EXTENSION: &str = "x-gatehouse-caller";
+
 impl Kind {
-    fn of(path: &str) -> Option<Kind> {
+    fn of(path: &str, operation: &Operation) -> Option<Kind> {
+        let caller = operation.extensions.as_ref().and_then(|e| e.get(CALLER_EXTENSION)).and_then(Value::as_str);
         if !path.starts_with("/v1/") || path == "/v1/openapi.json" {
             None
         } else if path.contains("/.well-known/") {
             Some(Kind::Document)
-        } else if path == "/v1/billing/processor-webhooks" {
-            Some(Kind::Inbound)
         } else {
-            Some(Kind::Enveloped)
+            match caller {
+                Some("inbound") => Some(Kind::Inbound),
+                Some("browser") => Some(Kind::Browser),
+                _ => Some(Kind::Enveloped),
+            }
         }
     }
 }
@@ -85,7 +96,7 @@ fn shape(operation: &mut Operation, kind: Kind) {
     if kind == Kind::Enveloped {
         shared.push("401");
     }
-    if secret_key {
+    if secret_key || kind == Kind::Browser {
         shared.push("429");
     }
     if end_user || !secret_key && kind == Kind::Enveloped {

@@ -28,7 +28,7 @@ pub const SERVED_BY_HEADER: &str = "x-gatehouse-region";
 pub fn application_id(req: &actix_web::HttpRequest) -> Option<Uuid> {
     let mut values = req.headers().get_all(APPLICATION_HEADER);
     let Some(value) = values.next() else {
-        return well_known_application(req.path());
+        return well_known_application(req.path()).or_else(|| provider_sign_in_application(req));
     };
     if values.next().is_some() {
         return None;
@@ -65,6 +65,23 @@ pub async fn middleware<B: MessageBody + 'static>(
 fn well_known_application(path: &str) -> Option<Uuid> {
     let (id, rest) = path.strip_prefix("/v1/applications/")?.split_once('/')?;
     rest.starts_with(".well-known/").then(|| Uuid::parse_str(id).ok()).flatten()
+}
+
+/// A browser's sign-in with a provider carries no header: its start names
+/// the application in the query (`application_id`), its callback in the
+/// `state` the start made.
+fn provider_sign_in_application(req: &actix_web::HttpRequest) -> Option<Uuid> {
+    let step = req.path().strip_prefix("/v1/auth/oauth/")?.split_once('/')?.1;
+    let wanted = match step {
+        "start" => "application_id",
+        "callback" => "state",
+        _ => return None,
+    };
+    let value = url::form_urlencoded::parse(req.query_string().as_bytes()).find(|(name, _)| name == wanted)?.1;
+    match step {
+        "start" => Uuid::try_parse(&value).ok(),
+        _ => crate::service::provider_sign_in::application_of_state(&value),
+    }
 }
 
 async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> Result<HttpResponse, ApiError> {

@@ -173,6 +173,7 @@ pub async fn connect_status(state: web::Data<AppState>, key: SecretKey) -> ApiRe
 /// `data.object.id` names the application; an event for an account no
 /// application has connected is acknowledged and kept for the operator.
 #[utoipa::path(post, path = "/v1/billing/processor-webhooks", tag = "billing", request_body = ProcessorEventBody,
+    extensions(("x-gatehouse-caller" = json!("inbound"))),
     params(("Stripe-Signature" = String, Header, description = "`t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=…]`")),
     responses((status = 200, body = ReceivedView),
         (status = 400, description = "`invalid_signature`: the signature is missing, malformed, outside 300 s or does not match; or `malformed_json`"),

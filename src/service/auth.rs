@@ -125,7 +125,7 @@ pub async fn sign_in(
         return Err(failed_sign_in(scope, email, None, "unknown_email").await);
     }
     let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
-    txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id})).await?;
+    txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id, "method": "password"})).await?;
     txn.commit().await?;
     Ok((signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
 }
@@ -135,7 +135,7 @@ pub async fn sign_in(
 pub async fn failed_sign_in(scope: &TenantScope, email: &str, user_id: Option<Uuid>, reason: &str) -> AuthError {
     let record = async {
         let mut txn = scope.acting_as(Actor::public()).begin().await?;
-        txn.audit("sign_in.failed", user_id, json!({"email": email, "reason": reason})).await?;
+        txn.audit("sign_in.failed", user_id, json!({"method": "password", "email": email, "reason": reason})).await?;
         txn.commit().await
     };
     match record.await {

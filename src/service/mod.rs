@@ -13,6 +13,7 @@ pub mod oauth_providers;
 pub mod organizations;
 pub mod personal_keys;
 pub mod profile_fields;
+pub mod provider_sign_in;
 pub mod rotations;
 pub mod service_accounts;
 pub mod sessions;

@@ -16,7 +16,7 @@ use crate::{
     tenancy::{Environment, Tenant},
 };
 
-pub const PROVIDERS: [&str; 8] = ["google", "github", "microsoft", "apple", "gitlab", "discord", "linkedin", "slack"];
+pub use crate::oauth::providers::PROVIDERS;
 pub const MAX_CLIENT_ID: usize = 255;
 pub const MAX_SECRET: usize = 1024;
 pub const MAX_SCOPES: usize = 50;

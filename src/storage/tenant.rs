@@ -35,6 +35,10 @@ pub enum Unaudited {
     /// sent it (a test send, an invitation) has its own audit row, and the
     /// message's text is no change of the application.
     MessagingOutbox,
+    /// A sign-in with an identity provider in progress (its `state`, its
+    /// one-time code, an identity's last sign-in): its outcome is audited,
+    /// `sign_in.succeeded` at the exchange or `sign_in.failed`.
+    ProviderSignInStep,
 }
 
 /// Read access to one application's rows, through a handle or a transaction.

@@ -52,4 +52,6 @@ tenant_tables!(
     messaging_provider,
     messaging_outbox,
     oauth_provider,
+    user_identity,
+    oauth_flow,
 );

@@ -19,6 +19,7 @@ mod messaging;
 mod oauth_providers;
 mod ops;
 mod profile_fields;
+mod provider_sign_in;
 mod rate_limits;
 mod regions;
 mod secrets;

@@ -4,6 +4,7 @@
 //! flows live in `service::auth`; these parse, call one service function and
 //! render.
 pub mod me;
+pub mod oauth;
 pub mod personal_keys;
 pub mod sign_in;
 
@@ -22,6 +23,13 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/auth/sign-in").route(web::post().to(sign_in::sign_in)))
         .service(web::resource("/auth/token").route(web::post().to(sign_in::refresh)))
         .service(web::resource("/auth/sign-out").route(web::post().to(sign_in::sign_out)))
+        .service(web::resource("/auth/oauth/exchange").route(web::post().to(oauth::exchange_code)))
+        .service(web::resource("/auth/oauth/{provider}/start").route(web::get().to(oauth::start)))
+        .service(
+            web::resource("/auth/oauth/{provider}/callback")
+                .route(web::get().to(oauth::callback))
+                .route(web::post().to(oauth::callback_form)),
+        )
         .service(web::resource("/auth/me").route(web::get().to(me::me)))
         .service(web::resource("/auth/organizations/{organization_id}/activate").route(web::post().to(me::activate)))
         .service(

@@ -35,7 +35,7 @@ pub struct SignedInView {
     pub refresh_token: String,
 }
 
-fn signed_in(signer: &Signer, user: &user::Model, opened: Opened) -> SignedInView {
+pub(super) fn signed_in(signer: &Signer, user: &user::Model, opened: Opened) -> SignedInView {
     let access = signer.issue(&opened.session, None);
     SignedInView {
         user: user.into(),
@@ -47,7 +47,7 @@ fn signed_in(signer: &Signer, user: &user::Model, opened: Opened) -> SignedInVie
     }
 }
 
-fn session_ttl(state: &AppState) -> Duration {
+pub(super) fn session_ttl(state: &AppState) -> Duration {
     Duration::seconds(state.settings.tokens.refresh_ttl_seconds as i64)
 }
 

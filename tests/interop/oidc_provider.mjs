@@ -1,0 +1,46 @@
+// A real OpenID provider for Gatehouse's provider sign-in test: the
+// certified `oidc-provider` package with its development login and consent
+// pages (any login, any password), on 127.0.0.1.
+//
+//   node oidc_provider.mjs '<json config>'
+//
+// config: {port, clients: [{client_id, client_secret, redirect_uris}]}.
+// The login names the account: `<name>` has the verified email
+// `<name>@example.com`; `unverified-<name>` has it unverified; `noemail-<name>`
+// has none. Prints "ready" once it listens; runs until killed.
+import Provider from "oidc-provider";
+import { exportJWK, generateKeyPair } from "jose";
+
+// stdout carries only "ready" (the caller may stop reading it); the
+// provider's own notices go to stderr.
+console.log = console.info = console.warn = (...args) => console.error(...args);
+
+const config = JSON.parse(process.argv[2]);
+const issuer = `http://127.0.0.1:${config.port}`;
+
+const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+const signing = { ...(await exportJWK(privateKey)), alg: "RS256", use: "sig", kid: "test-rs256" };
+
+const provider = new Provider(issuer, {
+  jwks: { keys: [signing] },
+  clients: config.clients.map((client) => ({
+    ...client,
+    grant_types: ["authorization_code"],
+    response_types: ["code"],
+    token_endpoint_auth_method: "client_secret_post",
+  })),
+  claims: { openid: ["sub"], email: ["email", "email_verified"] },
+  scopes: ["openid", "email", "profile"],
+  async findAccount(_ctx, id) {
+    const email = id.startsWith("noemail-") ? undefined : `${id.replace(/^unverified-/, "")}@example.com`;
+    return {
+      accountId: id,
+      async claims() {
+        return { sub: id, email, email_verified: email ? !id.startsWith("unverified-") : undefined };
+      },
+    };
+  },
+});
+provider.on("server_error", (_ctx, error) => console.error("oidc-provider:", error));
+
+provider.listen(config.port, "127.0.0.1", () => process.stdout.write("ready\n"));
