@@ -16,10 +16,10 @@ use crate::{
         hooks::HookError,
         messaging::MessagingError,
         oauth_providers::OAuthProviderError,
-        provider_sign_in::ProviderSignInError,
         organizations::OrganizationError,
         personal_keys::PersonalKeyError,
         profile_fields::ProfileFieldError,
+        provider_sign_in::ProviderSignInError,
         rotations::RotationError,
         service_accounts::ServiceAccountError,
         sessions::SessionError,
@@ -329,10 +329,9 @@ impl From<OAuthProviderError> for ApiError {
 impl From<ProviderSignInError> for ApiError {
     fn from(err: ProviderSignInError) -> Self {
         match err {
-            ProviderSignInError::NotEnabled(provider) => ApiError::new(
-                Code::NotFound,
-                format!("Sign-in with `{provider}` is not enabled for this application."),
-            ),
+            ProviderSignInError::NotEnabled(provider) => {
+                ApiError::new(Code::NotFound, format!("Sign-in with `{provider}` is not enabled for this application."))
+            }
             ProviderSignInError::RedirectUri(issue) => ApiError {
                 details: vec![super::FieldIssue { field: "redirect_uri".into(), issue: issue.into() }],
                 ..ApiError::new(Code::InvalidUrl, format!("`redirect_uri` {issue}."))

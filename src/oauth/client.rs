@@ -125,7 +125,8 @@ impl ProviderClient {
             }
             Protocol::OAuth => {
                 let access_token = access_token.ok_or(ProviderError::Unreadable("no access_token"))?;
-                let url = endpoints.userinfo_url.as_deref().ok_or(ProviderError::Unreadable("no user-info endpoint"))?;
+                let url =
+                    endpoints.userinfo_url.as_deref().ok_or(ProviderError::Unreadable("no user-info endpoint"))?;
                 let info = self.get_json(url, access_token).await?;
                 match endpoints.user_info {
                     UserInfo::Standard => standard_account(&info),
@@ -201,7 +202,8 @@ impl ProviderClient {
                 return Err(ProviderError::Unreadable("keys endpoint answered an error"));
             }
             let body = read(response).await?;
-            let keys: Jwks = serde_json::from_slice(&body).map_err(|_| ProviderError::Unreadable("keys are not a JWKS"))?;
+            let keys: Jwks =
+                serde_json::from_slice(&body).map_err(|_| ProviderError::Unreadable("keys are not a JWKS"))?;
             Ok(Arc::new(keys))
         };
         self.keys.try_get_with(url.to_string(), fetch).await.map_err(|err: Arc<ProviderError>| match &*err {
@@ -260,7 +262,11 @@ fn flag(value: &Value) -> bool {
 }
 
 fn standard_account(info: &Value) -> Result<Account, ProviderError> {
-    Ok(Account { subject: subject(&info["sub"])?, email: text(&info["email"]), email_verified: flag(&info["email_verified"]) })
+    Ok(Account {
+        subject: subject(&info["sub"])?,
+        email: text(&info["email"]),
+        email_verified: flag(&info["email_verified"]),
+    })
 }
 
 fn discord_account(info: &Value) -> Result<Account, ProviderError> {
@@ -272,11 +278,8 @@ fn discord_account(info: &Value) -> Result<Account, ProviderError> {
 fn github_account(info: &Value, emails: &Value) -> Result<Account, ProviderError> {
     let listed = emails.as_array().map(Vec::as_slice).unwrap_or_default();
     let verified = |entry: &&Value| flag(&entry["verified"]) && text(&entry["email"]).is_some();
-    let chosen = listed
-        .iter()
-        .filter(verified)
-        .find(|entry| flag(&entry["primary"]))
-        .or_else(|| listed.iter().find(verified));
+    let chosen =
+        listed.iter().filter(verified).find(|entry| flag(&entry["primary"])).or_else(|| listed.iter().find(verified));
     let (email, email_verified) = match chosen {
         Some(entry) => (text(&entry["email"]), true),
         None => (text(&info["email"]), false),

@@ -187,7 +187,9 @@ impl Unverified {
         if candidates.is_empty() {
             return Err(IdTokenError::UnknownKey);
         }
-        if !candidates.iter().any(|key| verify_signature(&self.header.alg, key, self.signed.as_bytes(), &self.signature))
+        if !candidates
+            .iter()
+            .any(|key| verify_signature(&self.header.alg, key, self.signed.as_bytes(), &self.signature))
         {
             return Err(IdTokenError::Signature);
         }
@@ -351,7 +353,10 @@ mod tests {
             claims[field] = value;
             verify(&key.token(&claims), &[key.jwk()]).map(|_| ())
         };
-        assert_eq!(with("iss", json!("https://evil.example")), Err(IdTokenError::Issuer("https://evil.example".into())));
+        assert_eq!(
+            with("iss", json!("https://evil.example")),
+            Err(IdTokenError::Issuer("https://evil.example".into()))
+        );
         assert_eq!(with("aud", json!("client-b")), Err(IdTokenError::Audience));
         assert_eq!(with("aud", json!(["client-a", "client-b"])), Err(IdTokenError::Audience));
         assert_eq!(with("azp", json!("client-b")), Err(IdTokenError::Audience));

@@ -119,7 +119,7 @@ fn shape(operation: &mut Operation, kind: Kind) {
             if kind != Kind::Document {
                 wrap_success(response);
             }
-        } else if response.content.is_empty() {
+        } else if response.content.is_empty() && !status.starts_with('3') {
             response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
             if response.description.is_empty() {
                 let shared = SHARED.iter().find(|(s, _, _)| s == status);

@@ -125,7 +125,8 @@ pub async fn sign_in(
         return Err(failed_sign_in(scope, email, None, "unknown_email").await);
     }
     let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
-    txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id, "method": "password"})).await?;
+    txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id, "method": "password"}))
+        .await?;
     txn.commit().await?;
     Ok((signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
 }

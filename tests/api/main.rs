@@ -17,6 +17,7 @@ mod http_surface;
 mod list_plans;
 mod messaging;
 mod oauth_providers;
+mod oidc;
 mod ops;
 mod profile_fields;
 mod provider_sign_in;

@@ -2,34 +2,26 @@
 //! `state`, the one-time code, and the whole browser flow against a real
 //! OpenID provider (the certified `oidc-provider` package, started on
 //! loopback as the `google` provider's endpoints).
-use std::{
-    collections::BTreeMap,
-    io::{BufRead, BufReader},
-    path::Path,
-    process::{Child, Command, Stdio},
-};
+use std::collections::BTreeMap;
 
 use chrono::Duration;
 use entity::oauth_flow;
 use gatehouse::{config::EndpointOverrides, region::Region};
-use reqwest::{redirect::Policy, Method, StatusCode};
+use reqwest::{Method, StatusCode};
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
 use url::Url;
 
-use crate::helpers::{spawn_with, Caller, Reply, TestApp};
+use crate::{
+    helpers::{spawn_with, Caller, Reply, TestApp},
+    oidc::{free_port, no_redirects, Browser, OidcProvider, APP_ORIGIN, OTHER_CLIENT},
+};
 
-const APP_ORIGIN: &str = "http://127.0.0.1:3999";
 const CLIENT_ID: &str = "gatehouse-google";
 const CLIENT_SECRET: &str = "provider-client-secret-0123456789abcdef";
-const OTHER_CLIENT: &str = "another-client";
 
 fn redirect_uri() -> String {
     format!("{APP_ORIGIN}/signed-in")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A node whose `google` endpoints are at `issuer`, with a public URL the
@@ -57,7 +49,8 @@ async fn node_with_google(issuer: &str) -> TestApp {
     let patched = app.patch(&format!("/v1/applications/{id}"), &json!({"allowed_origins": [APP_ORIGIN]})).await;
     assert_eq!(patched.status, 200, "{:?}", patched.body);
     let google = json!({"provider": "google", "enabled": true, "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET});
-    let put = app.send(&app.caller, Method::PUT, &format!("/v1/applications/{id}/providers/oauth"), Some(&google)).await;
+    let put =
+        app.send(&app.caller, Method::PUT, &format!("/v1/applications/{id}/providers/oauth"), Some(&google)).await;
     assert_eq!(put.status, 200, "{:?}", put.body);
     app
 }
@@ -69,10 +62,6 @@ fn start_path(caller: &Caller, extra: &[(&str, &str)]) -> String {
         .append_pair("redirect_uri", &redirect_uri())
         .extend_pairs(extra);
     format!("{}?{}", url.path(), url.query().unwrap())
-}
-
-fn no_redirects() -> reqwest::Client {
-    reqwest::Client::builder().redirect(Policy::none()).build().unwrap()
 }
 
 /// GET without following a redirect: the status and `Location`.
@@ -88,8 +77,11 @@ fn query_of(url: &str) -> BTreeMap<String, String> {
 
 fn with_query(url: &str, name: &str, value: &str) -> String {
     let mut parsed = Url::parse(url).unwrap();
-    let pairs: Vec<(String, String)> =
-        parsed.query_pairs().into_owned().map(|(k, v)| if k == name { (k, value.to_string()) } else { (k, v) }).collect();
+    let pairs: Vec<(String, String)> = parsed
+        .query_pairs()
+        .into_owned()
+        .map(|(k, v)| if k == name { (k, value.to_string()) } else { (k, v) })
+        .collect();
     parsed.query_pairs_mut().clear().extend_pairs(pairs);
     parsed.into()
 }
@@ -181,9 +173,11 @@ async fn a_state_is_taken_once_and_not_after_ten_minutes() {
     assert_eq!(query_of(&back)["error"], "access_denied");
     assert_eq!(query_of(&back)["state"], "s-1");
     // The same state again, a forged one, none: nowhere to go back to.
-    for url in [callback(&state), callback(&format!("{}.{}", state.split('.').next().unwrap(), "x".repeat(43))),
-        app.url("/v1/auth/oauth/google/callback")]
-    {
+    for url in [
+        callback(&state),
+        callback(&format!("{}.{}", state.split('.').next().unwrap(), "x".repeat(43))),
+        app.url("/v1/auth/oauth/google/callback"),
+    ] {
         let reply = app.raw(app.client.get(url)).await;
         assert_eq!((reply.status, reply.error_code()), (400, "invalid_state"), "{:?}", reply.body);
     }
@@ -227,125 +221,6 @@ async fn an_unknown_code_is_refused_and_a_form_post_callback_comes_back_as_a_get
     assert_eq!(form.headers()["location"], "/v1/auth/oauth/apple/callback?state=abc&code=def");
 }
 
-/// The real provider, or `None` (the test is skipped) when node or the
-/// package is missing and `GATEHOUSE_TEST_REQUIRE_OIDC` is unset.
-struct OidcProvider {
-    child: Child,
-    issuer: String,
-}
-
-impl OidcProvider {
-    fn start(port: u16, callback: &str) -> Option<OidcProvider> {
-        let interop = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop");
-        let available = interop.join("node_modules/oidc-provider").is_dir()
-            && Command::new("node").arg("--version").output().is_ok_and(|o| o.status.success());
-        if !available {
-            assert!(
-                std::env::var_os("GATEHOUSE_TEST_REQUIRE_OIDC").is_none(),
-                "GATEHOUSE_TEST_REQUIRE_OIDC is set but node or tests/interop/node_modules is missing (npm ci --prefix tests/interop)"
-            );
-            eprintln!("SKIPPED: the provider sign-in test needs node and `npm ci --prefix tests/interop`");
-            return None;
-        }
-        let client = |id: &str| json!({"client_id": id, "client_secret": CLIENT_SECRET, "redirect_uris": [callback]});
-        let config = json!({"port": port, "clients": [client(CLIENT_ID), client(OTHER_CLIENT)]});
-        let mut child = Command::new("node")
-            .current_dir(&interop)
-            .args(["oidc_provider.mjs", &config.to_string()])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("node starts");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
-        assert_eq!(line.trim(), "ready", "oidc-provider did not start");
-        Some(OidcProvider { child, issuer: format!("http://127.0.0.1:{port}") })
-    }
-}
-
-impl Drop for OidcProvider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A browser as far as the flow needs one: follows redirects itself,
-/// keeps cookies (all on 127.0.0.1), and submits the provider's login and
-/// consent forms, until it is sent to the application.
-struct Browser {
-    client: reqwest::Client,
-    cookies: BTreeMap<String, String>,
-    login: String,
-}
-
-impl Browser {
-    fn new(login: &str) -> Browser {
-        Browser { client: no_redirects(), cookies: BTreeMap::new(), login: login.into() }
-    }
-
-    /// Follows `url` until a redirect to the application; answers that URL.
-    async fn until_application(&mut self, url: String) -> String {
-        self.until(url, APP_ORIGIN).await
-    }
-
-    /// Follows `url` until it is sent to a URL starting with `stop`.
-    async fn until(&mut self, mut url: String, stop: &str) -> String {
-        let mut form: Option<(String, Vec<(String, String)>)> = None;
-        for _ in 0..20 {
-            if form.is_none() && url.starts_with(stop) {
-                return url;
-            }
-            let request = match form.take() {
-                Some((action, fields)) => self.client.post(&action).form(&fields),
-                None => self.client.get(&url),
-            };
-            let cookie = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
-            let response = request.header("cookie", cookie).send().await.unwrap();
-            for set in response.headers().get_all("set-cookie") {
-                let pair = set.to_str().unwrap().split(';').next().unwrap();
-                if let Some((name, value)) = pair.split_once('=') {
-                    self.cookies.insert(name.trim().to_string(), value.to_string());
-                }
-            }
-            let base = Url::parse(response.url().as_str()).unwrap();
-            if let Some(location) = response.headers().get("location") {
-                url = base.join(location.to_str().unwrap()).unwrap().to_string();
-                continue;
-            }
-            let status = response.status();
-            let html = response.text().await.unwrap();
-            let (action, mut fields) = parse_form(&html).unwrap_or_else(|| panic!("{status} at {url}: {html}"));
-            if fields.iter().any(|(name, _)| name == "login") {
-                fields.retain(|(name, _)| name != "login" && name != "password");
-                fields.push(("login".into(), self.login.clone()));
-                fields.push(("password".into(), "any password".into()));
-            }
-            form = Some((base.join(&action).unwrap().to_string(), fields));
-        }
-        panic!("the flow did not reach {stop}");
-    }
-}
-
-/// The form of a page: its action and its inputs' names and values.
-fn parse_form(html: &str) -> Option<(String, Vec<(String, String)>)> {
-    let attribute = |tag: &str, name: &str| {
-        let start = tag.find(&format!("{name}=\""))? + name.len() + 2;
-        Some(tag[start..].split('"').next()?.replace("&amp;", "&"))
-    };
-    let form = &html[html.find("<form")?..];
-    let action = attribute(&form[..form.find('>')?], "action")?;
-    let fields = form
-        .split("<input")
-        .skip(1)
-        .filter_map(|rest| {
-            let tag = &rest[..rest.find('>')?];
-            Some((attribute(tag, "name")?, attribute(tag, "value").unwrap_or_default()))
-        })
-        .collect();
-    Some((action, fields))
-}
-
 /// Starts a sign-in for `caller` (with the application's PKCE challenge of
 /// `verifier`) and answers the provider's authorization URL.
 async fn authorization_url(app: &TestApp, verifier: &str) -> String {
@@ -361,10 +236,12 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     let provider_port = free_port();
     let issuer = format!("http://127.0.0.1:{provider_port}");
     let app = node_with_google(&issuer).await;
-    let Some(_provider) = OidcProvider::start(provider_port, &app.url("/v1/auth/oauth/google/callback")) else {
+    let callback = app.url("/v1/auth/oauth/google/callback");
+    let Some(_provider) =
+        OidcProvider::start(provider_port, &[CLIENT_ID, OTHER_CLIENT], CLIENT_SECRET, &callback, None)
+    else {
         return;
     };
-    assert_eq!(_provider.issuer, issuer);
     let verifier = gatehouse::oauth::random_token(32);
 
     // Alice is new: a user is created and her identity linked.
@@ -390,8 +267,14 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     assert_eq!(data["user"]["email"], "alice@example.com");
     assert_eq!(data["token_type"], "Bearer");
     let alice_id = data["user"]["id"].as_str().unwrap().to_string();
-    let me = app.raw(app.client.get(app.url("/v1/auth/me")).header("x-application-id", &app.caller.application_id)
-        .bearer_auth(data["access_token"].as_str().unwrap())).await;
+    let me = app
+        .raw(
+            app.client
+                .get(app.url("/v1/auth/me"))
+                .header("x-application-id", &app.caller.application_id)
+                .bearer_auth(data["access_token"].as_str().unwrap()),
+        )
+        .await;
     assert_eq!(me.status, 200, "{:?}", me.body);
     // Once only.
     let again = exchange(&app, &app.caller, json!({"code": code, "code_verifier": verifier})).await;
@@ -403,8 +286,14 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     assert_eq!(second.data()["user"]["id"], alice_id.as_str());
 
     // Bob signed up with a password first: his verified email links.
-    let bob = app.raw(app.client.post(app.url("/v1/auth/sign-up")).header("x-application-id", &app.caller.application_id)
-        .json(&json!({"email": "bob@example.com", "password": "correct horse battery"}))).await;
+    let bob = app
+        .raw(
+            app.client
+                .post(app.url("/v1/auth/sign-up"))
+                .header("x-application-id", &app.caller.application_id)
+                .json(&json!({"email": "bob@example.com", "password": "correct horse battery"})),
+        )
+        .await;
     assert_eq!(bob.status, 201, "{:?}", bob.body);
     let back = Browser::new("bob").until_application(authorization_url(&app, &verifier).await).await;
     let linked = exchange(&app, &app.caller, json!({"code": query_of(&back)["code"], "code_verifier": verifier})).await;
@@ -427,7 +316,6 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
 
     // A real callback replayed: the state is spent.
     let mut carol = Browser::new("carol");
-    let callback = app.url("/v1/auth/oauth/google/callback");
     let seen_callback = carol.until(authorization_url(&app, &verifier).await, &callback).await;
     let first = carol.until_application(seen_callback.clone()).await;
     assert!(query_of(&first).contains_key("code"), "{first}");
@@ -446,4 +334,40 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     assert!(oauth.iter().all(|r| r["data"]["provider"] == "google"));
     let linked = app.get("/v1/audit-logs/export?type=identity.linked").await;
     assert_eq!(linked.data().as_array().unwrap().len(), 3, "alice, bob and carol; not alice twice");
+}
+
+#[actix_web::test]
+async fn the_start_and_the_callback_reach_the_node_of_the_applications_region() {
+    let nodes = crate::helpers::us_node_with_eu_peer().await;
+    let (us, eu) = (&nodes.us, &nodes.eu_caller);
+    let id = &eu.application_id;
+    let patched = us
+        .send(eu, Method::PATCH, &format!("/v1/applications/{id}"), Some(&json!({"allowed_origins": [APP_ORIGIN]})))
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    let google = json!({"provider": "google", "enabled": true, "client_id": "c", "client_secret": "s"});
+    let put = us.send(eu, Method::PUT, &format!("/v1/applications/{id}/providers/oauth"), Some(&google)).await;
+    assert_eq!(put.status, 200, "{:?}", put.body);
+
+    // Started on the us node: the eu node answers, and keeps the flow.
+    let started = no_redirects().get(us.url(&start_path(eu, &[("state", "eu-state")]))).send().await.unwrap();
+    assert_eq!(started.status(), StatusCode::FOUND);
+    assert_eq!(started.headers()["x-gatehouse-region"], "eu");
+    let location = started.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with("https://accounts.google.com/"), "{location}");
+    let eu_shard = &nodes.eu_state.storage.shard(Region::Eu).unwrap().conn;
+    assert_eq!(oauth_flow::Entity::find().all(eu_shard).await.unwrap().len(), 1);
+
+    // The provider calls back to the us node: the state names the eu application.
+    let mut callback = Url::parse(&us.url("/v1/auth/oauth/google/callback")).unwrap();
+    callback
+        .query_pairs_mut()
+        .append_pair("state", &query_of(&location)["state"])
+        .append_pair("error", "access_denied");
+    let back = no_redirects().get(callback).send().await.unwrap();
+    assert_eq!(back.status(), StatusCode::SEE_OTHER);
+    assert_eq!(back.headers()["x-gatehouse-region"], "eu");
+    let back = back.headers()["location"].to_str().unwrap().to_string();
+    assert_eq!(query_of(&back)["error"], "access_denied");
+    assert_eq!(query_of(&back)["state"], "eu-state");
 }

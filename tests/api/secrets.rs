@@ -8,6 +8,8 @@ use std::process::{Child, Command, Stdio};
 use reqwest::{Client, Method};
 use serde_json::{json, Value};
 
+use crate::oidc::{free_port, no_redirects, Browser, OidcProvider, APP_ORIGIN};
+
 /// Configured, not sent: the processor's signing secret.
 const PROCESSOR_SECRET: &str = "canary-processor-secret-3d9b";
 
@@ -22,17 +24,22 @@ const PLANTED: [&str; 5] = [
 struct Server {
     child: Child,
     base: String,
+    /// Where the `google` provider's endpoints point (a real provider is
+    /// started there when node and its package are installed).
+    provider_port: u16,
     application: String,
     key: String,
     client: Client,
     log: std::path::PathBuf,
-    _dir: tempfile::TempDir,
+    dir: tempfile::TempDir,
 }
 
 impl Server {
     fn start() -> Server {
         let dir = tempfile::tempdir().unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let port = free_port();
+        let provider_port = free_port();
+        let issuer = format!("http://127.0.0.1:{provider_port}");
         let command = |args: &[&str]| {
             let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
             command
@@ -42,6 +49,12 @@ impl Server {
                 .env("GATEHOUSE__LOG__FORMAT", "json")
                 .env("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "20")
                 .env("GATEHOUSE__BILLING__PROCESSOR_WEBHOOK_SECRET", PROCESSOR_SECRET)
+                .env("GATEHOUSE__SERVER__PUBLIC_URL", format!("http://127.0.0.1:{port}"))
+                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__ISSUER", &issuer)
+                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__AUTHORIZATION_URL", format!("{issuer}/auth"))
+                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__TOKEN_URL", format!("{issuer}/token"))
+                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__USERINFO_URL", format!("{issuer}/me"))
+                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__JWKS_URL", format!("{issuer}/jwks"))
                 .env("RUST_LOG", "info,gatehouse=debug");
             command
         };
@@ -53,11 +66,12 @@ impl Server {
         Server {
             child,
             base: format!("http://127.0.0.1:{port}"),
+            provider_port,
             application: created["application_id"].as_str().unwrap().to_string(),
             key: created["secret_key"].as_str().unwrap().to_string(),
             client: Client::new(),
             log,
-            _dir: dir,
+            dir,
         }
     }
 
@@ -154,6 +168,7 @@ async fn no_secret_appears_in_lists_the_audit_export_or_the_logs() {
         server.call(Method::POST, "/v1/auth/me/api-keys", Some(json!({"name": "mine"})), Some(&access)).await;
     assert_eq!(status, 201, "{personal}");
     issued.push(serde_json::from_str::<Value>(&personal).unwrap()["data"]["secret"].as_str().unwrap().into());
+    issued.extend(sign_in_with_the_provider(&server, oauth).await);
     // The webhook's deliveries fail (nothing listens on port 9): their log lines are searched too.
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 
@@ -189,4 +204,53 @@ async fn no_secret_appears_in_lists_the_audit_export_or_the_logs() {
         assert!(!read.contains(&secret), "a list or the audit export shows `{secret}`");
         assert!(!logs.contains(&secret), "the logs show `{secret}`");
     }
+}
+
+/// A whole sign-in with the real provider (the `google` client's secret is
+/// the planted canary), when node and its package are installed. Answers
+/// every secret it saw: the `state`, the provider's code, the PKCE
+/// verifiers (ours, as the provider received it, and the application's),
+/// the one-time code and the tokens it was exchanged for.
+async fn sign_in_with_the_provider(server: &Server, client_secret: &str) -> Vec<String> {
+    let record = server.dir.path().join("verifiers");
+    let callback = format!("{}/v1/auth/oauth/google/callback", server.base);
+    let Some(_provider) =
+        OidcProvider::start(server.provider_port, &["client"], client_secret, &callback, Some(&record))
+    else {
+        return Vec::new();
+    };
+    let path = format!("/v1/applications/{}", server.application);
+    let (status, text) = server.call(Method::PATCH, &path, Some(json!({"allowed_origins": [APP_ORIGIN]})), None).await;
+    assert_eq!(status, 200, "{text}");
+    let app_verifier = gatehouse::oauth::random_token(32);
+    let mut start = url::Url::parse(&format!("{}/v1/auth/oauth/google/start", server.base)).unwrap();
+    start
+        .query_pairs_mut()
+        .append_pair("application_id", &server.application)
+        .append_pair("redirect_uri", &format!("{APP_ORIGIN}/done"))
+        .append_pair("code_challenge", &gatehouse::oauth::pkce_challenge(&app_verifier));
+    let started = no_redirects().get(start).send().await.unwrap();
+    let authorization = started.headers()["location"].to_str().unwrap().to_string();
+    let param = |url: &str, name: &str| {
+        let url = url::Url::parse(url).unwrap();
+        url.query_pairs().find(|(k, _)| k == name).map(|(_, v)| v.into_owned()).unwrap_or_else(|| panic!("{url}"))
+    };
+    let state = param(&authorization, "state");
+    let mut browser = Browser::new("canary");
+    let called_back = browser.until(authorization, &callback).await;
+    let provider_code = param(&called_back, "code");
+    let back = browser.until_application(called_back).await;
+    let code = param(&back, "code");
+    let exchange = json!({"code": code, "code_verifier": app_verifier});
+    let (status, text) = server.call(Method::POST, "/v1/auth/oauth/exchange", Some(exchange), None).await;
+    assert_eq!(status, 200, "{text}");
+    let tokens: Value = serde_json::from_str(&text).unwrap();
+    let verifiers = std::fs::read_to_string(&record).unwrap();
+    let mut seen = vec![state, provider_code, code, app_verifier];
+    seen.extend(verifiers.lines().map(str::to_string));
+    assert_eq!(seen.len(), 5, "the provider received one verifier");
+    for token in ["access_token", "refresh_token"] {
+        seen.push(tokens["data"][token].as_str().unwrap().to_string());
+    }
+    seen
 }

@@ -42,6 +42,13 @@ export GATEHOUSE_FUZZ_BASE="$base" GATEHOUSE_FUZZ_APPLICATION="$app" GATEHOUSE_F
 curl -sf -o /dev/null -X POST "$base/v1/auth/sign-up" -H "x-application-id: $app" -H 'content-type: application/json' \
   -d "{\"email\": \"$GATEHOUSE_FUZZ_EMAIL\", \"password\": \"$GATEHOUSE_FUZZ_PASSWORD\"}"
 
+# A provider to start signing in with, and an origin to come back to.
+curl -sf -o /dev/null -X PATCH "$base/v1/applications/$app" -H "x-application-id: $app" -H "authorization: Bearer $key" \
+  -H 'content-type: application/json' -d '{"allowed_origins": ["https://app.example.com"]}'
+curl -sf -o /dev/null -X PUT "$base/v1/applications/$app/providers/oauth" -H "x-application-id: $app" \
+  -H "authorization: Bearer $key" -H 'content-type: application/json' \
+  -d '{"provider": "google", "enabled": true, "client_id": "fuzz-client", "client_secret": "fuzz-secret"}'
+
 cd "$here"
 status=0
 SCHEMATHESIS_HOOKS="$here/hooks.py" schemathesis run "$base/v1/openapi.json" --checks all || status=1

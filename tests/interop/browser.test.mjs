@@ -1,8 +1,11 @@
 // A real browser (headless Chromium, driven by puppeteer-core) runs a
 // customer's single-page app against Gatehouse: its own script signs up,
 // signs in, refreshes, manages personal keys and signs out over CORS, and
-// verifies its access token with jose against the JWKS. A page on an origin
-// no application allows is refused by the browser itself.
+// verifies its access token with jose against the JWKS; and a user signs in
+// with a provider (a real OpenID provider on loopback as `google`): the
+// page starts with PKCE, the browser walks the provider's login and consent
+// pages, and the page exchanges the one-time code it is sent back with. A
+// page on an origin no application allows is refused by the browser itself.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -11,7 +14,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
 
-import { startGatehouse } from "./gatehouse.mjs";
+import { freePort, googleAt, startGatehouse, startOidcProvider } from "./gatehouse.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const joseDir = join(here, "node_modules", "jose", "dist", "webapi");
@@ -43,10 +46,26 @@ function startStatic(host) {
   });
 }
 
-let gatehouse, allowedSite, otherSite, browser;
+let gatehouse, allowedSite, otherSite, browser, stopProvider;
+const GOOGLE_CLIENT = { id: "spa-google-client", secret: "spa-google-client-secret-1234567890" };
 
 before(async () => {
-  gatehouse = await startGatehouse();
+  const providerPort = await freePort();
+  const issuer = `http://127.0.0.1:${providerPort}`;
+  gatehouse = await startGatehouse((base) => googleAt(issuer, base));
+  stopProvider = await startOidcProvider(
+    providerPort,
+    GOOGLE_CLIENT.id,
+    GOOGLE_CLIENT.secret,
+    `${gatehouse.base}/v1/auth/oauth/google/callback`,
+  );
+  const google = await gatehouse.call("PUT", `/v1/applications/${gatehouse.applicationId}/providers/oauth`, {
+    provider: "google",
+    enabled: true,
+    client_id: GOOGLE_CLIENT.id,
+    client_secret: GOOGLE_CLIENT.secret,
+  });
+  assert.equal(google.status, 200, JSON.stringify(google.json));
   // The app's own origin, and a second one (another loopback address, so
   // another site) that no application allows.
   allowedSite = await startStatic("127.0.0.1");
@@ -69,6 +88,7 @@ after(async () => {
   allowedSite?.close();
   otherSite?.close();
   gatehouse?.stop();
+  stopProvider?.();
 });
 
 async function openApp(site) {
@@ -156,6 +176,36 @@ test("a single-page app on an allowed origin runs the end-user life cycle in a r
       // The sign-up's session is another one and still refreshes.
       assert.equal(steps.signUpSessionRefresh.status, 200, JSON.stringify(steps.signUpSessionRefresh));
     });
+  } finally {
+    await page.close();
+  }
+});
+
+test("a user signs in with a provider in a real browser: PKCE, the provider's pages, the one-time code", async () => {
+  const { page } = await openApp(allowedSite);
+  try {
+    // The page starts the sign-in: a navigation to Gatehouse, then to the provider.
+    await Promise.all([page.waitForNavigation(), page.evaluate(() => window.spa.startProviderSignIn("google"))]);
+    assert.ok(page.url().startsWith(`http://127.0.0.1:`) && page.url().includes("/interaction/"), page.url());
+    await page.type("input[name=login]", "spa-provider-user");
+    await page.type("input[name=password]", "any password");
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    // The consent page, then back through Gatehouse's callback to the page.
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    assert.ok(page.url().startsWith(`${allowedSite.origin}/app.html`), page.url());
+    const back = new URL(page.url());
+    assert.ok(back.searchParams.get("code"), page.url());
+    assert.ok(!back.searchParams.has("access_token"), "no token travels in a URL");
+    await page.waitForFunction(() => window.providerSignIn !== undefined, { timeout: 5000 });
+    const result = await page.evaluate(() => window.providerSignIn);
+    assert.equal(result.stateMatches, true, JSON.stringify(result));
+    assert.equal(result.exchange.status, 200, JSON.stringify(result.exchange));
+    assert.equal(result.exchange.json.data.user.email, "spa-provider-user@example.com");
+    assert.equal(result.me.status, 200, JSON.stringify(result.me));
+    assert.equal(result.me.json.data.user.email, "spa-provider-user@example.com");
+    // The code was spent by the page: a second exchange is refused.
+    assert.equal(result.again.status, 400, JSON.stringify(result.again));
+    assert.equal(result.again.json.error.code, "invalid_grant");
   } finally {
     await page.close();
   }

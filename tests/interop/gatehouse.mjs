@@ -17,22 +17,23 @@ export async function freePort() {
   });
 }
 
+// `extraEnv`: more settings, or a function of the server's base URL that answers them.
 export async function startGatehouse(extraEnv = {}) {
   const dataDir = mkdtempSync(join(tmpdir(), "gatehouse-interop-"));
   const port = await freePort();
+  const base = `http://127.0.0.1:${port}`;
   const env = {
     ...process.env,
     GATEHOUSE__STORAGE__DATA_DIR: dataDir,
     GATEHOUSE__SERVER__LISTEN: `127.0.0.1:${port}`,
     GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS: "20",
     RUST_LOG: "warn",
-    ...extraEnv,
+    ...(typeof extraEnv === "function" ? extraEnv(base) : extraEnv),
   };
   const boot = spawnSync(bin, ["bootstrap", "--name", "Interop"], { env, encoding: "utf8" });
   if (boot.status !== 0) throw new Error(`bootstrap failed: ${boot.stderr}`);
   const { application_id, secret_key } = JSON.parse(boot.stdout);
   const child = spawn(bin, ["serve"], { env, stdio: ["ignore", "ignore", "inherit"] });
-  const base = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 200; i++) {
     try {
       if ((await fetch(`${base}/healthz`)).ok) break;
@@ -56,4 +57,29 @@ export async function startGatehouse(extraEnv = {}) {
     rmSync(dataDir, { recursive: true, force: true });
   };
   return { base, applicationId: application_id, call, stop };
+}
+
+// The real OpenID provider (oidc_provider.mjs) on `port`, its one client
+// calling back to `callback`; answers a function that stops it.
+export async function startOidcProvider(port, clientId, clientSecret, callback) {
+  const config = { port, clients: [{ client_id: clientId, client_secret: clientSecret, redirect_uris: [callback] }] };
+  const script = new URL("./oidc_provider.mjs", import.meta.url).pathname;
+  const child = spawn(process.execPath, [script, JSON.stringify(config)], { stdio: ["ignore", "pipe", "ignore"] });
+  await new Promise((resolve, reject) => {
+    child.once("exit", (code) => reject(new Error(`oidc-provider exited with ${code}`)));
+    child.stdout.once("data", resolve);
+  });
+  return () => child.kill("SIGKILL");
+}
+
+// The settings that point Gatehouse's `google` provider at `issuer`.
+export function googleAt(issuer, base) {
+  return {
+    GATEHOUSE__SERVER__PUBLIC_URL: base,
+    GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__ISSUER: issuer,
+    GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__AUTHORIZATION_URL: `${issuer}/auth`,
+    GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__TOKEN_URL: `${issuer}/token`,
+    GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__USERINFO_URL: `${issuer}/me`,
+    GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__JWKS_URL: `${issuer}/jwks`,
+  };
 }

@@ -4,10 +4,13 @@
 //
 //   node oidc_provider.mjs '<json config>'
 //
-// config: {port, clients: [{client_id, client_secret, redirect_uris}]}.
+// config: {port, clients: [{client_id, client_secret, redirect_uris}], record?}:
+// with `record`, every PKCE verifier the token endpoint receives is appended
+// to that file (a test checks that no log of Gatehouse shows one).
 // The login names the account: `<name>` has the verified email
 // `<name>@example.com`; `unverified-<name>` has it unverified; `noemail-<name>`
 // has none. Prints "ready" once it listens; runs until killed.
+import { appendFileSync } from "node:fs";
 import Provider from "oidc-provider";
 import { exportJWK, generateKeyPair } from "jose";
 
@@ -41,6 +44,13 @@ const provider = new Provider(issuer, {
     };
   },
 });
+if (config.record) {
+  provider.use(async (ctx, next) => {
+    await next();
+    const verifier = ctx.oidc?.params?.code_verifier;
+    if (ctx.path === "/token" && verifier) appendFileSync(config.record, `${verifier}\n`);
+  });
+}
 provider.on("server_error", (_ctx, error) => console.error("oidc-provider:", error));
 
 provider.listen(config.port, "127.0.0.1", () => process.stdout.write("ready\n"));

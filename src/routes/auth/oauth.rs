@@ -67,7 +67,8 @@ pub struct StartQuery {
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("provider" = String, Path, description = "`google`, `github`, `microsoft`, `apple`, `gitlab`, `discord`, `linkedin` or `slack`"),
         StartQuery),
-    responses((status = 302, description = "To the provider's authorization endpoint"),
+    responses((status = 302, description = "To the provider's authorization endpoint",
+            headers(("Location" = String, description = "The provider's authorization URL"))),
         (status = 401, description = "No such application"),
         (status = 404, description = "The provider is not enabled (or has no credentials to use) for this application"),
         (status = 422, description = "`invalid_url`: `redirect_uri` is not on the application's allowed origins; `validation_failed`"),
@@ -121,7 +122,8 @@ impl From<CallbackQuery> for CallbackParams {
 #[utoipa::path(get, path = "/v1/auth/oauth/{provider}/callback", tag = "auth",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("provider" = String, Path), CallbackQuery),
-    responses((status = 303, description = "To the application's `redirect_uri`"),
+    responses((status = 303, description = "To the application's `redirect_uri`",
+            headers(("Location" = String, description = "`redirect_uri` with `code` or `error`, and `state`"))),
         (status = 400, description = "`invalid_state`: unknown, expired or already used"),
         (status = 401, description = "No application named by the `state`")))]
 pub async fn callback(
@@ -151,14 +153,18 @@ pub async fn callback(
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("provider" = String, Path)),
     request_body(content = String, content_type = "application/x-www-form-urlencoded"),
-    responses((status = 303, description = "To `GET` of the same callback"),
-        (status = 400, description = "`invalid_state`: the form is not one")))]
+    responses((status = 303, description = "To `GET` of the same callback",
+            headers(("Location" = String, description = "The callback with the answer in its query"))),
+        (status = 400, description = "`invalid_state`: the form is not one, or carries no `state`")))]
 pub async fn callback_form(req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let bytes = body.raw().await?;
     let invalid = || ApiError::from(provider_sign_in::ProviderSignInError::InvalidState);
     let answer: Vec<(String, String)> = serde_urlencoded::from_bytes(&bytes).map_err(|_| invalid())?;
     let wanted = ["state", "code", "error", "iss"];
     let kept: Vec<&(String, String)> = answer.iter().filter(|(name, _)| wanted.contains(&name.as_str())).collect();
+    if !kept.iter().any(|(name, value)| name == "state" && !value.is_empty()) {
+        return Err(invalid());
+    }
     let query = serde_urlencoded::to_string(kept).map_err(|_| invalid())?;
     Ok(redirect(actix_web::http::StatusCode::SEE_OTHER, &format!("{}?{query}", req.path())))
 }

@@ -121,23 +121,31 @@ async fn finish(
     if let Some(error) = params.error {
         let denied = error == "access_denied";
         let reason: String = error.chars().filter(|c| c.is_ascii_graphic()).take(64).collect();
-        return Err(Failure::new(if denied { "access_denied" } else { "provider_error" }, format!("provider_said_{reason}")));
+        return Err(Failure::new(
+            if denied { "access_denied" } else { "provider_error" },
+            format!("provider_said_{reason}"),
+        ));
     }
-    let code = params.code.filter(|c| !c.is_empty() && c.len() <= 4096).ok_or_else(|| Failure::new("provider_error", "no_code"))?;
+    let code = params
+        .code
+        .filter(|c| !c.is_empty() && c.len() <= 4096)
+        .ok_or_else(|| Failure::new("provider_error", "no_code"))?;
     let unavailable = |err: &dyn std::fmt::Display| {
         tracing::warn!(error = %err, "a provider sign-in could not be completed");
         Failure::new("temporarily_unavailable", "unavailable")
     };
     let state = deps.tenants.state(scope).await.map_err(|e| unavailable(&e.message))?;
     // Disabled (or its credentials removed) since the start: no sign-in.
-    let provider = configured(&state, deps, &flow.provider).map_err(|_| Failure::new("provider_error", "not_enabled"))?;
+    let provider =
+        configured(&state, deps, &flow.provider).map_err(|_| Failure::new("provider_error", "not_enabled"))?;
     // RFC 9207: an answer from another issuer is a mix-up, not ours to use.
     if let (Some(said), Some(issuer)) = (&params.iss, &provider.endpoints.issuer) {
         if !issuer.contains("{tenantid}") && said != issuer {
             return Err(Failure::new("provider_error", "issuer_mismatch"));
         }
     }
-    let verifier = open_verifier(deps.master_key, flow).ok_or_else(|| Failure::new("temporarily_unavailable", "verifier_unreadable"))?;
+    let verifier = open_verifier(deps.master_key, flow)
+        .ok_or_else(|| Failure::new("temporarily_unavailable", "verifier_unreadable"))?;
     let credentials = Credentials { client_id: &provider.client_id, client_secret: &provider.client_secret };
     let callback_url = deps.callback_url(&flow.provider);
     let grant = Grant { code: &code, redirect_uri: &callback_url, code_verifier: &verifier, nonce: &flow.nonce };

@@ -89,11 +89,7 @@ pub struct Configured {
 /// The application's settings for `provider`, with its own credentials, or
 /// the shared development ones (a development or staging application that
 /// asked for them, when the operator configured them).
-pub fn configured(
-    state: &TenantState,
-    deps: &Deps<'_>,
-    provider: &str,
-) -> Result<Configured, ProviderSignInError> {
+pub fn configured(state: &TenantState, deps: &Deps<'_>, provider: &str) -> Result<Configured, ProviderSignInError> {
     let not_enabled = || ProviderSignInError::NotEnabled(provider.chars().take(32).collect());
     let endpoints = providers::endpoints(provider, deps.settings).ok_or_else(not_enabled)?;
     let row = state.oauth.iter().find(|row| row.provider == provider && row.enabled).ok_or_else(not_enabled)?;
@@ -145,7 +141,10 @@ fn open_verifier(key: &MasterKey, flow: &oauth_flow::Model) -> Option<String> {
 
 /// The flow a presented `state` belongs to, within the application.
 async fn flow_of_state(db: &impl TenantConn, state: &str) -> Result<Option<oauth_flow::Model>, DbErr> {
-    db.find::<oauth_flow::Entity>().filter(oauth_flow::Column::StateHash.eq(sha256(state).to_vec())).one(db.conn()).await
+    db.find::<oauth_flow::Entity>()
+        .filter(oauth_flow::Column::StateHash.eq(sha256(state).to_vec()))
+        .one(db.conn())
+        .await
 }
 
 #[cfg(test)]

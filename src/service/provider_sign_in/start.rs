@@ -33,9 +33,8 @@ pub struct StartRequest {
 pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) -> Result<String, ProviderSignInError> {
     let state = deps.tenants.state(scope).await?;
     let provider = configured(&state, deps, &request.provider)?;
-    redirect_uri_issue(&request.redirect_uri, &state.settings.allowed_origins).map_or(Ok(()), |issue| {
-        Err(ProviderSignInError::RedirectUri(issue))
-    })?;
+    redirect_uri_issue(&request.redirect_uri, &state.settings.allowed_origins)
+        .map_or(Ok(()), |issue| Err(ProviderSignInError::RedirectUri(issue)))?;
     let mut issues = Issues::default();
     if let Some(client_state) = &request.state {
         if client_state.is_empty()
