@@ -311,7 +311,7 @@ mod tests {
     #[test]
     fn discord_and_standard_accounts_need_an_id() {
         let account = discord_account(&json!({"id": "80351110224678912", "email": "n@example.com", "verified": true}));
-        assert_eq!(account.unwrap().email_verified, true);
+        assert!(account.unwrap().email_verified);
         assert!(discord_account(&json!({"email": "n@example.com"})).is_err());
         let account = standard_account(&json!({"sub": "abc", "email": "a@example.com", "email_verified": "true"}));
         assert!(account.unwrap().email_verified);
