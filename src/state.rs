@@ -49,4 +49,14 @@ impl AppState {
     pub fn issuer(&self) -> crate::service::auth::Issuer<'_> {
         crate::service::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens }
     }
+
+    /// What runs an application's sign-up hooks (at sign-up, and when a
+    /// provider sign-in creates a user).
+    pub fn hook_caller(&self) -> crate::service::hooks::Caller<'_> {
+        crate::service::hooks::Caller {
+            master_key: &self.master_key,
+            clients: &self.webhooks,
+            total_timeout: std::time::Duration::from_millis(self.settings.hooks.total_timeout_ms),
+        }
+    }
 }

@@ -6,7 +6,7 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ring::signature::{self, UnparsedPublicKey};
 use serde::Deserialize;
 
-use crate::crypto::constant_time_eq;
+use crate::{crypto::constant_time_eq, tokens::jwt};
 
 /// Clock skew allowed between us and the provider.
 pub const LEEWAY_SECONDS: i64 = 60;
@@ -153,22 +153,9 @@ pub struct Unverified {
 }
 
 pub fn parse(token: &str) -> Result<Unverified, IdTokenError> {
-    if token.len() > MAX_TOKEN_LEN {
-        return Err(IdTokenError::Malformed);
-    }
-    let mut parts = token.split('.');
-    let (Some(header), Some(payload), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return Err(IdTokenError::Malformed);
-    };
-    let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).map_err(|_| IdTokenError::Malformed);
-    let header: Header = serde_json::from_slice(&decode(header)?).map_err(|_| IdTokenError::Malformed)?;
-    Ok(Unverified {
-        header,
-        signed: token[..token.len() - signature.len() - 1].to_string(),
-        payload: decode(payload)?,
-        signature: decode(signature)?,
-    })
+    let parts = jwt::split(token, MAX_TOKEN_LEN).ok_or(IdTokenError::Malformed)?;
+    let header: Header = serde_json::from_slice(&parts.header).map_err(|_| IdTokenError::Malformed)?;
+    Ok(Unverified { header, signed: parts.signed.to_string(), payload: parts.payload, signature: parts.signature })
 }
 
 impl Unverified {

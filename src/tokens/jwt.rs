@@ -90,23 +90,42 @@ pub struct Unverified<'a> {
     pub kid: Uuid,
 }
 
-pub fn parse(token: &str) -> Result<Unverified<'_>, Rejection> {
-    if token.len() > MAX_TOKEN_LEN {
-        return Err(Rejection::Malformed);
+/// A compact JWS taken apart: header, payload and signature decoded from
+/// base64url, and the signed text (`header.payload`). `None` for anything
+/// longer than `max_len` or not three parts of base64url.
+pub struct Parts<'a> {
+    pub header: Vec<u8>,
+    pub payload: Vec<u8>,
+    pub signature: Vec<u8>,
+    pub signed: &'a str,
+}
+
+pub fn split(token: &str, max_len: usize) -> Option<Parts<'_>> {
+    if token.len() > max_len {
+        return None;
     }
     let mut parts = token.split('.');
     let (Some(header), Some(payload), Some(signature), None) = (parts.next(), parts.next(), parts.next(), parts.next())
     else {
-        return Err(Rejection::Malformed);
+        return None;
     };
-    let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).map_err(|_| Rejection::Malformed);
-    let header: Header = serde_json::from_slice(&decode(header)?).map_err(|_| Rejection::Malformed)?;
+    let decode = |part: &str| URL_SAFE_NO_PAD.decode(part).ok();
+    Some(Parts {
+        header: decode(header)?,
+        payload: decode(payload)?,
+        signature: decode(signature)?,
+        signed: &token[..token.len() - signature.len() - 1],
+    })
+}
+
+pub fn parse(token: &str) -> Result<Unverified<'_>, Rejection> {
+    let parts = split(token, MAX_TOKEN_LEN).ok_or(Rejection::Malformed)?;
+    let header: Header = serde_json::from_slice(&parts.header).map_err(|_| Rejection::Malformed)?;
     if header.alg != "EdDSA" || header.typ != "JWT" {
         return Err(Rejection::Algorithm);
     }
     let kid = Uuid::parse_str(&header.kid).map_err(|_| Rejection::UnknownKey)?;
-    let signed = &token[..token.len() - signature.len() - 1];
-    Ok(Unverified { signed, payload: decode(payload)?, signature: decode(signature)?, kid })
+    Ok(Unverified { signed: parts.signed, payload: parts.payload, signature: parts.signature, kid })
 }
 
 /// What a verified token must say.

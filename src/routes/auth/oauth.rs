@@ -13,10 +13,7 @@ use super::{
 use crate::{
     error::{ApiError, ApiResult},
     http::{body::Body, envelope, query::Query},
-    service::{
-        hooks,
-        provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest, Deps},
-    },
+    service::provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest, Deps},
     state::AppState,
 };
 
@@ -136,11 +133,7 @@ pub async fn callback(
         return Err(provider_sign_in::ProviderSignInError::InvalidState.into());
     };
     let params = query.parsed().map_err(|_| ApiError::from(provider_sign_in::ProviderSignInError::InvalidState))?;
-    let hook_caller = hooks::Caller {
-        master_key: &state.master_key,
-        clients: &state.webhooks,
-        total_timeout: std::time::Duration::from_millis(state.settings.hooks.total_timeout_ms),
-    };
+    let hook_caller = state.hook_caller();
     let location =
         provider_sign_in::callback::callback(&scope, &deps(&state), &hook_caller, &provider, params.into()).await?;
     Ok(redirect(actix_web::http::StatusCode::SEE_OTHER, &location))

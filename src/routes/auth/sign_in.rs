@@ -13,7 +13,6 @@ use crate::{
     routes::users::{SessionView, UserView},
     service::{
         auth::{self, NewSignUp},
-        hooks,
         sessions::{self, Opened},
         users,
         validate::Issues,
@@ -78,11 +77,7 @@ pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     users::password(&mut issues, &request.password);
     let profile = users::profile(&scope, &mut issues, request.profile).await?;
     issues.finish()?;
-    let caller = hooks::Caller {
-        master_key: &state.master_key,
-        clients: &state.webhooks,
-        total_timeout: std::time::Duration::from_millis(state.settings.hooks.total_timeout_ms),
-    };
+    let caller = state.hook_caller();
     let new = NewSignUp { email, password: request.password, profile };
     let (signer, user, opened) =
         auth::sign_up(&scope, &state.issuer(), &state.passwords, &caller, new, session_ttl(&state)).await?;
