@@ -197,7 +197,7 @@ impl KeyCache {
 
     /// Writes `api_key.use_refused` for a known key, off the request path and
     /// at most once a minute per key and reason on this node.
-    fn record_refusal(&self, scope: &TenantScope, key_id: Uuid, reason: &'static str) {
+    pub fn record_refusal(&self, scope: &TenantScope, key_id: Uuid, reason: &'static str) {
         if self.refusals.contains_key(&(key_id, reason)) {
             return;
         }

@@ -38,6 +38,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::auth::personal_keys::list_personal_keys,
         routes::auth::personal_keys::revoke_personal_key,
         routes::signing_keys::jwks, routes::signing_keys::discovery, routes::signing_keys::rotate_signing_key,
+        routes::machine_tokens::token,
         routes::users::create_user, routes::users::list_users, routes::users::find_user, routes::users::update_user,
         routes::users::delete_user, routes::users::list_user_sessions, routes::users::revoke_session,
         routes::organizations::create_organization, routes::organizations::list_organizations,
@@ -86,6 +87,11 @@ impl Modify for SecretKeyAuth {
         scheme.description =
             Some("A host enrollment token (`het_test_…`/`het_live_…`) with the `x-application-id` header.".into());
         components.add_security_scheme("enrollment_token", SecurityScheme::Http(scheme));
+        let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Basic).build();
+        scheme.description = Some(
+            "A service account's id and one of its `sak_` keys as the client's credentials (RFC 6749 `client_secret_basic`); or both in the form (`client_secret_post`).".into(),
+        );
+        components.add_security_scheme("client_basic", SecurityScheme::Http(scheme));
     }
 }
 

@@ -45,10 +45,13 @@ enum Kind {
     /// A browser navigation (a provider sign-in's start and callback): no
     /// `x-application-id`, a redirect when it succeeds.
     Browser,
+    /// A client of a standard (the issuer's OAuth token endpoint): no
+    /// `x-application-id`, its standard's answers and refusals.
+    Standard,
 }
 
 /// The operation extension naming a caller other than an application's
-/// client: `inbound` or `browser`.
+/// client: `inbound`, `browser` or `oauth_client`.
 pub const CALLER_EXTENSION: &str = "x-gatehouse-caller";
 
 impl Kind {
@@ -62,6 +65,7 @@ impl Kind {
             match caller {
                 Some("inbound") => Some(Kind::Inbound),
                 Some("browser") => Some(Kind::Browser),
+                Some("oauth_client") => Some(Kind::Standard),
                 _ => Some(Kind::Enveloped),
             }
         }
@@ -102,7 +106,9 @@ fn shape(operation: &mut Operation, kind: Kind) {
     if end_user || !secret_key && kind == Kind::Enveloped {
         shared.push("403");
     }
-    if writes {
+    if writes && kind == Kind::Standard {
+        shared.push("413");
+    } else if writes {
         shared.extend(["400", "413", "415", "422"]);
     }
     if has_query {
@@ -116,7 +122,7 @@ fn shape(operation: &mut Operation, kind: Kind) {
     for (status, response) in responses.iter_mut() {
         let RefOr::T(response) = response else { continue };
         if status.starts_with('2') {
-            if kind != Kind::Document {
+            if kind != Kind::Document && kind != Kind::Standard {
                 wrap_success(response);
             }
         } else if response.content.is_empty() && !status.starts_with('3') {

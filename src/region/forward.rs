@@ -28,7 +28,7 @@ pub const SERVED_BY_HEADER: &str = "x-gatehouse-region";
 pub fn application_id(req: &actix_web::HttpRequest) -> Option<Uuid> {
     let mut values = req.headers().get_all(APPLICATION_HEADER);
     let Some(value) = values.next() else {
-        return well_known_application(req.path()).or_else(|| provider_sign_in_application(req));
+        return application_in_path(req.path()).or_else(|| provider_sign_in_application(req));
     };
     if values.next().is_some() {
         return None;
@@ -61,10 +61,12 @@ pub async fn middleware<B: MessageBody + 'static>(
     Ok(req.into_response(response).map_into_right_body())
 }
 
-/// `/v1/applications/{id}/.well-known/…`
-fn well_known_application(path: &str) -> Option<Uuid> {
+/// `/v1/applications/{id}/.well-known/…` and the issuer's token endpoint
+/// `/v1/applications/{id}/oauth/token`: standard documents and clients
+/// that send no header.
+fn application_in_path(path: &str) -> Option<Uuid> {
     let (id, rest) = path.strip_prefix("/v1/applications/")?.split_once('/')?;
-    rest.starts_with(".well-known/").then(|| Uuid::parse_str(id).ok()).flatten()
+    (rest.starts_with(".well-known/") || rest == "oauth/token").then(|| Uuid::parse_str(id).ok()).flatten()
 }
 
 /// A browser's sign-in with a provider carries no header: its start names

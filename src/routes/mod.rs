@@ -6,6 +6,7 @@ pub mod auth;
 pub mod billing;
 pub mod enrollment;
 pub mod hooks;
+pub mod machine_tokens;
 pub mod messaging;
 pub mod oauth_providers;
 pub mod ops;
@@ -23,6 +24,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::scope("/v1")
             // Public documents first: the most requested routes match soonest.
             .configure(signing_keys::configure)
+            .configure(machine_tokens::configure)
             .configure(auth::configure)
             .configure(applications::configure)
             .configure(api_keys::configure)

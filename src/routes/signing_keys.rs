@@ -29,7 +29,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 
 /// The application named in the path: the one the region router attached
 /// (it reads the id from these paths), else resolved here.
-async fn tenant_in_path(state: &AppState, req: &HttpRequest, raw: &str) -> ApiResult<Tenant> {
+pub(crate) async fn tenant_in_path(state: &AppState, req: &HttpRequest, raw: &str) -> ApiResult<Tenant> {
     let id = path_id("Application", raw)?;
     let attached = req.extensions().get::<Tenant>().filter(|t| t.id == id).cloned();
     let tenant = match attached {
@@ -78,13 +78,13 @@ pub async fn discovery(
     Ok(public_document().json(json!({
         "issuer": issuer,
         "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
-        "token_endpoint": format!("{base}/v1/auth/token"),
+        "token_endpoint": format!("{issuer}/oauth/token"),
         "userinfo_endpoint": format!("{base}/v1/auth/me"),
         "response_types_supported": ["token"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["EdDSA"],
-        "token_endpoint_auth_methods_supported": ["none"],
-        "grant_types_supported": ["password", "refresh_token"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "grant_types_supported": ["client_credentials"],
         "claims_supported": ["iss", "aud", "sub", "sid", "aal", "org", "org_role", "iat", "nbf", "exp", "jti"],
     })))
 }

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod billing;
 pub mod enrollment;
 pub mod hooks;
+pub mod machine_tokens;
 pub mod mailer;
 pub mod messaging;
 pub mod oauth_providers;

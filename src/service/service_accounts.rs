@@ -275,24 +275,64 @@ pub struct Verified {
     pub account: service_account::Model,
 }
 
-/// The usable key a secret names in this application, if any: unrevoked,
-/// unexpired, and of an enabled account. Read from the database each time.
-pub async fn verify(db: &impl TenantConn, live: bool, secret: &str) -> Result<Option<Verified>, DbErr> {
-    if key_format::parse(key_format::KeyKind::ServiceAccount, secret) != Some(live) {
-        return Ok(None);
+/// Why a presented service-account key was refused (with the key's id when
+/// the secret named one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyRefusal {
+    Unknown,
+    Revoked(Uuid),
+    Expired(Uuid),
+    AccountDisabled(Uuid),
+}
+
+impl KeyRefusal {
+    /// The refused key and the reason its audit row gives.
+    pub fn known_key(self) -> Option<(Uuid, &'static str)> {
+        match self {
+            KeyRefusal::Unknown => None,
+            KeyRefusal::Revoked(id) => Some((id, "revoked")),
+            KeyRefusal::Expired(id) => Some((id, "expired")),
+            KeyRefusal::AccountDisabled(id) => Some((id, "service_account_disabled")),
+        }
     }
-    let now = clock::now();
+}
+
+/// The usable key a secret names in this application: unrevoked,
+/// unexpired, and of an enabled account (a deleted account's keys are gone
+/// with it). Read from the database each time, so a revocation or a
+/// disabled account refuses the key at once, on every node.
+pub async fn authenticate(
+    db: &impl TenantConn,
+    live: bool,
+    secret: &str,
+) -> Result<Result<Verified, KeyRefusal>, DbErr> {
+    if key_format::parse(key_format::KeyKind::ServiceAccount, secret) != Some(live) {
+        return Ok(Err(KeyRefusal::Unknown));
+    }
     let Some(key) = db
         .find::<service_account_key::Entity>()
         .filter(service_account_key::Column::SecretHash.eq(sha256(secret).to_vec()))
         .one(db.conn())
         .await?
-        .filter(|k| is_usable(k.revoked_at, k.expires_at, now))
     else {
-        return Ok(None);
+        return Ok(Err(KeyRefusal::Unknown));
     };
-    let account = db.find_by_id::<service_account::Entity>(key.service_account_id).one(db.conn()).await?;
-    Ok(account.filter(|a| a.enabled).map(|account| Verified { key, account }))
+    let now = clock::now();
+    if key.revoked_at.is_some() {
+        return Ok(Err(KeyRefusal::Revoked(key.id)));
+    }
+    if !is_usable(key.revoked_at, key.expires_at, now) {
+        return Ok(Err(KeyRefusal::Expired(key.id)));
+    }
+    match db.find_by_id::<service_account::Entity>(key.service_account_id).one(db.conn()).await? {
+        Some(account) if account.enabled => Ok(Ok(Verified { key, account })),
+        _ => Ok(Err(KeyRefusal::AccountDisabled(key.id))),
+    }
+}
+
+/// [`authenticate`], without the reason.
+pub async fn verify(db: &impl TenantConn, live: bool, secret: &str) -> Result<Option<Verified>, DbErr> {
+    Ok(authenticate(db, live, secret).await?.ok())
 }
 
 /// Records that a key was presented, at most once a minute per key (judged

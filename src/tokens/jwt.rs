@@ -41,8 +41,37 @@ pub struct Claims {
     pub jti: Uuid,
 }
 
+/// The claims of a machine token (RFC 9068's JWT profile for OAuth 2.0
+/// access tokens), issued to a service account by `client_credentials`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MachineClaims {
+    pub iss: String,
+    pub aud: String,
+    /// The service account.
+    pub sub: Uuid,
+    /// The service account too: it is its own client.
+    pub client_id: Uuid,
+    /// Space-separated, as RFC 9068 and RFC 8693 write it.
+    pub scope: String,
+    pub iat: i64,
+    pub nbf: i64,
+    pub exp: i64,
+    pub jti: Uuid,
+}
+
+/// `typ` of end users' tokens.
+pub const END_USER_TYPE: &str = "JWT";
+/// `typ` of machine tokens (RFC 9068 section 2.1): an end-user route,
+/// which accepts only [`END_USER_TYPE`], refuses them by their header.
+pub const MACHINE_TYPE: &str = "at+jwt";
+
 pub fn sign(claims: &Claims, kid: Uuid, key: &SecretKey) -> String {
-    let header = Header { alg: "EdDSA".into(), typ: "JWT".into(), kid: kid.to_string() };
+    sign_typed(claims, END_USER_TYPE, kid, key)
+}
+
+pub fn sign_typed(claims: &impl Serialize, typ: &str, kid: Uuid, key: &SecretKey) -> String {
+    let header = Header { alg: "EdDSA".into(), typ: typ.into(), kid: kid.to_string() };
     let mut token = encode_json(&header);
     token.push('.');
     token.push_str(&encode_json(claims));
@@ -121,7 +150,7 @@ pub fn split(token: &str, max_len: usize) -> Option<Parts<'_>> {
 pub fn parse(token: &str) -> Result<Unverified<'_>, Rejection> {
     let parts = split(token, MAX_TOKEN_LEN).ok_or(Rejection::Malformed)?;
     let header: Header = serde_json::from_slice(&parts.header).map_err(|_| Rejection::Malformed)?;
-    if header.alg != "EdDSA" || header.typ != "JWT" {
+    if header.alg != "EdDSA" || header.typ != END_USER_TYPE {
         return Err(Rejection::Algorithm);
     }
     let kid = Uuid::parse_str(&header.kid).map_err(|_| Rejection::UnknownKey)?;

@@ -15,6 +15,7 @@ mod helpers;
 mod hooks;
 mod http_surface;
 mod list_plans;
+mod machine_tokens;
 mod messaging;
 mod oauth_providers;
 mod oidc;

@@ -7,7 +7,10 @@ access token, signed in with the application's `x-application-id` (which a
 configured token fetch cannot send) and signed in again after any 401 (the
 fuzzer's own sign-out ends the session); for the `enrollment_token` one
 (`POST /v1/os/enroll`), a reusable enrollment token (no platform, no
-`max_uses`, no expiry) created once with the secret key."""
+`max_uses`, no expiry) created once with the secret key; for the
+`client_basic` one (the issuer's token endpoint), a service account's id
+and key as HTTP Basic."""
+import base64
 import json
 import os
 import urllib.request
@@ -16,6 +19,7 @@ import schemathesis
 
 END_USER_OPERATIONS = r"^/v1/auth/(me|organizations/|sign-out)"
 ENROLLMENT_OPERATIONS = r"^/v1/os/enroll$"
+TOKEN_ENDPOINT = r"^/v1/applications/[^/]+/oauth/token$"
 
 
 def bearer(case, token):
@@ -62,7 +66,19 @@ class EnrollmentToken:
         bearer(case, token)
 
 
-@schemathesis.auth().skip_for(path_regex=f"{END_USER_OPERATIONS}|{ENROLLMENT_OPERATIONS}")
+@schemathesis.auth().apply_to(path_regex=TOKEN_ENDPOINT)
+class ClientCredentials:
+    """A service account's id and key, as HTTP Basic (`client_basic`)."""
+
+    def get(self, case, context):
+        pair = f"{os.environ['GATEHOUSE_FUZZ_CLIENT_ID']}:{os.environ['GATEHOUSE_FUZZ_CLIENT_SECRET']}"
+        return base64.b64encode(pair.encode()).decode()
+
+    def set(self, case, credentials, context):
+        case.headers = {**(case.headers or {}), "Authorization": f"Basic {credentials}"}
+
+
+@schemathesis.auth().skip_for(path_regex=f"{END_USER_OPERATIONS}|{ENROLLMENT_OPERATIONS}|{TOKEN_ENDPOINT}")
 class SecretKey:
     def get(self, case, context):
         return os.environ["GATEHOUSE_FUZZ_SECRET_KEY"]
@@ -79,3 +95,12 @@ def map_query(context, query):
     if query and "application_id" in query:
         query["application_id"] = os.environ["GATEHOUSE_FUZZ_APPLICATION"]
     return query
+
+
+@schemathesis.hook
+def map_path_parameters(context, path_parameters):
+    """Routes under `/v1/applications/{application_id}/…` act on the
+    caller's own application (another is 404): the fuzzed one."""
+    if path_parameters and "application_id" in path_parameters:
+        path_parameters["application_id"] = os.environ["GATEHOUSE_FUZZ_APPLICATION"]
+    return path_parameters

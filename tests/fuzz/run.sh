@@ -49,6 +49,14 @@ curl -sf -o /dev/null -X PUT "$base/v1/applications/$app/providers/oauth" -H "x-
   -H "authorization: Bearer $key" -H 'content-type: application/json' \
   -d '{"provider": "google", "enabled": true, "client_id": "fuzz-client", "client_secret": "fuzz-secret"}'
 
+# The service account whose key the token endpoint's cases carry.
+account="$(curl -sf -X POST "$base/v1/service-accounts" -H "x-application-id: $app" -H "authorization: Bearer $key" \
+  -H 'content-type: application/json' -d '{"name": "fuzz machine", "scopes": ["a", "b"]}')"
+export GATEHOUSE_FUZZ_CLIENT_ID="$(field "$account" "['data']['id']")"
+account_key="$(curl -sf -X POST "$base/v1/service-accounts/$GATEHOUSE_FUZZ_CLIENT_ID/keys" -H "x-application-id: $app" \
+  -H "authorization: Bearer $key" -H 'content-type: application/json' -d '{"name": "fuzz"}')"
+export GATEHOUSE_FUZZ_CLIENT_SECRET="$(field "$account_key" "['data']['secret']")"
+
 cd "$here"
 status=0
 SCHEMATHESIS_HOOKS="$here/hooks.py" schemathesis run "$base/v1/openapi.json" --checks all || status=1

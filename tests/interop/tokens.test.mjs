@@ -140,3 +140,42 @@ test("access tokens verify with jose against the application's JWKS, and only it
     gatehouse.stop();
   }
 });
+
+test("machine tokens (client_credentials) verify with jose as RFC 9068 access tokens", async () => {
+  const gatehouse = await startGatehouse();
+  try {
+    const { base, applicationId } = gatehouse;
+    const account = await gatehouse.call("POST", "/v1/service-accounts", { name: "billing-worker", scopes: ["invoices:read", "invoices:write"] });
+    assert.equal(account.status, 201, JSON.stringify(account.json));
+    const key = await gatehouse.call("POST", `/v1/service-accounts/${account.json.data.id}/keys`, { name: "prod" });
+    assert.equal(key.status, 201, JSON.stringify(key.json));
+
+    // The token endpoint as the discovery document names it.
+    const discovery = await (await fetch(`${issuerOf(base, applicationId)}/.well-known/openid-configuration`)).json();
+    assert.equal(discovery.token_endpoint, `${issuerOf(base, applicationId)}/oauth/token`);
+    const basic = Buffer.from(`${account.json.data.id}:${key.json.data.secret}`).toString("base64");
+    const response = await fetch(discovery.token_endpoint, {
+      method: "POST",
+      headers: { authorization: `Basic ${basic}`, "content-type": "application/x-www-form-urlencoded" },
+      body: new URLSearchParams({ grant_type: "client_credentials", scope: "invoices:read" }),
+    });
+    const answer = await response.json();
+    assert.equal(response.status, 200, JSON.stringify(answer));
+    assert.equal(answer.token_type, "Bearer");
+
+    const jwks = createRemoteJWKSet(new URL(discovery.jwks_uri));
+    const { payload, protectedHeader } = await jwtVerify(answer.access_token, jwks, {
+      ...verifyOptions(base, applicationId),
+      typ: "at+jwt",
+      requiredClaims: ["client_id", "scope", "jti", "iat", "exp", "sub"],
+    });
+    assert.equal(protectedHeader.typ, "at+jwt");
+    assert.equal(payload.sub, account.json.data.id);
+    assert.equal(payload.client_id, account.json.data.id);
+    assert.equal(payload.scope, "invoices:read");
+    // A verifier expecting an end user's token (typ JWT) refuses it.
+    await assert.rejects(jwtVerify(answer.access_token, jwks, { ...verifyOptions(base, applicationId), typ: "JWT" }), errors.JWTClaimValidationFailed);
+  } finally {
+    gatehouse.stop();
+  }
+});
