@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Load benchmark of the release binary, measured side by side in one run:
-# GET /healthz against a secret-key-authenticated GET /v1/api-keys/{id} and
-# the cached connect status (GET /v1/billing/connect/status),
+# GET /healthz against a secret-key-authenticated GET /v1/api-keys/{id},
+# the cached connect status (GET /v1/billing/connect/status) and machine
+# tokens (client_credentials at the issuer's token endpoint),
 # at 64 connections (throughput) and 4 connections (latency), on SQLite and
 # on PostgreSQL; plus the server's idle memory.
 #
@@ -64,10 +65,18 @@ bench_backend() {
   idle_kib=$(ps -o rss= -p "$pid" | tr -d ' ')
   key_id=$(curl -sf -H "Authorization: Bearer $key" -H "x-application-id: $app" "http://127.0.0.1:$port/v1/api-keys" | json_field '["data"][0]["id"]')
   url="http://127.0.0.1:$port/v1/api-keys/$key_id"
-  local h64 k64 c64 h4 k4
+  local account_id account_secret basic
+  account_id=$(curl -sf -X POST -H "Authorization: Bearer $key" -H "x-application-id: $app" -H 'content-type: application/json' \
+    -d '{"name": "bench", "scopes": ["a", "b"]}' "http://127.0.0.1:$port/v1/service-accounts" | json_field '["data"]["id"]')
+  account_secret=$(curl -sf -X POST -H "Authorization: Bearer $key" -H "x-application-id: $app" -H 'content-type: application/json' \
+    -d '{"name": "bench"}' "http://127.0.0.1:$port/v1/service-accounts/$account_id/keys" | json_field '["data"]["secret"]')
+  basic=$(printf '%s:%s' "$account_id" "$account_secret" | base64 -w0)
+  local h64 k64 c64 m64 h4 k4
   h64=$(load 64 "http://127.0.0.1:$port/healthz")
   k64=$(load 64 "$url" "Authorization: Bearer $key" "x-application-id: $app")
   c64=$(load 64 "http://127.0.0.1:$port/v1/billing/connect/status" "Authorization: Bearer $key" "x-application-id: $app")
+  m64=$(BASIC="$basic" wrk -t2 -c64 -d"$DURATION" -s bench/machine_token.lua \
+    "http://127.0.0.1:$port/v1/applications/$app/oauth/token" | grep '^RESULT' | cut -d' ' -f2-)
   h4=$(load 4 "http://127.0.0.1:$port/healthz")
   k4=$(load 4 "$url" "Authorization: Bearer $key" "x-application-id: $app")
   local loaded_kib
@@ -77,14 +86,17 @@ bench_backend() {
   echo "| $backend | healthz, 64 conn | $h64 |"
   echo "| $backend | GET /v1/api-keys/{id}, 64 conn | $k64 |"
   echo "| $backend | GET /v1/billing/connect/status, 64 conn | $c64 |"
+  echo "| $backend | POST …/oauth/token (client_credentials), 64 conn | $m64 |"
   echo "| $backend | healthz, 4 conn | $h4 |"
   echo "| $backend | GET /v1/api-keys/{id}, 4 conn | $k4 |"
-  local h_rps k_rps c_rps
+  local h_rps k_rps c_rps m_rps
   h_rps=$(echo "$h64" | sed 's/.*rps=\([0-9]*\).*/\1/')
   k_rps=$(echo "$k64" | sed 's/.*rps=\([0-9]*\).*/\1/')
   c_rps=$(echo "$c64" | sed 's/.*rps=\([0-9]*\).*/\1/')
+  m_rps=$(echo "$m64" | sed 's/.*rps=\([0-9]*\).*/\1/')
   echo "| $backend | authenticated / healthz at 64 conn | $(python3 -c "print(f'{$k_rps/$h_rps:.0%}')") |"
   echo "| $backend | connect status / healthz at 64 conn | $(python3 -c "print(f'{$c_rps/$h_rps:.0%}')") |"
+  echo "| $backend | machine tokens / healthz at 64 conn | $(python3 -c "print(f'{$m_rps/$h_rps:.0%}')") |"
   echo "| $backend | RSS idle / after load | $((idle_kib / 1024)) MiB / $((loaded_kib / 1024)) MiB |"
 }
 

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Gatehouse beside a peer, in one run on this machine: oidc-provider (the
+# OpenID-certified Node.js server, pinned in bench/peer/package-lock.json,
+# in-memory adapter, EdDSA JWT access tokens), one process and a cluster
+# of two. One server runs at a time; each gets the same wrk load (2
+# threads, 64 connections): the issuer's JWKS, its discovery document, and
+# machine tokens by client_credentials (HTTP Basic, scope "a b"). Gatehouse
+# runs on SQLite with 2 HTTP workers; its /healthz is its own ceiling.
+#
+#   bash bench/peer.sh                 # DURATION=10s by default
+#   BIN=target/release/gatehouse bash bench/peer.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION="${DURATION:-10s}"
+
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN="$PWD/target/release/gatehouse"
+fi
+scratch="$(mktemp -d)"
+pid=""
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$scratch"; }
+trap cleanup EXIT
+cp bench/peer/package.json bench/peer/package-lock.json bench/peer/server.mjs "$scratch/"
+npm ci --prefix "$scratch" --no-audit --no-fund --silent
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+rps() { sed 's/.*rps=\([0-9]*\).*/\1/'; }
+load() { # url [wrk args...]
+  local url=$1; shift
+  wrk -t2 -c64 -d"$DURATION" -s bench/report.lua "$@" "$url" | grep '^RESULT' | cut -d' ' -f2-
+}
+tokens() { # url basic
+  BASIC="$2" wrk -t2 -c64 -d"$DURATION" -s bench/machine_token.lua "$1" | grep '^RESULT' | cut -d' ' -f2-
+}
+declare -A result
+
+# Gatehouse.
+port=$(free_port)
+export GATEHOUSE__STORAGE__DATA_DIR="$scratch/data" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" \
+  GATEHOUSE__SERVER__WORKERS=2 GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 RUST_LOG=warn
+creds=$("$BIN" bootstrap --name Peer)
+app=$(echo "$creds" | json_field '["application_id"]')
+key=$(echo "$creds" | json_field '["secret_key"]')
+"$BIN" serve >/dev/null 2>&1 &
+pid=$!
+base="http://127.0.0.1:$port"
+for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
+manage() { curl -sf -X POST -H "Authorization: Bearer $key" -H "x-application-id: $app" -H 'content-type: application/json' -d "$2" "$base$1"; }
+account=$(manage /v1/service-accounts '{"name": "bench", "scopes": ["a", "b"]}' | json_field '["data"]["id"]')
+secret=$(manage "/v1/service-accounts/$account/keys" '{"name": "bench"}' | json_field '["data"]["secret"]')
+issuer="$base/v1/applications/$app"
+result[gatehouse_ceiling]=$(load "$base/healthz")
+result[gatehouse_jwks]=$(load "$issuer/.well-known/jwks.json")
+result[gatehouse_discovery]=$(load "$issuer/.well-known/openid-configuration")
+result[gatehouse_tokens]=$(tokens "$issuer/oauth/token" "$(printf '%s:%s' "$account" "$secret" | base64 -w0)")
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+
+# The peer, one process and a cluster of two.
+for workers in 1 2; do
+  port=$(free_port)
+  node "$scratch/server.mjs" "$port" "$workers" bench-client bench-client-secret >"$scratch/peer.out" 2>/dev/null &
+  pid=$!
+  for _ in $(seq 100); do grep -q ready "$scratch/peer.out" 2>/dev/null && break; sleep 0.1; done
+  base="http://127.0.0.1:$port"
+  result[peer${workers}_jwks]=$(load "$base/jwks")
+  result[peer${workers}_discovery]=$(load "$base/.well-known/openid-configuration")
+  result[peer${workers}_tokens]=$(tokens "$base/token" "$(printf 'bench-client:bench-client-secret' | base64 -w0)")
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+done
+
+ratio() { python3 -c "print(f'{$1/$2:.2f}×')"; }
+echo "| measurement (64 conn) | Gatehouse | peer, 1 process | peer, cluster of 2 | Gatehouse / peer cluster |"
+echo "|---|---|---|---|---|"
+echo "| own ceiling (Gatehouse /healthz) | ${result[gatehouse_ceiling]} | | | |"
+for what in jwks discovery tokens; do
+  g=$(echo "${result[gatehouse_$what]}" | rps); p2=$(echo "${result[peer2_$what]}" | rps)
+  echo "| $what | ${result[gatehouse_$what]} | ${result[peer1_$what]} | ${result[peer2_$what]} | $(ratio "$g" "$p2") |"
+done
