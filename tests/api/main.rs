@@ -16,6 +16,7 @@ mod hooks;
 mod http_surface;
 mod list_plans;
 mod machine_tokens;
+mod memory;
 mod messaging;
 mod oauth_providers;
 mod oidc;

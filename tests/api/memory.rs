@@ -1,0 +1,64 @@
+//! Memory stays bounded under sign-ins: the real binary signs a user in 50
+//! times, four at a time, and its anonymous memory (`RssAnon`: the heap and
+//! the hashing threads' argon2 memory, not the binary's own mapped pages)
+//! stays under 64 MiB, and does not grow from the 10th sign-in to the 50th.
+use std::process::{Command, Stdio};
+
+use serde_json::{json, Value};
+
+fn rss_anon_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|l| l.starts_with("RssAnon:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[tokio::test]
+async fn fifty_sign_ins_keep_the_process_under_64_mib_of_anonymous_memory() {
+    if !std::path::Path::new("/proc/self/status").exists() {
+        eprintln!("SKIPPED: no /proc to read memory from");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let port = crate::oidc::free_port();
+    let command = |args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command
+            .args(args)
+            .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path())
+            .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+            .env("GATEHOUSE__SECURITY__PASSWORD_HASH_CONCURRENCY", "2")
+            .env("GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE", "0")
+            .env("GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE", "0")
+            .env("RUST_LOG", "warn");
+        command
+    };
+    let boot: Value = serde_json::from_slice(&command(&["bootstrap", "--name", "Memory"]).output().unwrap().stdout).unwrap();
+    let application = boot["application_id"].as_str().unwrap().to_string();
+    let mut child = command(&["serve"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    for _ in 0..300 {
+        if client.get(format!("{base}/healthz")).send().await.is_ok() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let credentials = json!({"email": "memory@example.com", "password": "correct horse battery"});
+    let post = |path: &str| client.post(format!("{base}{path}")).header("x-application-id", &application).json(&credentials);
+    assert_eq!(post("/v1/auth/sign-up").send().await.unwrap().status(), 201);
+    let mut after_ten = 0;
+    for round in 0..13 {
+        let answers = futures_util::future::join_all((0..4).map(|_| post("/v1/auth/sign-in").send())).await;
+        for answer in answers {
+            assert_eq!(answer.unwrap().status(), 200);
+        }
+        if round == 2 {
+            after_ten = rss_anon_kib(child.id());
+        }
+    }
+    let after_fifty = rss_anon_kib(child.id());
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(after_fifty < 64 * 1024, "{after_fifty} KiB of anonymous memory after 50 sign-ins");
+    assert!(after_fifty < after_ten + 4 * 1024, "it grew from {after_ten} KiB to {after_fifty} KiB");
+}
