@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Memory under sign-ins: the release binary on SQLite, idle, then after 200
+# password sign-ins four at a time; VmRSS and RssAnon from /proc.
+#
+#   bash bench/memory.sh
+#   GATEHOUSE__SECURITY__PASSWORD_HASH_CONCURRENCY=1 bash bench/memory.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN="$PWD/target/release/gatehouse"
+fi
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+dir=$(mktemp -d)
+port=$(free_port)
+export GATEHOUSE__STORAGE__DATA_DIR="$dir" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" RUST_LOG=warn \
+  GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0
+app=$("$BIN" bootstrap --name Memory | python3 -c "import json,sys; print(json.load(sys.stdin)['application_id'])")
+"$BIN" serve >/dev/null 2>&1 &
+pid=$!
+trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
+base="http://127.0.0.1:$port"
+for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
+sleep 1
+memory() { grep -E '^(VmRSS|RssAnon)' "/proc/$pid/status" | tr -s ' \t' ' ' | paste -sd ',' -; }
+echo "| idle | $(memory) |"
+body='{"email": "memory@example.com", "password": "correct horse battery"}'
+curl -sf -o /dev/null -X POST "$base/v1/auth/sign-up" -H "x-application-id: $app" -H 'content-type: application/json' -d "$body"
+for _ in $(seq 50); do
+  for _ in 1 2 3 4; do
+    curl -sf -o /dev/null -X POST "$base/v1/auth/sign-in" -H "x-application-id: $app" -H 'content-type: application/json' -d "$body" &
+  done
+  wait $(jobs -p | grep -v "^$pid$")
+done
+echo "| after 200 sign-ins | $(memory) |"
