@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `oauth_flow`, `oauth_provider`, `refresh_token`,
+//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `oauth_flow`, `oauth_provider`, `password_reset`, `refresh_token`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod account;
 pub mod api_key;
@@ -26,6 +26,7 @@ pub mod messaging_provider;
 pub mod oauth_flow;
 pub mod oauth_provider;
 pub mod organization;
+pub mod password_reset;
 pub mod pending_audit_event;
 pub mod processor_account;
 pub mod processor_event;

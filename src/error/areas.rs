@@ -17,6 +17,7 @@ use crate::{
         messaging::MessagingError,
         oauth_providers::OAuthProviderError,
         organizations::OrganizationError,
+        password_resets::PasswordResetError,
         personal_keys::PersonalKeyError,
         profile_fields::ProfileFieldError,
         provider_sign_in::ProviderSignInError,
@@ -54,11 +55,7 @@ impl From<ReserveError> for ApiError {
 
 impl From<InvalidUrl> for ApiError {
     fn from(InvalidUrl(issue): InvalidUrl) -> Self {
-        let message = format!("`url` {issue}.");
-        ApiError {
-            details: vec![super::FieldIssue { field: "url".into(), issue }],
-            ..ApiError::new(Code::InvalidUrl, message)
-        }
+        ApiError::invalid_url("url", issue)
     }
 }
 
@@ -326,16 +323,28 @@ impl From<OAuthProviderError> for ApiError {
     }
 }
 
+impl From<PasswordResetError> for ApiError {
+    fn from(err: PasswordResetError) -> Self {
+        match err {
+            PasswordResetError::InvalidToken => ApiError::new(
+                Code::InvalidGrant,
+                "The reset token is unknown, expired or already used: ask for a new one.",
+            ),
+            PasswordResetError::Invalid(invalid) => invalid.into(),
+            PasswordResetError::Password(err) => err.into(),
+            PasswordResetError::User(err) => err.into(),
+            PasswordResetError::Db(err) => err.into(),
+        }
+    }
+}
+
 impl From<ProviderSignInError> for ApiError {
     fn from(err: ProviderSignInError) -> Self {
         match err {
             ProviderSignInError::NotEnabled(provider) => {
                 ApiError::new(Code::NotFound, format!("Sign-in with `{provider}` is not enabled for this application."))
             }
-            ProviderSignInError::RedirectUri(issue) => ApiError {
-                details: vec![super::FieldIssue { field: "redirect_uri".into(), issue: issue.into() }],
-                ..ApiError::new(Code::InvalidUrl, format!("`redirect_uri` {issue}."))
-            },
+            ProviderSignInError::RedirectUri(issue) => ApiError::invalid_url("redirect_uri", issue),
             ProviderSignInError::InvalidState => ApiError::new(
                 Code::InvalidState,
                 "The sign-in's `state` is unknown, expired or already used: start the sign-in again.",

@@ -173,6 +173,13 @@ impl ApiError {
         Self::invalid_all(vec![FieldIssue { field: field.to_string(), issue: issue.into() }])
     }
 
+    /// 422 `invalid_url`, naming the field that holds the URL.
+    pub fn invalid_url(field: &str, issue: impl Into<String>) -> Self {
+        let issue = issue.into();
+        let message = format!("`{field}` {issue}.");
+        Self { details: vec![FieldIssue { field: field.to_string(), issue }], ..Self::new(Code::InvalidUrl, message) }
+    }
+
     pub fn invalid_all(details: Vec<FieldIssue>) -> Self {
         let message = match details.as_slice() {
             [one] => format!("`{}`: {}", one.field, one.issue),

@@ -67,6 +67,10 @@ pub fn created(data: impl Serialize) -> HttpResponse {
     respond(StatusCode::CREATED, data, Meta::new(None))
 }
 
+pub fn accepted(data: impl Serialize) -> HttpResponse {
+    respond(StatusCode::ACCEPTED, data, Meta::new(None))
+}
+
 /// A page of a list: `data` is the array, `meta` says whether more follow.
 pub fn page<T: Serialize>(items: Vec<T>, has_more: bool) -> HttpResponse {
     respond(StatusCode::OK, items, Meta::new(Some(has_more)))

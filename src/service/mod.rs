@@ -12,6 +12,7 @@ pub mod mailer;
 pub mod messaging;
 pub mod oauth_providers;
 pub mod organizations;
+pub mod password_resets;
 pub mod personal_keys;
 pub mod profile_fields;
 pub mod provider_sign_in;

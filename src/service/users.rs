@@ -1,7 +1,7 @@
 //! End users: created by sign-up or with a secret key, listed, changed and
 //! deleted. Emails are unique per application, compared in one normal form
 //! ([`normalize_email`]).
-use entity::{membership, oauth_flow, refresh_token, session, user, user_api_key, user_identity};
+use entity::{membership, oauth_flow, password_reset, refresh_token, session, user, user_api_key, user_identity};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -185,6 +185,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), UserError> {
     txn.delete::<user_api_key::Entity>(user_api_key::Column::UserId.eq(id)).await?;
     txn.delete::<user_identity::Entity>(user_identity::Column::UserId.eq(id)).await?;
     txn.delete::<oauth_flow::Entity>(oauth_flow::Column::UserId.eq(id)).await?;
+    txn.delete::<password_reset::Entity>(password_reset::Column::UserId.eq(id)).await?;
     txn.delete::<user::Entity>(user::Column::Id.eq(id)).await?;
     txn.audit("user.deleted", Some(id), json!({"email": user.email})).await?;
     txn.commit().await?;

@@ -54,4 +54,5 @@ tenant_tables!(
     oauth_provider,
     user_identity,
     oauth_flow,
+    password_reset,
 );

@@ -21,6 +21,7 @@ mod messaging;
 mod oauth_providers;
 mod oidc;
 mod ops;
+mod password_reset;
 mod profile_fields;
 mod provider_sign_in;
 mod rate_limits;

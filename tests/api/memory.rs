@@ -32,7 +32,8 @@ async fn fifty_sign_ins_keep_the_process_under_64_mib_of_anonymous_memory() {
             .env("RUST_LOG", "warn");
         command
     };
-    let boot: Value = serde_json::from_slice(&command(&["bootstrap", "--name", "Memory"]).output().unwrap().stdout).unwrap();
+    let boot: Value =
+        serde_json::from_slice(&command(&["bootstrap", "--name", "Memory"]).output().unwrap().stdout).unwrap();
     let application = boot["application_id"].as_str().unwrap().to_string();
     let mut child = command(&["serve"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let base = format!("http://127.0.0.1:{port}");
@@ -44,7 +45,8 @@ async fn fifty_sign_ins_keep_the_process_under_64_mib_of_anonymous_memory() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     let credentials = json!({"email": "memory@example.com", "password": "correct horse battery"});
-    let post = |path: &str| client.post(format!("{base}{path}")).header("x-application-id", &application).json(&credentials);
+    let post =
+        |path: &str| client.post(format!("{base}{path}")).header("x-application-id", &application).json(&credentials);
     assert_eq!(post("/v1/auth/sign-up").send().await.unwrap().status(), 201);
     let mut after_ten = 0;
     for round in 0..13 {

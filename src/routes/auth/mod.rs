@@ -5,6 +5,7 @@
 //! render.
 pub mod me;
 pub mod oauth;
+pub mod password;
 pub mod personal_keys;
 pub mod sign_in;
 
@@ -23,6 +24,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/auth/sign-in").route(web::post().to(sign_in::sign_in)))
         .service(web::resource("/auth/token").route(web::post().to(sign_in::refresh)))
         .service(web::resource("/auth/sign-out").route(web::post().to(sign_in::sign_out)))
+        .service(web::resource("/auth/password/forgot").route(web::post().to(password::forgot_password)))
+        .service(web::resource("/auth/password/reset").route(web::post().to(password::reset_password)))
         .service(web::resource("/auth/oauth/exchange").route(web::post().to(oauth::exchange_code)))
         .service(web::resource("/auth/oauth/{provider}/start").route(web::get().to(oauth::start)))
         .service(

@@ -9,13 +9,11 @@ use uuid::Uuid;
 use super::{configured, new_state, seal_verifier, Deps, ProviderSignInError, STATE_TTL_SECONDS};
 use crate::{
     crypto::sha256,
-    events::url_safety,
     oauth::{self, providers::Protocol},
-    service::validate::Issues,
+    service::{applications, validate::Issues},
     storage::{TenantScope, Unaudited},
 };
 
-pub const MAX_REDIRECT_URI: usize = 2048;
 pub const MAX_CLIENT_STATE: usize = 512;
 
 /// What the browser asked for.
@@ -33,7 +31,7 @@ pub struct StartRequest {
 pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) -> Result<String, ProviderSignInError> {
     let state = deps.tenants.state(scope).await?;
     let provider = configured(&state, deps, &request.provider)?;
-    redirect_uri_issue(&request.redirect_uri, &state.settings.allowed_origins)
+    applications::redirect_uri_issue(&request.redirect_uri, &state.settings.allowed_origins)
         .map_or(Ok(()), |issue| Err(ProviderSignInError::RedirectUri(issue)))?;
     let mut issues = Issues::default();
     if let Some(client_state) = &request.state {
@@ -106,50 +104,4 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
         }
     }
     Ok(url.into())
-}
-
-/// Why a `redirect_uri` is refused: it must be an absolute http(s) URL
-/// without user info or fragment, on one of the application's origins.
-pub fn redirect_uri_issue(raw: &str, allowed_origins: &[String]) -> Option<&'static str> {
-    if raw.is_empty() || raw.len() > MAX_REDIRECT_URI {
-        return Some("must be 1 to 2048 characters");
-    }
-    if url_safety::authority_issue(raw).is_some() || raw.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Some("is not an absolute http(s) URL");
-    }
-    let Ok(url) = url::Url::parse(raw) else { return Some("is not an absolute http(s) URL") };
-    if !matches!(url.scheme(), "http" | "https") || url.host().is_none() {
-        return Some("is not an absolute http(s) URL");
-    }
-    if !url.username().is_empty() || url.password().is_some() || url.fragment().is_some() {
-        return Some("must not carry user info or a fragment");
-    }
-    let origin = url.origin().ascii_serialization();
-    (!allowed_origins.contains(&origin)).then_some("is not on the application's allowed origins")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::redirect_uri_issue;
-
-    #[test]
-    fn a_redirect_uri_must_be_on_an_allowed_origin() {
-        let origins = vec!["https://app.example.com".to_string(), "http://127.0.0.1:3000".to_string()];
-        assert_eq!(redirect_uri_issue("https://app.example.com/callback?x=1", &origins), None);
-        assert_eq!(redirect_uri_issue("http://127.0.0.1:3000/", &origins), None);
-        for refused in [
-            "https://evil.example.com/callback",
-            "https://app.example.com.evil.example/",
-            "https://app.example.com:8443/",
-            "http://app.example.com/",
-            "https://user@app.example.com/",
-            "https://app.example.com/#fragment",
-            "javascript:alert(1)",
-            "//app.example.com/",
-            "/callback",
-            "",
-        ] {
-            assert!(redirect_uri_issue(refused, &origins).is_some(), "{refused} was accepted");
-        }
-    }
 }

@@ -1,0 +1,190 @@
+//! Password reset: the email (read from the development outbox), the token
+//! once and within 30 minutes, every session ended, no enumeration by
+//! answer or by time.
+use std::time::{Duration, Instant};
+
+use entity::password_reset;
+use gatehouse::region::Region;
+use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
+use serde_json::{json, Value};
+
+use crate::helpers::{spawn_app, spawn_with, Caller, Reply, TestApp};
+
+const ORIGIN: &str = "https://app.example.com";
+const PASSWORD: &str = "correct horse battery";
+
+async fn public(app: &TestApp, caller: &Caller, path: &str, body: Value) -> Reply {
+    let request = app.client.post(app.url(path)).header("x-application-id", &caller.application_id).json(&body);
+    app.raw(request).await
+}
+
+async fn allow_origin(app: &TestApp) {
+    let id = &app.caller.application_id;
+    let patched = app.patch(&format!("/v1/applications/{id}"), &json!({"allowed_origins": [ORIGIN]})).await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+}
+
+async fn outbox(app: &TestApp) -> Vec<Value> {
+    let path = format!("/v1/applications/{}/providers/messaging/outbox", app.caller.application_id);
+    app.get(&path).await.data().as_array().unwrap().clone()
+}
+
+/// The newest reset email's token, once it has been recorded.
+async fn token_sent(app: &TestApp, before: usize) -> (Value, String) {
+    for _ in 0..100 {
+        let messages = outbox(app).await;
+        if messages.len() > before {
+            let body = messages[0]["body"].as_str().unwrap().to_string();
+            let token = body.split("token=").nth(1).or_else(|| body.split("\n\n").nth(2)).unwrap();
+            let token = token.split_whitespace().next().unwrap().to_string();
+            return (messages[0].clone(), token);
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("no reset email was recorded");
+}
+
+#[actix_web::test]
+async fn a_user_resets_a_forgotten_password_with_the_emailed_link_and_every_session_ends() {
+    let app = spawn_app().await;
+    allow_origin(&app).await;
+    let caller = app.caller.clone();
+    let signed_up =
+        public(&app, &caller, "/v1/auth/sign-up", json!({"email": "ada@example.com", "password": PASSWORD})).await;
+    assert_eq!(signed_up.status, 201, "{:?}", signed_up.body);
+    let signed_in =
+        public(&app, &caller, "/v1/auth/sign-in", json!({"email": "ada@example.com", "password": PASSWORD})).await;
+    let refresh = signed_in.data()["refresh_token"].as_str().unwrap().to_string();
+
+    let asked = public(
+        &app,
+        &caller,
+        "/v1/auth/password/forgot",
+        json!({"email": "Ada@Example.com", "redirect_uri": format!("{ORIGIN}/reset?from=email")}),
+    )
+    .await;
+    assert_eq!(asked.status, 202, "{:?}", asked.body);
+    assert_eq!(asked.data(), &json!({"accepted": true}));
+    let (email, token) = token_sent(&app, 0).await;
+    assert_eq!(email["recipient"], "ada@example.com");
+    assert!(email["body"].as_str().unwrap().contains(&format!("{ORIGIN}/reset?from=email&token=")), "{email}");
+
+    // A weak password is refused and does not spend the token.
+    let weak = public(&app, &caller, "/v1/auth/password/reset", json!({"token": token, "password": "short"})).await;
+    assert_eq!(weak.status, 422);
+    // Another application does not know the token.
+    let other = app.other_account().await;
+    let elsewhere =
+        public(&app, &other, "/v1/auth/password/reset", json!({"token": token, "password": "a new good password"}))
+            .await;
+    assert_eq!((elsewhere.status, elsewhere.error_code()), (400, "invalid_grant"));
+
+    let reset =
+        public(&app, &caller, "/v1/auth/password/reset", json!({"token": token, "password": "a new good password"}))
+            .await;
+    assert_eq!(reset.status, 200, "{:?}", reset.body);
+    assert_eq!(reset.data()["sessions_revoked"], 2);
+    assert_eq!(reset.data()["user"]["email"], "ada@example.com");
+    // Once.
+    let again =
+        public(&app, &caller, "/v1/auth/password/reset", json!({"token": token, "password": "another good password"}))
+            .await;
+    assert_eq!((again.status, again.error_code()), (400, "invalid_grant"));
+    // Every session ended; the old password is gone, the new one works.
+    let refreshed = public(&app, &caller, "/v1/auth/token", json!({"refresh_token": refresh})).await;
+    assert_eq!(refreshed.status, 401);
+    let old =
+        public(&app, &caller, "/v1/auth/sign-in", json!({"email": "ada@example.com", "password": PASSWORD})).await;
+    assert_eq!(old.status, 401);
+    let new = public(
+        &app,
+        &caller,
+        "/v1/auth/sign-in",
+        json!({"email": "ada@example.com", "password": "a new good password"}),
+    )
+    .await;
+    assert_eq!(new.status, 200);
+
+    let types = app.audit_types().await;
+    assert!(types.iter().any(|t| t == "user.password_reset_requested"), "{types:?}");
+    assert!(types.iter().any(|t| t == "user.password_reset"), "{types:?}");
+    let export = app.get("/v1/audit-logs/export?limit=1000").await;
+    assert!(!export.body.to_string().contains(&token), "the audit holds no token");
+}
+
+#[actix_web::test]
+async fn a_token_expires_after_thirty_minutes_and_a_newer_one_supersedes_it() {
+    let app = spawn_app().await;
+    let caller = app.caller.clone();
+    public(&app, &caller, "/v1/auth/sign-up", json!({"email": "bo@example.com", "password": PASSWORD})).await;
+    public(&app, &caller, "/v1/auth/password/forgot", json!({"email": "bo@example.com"})).await;
+    let (first_email, first) = token_sent(&app, 0).await;
+    assert!(!first_email["body"].as_str().unwrap().contains("token="), "without redirect_uri the code itself is sent");
+    public(&app, &caller, "/v1/auth/password/forgot", json!({"email": "bo@example.com"})).await;
+    let (_, second) = token_sent(&app, 1).await;
+    assert_ne!(first, second);
+    let superseded =
+        public(&app, &caller, "/v1/auth/password/reset", json!({"token": first, "password": "a new good password"}))
+            .await;
+    assert_eq!((superseded.status, superseded.error_code()), (400, "invalid_grant"));
+    // Thirty minutes later the newer one is refused too.
+    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    for row in password_reset::Entity::find().all(shard).await.unwrap() {
+        let mut aged = row.into_active_model();
+        aged.expires_at = Set(gatehouse::clock::now() - chrono::Duration::seconds(1));
+        aged.update(shard).await.unwrap();
+    }
+    let expired =
+        public(&app, &caller, "/v1/auth/password/reset", json!({"token": second, "password": "a new good password"}))
+            .await;
+    assert_eq!((expired.status, expired.error_code()), (400, "invalid_grant"));
+    // A redirect_uri off the allowed origins is refused before anything is sent.
+    let sent = outbox(&app).await.len();
+    let off = public(
+        &app,
+        &caller,
+        "/v1/auth/password/forgot",
+        json!({"email": "bo@example.com", "redirect_uri": "https://evil.example/steal"}),
+    )
+    .await;
+    assert_eq!((off.status, off.error_code()), (422, "invalid_url"));
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(outbox(&app).await.len(), sent);
+}
+
+#[actix_web::test]
+async fn an_unknown_email_gets_the_same_answer_in_the_same_time() {
+    let app = spawn_with(|settings| {
+        settings.rate_limits.sign_in_per_email_per_minute = 0;
+        settings.rate_limits.sign_in_per_ip_per_minute = 0;
+    })
+    .await;
+    let caller = app.caller.clone();
+    public(&app, &caller, "/v1/auth/sign-up", json!({"email": "known@example.com", "password": PASSWORD})).await;
+    let mut times = [Vec::new(), Vec::new()];
+    let emails = ["known@example.com", "nobody@example.com"];
+    for round in 0..20 {
+        // Alternate which goes first, so neither always follows the other's background work.
+        let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+        for i in order {
+            let email = emails[i];
+            let started = Instant::now();
+            let answer = public(&app, &caller, "/v1/auth/password/forgot", json!({"email": email})).await;
+            times[i].push(started.elapsed());
+            assert_eq!(answer.status, 202);
+            assert_eq!(answer.data(), &json!({"accepted": true}));
+            // Let the background work (the known user's email) finish first.
+            tokio::time::sleep(Duration::from_millis(30)).await;
+        }
+    }
+    let median = |times: &mut Vec<Duration>| {
+        times.sort();
+        times[times.len() / 2].as_secs_f64()
+    };
+    let (known, unknown) = (median(&mut times[0]), median(&mut times[1]));
+    let ratio = known.max(unknown) / known.min(unknown);
+    assert!(ratio < 1.2, "known {known:.6}s, unknown {unknown:.6}s");
+    let recipients: Vec<Value> = outbox(&app).await.iter().map(|m| m["recipient"].clone()).collect();
+    assert!(recipients.iter().all(|r| r == "known@example.com"), "{recipients:?}");
+    assert_eq!(recipients.len(), 20);
+}
