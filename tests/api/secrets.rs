@@ -2,7 +2,8 @@
 //! at `debug`) is given canary secrets in every field that takes one and
 //! issues every kind of secret it makes; then every list, the audit export
 //! and the whole log output are searched. A canary may appear nowhere; a
-//! secret the server made only in the one answer that issued it.
+//! secret the server made only in the one answer that issued it (a
+//! password-reset token: only in the email, here the development outbox).
 use std::process::{Child, Command, Stdio};
 
 use reqwest::{Client, Method};
@@ -194,6 +195,10 @@ async fn no_secret_appears_in_lists_the_audit_export_or_the_logs() {
     }
     let (_, mine) = server.call(Method::GET, "/v1/auth/me/api-keys", None, Some(&access)).await;
     read.push_str(&mine);
+    // After the lists: it replaces the planted SMTP provider.
+    issued.push(password_reset_token(&server).await);
+    let (_, audit) = server.call(Method::GET, "/v1/audit-logs/export?limit=1000", None, None).await;
+    read.push_str(&audit);
     let mut server = server;
     server.child.kill().unwrap();
     server.child.wait().unwrap();
@@ -253,4 +258,31 @@ async fn sign_in_with_the_provider(server: &Server, client_secret: &str) -> Vec<
         seen.push(tokens["data"][token].as_str().unwrap().to_string());
     }
     seen
+}
+
+/// A password reset asked for the canary user: the token, read from the
+/// development outbox (where the email went, as it should).
+async fn password_reset_token(server: &Server) -> String {
+    // The SMTP provider planted above points at nothing: the development
+    // `log` kind keeps the email readable instead.
+    let messaging = format!("/v1/applications/{}/providers/messaging", server.application);
+    let log = json!({"channel": "email", "kind": "log"});
+    let (status, text) = server.call(Method::PUT, &messaging, Some(log), None).await;
+    assert_eq!(status, 200, "{text}");
+    let forgot = json!({"email": "canary@example.com"});
+    let (status, text) = server.call(Method::POST, "/v1/auth/password/forgot", Some(forgot), None).await;
+    assert_eq!(status, 202, "{text}");
+    let outbox = format!("/v1/applications/{}/providers/messaging/outbox", server.application);
+    for _ in 0..100 {
+        let (_, text) = server.call(Method::GET, &outbox, None, None).await;
+        let messages: Value = serde_json::from_str(&text).unwrap();
+        let reset =
+            messages["data"].as_array().unwrap().iter().find(|m| m["subject"].as_str().unwrap().contains("password"));
+        if let Some(message) = reset {
+            let body = message["body"].as_str().unwrap();
+            return body.split("\n\n").nth(2).unwrap().trim().to_string();
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    panic!("no reset email");
 }
