@@ -52,6 +52,20 @@ impl std::fmt::Debug for Model {
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]
-pub enum Relation {}
+pub enum Relation {
+    /// The key's account: read with the key in one query when a key is presented.
+    #[sea_orm(
+        belongs_to = "super::service_account::Entity",
+        from = "Column::ServiceAccountId",
+        to = "super::service_account::Column::Id"
+    )]
+    ServiceAccount,
+}
+
+impl Related<super::service_account::Entity> for Entity {
+    fn to() -> RelationDef {
+        Relation::ServiceAccount.def()
+    }
+}
 
 impl ActiveModelBehavior for ActiveModel {}

@@ -108,12 +108,15 @@ pub async fn token(
         }
     };
     metrics::counter!("machine_tokens_total", "outcome" => "issued").increment(1);
-    let touched = token.verified.key.clone();
-    actix_web::rt::spawn(async move {
-        if let Err(err) = service_accounts::touch_if_due(&scope, &touched).await {
-            tracing::warn!(error = %err, "could not record a service-account key's last use");
-        }
-    });
+    // Off the request path, and only when due (most tokens skip it).
+    if service_accounts::touch_is_due(&token.verified.key) {
+        let touched = token.verified.key.clone();
+        actix_web::rt::spawn(async move {
+            if let Err(err) = service_accounts::touch_if_due(&scope, &touched).await {
+                tracing::warn!(error = %err, "could not record a service-account key's last use");
+            }
+        });
+    }
     Ok(no_store(StatusCode::OK).json(MachineTokenView {
         access_token: token.issued.token,
         token_type: "Bearer",

@@ -309,9 +309,12 @@ pub async fn authenticate(
     if key_format::parse(key_format::KeyKind::ServiceAccount, secret) != Some(live) {
         return Ok(Err(KeyRefusal::Unknown));
     }
-    let Some(key) = db
+    // The key and its account in one query (the account within the
+    // application too, though a key's account is always its application's).
+    let Some((key, account)) = db
         .find::<service_account_key::Entity>()
         .filter(service_account_key::Column::SecretHash.eq(sha256(secret).to_vec()))
+        .find_also_related(service_account::Entity)
         .one(db.conn())
         .await?
     else {
@@ -324,8 +327,10 @@ pub async fn authenticate(
     if !is_usable(key.revoked_at, key.expires_at, now) {
         return Ok(Err(KeyRefusal::Expired(key.id)));
     }
-    match db.find_by_id::<service_account::Entity>(key.service_account_id).one(db.conn()).await? {
-        Some(account) if account.enabled => Ok(Ok(Verified { key, account })),
+    match account {
+        Some(account) if account.enabled && account.application_id == db.application_id() => {
+            Ok(Ok(Verified { key, account }))
+        }
         _ => Ok(Err(KeyRefusal::AccountDisabled(key.id))),
     }
 }
@@ -335,13 +340,18 @@ pub async fn verify(db: &impl TenantConn, live: bool, secret: &str) -> Result<Op
     Ok(authenticate(db, live, secret).await?.ok())
 }
 
+/// Whether a presented key's `last_used_at` is due: unset, or a minute old.
+pub fn touch_is_due(key: &service_account_key::Model) -> bool {
+    !key.last_used_at.is_some_and(|at: DateTime<Utc>| clock::now() - at < chrono::Duration::seconds(60))
+}
+
 /// Records that a key was presented, at most once a minute per key (judged
 /// from the stored value, so across nodes too).
 pub async fn touch_if_due(scope: &TenantScope, key: &service_account_key::Model) -> Result<(), DbErr> {
-    let now = clock::now();
-    if key.last_used_at.is_some_and(|at: DateTime<Utc>| now - at < chrono::Duration::seconds(60)) {
+    if !touch_is_due(key) {
         return Ok(());
     }
+    let now = clock::now();
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::KeyLastUsed);
     txn.update_many(|q: UpdateMany<service_account_key::Entity>| {
