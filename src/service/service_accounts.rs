@@ -342,7 +342,7 @@ pub async fn verify(db: &impl TenantConn, live: bool, secret: &str) -> Result<Op
 
 /// Whether a presented key's `last_used_at` is due: unset, or a minute old.
 pub fn touch_is_due(key: &service_account_key::Model) -> bool {
-    !key.last_used_at.is_some_and(|at: DateTime<Utc>| clock::now() - at < chrono::Duration::seconds(60))
+    key.last_used_at.is_none_or(|at: DateTime<Utc>| clock::now() - at >= chrono::Duration::seconds(60))
 }
 
 /// Records that a key was presented, at most once a minute per key (judged

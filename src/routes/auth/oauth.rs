@@ -121,8 +121,7 @@ impl From<CallbackQuery> for CallbackParams {
     params(("provider" = String, Path), CallbackQuery),
     responses((status = 303, description = "To the application's `redirect_uri`",
             headers(("Location" = String, description = "`redirect_uri` with `code` or `error`, and `state`"))),
-        (status = 400, description = "`invalid_state`: unknown, expired or already used"),
-        (status = 401, description = "No application named by the `state`")))]
+        (status = 400, description = "`invalid_state`: unknown, expired, already used, or naming no application")))]
 pub async fn callback(
     state: web::Data<AppState>,
     req: HttpRequest,

@@ -137,7 +137,7 @@ pub async fn apply(
         user_id: user.id,
         provider: provider.to_string(),
         subject: account.subject.clone(),
-        email: Some(email.clone()),
+        email: account.email.clone(),
         created_at: now,
         last_sign_in_at: Some(now),
     };
