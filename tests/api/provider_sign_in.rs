@@ -118,8 +118,15 @@ async fn the_start_sends_the_browser_to_the_provider_with_state_pkce_and_nonce()
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].state_hash, gatehouse::crypto::sha256(&query["state"]).to_vec());
     assert_eq!(flows[0].client_state.as_deref(), Some("app-state"));
-    let verifier = String::from_utf8_lossy(&flows[0].code_verifier_sealed).to_string();
-    assert!(!verifier.contains(&query["code_challenge"]));
+    // The verifier is sealed to this flow: it opens there, to the challenge sent.
+    let context = format!("{}/oauth_flow/{}/code_verifier", flows[0].application_id, flows[0].id);
+    let opened =
+        gatehouse::crypto::seal::open(&app.state.master_key, &context, &flows[0].code_verifier_sealed).unwrap();
+    let verifier = String::from_utf8(opened).unwrap();
+    assert_eq!(gatehouse::oauth::pkce_challenge(&verifier), query["code_challenge"]);
+    assert!(!flows[0].code_verifier_sealed.windows(verifier.len()).any(|w| w == verifier.as_bytes()));
+    let elsewhere = format!("{}/oauth_flow/{}/code_verifier", flows[0].application_id, uuid::Uuid::now_v7());
+    assert!(gatehouse::crypto::seal::open(&app.state.master_key, &elsewhere, &flows[0].code_verifier_sealed).is_err());
 }
 
 #[actix_web::test]
