@@ -5,6 +5,7 @@ mod api_keys;
 mod applications;
 mod audit;
 mod billing;
+mod binary;
 mod cli;
 mod cross_node;
 mod delivery_durability;

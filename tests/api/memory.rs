@@ -2,9 +2,9 @@
 //! times, four at a time, and its anonymous memory (`RssAnon`: the heap and
 //! the hashing threads' argon2 memory, not the binary's own mapped pages)
 //! stays under 64 MiB, and does not grow from the 10th sign-in to the 50th.
-use std::process::{Command, Stdio};
+use serde_json::json;
 
-use serde_json::{json, Value};
+use crate::binary::Binary;
 
 fn rss_anon_kib(pid: u32) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
@@ -18,32 +18,16 @@ async fn fifty_sign_ins_keep_the_process_under_64_mib_of_anonymous_memory() {
         eprintln!("SKIPPED: no /proc to read memory from");
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
-    let port = crate::oidc::free_port();
-    let command = |args: &[&str]| {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
-        command
-            .args(args)
-            .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path())
-            .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
-            .env("GATEHOUSE__SECURITY__PASSWORD_HASH_CONCURRENCY", "2")
-            .env("GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE", "0")
-            .env("GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE", "0")
-            .env("RUST_LOG", "warn");
-        command
-    };
-    let boot: Value =
-        serde_json::from_slice(&command(&["bootstrap", "--name", "Memory"]).output().unwrap().stdout).unwrap();
-    let application = boot["application_id"].as_str().unwrap().to_string();
-    let mut child = command(&["serve"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    let binary = Binary::new(&[
+        ("GATEHOUSE__SECURITY__PASSWORD_HASH_CONCURRENCY", "2".into()),
+        ("GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE", "0".into()),
+        ("GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE", "0".into()),
+        ("RUST_LOG", "warn".into()),
+    ]);
+    let (application, _) = binary.bootstrap();
+    let mut child = binary.serve(None).await;
+    let base = &binary.base;
     let client = reqwest::Client::new();
-    for _ in 0..300 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
     let credentials = json!({"email": "memory@example.com", "password": "correct horse battery"});
     let post =
         |path: &str| client.post(format!("{base}{path}")).header("x-application-id", &application).json(&credentials);

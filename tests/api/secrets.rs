@@ -4,12 +4,15 @@
 //! and the whole log output are searched. A canary may appear nowhere; a
 //! secret the server made only in the one answer that issued it (a
 //! password-reset token: only in the email, here the development outbox).
-use std::process::{Child, Command, Stdio};
+use std::process::Child;
 
 use reqwest::{Client, Method};
 use serde_json::{json, Value};
 
-use crate::oidc::{free_port, no_redirects, Browser, OidcProvider, APP_ORIGIN};
+use crate::{
+    binary::Binary,
+    oidc::{free_port, no_redirects, Browser, OidcProvider, APP_ORIGIN},
+};
 
 /// Configured, not sent: the processor's signing secret.
 const PROCESSOR_SECRET: &str = "canary-processor-secret-3d9b";
@@ -23,6 +26,7 @@ const PLANTED: [&str; 5] = [
 ];
 
 struct Server {
+    binary: Binary,
     child: Child,
     base: String,
     /// Where the `google` provider's endpoints point (a real provider is
@@ -32,58 +36,28 @@ struct Server {
     key: String,
     client: Client,
     log: std::path::PathBuf,
-    dir: tempfile::TempDir,
 }
 
 impl Server {
-    fn start() -> Server {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
+    async fn start() -> Server {
         let provider_port = free_port();
         let issuer = format!("http://127.0.0.1:{provider_port}");
-        let command = |args: &[&str]| {
-            let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
-            command
-                .args(args)
-                .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path())
-                .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
-                .env("GATEHOUSE__LOG__FORMAT", "json")
-                .env("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "20")
-                .env("GATEHOUSE__BILLING__PROCESSOR_WEBHOOK_SECRET", PROCESSOR_SECRET)
-                .env("GATEHOUSE__SERVER__PUBLIC_URL", format!("http://127.0.0.1:{port}"))
-                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__ISSUER", &issuer)
-                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__AUTHORIZATION_URL", format!("{issuer}/auth"))
-                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__TOKEN_URL", format!("{issuer}/token"))
-                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__USERINFO_URL", format!("{issuer}/me"))
-                .env("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__JWKS_URL", format!("{issuer}/jwks"))
-                .env("RUST_LOG", "info,gatehouse=debug");
-            command
-        };
-        let boot = command(&["bootstrap", "--name", "Canary"]).output().unwrap();
-        let created: Value = serde_json::from_slice(&boot.stdout).unwrap();
-        let log = dir.path().join("stderr.log");
-        let child =
-            command(&["serve"]).stdout(Stdio::null()).stderr(std::fs::File::create(&log).unwrap()).spawn().unwrap();
-        Server {
-            child,
-            base: format!("http://127.0.0.1:{port}"),
-            provider_port,
-            application: created["application_id"].as_str().unwrap().to_string(),
-            key: created["secret_key"].as_str().unwrap().to_string(),
-            client: Client::new(),
-            log,
-            dir,
-        }
-    }
-
-    async fn wait_until_serving(&self) {
-        for _ in 0..300 {
-            if self.client.get(format!("{}/healthz", self.base)).send().await.is_ok() {
-                return;
-            }
-            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-        }
-        panic!("gatehouse serve did not start");
+        let mut binary = Binary::new(&[
+            ("GATEHOUSE__LOG__FORMAT", "json".into()),
+            ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "20".into()),
+            ("GATEHOUSE__BILLING__PROCESSOR_WEBHOOK_SECRET", PROCESSOR_SECRET.into()),
+            ("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__ISSUER", issuer.clone()),
+            ("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__AUTHORIZATION_URL", format!("{issuer}/auth")),
+            ("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__TOKEN_URL", format!("{issuer}/token")),
+            ("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__USERINFO_URL", format!("{issuer}/me")),
+            ("GATEHOUSE__OAUTH__ENDPOINTS__GOOGLE__JWKS_URL", format!("{issuer}/jwks")),
+            ("RUST_LOG", "info,gatehouse=debug".into()),
+        ]);
+        binary.add_env("GATEHOUSE__SERVER__PUBLIC_URL", binary.base.clone());
+        let (application, key) = binary.bootstrap();
+        let log = binary.dir.path().join("stderr.log");
+        let child = binary.serve(Some(std::fs::File::create(&log).unwrap())).await;
+        Server { base: binary.base.clone(), binary, child, provider_port, application, key, client: Client::new(), log }
     }
 
     /// Sends with the secret key (or `bearer`); answers status and body text.
@@ -114,8 +88,7 @@ impl Server {
 
 #[tokio::test]
 async fn no_secret_appears_in_lists_the_audit_export_or_the_logs() {
-    let server = Server::start();
-    server.wait_until_serving().await;
+    let server = Server::start().await;
     let app = server.application.clone();
     let [smtp, oauth, payment, password, wrong] = PLANTED;
 
@@ -217,7 +190,7 @@ async fn no_secret_appears_in_lists_the_audit_export_or_the_logs() {
 /// verifiers (ours, as the provider received it, and the application's),
 /// the one-time code and the tokens it was exchanged for.
 async fn sign_in_with_the_provider(server: &Server, client_secret: &str) -> Vec<String> {
-    let record = server.dir.path().join("verifiers");
+    let record = server.binary.dir.path().join("verifiers");
     let callback = format!("{}/v1/auth/oauth/google/callback", server.base);
     let Some(_provider) =
         OidcProvider::start(server.provider_port, &["client"], client_secret, &callback, Some(&record))

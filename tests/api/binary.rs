@@ -1,0 +1,62 @@
+//! The real `gatehouse` binary for tests over the process (JSON logs, memory
+//! read from `/proc`): a fresh data directory and port, `bootstrap` once,
+//! then `serve`.
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::oidc::free_port;
+
+pub struct Binary {
+    pub dir: tempfile::TempDir,
+    pub base: String,
+    port: u16,
+    env: Vec<(String, String)>,
+}
+
+impl Binary {
+    /// `env` is added to every command (settings as `GATEHOUSE__…`, `RUST_LOG`).
+    pub fn new(env: &[(&str, String)]) -> Binary {
+        let port = free_port();
+        let env = env.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+        Binary { dir: tempfile::tempdir().unwrap(), base: format!("http://127.0.0.1:{port}"), port, env }
+    }
+
+    pub fn add_env(&mut self, name: &str, value: String) {
+        self.env.push((name.to_string(), value));
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command
+            .args(args)
+            .env("GATEHOUSE__STORAGE__DATA_DIR", self.dir.path())
+            .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{}", self.port))
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        command
+    }
+
+    /// `gatehouse bootstrap`: the first application's id and secret key.
+    pub fn bootstrap(&self) -> (String, String) {
+        let boot = self.command(&["bootstrap", "--name", "Binary"]).output().unwrap();
+        let created: Value = serde_json::from_slice(&boot.stdout).unwrap();
+        (created["application_id"].as_str().unwrap().into(), created["secret_key"].as_str().unwrap().into())
+    }
+
+    /// `gatehouse serve`, its standard error to `stderr` (or nowhere);
+    /// answers once `/healthz` does.
+    pub async fn serve(&self, stderr: Option<std::fs::File>) -> Child {
+        let stderr = stderr.map(Stdio::from).unwrap_or_else(Stdio::null);
+        let mut child = self.command(&["serve"]).stdout(Stdio::null()).stderr(stderr).spawn().unwrap();
+        let client = reqwest::Client::new();
+        for _ in 0..300 {
+            if client.get(format!("{}/healthz", self.base)).send().await.is_ok() {
+                return child;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        panic!("gatehouse serve did not start");
+    }
+}
