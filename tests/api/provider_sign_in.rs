@@ -312,6 +312,23 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     let back = Browser::new("noemail-dave").until_application(authorization_url(&app, &verifier).await).await;
     assert_eq!(query_of(&back)["error"], "email_required", "{back}");
 
+    // A new user the application's pre_sign_up hook refuses: its message
+    // reaches the application as error_description; no user is made.
+    let (hook_url, script) = crate::hooks::start_hook_receiver().await;
+    let hook = app.post("/v1/hooks", &json!({"point": "pre_sign_up", "url": hook_url, "timeout_ms": 2000})).await;
+    assert_eq!(hook.status, 201, "{:?}", hook.body);
+    *script.secret.lock().unwrap() = hook.data()["secret"].as_str().unwrap().to_string();
+    *script.mode.lock().unwrap() = "deny".into();
+    let back = Browser::new("erin").until_application(authorization_url(&app, &verifier).await).await;
+    assert_eq!(query_of(&back)["error"], "sign_up_denied", "{back}");
+    assert_eq!(query_of(&back)["error_description"], "Only employees may sign up.");
+    let users = app.get("/v1/users?email=erin%40example.com").await;
+    assert_eq!(users.data().as_array().unwrap().len(), 0, "{:?}", users.body);
+    // Known users are not new: the hook is not asked.
+    let back = alice.until_application(authorization_url(&app, &verifier).await).await;
+    assert!(query_of(&back).contains_key("code"), "{back}");
+    *script.mode.lock().unwrap() = "allow".into();
+
     // A nonce other than ours in the ID token: refused.
     let forged = with_query(&authorization_url(&app, &verifier).await, "nonce", "someone-elses-nonce");
     let back = Browser::new("alice").until_application(forged).await;

@@ -115,7 +115,8 @@ impl From<CallbackQuery> for CallbackParams {
 /// for `POST /v1/auth/oauth/exchange`) or an `error` (`access_denied`,
 /// `provider_error`, `invalid_id_token`, `email_required`,
 /// `email_not_verified`, `profile_incomplete`, `sign_up_denied`,
-/// `hook_unavailable`, `temporarily_unavailable`), and its own `state`.
+/// `hook_unavailable`, `temporarily_unavailable`; a hook's refusal message
+/// in `error_description`), and its own `state`.
 #[utoipa::path(get, path = "/v1/auth/oauth/{provider}/callback", tag = "auth",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("provider" = String, Path), CallbackQuery),

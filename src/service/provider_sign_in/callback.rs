@@ -20,7 +20,7 @@ use crate::{
         self,
         client::{Credentials, Grant, ProviderError},
     },
-    service::hooks,
+    service::hooks::{self, HookError},
     storage::{TenantScope, Unaudited},
 };
 
@@ -36,16 +36,18 @@ pub struct CallbackParams {
 }
 
 /// A failure after the `state` was accepted: what the application is told
-/// (`error`) and what the audit row says (`reason`).
+/// (`error`, and a `description` meant for the end user when there is
+/// one) and what the audit row says (`reason`).
 struct Failure {
     error: &'static str,
+    description: Option<String>,
     reason: String,
     email: Option<String>,
 }
 
 impl Failure {
     fn new(error: &'static str, reason: impl Into<String>) -> Failure {
-        Failure { error, reason: reason.into(), email: None }
+        Failure { error, description: None, reason: reason.into(), email: None }
     }
 }
 
@@ -85,7 +87,11 @@ pub async fn callback(
             let mut txn = scope.acting_as(Actor::public()).begin().await?;
             txn.audit("sign_in.failed", None, detail).await?;
             txn.commit().await?;
-            Ok(back_to_application(&flow, &[("error", failure.error)]))
+            let mut answer = vec![("error", failure.error)];
+            if let Some(description) = &failure.description {
+                answer.push(("error_description", description));
+            }
+            Ok(back_to_application(&flow, &answer))
         }
     }
 }
@@ -176,11 +182,13 @@ async fn finish(
 }
 
 fn refused_failure(refused: LinkRefused) -> Failure {
-    let reason = match &refused {
-        LinkRefused::Hook(err) => format!("hook: {err}"),
-        other => other.code().to_string(),
+    let (reason, description) = match &refused {
+        // A hook's refusal is written for the end user: the application may show it.
+        LinkRefused::Hook(HookError::Denied(message)) => (format!("hook: {refused}"), Some(message.clone())),
+        LinkRefused::Hook(err) => (format!("hook: {err}"), None),
+        other => (other.code().to_string(), None),
     };
-    Failure::new(refused.code(), reason)
+    Failure { description, ..Failure::new(refused.code(), reason) }
 }
 
 /// The application's `redirect_uri` with `params` and its own `state`
