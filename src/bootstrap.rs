@@ -51,16 +51,25 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
     Ok(Bootstrapped { account_id, application_id: app.id, secret_key: key.secret })
 }
 
-/// On first start: a development application, when the catalog has none.
+/// On first start: a development application, when the catalog has none,
+/// in the first region this node holds (`us` unless the node holds only
+/// others). Nodes starting together take turns on the catalog, so one of
+/// them makes it.
 pub async fn first_start(storage: &Storage) -> ApiResult<Option<Bootstrapped>> {
-    if catalog::count_applications(&storage.catalog).await? > 0 {
-        return Ok(None);
-    }
-    let request = BootstrapRequest {
-        name: "Development".to_string(),
-        environment: Environment::Development,
-        region: Region::Us,
-        allowed_origins: Vec::new(),
-    };
-    bootstrap(storage, request).await.map(Some)
+    let Some(region) = Region::ALL.into_iter().find(|r| storage.holds(*r)) else { return Ok(None) };
+    storage
+        .catalog
+        .exclusively(async {
+            if catalog::count_applications(&storage.catalog).await? > 0 {
+                return Ok(None);
+            }
+            let request = BootstrapRequest {
+                name: "Development".to_string(),
+                environment: Environment::Development,
+                region,
+                allowed_origins: Vec::new(),
+            };
+            bootstrap(storage, request).await.map(Some)
+        })
+        .await
 }

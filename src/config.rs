@@ -344,6 +344,27 @@ impl Settings {
 mod tests {
     use super::*;
 
+    /// A setting's environment name misspelt in a deployment would be
+    /// ignored without a word: every `GATEHOUSE__…` the deployment files use
+    /// is one `config/default.toml` documents.
+    #[test]
+    fn the_deployment_files_name_only_documented_settings() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let names = |file: &str| -> std::collections::BTreeSet<String> {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            text.split(|c: char| !(c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'))
+                .filter(|n| n.starts_with("GATEHOUSE__"))
+                .map(str::to_string)
+                .collect()
+        };
+        let documented = names("config/default.toml");
+        for file in ["deploy/kubernetes.yaml", "deploy/local-cluster.sh"] {
+            for name in names(file) {
+                assert!(documented.contains(&name), "{file} sets {name}, which config/default.toml does not document");
+            }
+        }
+    }
+
     #[test]
     fn a_file_overrides_defaults_and_environment_variables_override_the_file() {
         let dir = tempfile::tempdir().unwrap();

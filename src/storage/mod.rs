@@ -4,6 +4,8 @@
 //! an in-process lock first instead of failing with `database is locked`.
 use std::{collections::HashMap, ops::Deref, sync::Arc, time::Duration};
 
+use std::future::Future;
+
 use migration::MigratorTrait;
 use sea_orm::{
     ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
@@ -165,10 +167,43 @@ fn prepare_sqlite(url: &str) -> Result<String, DbErr> {
     })
 }
 
-fn applied(db: &Db, count: usize) {
-    if count > 0 {
-        tracing::info!(database = db.label, "applied {count} migrations");
+/// The advisory lock nodes take for work only one of them may do at a
+/// time (advisory locks are per database: one key serves every database).
+const DEPLOYMENT_LOCK: i64 = 0x6761_7465_686f_7573; // "gatehous"
+
+impl Db {
+    /// Runs `work` while this node holds the database's deployment-wide
+    /// lock: on PostgreSQL a transaction-scoped advisory lock, so nodes that
+    /// start together take turns (the lock's transaction holds one pooled
+    /// connection while `work` uses another: `storage.max_connections` is
+    /// at least 2). A SQLite file has one node: nothing to hold.
+    pub async fn exclusively<T, E: From<DbErr>>(&self, work: impl Future<Output = Result<T, E>>) -> Result<T, E> {
+        if self.backend() != DbBackend::Postgres {
+            return work.await;
+        }
+        let lock = self.conn.begin().await?;
+        lock.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({DEPLOYMENT_LOCK})")).await?;
+        let done = work.await?;
+        lock.commit().await?;
+        Ok(done)
     }
+}
+
+/// Applies one database's pending migrations, one node at a time: the next
+/// finds nothing pending. Racing, two nodes' `CREATE TABLE IF NOT EXISTS`
+/// fail on PostgreSQL's own catalog (`pg_type_typname_nsp_index`).
+async fn migrate_one<M: MigratorTrait>(db: &Db) -> Result<(), DbErr> {
+    let pending = db
+        .exclusively(async {
+            let pending = M::get_pending_migrations(&db.conn).await?.len();
+            M::up(&db.conn, None).await?;
+            Ok::<_, DbErr>(pending)
+        })
+        .await?;
+    if pending > 0 {
+        tracing::info!(database = db.label, "applied {pending} migrations");
+    }
+    Ok(())
 }
 
 /// The catalog and the regional databases of the regions this node holds.
@@ -191,13 +226,9 @@ impl Storage {
     /// Applies what is pending and says so in one line per database
     /// (sea-orm's own per-migration lines are at `debug`).
     pub async fn migrate(&self) -> Result<(), DbErr> {
-        let pending = migration::CatalogMigrator::get_pending_migrations(&self.catalog.conn).await?.len();
-        migration::CatalogMigrator::up(&self.catalog.conn, None).await?;
-        applied(&self.catalog, pending);
+        migrate_one::<migration::CatalogMigrator>(&self.catalog).await?;
         for shard in self.shards.values() {
-            let pending = migration::RegionMigrator::get_pending_migrations(&shard.conn).await?.len();
-            migration::RegionMigrator::up(&shard.conn, None).await?;
-            applied(shard, pending);
+            migrate_one::<migration::RegionMigrator>(shard).await?;
         }
         Ok(())
     }

@@ -140,3 +140,21 @@ async fn a_settings_change_killed_between_its_two_databases_keeps_its_audit_row(
     server.kill().unwrap();
     let _ = server.wait();
 }
+
+/// Nodes of one deployment starting together on fresh PostgreSQL databases
+/// take turns: every one migrates without error, and exactly one makes the
+/// first-start application. (SQLite has one node per file: nothing to race.)
+#[actix_web::test]
+async fn nodes_starting_together_migrate_in_turn_and_make_one_first_application() {
+    if std::env::var("GATEHOUSE_TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: GATEHOUSE_TEST_POSTGRES_URL is not set");
+        return;
+    }
+    let fresh = crate::helpers::TestStorage::new().await;
+    let settings = &fresh.settings;
+    let opened = futures_util::future::join_all((0..4).map(|_| gatehouse::startup::open_storage(settings))).await;
+    let nodes: Vec<_> = opened.into_iter().map(|node| node.expect("every node migrates")).collect();
+    let first = futures_util::future::join_all(nodes.iter().map(gatehouse::bootstrap::first_start)).await;
+    let made = first.into_iter().map(|made| made.expect("first start")).filter(Option::is_some).count();
+    assert_eq!(made, 1);
+}
