@@ -215,6 +215,11 @@ pub struct Storage {
 impl Storage {
     pub async fn open(settings: &Settings) -> Result<Storage, DbErr> {
         let max = settings.storage.max_connections;
+        // Start-up holds one connection for its lock while another migrates
+        // (`Db::exclusively`): with one, it would wait for itself.
+        if max < 2 {
+            return Err(DbErr::Custom(format!("storage.max_connections is {max}: it must be at least 2")));
+        }
         let catalog = Db::connect(&settings.catalog_url(), "catalog", max).await?;
         let mut shards = HashMap::new();
         for region in &settings.node.regions {

@@ -178,3 +178,12 @@ fn json_logs_are_one_object_per_line_with_the_request_id() {
     assert_eq!(event["message"], "answered");
     assert_eq!(event["status"], 401);
 }
+
+#[test]
+fn a_pool_of_one_connection_is_refused_at_start_with_a_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gatehouse(dir.path()).env("GATEHOUSE__STORAGE__MAX_CONNECTIONS", "1").arg("migrate").output().unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("storage.max_connections is 1: it must be at least 2"), "{stderr}");
+}
