@@ -237,6 +237,7 @@ pub struct LimitSettings {
     pub personal_keys_per_user: u64,
     pub service_accounts_per_application: u64,
     pub keys_per_service_account: u64,
+    pub sod_policies_per_application: u64,
 }
 
 const DEFAULTS: &[(&str, &str)] = &[
@@ -266,6 +267,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("limits.personal_keys_per_user", "100"),
     ("limits.service_accounts_per_application", "100"),
     ("limits.keys_per_service_account", "10"),
+    ("limits.sod_policies_per_application", "100"),
 ];
 
 impl Settings {

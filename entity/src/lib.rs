@@ -9,6 +9,8 @@
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
 //! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `messaging_provider`, `oauth_flow`, `oauth_provider`, `password_reset`, `refresh_token`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
+pub mod access_review;
+pub mod access_review_item;
 pub mod account;
 pub mod api_key;
 pub mod application;
@@ -36,6 +38,7 @@ pub mod service_account;
 pub mod service_account_key;
 pub mod session;
 pub mod signing_key;
+pub mod sod_policy;
 pub mod unmatched_processor_event;
 pub mod user;
 pub mod user_api_key;

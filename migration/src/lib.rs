@@ -20,6 +20,7 @@ mod m20261125_000015_create_messaging;
 mod m20261125_000016_create_oauth_providers;
 mod m20261126_000017_create_provider_sign_in;
 mod m20261126_000018_create_password_resets;
+mod m20261127_000019_create_governance;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -62,6 +63,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261125_000016_create_oauth_providers::Migration),
             Box::new(m20261126_000017_create_provider_sign_in::Migration),
             Box::new(m20261126_000018_create_password_resets::Migration),
+            Box::new(m20261127_000019_create_governance::Migration),
         ]
     }
 

@@ -8,6 +8,7 @@ use crate::{
     crypto::password::PasswordError,
     events::processor_signature::SignatureError,
     service::{
+        access_reviews::AccessReviewError,
         api_keys::ApiKeyError,
         applications::ApplicationError,
         auth::AuthError,
@@ -24,6 +25,7 @@ use crate::{
         rotations::RotationError,
         service_accounts::ServiceAccountError,
         sessions::SessionError,
+        sod::SodError,
         users::UserError,
         validate::Invalid,
         webhooks::{InvalidUrl, WebhookError},
@@ -210,8 +212,47 @@ impl From<OrganizationError> for ApiError {
                 ApiError::new(Code::AlreadyMember, "The user is already a member of this organization.")
             }
             OrganizationError::NoSuchUser => ApiError::invalid("user_id", "no such user"),
+            OrganizationError::LastOwner => ApiError::new(
+                Code::LastOwner,
+                "The organization's last owner cannot be removed or given another role; make another member owner first.",
+            ),
+            OrganizationError::Sod(err) => err.into(),
             OrganizationError::Invalid(err) => err.into(),
             OrganizationError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<AccessReviewError> for ApiError {
+    fn from(err: AccessReviewError) -> Self {
+        match err {
+            AccessReviewError::NotFound(id) => ApiError::not_found("Access review", id),
+            AccessReviewError::ItemNotFound(id) => ApiError::not_found("Access review item", id),
+            AccessReviewError::AlreadyDecided => {
+                ApiError::new(Code::AlreadyDecided, "The item is already decided; a decision is final.")
+            }
+            AccessReviewError::AlreadyClosed => ApiError::new(Code::AlreadyDecided, "The review is already closed."),
+            AccessReviewError::Organization(err) => err.into(),
+            AccessReviewError::Invalid(err) => err.into(),
+            AccessReviewError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<SodError> for ApiError {
+    fn from(err: SodError) -> Self {
+        match err {
+            SodError::NotFound(id) => ApiError::not_found("Separation-of-duties policy", id),
+            SodError::Violation(policy) => ApiError::new(
+                Code::SodViolation,
+                format!(
+                    "The separation-of-duties policy `{}` ({}) forbids a user to hold both `{}` and `{}`.",
+                    policy.name, policy.id, policy.role_a, policy.role_b
+                ),
+            ),
+            SodError::Invalid(err) => err.into(),
+            SodError::Limit(err) => err.into(),
+            SodError::Db(err) => err.into(),
         }
     }
 }

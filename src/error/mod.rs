@@ -27,6 +27,9 @@ pub enum Code {
     Conflict,
     KeyInUse,
     AlreadyMember,
+    SodViolation,
+    LastOwner,
+    AlreadyDecided,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
@@ -43,7 +46,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 29] = [
+    pub const ALL: [Code; 32] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -61,6 +64,9 @@ impl Code {
         Code::Conflict,
         Code::KeyInUse,
         Code::AlreadyMember,
+        Code::SodViolation,
+        Code::LastOwner,
+        Code::AlreadyDecided,
         Code::PayloadTooLarge,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
@@ -88,7 +94,12 @@ impl Code {
             | Code::SignUpDenied => StatusCode::FORBIDDEN,
             Code::NotFound | Code::HostGroupNotFound => StatusCode::NOT_FOUND,
             Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Code::Conflict | Code::KeyInUse | Code::AlreadyMember => StatusCode::CONFLICT,
+            Code::Conflict
+            | Code::KeyInUse
+            | Code::AlreadyMember
+            | Code::SodViolation
+            | Code::LastOwner
+            | Code::AlreadyDecided => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::ValidationFailed
@@ -122,6 +133,9 @@ impl Code {
             Code::Conflict => "conflict",
             Code::KeyInUse => "key_in_use",
             Code::AlreadyMember => "already_member",
+            Code::SodViolation => "sod_violation",
+            Code::LastOwner => "last_owner",
+            Code::AlreadyDecided => "already_decided",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",

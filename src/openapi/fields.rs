@@ -7,7 +7,10 @@ use utoipa::openapi::{RefOr, Schema};
 
 use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
-    service::{applications, billing, enrollment, hooks, messaging, oauth_providers, profile_fields, users, webhooks},
+    service::{
+        access_reviews, applications, billing, enrollment, hooks, messaging, oauth_providers, profile_fields, users,
+        webhooks,
+    },
 };
 
 /// `Issues::text`: not blank, no control characters (Unicode `Cc`).
@@ -198,6 +201,15 @@ pub fn oauth_client_secret() -> RefOr<Schema> {
 pub fn oauth_scopes() -> RefOr<Schema> {
     let item = json!({"type": "string", "minLength": 1, "maxLength": oauth_providers::MAX_SCOPE, "pattern": oauth_providers::SCOPE});
     schema(json!({"type": "array", "maxItems": oauth_providers::MAX_SCOPES, "items": item}), true)
+}
+
+/// An access review item's decision.
+pub fn review_decision() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": access_reviews::DECISIONS}), false)
+}
+
+pub fn optional_review_decision() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": access_reviews::DECISIONS}), true)
 }
 
 pub fn optional_boolean() -> RefOr<Schema> {

@@ -1,4 +1,5 @@
 //! Routes, one file per area, composed here.
+pub mod access_reviews;
 pub mod api_keys;
 pub mod applications;
 pub mod audit_logs;
@@ -14,6 +15,7 @@ pub mod organizations;
 pub mod profile_fields;
 pub mod service_accounts;
 pub mod signing_keys;
+pub mod sod_policies;
 pub mod users;
 pub mod webhooks;
 
@@ -37,6 +39,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(profile_fields::configure)
             .configure(users::configure)
             .configure(organizations::configure)
+            .configure(sod_policies::configure)
+            .configure(access_reviews::configure)
             .configure(enrollment::configure)
             .configure(service_accounts::configure)
             .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),

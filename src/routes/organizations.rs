@@ -14,7 +14,8 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::organizations,
+    service::{memberships, organizations},
+    state::AppState,
 };
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
@@ -162,12 +163,18 @@ pub struct AddMembershipRequest {
 #[utoipa::path(post, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     request_body = AddMembershipRequest,
-    responses((status = 201, body = MembershipView), (status = 404), (status = 409, description = "already_member"), (status = 422)),
+    responses((status = 201, body = MembershipView), (status = 404), (status = 409, description = "already_member, or sod_violation: an enforced separation-of-duties policy forbids the role for this user"), (status = 422)),
     security(("secret_key" = [])))]
-pub async fn add_membership(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+pub async fn add_membership(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path)?;
     let request: AddMembershipRequest = body.json().await?;
-    let added = organizations::add_member(&key.scope, organization_id, request.user_id, request.role).await?;
+    let policies = state.tenants.state(&key.scope).await?.sod_policies.clone();
+    let added = memberships::add(&key.scope, &policies, organization_id, request.user_id, request.role).await?;
     Ok(envelope::created(MembershipView::from(&added)))
 }
 
@@ -180,7 +187,7 @@ pub async fn list_memberships(
 ) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path)?;
     let page = query.parsed()?.page()?;
-    let (found, has_more) = organizations::list_members(&key.scope, organization_id, page).await?;
+    let (found, has_more) = memberships::list(&key.scope, organization_id, page).await?;
     Ok(envelope::page(found.iter().map(MembershipView::from).collect(), has_more))
 }
 
@@ -194,8 +201,9 @@ pub struct UpdateMembershipRequest {
 #[utoipa::path(patch, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
     request_body = UpdateMembershipRequest,
-    responses((status = 200, body = MembershipView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = MembershipView), (status = 404), (status = 409, description = "sod_violation, or last_owner: the organization's last owner cannot be demoted"), (status = 422)), security(("secret_key" = [])))]
 pub async fn update_membership(
+    state: web::Data<AppState>,
     key: SecretKey,
     path: web::Path<(String, String)>,
     body: Body,
@@ -203,16 +211,17 @@ pub async fn update_membership(
     let organization_id = path_id("Organization", &path.0)?;
     let user_id = path_id("Membership", &path.1)?;
     let request: UpdateMembershipRequest = body.json().await?;
-    let updated = organizations::update_member(&key.scope, organization_id, user_id, request.role).await?;
+    let policies = state.tenants.state(&key.scope).await?.sod_policies.clone();
+    let updated = memberships::update(&key.scope, &policies, organization_id, user_id, request.role).await?;
     Ok(envelope::ok(MembershipView::from(&updated)))
 }
 
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404), (status = 409, description = "last_owner: the organization's last owner cannot be removed")), security(("secret_key" = [])))]
 pub async fn remove_membership(key: SecretKey, path: web::Path<(String, String)>) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path.0)?;
     let user_id = path_id("Membership", &path.1)?;
-    organizations::remove_member(&key.scope, organization_id, user_id).await?;
+    memberships::remove(&key.scope, organization_id, user_id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

@@ -184,7 +184,7 @@ pub async fn activate_organization(
     session: session::Model,
     organization_id: Uuid,
 ) -> Result<(session::Model, Issued), AuthError> {
-    let membership = super::organizations::find_membership(scope, organization_id, session.user_id)
+    let membership = super::memberships::find(scope, organization_id, session.user_id)
         .await?
         .ok_or(AuthError::NotAMember(organization_id))?;
     let signer = issuer.signer(scope).await?;

@@ -1,6 +1,7 @@
 //! Domain logic and queries, one file per area. Functions take
 //! `&impl ConnectionTrait` where the caller decides the transaction, and every
 //! query of a regional table filters on `application_id`.
+pub mod access_reviews;
 pub mod api_keys;
 pub mod applications;
 pub mod auth;
@@ -9,6 +10,7 @@ pub mod enrollment;
 pub mod hooks;
 pub mod machine_tokens;
 pub mod mailer;
+pub mod memberships;
 pub mod messaging;
 pub mod oauth_providers;
 pub mod organizations;
@@ -19,6 +21,7 @@ pub mod provider_sign_in;
 pub mod rotations;
 pub mod service_accounts;
 pub mod sessions;
+pub mod sod;
 pub mod users;
 pub mod validate;
 pub mod webhooks;

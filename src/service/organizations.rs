@@ -1,12 +1,12 @@
-//! Organizations and memberships. Roles are `owner`, `admin`, `member` or
-//! any custom name of the scope form.
+//! Organizations (their memberships are [`super::memberships`]). Roles are
+//! `owner`, `admin`, `member` or any custom name.
 use entity::{membership, organization, session};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
 use super::{
-    unless_unique, users,
+    unless_unique,
     validate::{Invalid, Issues},
 };
 use crate::storage::{Page, TenantConn, TenantScope};
@@ -27,6 +27,11 @@ pub enum OrganizationError {
     /// A new membership names a user the application does not have.
     #[error("no such user")]
     NoSuchUser,
+    /// The change would leave an organization that has an owner with none.
+    #[error("the organization's last owner cannot be removed or demoted")]
+    LastOwner,
+    #[error(transparent)]
+    Sod(#[from] super::sod::SodError),
     #[error(transparent)]
     Invalid(#[from] Invalid),
     #[error(transparent)]
@@ -57,8 +62,8 @@ fn slug_of(name: &str) -> String {
 
 /// `owner`, `admin`, `member` or any custom role: 1 to 64 characters
 /// without control characters.
-pub fn role(issues: &mut Issues, role: &str) {
-    issues.text("role", role, 64);
+pub fn role_issue(issues: &mut Issues, field: &str, role: &str) {
+    issues.text(field, role, 64);
 }
 
 pub async fn create(
@@ -154,136 +159,4 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationErr
     txn.audit("organization.deleted", Some(id), json!({"slug": organization.slug})).await?;
     txn.commit().await?;
     Ok(())
-}
-
-fn memberships_of(db: &impl TenantConn, organization_id: Uuid) -> sea_orm::Select<membership::Entity> {
-    db.find::<membership::Entity>().filter(membership::Column::OrganizationId.eq(organization_id))
-}
-
-pub async fn find_membership(
-    db: &impl TenantConn,
-    organization_id: Uuid,
-    user_id: Uuid,
-) -> Result<Option<membership::Model>, DbErr> {
-    memberships_of(db, organization_id).filter(membership::Column::UserId.eq(user_id)).one(db.conn()).await
-}
-
-pub async fn add_member(
-    scope: &TenantScope,
-    organization_id: Uuid,
-    user_id: Uuid,
-    role_name: String,
-) -> Result<membership::Model, OrganizationError> {
-    let mut issues = Issues::default();
-    role(&mut issues, &role_name);
-    issues.finish()?;
-    let mut txn = scope.begin().await?;
-    find(&txn, organization_id).await?;
-    users::find(&txn, user_id).await.map_err(|_| OrganizationError::NoSuchUser)?;
-    let membership = membership::Model {
-        application_id: txn.application_id(),
-        organization_id,
-        user_id,
-        role: role_name,
-        created_at: crate::clock::now(),
-    };
-    txn.insert(membership::ActiveModel::from(membership.clone()))
-        .await
-        .map_err(unless_unique(OrganizationError::AlreadyMember))?;
-    txn.audit(
-        "organization.membership.created",
-        Some(organization_id),
-        json!({"user_id": user_id, "role": membership.role}),
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(membership)
-}
-
-pub async fn list_members(
-    db: &impl TenantConn,
-    organization_id: Uuid,
-    page: Page,
-) -> Result<(Vec<membership::Model>, bool), OrganizationError> {
-    find(db, organization_id).await?;
-    Ok(page
-        .fetch(
-            memberships_of(db, organization_id)
-                .order_by_asc(membership::Column::CreatedAt)
-                .order_by_asc(membership::Column::UserId),
-            db.conn(),
-        )
-        .await?)
-}
-
-pub async fn update_member(
-    scope: &TenantScope,
-    organization_id: Uuid,
-    user_id: Uuid,
-    role_name: String,
-) -> Result<membership::Model, OrganizationError> {
-    let mut issues = Issues::default();
-    role(&mut issues, &role_name);
-    issues.finish()?;
-    let mut txn = scope.begin().await?;
-    let mut membership =
-        find_membership(&txn, organization_id, user_id).await?.ok_or(OrganizationError::MembershipNotFound(user_id))?;
-    txn.update_many(|q: UpdateMany<membership::Entity>| {
-        q.col_expr(membership::Column::Role, Expr::value(role_name.clone()))
-            .filter(membership::Column::OrganizationId.eq(organization_id))
-            .filter(membership::Column::UserId.eq(user_id))
-    })
-    .await?;
-    txn.audit(
-        "organization.membership.updated",
-        Some(organization_id),
-        json!({"user_id": user_id, "role": role_name, "previous_role": membership.role}),
-    )
-    .await?;
-    txn.commit().await?;
-    membership.role = role_name;
-    Ok(membership)
-}
-
-pub async fn remove_member(scope: &TenantScope, organization_id: Uuid, user_id: Uuid) -> Result<(), OrganizationError> {
-    let mut txn = scope.begin().await?;
-    let membership =
-        find_membership(&txn, organization_id, user_id).await?.ok_or(OrganizationError::MembershipNotFound(user_id))?;
-    txn.delete::<membership::Entity>(
-        sea_orm::Condition::all()
-            .add(membership::Column::OrganizationId.eq(organization_id))
-            .add(membership::Column::UserId.eq(user_id)),
-    )
-    .await?;
-    txn.audit(
-        "organization.membership.deleted",
-        Some(organization_id),
-        json!({"user_id": user_id, "role": membership.role}),
-    )
-    .await?;
-    txn.commit().await?;
-    Ok(())
-}
-
-/// The user's memberships with their organizations.
-pub async fn of_user(
-    db: &impl TenantConn,
-    user_id: Uuid,
-) -> Result<Vec<(membership::Model, organization::Model)>, DbErr> {
-    let memberships = db
-        .find::<membership::Entity>()
-        .filter(membership::Column::UserId.eq(user_id))
-        .order_by_asc(membership::Column::CreatedAt)
-        .all(db.conn())
-        .await?;
-    let ids: Vec<Uuid> = memberships.iter().map(|m| m.organization_id).collect();
-    let organizations =
-        db.find::<organization::Entity>().filter(organization::Column::Id.is_in(ids)).all(db.conn()).await?;
-    Ok(memberships
-        .into_iter()
-        .filter_map(|m| {
-            let organization = organizations.iter().find(|o| o.id == m.organization_id)?.clone();
-            Some((m, organization))
-        })
-        .collect())
 }

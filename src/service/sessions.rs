@@ -274,5 +274,5 @@ pub async fn active_membership(
     let Some(organization_id) = session.active_organization_id else {
         return Ok(None);
     };
-    super::organizations::find_membership(db, organization_id, session.user_id).await
+    super::memberships::find(db, organization_id, session.user_id).await
 }

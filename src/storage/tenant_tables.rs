@@ -55,4 +55,7 @@ tenant_tables!(
     user_identity,
     oauth_flow,
     password_reset,
+    sod_policy,
+    access_review,
+    access_review_item,
 );

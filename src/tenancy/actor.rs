@@ -98,7 +98,8 @@ impl TenantActor {
         let hooks = hooks::all(&scope).await?;
         let messaging = crate::service::messaging::all(&scope).await?;
         let oauth = crate::service::oauth_providers::all(&scope).await?;
-        Ok(TenantState::new(version, settings, keys, hooks, messaging, oauth))
+        let sod_policies = crate::service::sod::all(&scope).await?;
+        Ok(TenantState::new(version, settings, keys, hooks, messaging, oauth, sod_policies))
     }
 
     /// After a committed change: this node's copies go, the other nodes

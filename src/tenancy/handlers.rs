@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use entity::{hook, messaging_provider, oauth_provider};
+use entity::{hook, messaging_provider, oauth_provider, sod_policy};
 use uuid::Uuid;
 
 use super::{
@@ -11,7 +11,10 @@ use super::{
     state::{version_now, TenantState},
     Tenant,
 };
-use crate::{error::ApiResult, service::applications};
+use crate::{
+    error::ApiResult,
+    service::{applications, sod},
+};
 
 impl Handler<Load> for TenantActor {
     type Result = AtomicResponse<Self, ApiResult<Arc<TenantState>>>;
@@ -155,5 +158,29 @@ impl Handler<UpsertOAuthProvider> for TenantActor {
         self.change(
             async move { crate::service::oauth_providers::upsert(&msg.scope, &deps.master_key, msg.update).await },
         )
+    }
+}
+
+impl Handler<CreateSodPolicy> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<sod_policy::Model>>;
+
+    fn handle(&mut self, msg: CreateSodPolicy, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { sod::create(&msg.scope, msg.input, msg.limit).await })
+    }
+}
+
+impl Handler<UpdateSodPolicy> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<sod_policy::Model>>;
+
+    fn handle(&mut self, msg: UpdateSodPolicy, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { sod::update(&msg.scope, msg.id, msg.input).await })
+    }
+}
+
+impl Handler<DeleteSodPolicy> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<()>>;
+
+    fn handle(&mut self, msg: DeleteSodPolicy, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { sod::delete(&msg.scope, msg.id).await })
     }
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use actix::Message;
-use entity::{hook, messaging_provider, oauth_provider};
+use entity::{hook, messaging_provider, oauth_provider, sod_policy};
 use uuid::Uuid;
 
 use super::{state::TenantState, Tenant};
@@ -14,6 +14,7 @@ use crate::{
         hooks::{HookPatch, NewHook},
         messaging::{CheckedUpdate, Outcome},
         oauth_providers,
+        sod::PolicyInput,
     },
     storage::TenantScope,
 };
@@ -95,4 +96,27 @@ pub struct RecordMessagingOutcome {
 pub struct UpsertOAuthProvider {
     pub scope: TenantScope,
     pub update: oauth_providers::CheckedUpdate,
+}
+
+#[derive(Message)]
+#[rtype(result = "ApiResult<sod_policy::Model>")]
+pub struct CreateSodPolicy {
+    pub scope: TenantScope,
+    pub input: PolicyInput,
+    pub limit: u64,
+}
+
+#[derive(Message)]
+#[rtype(result = "ApiResult<sod_policy::Model>")]
+pub struct UpdateSodPolicy {
+    pub scope: TenantScope,
+    pub id: Uuid,
+    pub input: PolicyInput,
+}
+
+#[derive(Message)]
+#[rtype(result = "ApiResult<()>")]
+pub struct DeleteSodPolicy {
+    pub scope: TenantScope,
+    pub id: Uuid,
 }

@@ -10,7 +10,7 @@ use std::{
 
 use actix::prelude::*;
 use ed25519_compact::{PublicKey, SecretKey};
-use entity::{hook, messaging_provider, oauth_provider};
+use entity::{hook, messaging_provider, oauth_provider, sod_policy};
 use uuid::Uuid;
 
 use super::{
@@ -33,6 +33,7 @@ use crate::{
         hooks::{HookPatch, NewHook},
         messaging::{CheckedUpdate, Outcome},
         oauth_providers,
+        sod::PolicyInput,
     },
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
@@ -225,5 +226,27 @@ impl TenantRegistry {
     ) -> ApiResult<Option<messaging_provider::Model>> {
         let message = RecordMessagingOutcome { scope: scope.clone(), provider_id, settings_at, outcome, test };
         self.send(scope.tenant().id, message).await
+    }
+
+    pub async fn create_sod_policy(
+        &self,
+        scope: &TenantScope,
+        input: PolicyInput,
+        limit: u64,
+    ) -> ApiResult<sod_policy::Model> {
+        self.send(scope.tenant().id, CreateSodPolicy { scope: scope.clone(), input, limit }).await
+    }
+
+    pub async fn update_sod_policy(
+        &self,
+        scope: &TenantScope,
+        id: Uuid,
+        input: PolicyInput,
+    ) -> ApiResult<sod_policy::Model> {
+        self.send(scope.tenant().id, UpdateSodPolicy { scope: scope.clone(), id, input }).await
+    }
+
+    pub async fn delete_sod_policy(&self, scope: &TenantScope, id: Uuid) -> ApiResult<()> {
+        self.send(scope.tenant().id, DeleteSodPolicy { scope: scope.clone(), id }).await
     }
 }

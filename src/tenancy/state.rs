@@ -5,7 +5,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use entity::{hook, messaging_provider, oauth_provider};
+use entity::{hook, messaging_provider, oauth_provider, sod_policy};
 
 use super::Tenant;
 use crate::{region::Region, tokens::keys::KeySet};
@@ -33,6 +33,8 @@ pub struct TenantState {
     /// The identity providers' settings, one per provider at most; client
     /// secrets stay sealed (opened only at a sign-in's code exchange).
     pub oauth: Arc<[oauth_provider::Model]>,
+    /// The separation-of-duties policies every grant of a role passes.
+    pub sod_policies: Arc<[sod_policy::Model]>,
     pub pinning: Pinning,
     loaded_at: Instant,
 }
@@ -45,6 +47,7 @@ impl TenantState {
         hooks: Vec<hook::Model>,
         messaging: Vec<messaging_provider::Model>,
         oauth: Vec<oauth_provider::Model>,
+        sod_policies: Vec<sod_policy::Model>,
     ) -> Self {
         let pinning = Pinning::Pinned(settings.region);
         TenantState {
@@ -54,6 +57,7 @@ impl TenantState {
             hooks: hooks.into(),
             messaging: messaging.into(),
             oauth: oauth.into(),
+            sod_policies: sod_policies.into(),
             pinning,
             loaded_at: Instant::now(),
         }

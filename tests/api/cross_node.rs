@@ -285,3 +285,48 @@ async fn a_disabled_or_deleted_service_account_is_refused_by_the_other_node_with
     eprintln!("service account disable and delete seen by the other node after {seen:?}");
     assert!(seen.iter().all(|t| *t < Duration::from_millis(200)), "{seen:?}");
 }
+
+#[actix_web::test]
+async fn a_policy_created_on_one_node_is_enforced_by_the_other_within_200_ms() {
+    if !with_redis() {
+        return;
+    }
+    let a = spawn_app().await;
+    let (b, _) = second_node(&a).await;
+    let org = |name: &'static str| {
+        let a = &a;
+        async move { a.post("/v1/organizations", &json!({"name": name})).await.data()["id"].as_str().unwrap().to_string() }
+    };
+    let (finance, ops) = (org("Finance").await, org("Ops").await);
+    let mut seen = Vec::new();
+    for round in 0..3 {
+        let user = a.post("/v1/users", &json!({"email": format!("ada{round}@example.com")})).await;
+        let user_id = user.data()["id"].as_str().unwrap().to_string();
+        let body = json!({"user_id": user_id, "role": format!("payer{round}")});
+        let granted = a.post(&format!("/v1/organizations/{finance}/memberships"), &body).await;
+        assert_eq!(granted.status, 201);
+        // B loads the application's state (no policy yet) before the policy exists.
+        let check = json!({"user_id": user_id, "role": format!("approver{round}")});
+        let before = a.send_at(&b, &a.caller, Method::POST, "/v1/sod-policies/check", Some(&check)).await;
+        assert_eq!(before.data()["allowed"], true, "{:?}", before.body);
+        let policy = json!({"name": "p", "role_a": format!("payer{round}"), "role_b": format!("approver{round}")});
+        assert_eq!(a.post("/v1/sod-policies", &policy).await.status, 201);
+        seen.push(
+            time_until(|| {
+                let check = check.clone();
+                let (a, b) = (&a, b.clone());
+                async move {
+                    let now = a.send_at(&b, &a.caller, Method::POST, "/v1/sod-policies/check", Some(&check)).await;
+                    now.data()["allowed"] == false
+                }
+            })
+            .await,
+        );
+        let grant = json!({"user_id": user_id, "role": format!("approver{round}")});
+        let refused =
+            a.send_at(&b, &a.caller, Method::POST, &format!("/v1/organizations/{ops}/memberships"), Some(&grant)).await;
+        assert_eq!(refused.error_code(), "sod_violation", "{:?}", refused.body);
+    }
+    eprintln!("a new policy enforced by the other node after {seen:?}");
+    assert!(seen.iter().all(|t| *t < Duration::from_millis(200)), "{seen:?}");
+}

@@ -469,8 +469,13 @@ async fn organizations_memberships_and_activation_put_org_claims_in_the_token() 
     let not_member = app.send(&user, Method::POST, &format!("/v1/auth/organizations/{other_id}/activate"), None).await;
     assert_eq!(not_member.status, 404);
 
+    let last_owner = app.send(&app.caller, Method::DELETE, &format!("{members}/{user_id}"), None).await;
+    assert_eq!((last_owner.status, last_owner.error_code()), (409, "last_owner"));
+    let bob = app.post("/v1/users", &json!({"email": "bob@example.com"})).await;
+    let bob_id = bob.data()["id"].as_str().unwrap();
+    assert_eq!(app.post(&members, &json!({"user_id": bob_id, "role": "owner"})).await.status, 201);
     assert_eq!(app.send(&app.caller, Method::DELETE, &format!("{members}/{user_id}"), None).await.status, 200);
-    assert_eq!(app.get(&members).await.data().as_array().unwrap().len(), 0);
+    assert_eq!(app.get(&members).await.data().as_array().unwrap().len(), 1);
     assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/organizations/{org_id}"), None).await.status, 200);
     let types = app.audit_types().await;
     for expected in [

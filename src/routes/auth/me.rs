@@ -9,7 +9,7 @@ use crate::{
     error::ApiResult,
     http::{body::Body, envelope, path_id},
     routes::users::{SessionView, UserView},
-    service::{auth, organizations, users},
+    service::{auth, memberships, users},
     state::AppState,
 };
 
@@ -33,7 +33,7 @@ pub struct MembershipOfUserView {
     responses((status = 200, body = MeView), (status = 401)), security(("access_token" = [])))]
 pub async fn me(user: EndUser) -> ApiResult<HttpResponse> {
     let found = users::find(&user.scope, user.claims.sub).await?;
-    let organizations = organizations::of_user(&user.scope, user.claims.sub)
+    let organizations = memberships::of_user(&user.scope, user.claims.sub)
         .await?
         .into_iter()
         .map(|(m, o)| MembershipOfUserView { organization_id: o.id, name: o.name, slug: o.slug, role: m.role })

@@ -1,0 +1,262 @@
+//! Memberships: a user's role in an organization. Two rules hold on every
+//! path that writes one:
+//!
+//! - a role is granted only through [`grant`], which passes the
+//!   separation-of-duties policies ([`super::sod::admit`]) in the same
+//!   transaction;
+//! - an organization that has an owner never loses its last one (removal,
+//!   role change, an access review's revocation): [`keep_an_owner`].
+//!
+//! Every write locks the organization's row first (then, for a grant a
+//! policy names, the user's), so two changes of one organization take turns
+//! on PostgreSQL as they do on SQLite's one writer, and the second counts
+//! what the first left.
+use entity::{membership, organization, session, sod_policy};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, QuerySelect, UpdateMany};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{
+    organizations::{self, OrganizationError},
+    sessions,
+    sod::{self, Grant},
+    unless_unique, users,
+    validate::Issues,
+};
+use crate::storage::{Page, TenantConn, TenantScope, TenantTxn};
+
+pub const OWNER: &str = "owner";
+
+fn of_organization(db: &impl TenantConn, organization_id: Uuid) -> sea_orm::Select<membership::Entity> {
+    db.find::<membership::Entity>().filter(membership::Column::OrganizationId.eq(organization_id))
+}
+
+pub async fn find(
+    db: &impl TenantConn,
+    organization_id: Uuid,
+    user_id: Uuid,
+) -> Result<Option<membership::Model>, DbErr> {
+    of_organization(db, organization_id).filter(membership::Column::UserId.eq(user_id)).one(db.conn()).await
+}
+
+/// The organization, locked until the transaction ends.
+async fn lock_organization(txn: &TenantTxn, id: Uuid) -> Result<organization::Model, OrganizationError> {
+    txn.find_by_id::<organization::Entity>(id)
+        .lock_exclusive()
+        .one(txn.conn())
+        .await?
+        .ok_or(OrganizationError::NotFound(id))
+}
+
+fn checked_role(role: &str) -> Result<(), OrganizationError> {
+    let mut issues = Issues::default();
+    organizations::role_issue(&mut issues, "role", role);
+    Ok(issues.finish()?)
+}
+
+/// Writes a grant the policies admitted: a new membership, or the new role
+/// of `existing`. The only writer of a membership's role.
+async fn grant(
+    txn: &mut TenantTxn,
+    policies: &[sod_policy::Model],
+    wanted: Grant,
+    existing: Option<&membership::Model>,
+) -> Result<membership::Model, OrganizationError> {
+    if let Some(existing) = existing {
+        keep_an_owner(txn, existing, Some(&wanted.role)).await?;
+    }
+    let admitted = sod::admit(txn, policies, wanted).await?;
+    let Grant { organization_id, user_id, role } = admitted.grant().clone();
+    let written = match existing {
+        None => {
+            let row = membership::Model {
+                application_id: txn.application_id(),
+                organization_id,
+                user_id,
+                role: role.clone(),
+                created_at: crate::clock::now(),
+            };
+            txn.insert(membership::ActiveModel::from(row.clone()))
+                .await
+                .map_err(unless_unique(OrganizationError::AlreadyMember))?;
+            let data = json!({"user_id": user_id, "role": role});
+            txn.audit("organization.membership.created", Some(organization_id), data).await?;
+            row
+        }
+        Some(existing) => {
+            txn.update_many(|q: UpdateMany<membership::Entity>| {
+                q.col_expr(membership::Column::Role, Expr::value(role.clone()))
+                    .filter(membership::Column::OrganizationId.eq(organization_id))
+                    .filter(membership::Column::UserId.eq(user_id))
+            })
+            .await?;
+            let data = json!({"user_id": user_id, "role": role, "previous_role": existing.role});
+            txn.audit("organization.membership.updated", Some(organization_id), data).await?;
+            membership::Model { role, ..existing.clone() }
+        }
+    };
+    admitted.report(txn).await?;
+    Ok(written)
+}
+
+/// Refuses a change that would take the organization's last owner away
+/// (`new_role` is the role the membership keeps; none when it goes).
+async fn keep_an_owner(
+    txn: &TenantTxn,
+    membership: &membership::Model,
+    new_role: Option<&str>,
+) -> Result<(), OrganizationError> {
+    if membership.role != OWNER || new_role == Some(OWNER) {
+        return Ok(());
+    }
+    let other_owners = of_organization(txn, membership.organization_id)
+        .filter(membership::Column::Role.eq(OWNER))
+        .filter(membership::Column::UserId.ne(membership.user_id))
+        .count(txn.conn())
+        .await?;
+    if other_owners == 0 {
+        return Err(OrganizationError::LastOwner);
+    }
+    Ok(())
+}
+
+pub async fn add(
+    scope: &TenantScope,
+    policies: &[sod_policy::Model],
+    organization_id: Uuid,
+    user_id: Uuid,
+    role: String,
+) -> Result<membership::Model, OrganizationError> {
+    checked_role(&role)?;
+    let mut txn = scope.begin().await?;
+    lock_organization(&txn, organization_id).await?;
+    users::find(&txn, user_id).await.map_err(|_| OrganizationError::NoSuchUser)?;
+    if find(&txn, organization_id, user_id).await?.is_some() {
+        return Err(OrganizationError::AlreadyMember);
+    }
+    let added = grant(&mut txn, policies, Grant { organization_id, user_id, role }, None).await?;
+    txn.commit().await?;
+    Ok(added)
+}
+
+pub async fn update(
+    scope: &TenantScope,
+    policies: &[sod_policy::Model],
+    organization_id: Uuid,
+    user_id: Uuid,
+    role: String,
+) -> Result<membership::Model, OrganizationError> {
+    checked_role(&role)?;
+    let mut txn = scope.begin().await?;
+    lock_organization(&txn, organization_id).await?;
+    let existing = find(&txn, organization_id, user_id).await?.ok_or(OrganizationError::MembershipNotFound(user_id))?;
+    let updated = grant(&mut txn, policies, Grant { organization_id, user_id, role }, Some(&existing)).await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
+pub async fn remove(scope: &TenantScope, organization_id: Uuid, user_id: Uuid) -> Result<(), OrganizationError> {
+    let mut txn = scope.begin().await?;
+    lock_organization(&txn, organization_id).await?;
+    let membership =
+        find(&txn, organization_id, user_id).await?.ok_or(OrganizationError::MembershipNotFound(user_id))?;
+    remove_in(&mut txn, &membership, json!({})).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// Removes a membership in the caller's transaction (the organization
+/// locked by the caller), unless it is the last owner; `why` joins the
+/// audit row.
+async fn remove_in(
+    txn: &mut TenantTxn,
+    membership: &membership::Model,
+    why: serde_json::Value,
+) -> Result<(), OrganizationError> {
+    keep_an_owner(txn, membership, None).await?;
+    txn.delete::<membership::Entity>(
+        sea_orm::Condition::all()
+            .add(membership::Column::OrganizationId.eq(membership.organization_id))
+            .add(membership::Column::UserId.eq(membership.user_id)),
+    )
+    .await?;
+    let mut data = json!({"user_id": membership.user_id, "role": membership.role});
+    if let (Some(data), Some(why)) = (data.as_object_mut(), why.as_object()) {
+        data.extend(why.clone());
+    }
+    txn.audit("organization.membership.deleted", Some(membership.organization_id), data).await?;
+    Ok(())
+}
+
+/// An access review's revocation: the user's membership in the
+/// organization as it is now goes (whatever its role since the snapshot),
+/// with every session of the user that has the organization active; none
+/// when the membership is already gone. Whether one was removed.
+pub async fn revoke_in(
+    txn: &mut TenantTxn,
+    organization_id: Uuid,
+    user_id: Uuid,
+    review_item_id: Uuid,
+) -> Result<bool, OrganizationError> {
+    match lock_organization(txn, organization_id).await {
+        Err(OrganizationError::NotFound(_)) => return Ok(false),
+        other => other?,
+    };
+    let Some(membership) = find(txn, organization_id, user_id).await? else {
+        return Ok(false);
+    };
+    remove_in(txn, &membership, json!({"access_review_item_id": review_item_id})).await?;
+    let session_ids: Vec<Uuid> = txn
+        .find::<session::Entity>()
+        .select_only()
+        .column(session::Column::Id)
+        .filter(session::Column::UserId.eq(user_id))
+        .filter(session::Column::ActiveOrganizationId.eq(organization_id))
+        .filter(session::Column::RevokedAt.is_null())
+        .into_tuple()
+        .all(txn.conn())
+        .await?;
+    for id in session_ids {
+        sessions::revoke_in(txn, id, "access_revoked").await?;
+    }
+    Ok(true)
+}
+
+pub async fn list(
+    db: &impl TenantConn,
+    organization_id: Uuid,
+    page: Page,
+) -> Result<(Vec<membership::Model>, bool), OrganizationError> {
+    organizations::find(db, organization_id).await?;
+    Ok(page
+        .fetch(
+            of_organization(db, organization_id)
+                .order_by_asc(membership::Column::CreatedAt)
+                .order_by_asc(membership::Column::UserId),
+            db.conn(),
+        )
+        .await?)
+}
+
+/// The user's memberships with their organizations.
+pub async fn of_user(
+    db: &impl TenantConn,
+    user_id: Uuid,
+) -> Result<Vec<(membership::Model, organization::Model)>, DbErr> {
+    let memberships = db
+        .find::<membership::Entity>()
+        .filter(membership::Column::UserId.eq(user_id))
+        .order_by_asc(membership::Column::CreatedAt)
+        .all(db.conn())
+        .await?;
+    let ids: Vec<Uuid> = memberships.iter().map(|m| m.organization_id).collect();
+    let organizations =
+        db.find::<organization::Entity>().filter(organization::Column::Id.is_in(ids)).all(db.conn()).await?;
+    Ok(memberships
+        .into_iter()
+        .filter_map(|m| {
+            let organization = organizations.iter().find(|o| o.id == m.organization_id)?.clone();
+            Some((m, organization))
+        })
+        .collect())
+}
