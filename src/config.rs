@@ -238,6 +238,8 @@ pub struct LimitSettings {
     pub service_accounts_per_application: u64,
     pub keys_per_service_account: u64,
     pub sod_policies_per_application: u64,
+    pub features_per_application: u64,
+    pub plans_per_application: u64,
 }
 
 const DEFAULTS: &[(&str, &str)] = &[
@@ -268,6 +270,8 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("limits.service_accounts_per_application", "100"),
     ("limits.keys_per_service_account", "10"),
     ("limits.sod_policies_per_application", "100"),
+    ("limits.features_per_application", "200"),
+    ("limits.plans_per_application", "100"),
 ];
 
 impl Settings {

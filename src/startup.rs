@@ -120,6 +120,7 @@ impl Application {
             tokens: AccessTokens::new(settings.public_url(), settings.tokens.access_ttl_seconds),
             cors: OriginUnion::new(&bus),
             connect_statuses: crate::service::billing::ConnectStatuses::new(shared.clone(), &bus),
+            entitlements: crate::service::entitlements::OrganizationEntitlements::new(shared.clone(), &bus),
             bus,
             rotations,
             master_key,

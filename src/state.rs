@@ -32,6 +32,8 @@ pub struct AppState {
     pub bus: crate::cache::bus::Bus,
     /// Connected-account statuses, read through the cache layer.
     pub connect_statuses: crate::service::billing::ConnectStatuses,
+    /// Organizations' entitlement inputs, read through the cache layer.
+    pub entitlements: crate::service::entitlements::OrganizationEntitlements,
     /// Sends through each application's messaging providers.
     pub mailer: crate::service::mailer::Mailer,
     /// For forwarding to peer nodes.

@@ -9,6 +9,8 @@ pub struct Model {
     pub application_id: Uuid,
     pub name: String,
     pub slug: String,
+    /// The plan its entitlements start from; none: the features' defaults.
+    pub plan_key: Option<String>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

@@ -21,6 +21,7 @@ mod m20261125_000016_create_oauth_providers;
 mod m20261126_000017_create_provider_sign_in;
 mod m20261126_000018_create_password_resets;
 mod m20261127_000019_create_governance;
+mod m20261127_000020_create_entitlements;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -64,6 +65,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261126_000017_create_provider_sign_in::Migration),
             Box::new(m20261126_000018_create_password_resets::Migration),
             Box::new(m20261127_000019_create_governance::Migration),
+            Box::new(m20261127_000020_create_entitlements::Migration),
         ]
     }
 

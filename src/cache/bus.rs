@@ -40,6 +40,9 @@ pub enum Invalidation {
     ApiKey { application_id: Uuid, key_id: Uuid },
     /// The connected account's status changed (a processor event, a new link).
     ConnectStatus { application_id: Uuid },
+    /// An organization's entitlement inputs changed (its plan, an override)
+    /// or it was deleted.
+    Organization { application_id: Uuid, organization_id: Uuid },
     // Personal keys, service accounts with their keys, and sessions are read
     // from the database on every use (nothing caches them), so their
     // revocations (and a service account disabled or deleted) need no message.

@@ -18,6 +18,17 @@ use super::redis::SharedRedis;
 
 const LOCAL_CAPACITY: u64 = 100_000;
 
+/// One key for an entry that belongs to two ids (an application's
+/// organization): the first 128 bits of SHA-256 over both. A caller who
+/// chooses the second id cannot make it name another application's entry.
+pub fn pair_key(first: Uuid, second: Uuid) -> Uuid {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new().chain_update(first.as_bytes()).chain_update(second.as_bytes()).finalize();
+    let mut bytes = [0u8; 16];
+    bytes.copy_from_slice(&digest[..16]);
+    Uuid::from_bytes(bytes)
+}
+
 /// Concurrent misses of one key wait on one cell, so they share one Redis
 /// read and one load. Dropping an entry drops its cell: a load still in
 /// flight then completes for its waiters only and cannot put a value read

@@ -15,6 +15,6 @@ mod testing;
 
 pub use self::{
     bus::{Bus, Invalidation},
-    layer::ReadThrough,
+    layer::{pair_key, ReadThrough},
     redis::SharedRedis,
 };

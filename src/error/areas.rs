@@ -14,6 +14,7 @@ use crate::{
         auth::AuthError,
         billing::BillingError,
         enrollment::EnrollmentError,
+        entitlements::EntitlementError,
         hooks::HookError,
         messaging::MessagingError,
         oauth_providers::OAuthProviderError,
@@ -235,6 +236,22 @@ impl From<AccessReviewError> for ApiError {
             AccessReviewError::Organization(err) => err.into(),
             AccessReviewError::Invalid(err) => err.into(),
             AccessReviewError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<EntitlementError> for ApiError {
+    fn from(err: EntitlementError) -> Self {
+        match err {
+            EntitlementError::FeatureNotFound(key) => ApiError::not_found("Feature", key),
+            EntitlementError::PlanNotFound(key) => ApiError::not_found("Plan", key),
+            EntitlementError::OverrideNotFound(key) => ApiError::not_found("Entitlement override of feature", key),
+            EntitlementError::InUse(why) => ApiError::new(Code::Conflict, format!("{why}.")),
+            EntitlementError::Organization(err) => err.into(),
+            EntitlementError::Invalid(err) => err.into(),
+            EntitlementError::Limit(err) => err.into(),
+            EntitlementError::Db(err) => err.into(),
+            EntitlementError::Read(err) => ApiError::from(&*err),
         }
     }
 }

@@ -8,8 +8,8 @@ use utoipa::openapi::{RefOr, Schema};
 use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
     service::{
-        access_reviews, applications, billing, enrollment, hooks, messaging, oauth_providers, profile_fields, users,
-        webhooks,
+        access_reviews, applications, billing, enrollment, entitlements, hooks, messaging, oauth_providers,
+        profile_fields, users, webhooks,
     },
 };
 
@@ -201,6 +201,10 @@ pub fn oauth_client_secret() -> RefOr<Schema> {
 pub fn oauth_scopes() -> RefOr<Schema> {
     let item = json!({"type": "string", "minLength": 1, "maxLength": oauth_providers::MAX_SCOPE, "pattern": oauth_providers::SCOPE});
     schema(json!({"type": "array", "maxItems": oauth_providers::MAX_SCOPES, "items": item}), true)
+}
+
+pub fn feature_kind() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": entitlements::KINDS}), false)
 }
 
 /// An access review item's decision.

@@ -6,6 +6,7 @@ pub mod audit_logs;
 pub mod auth;
 pub mod billing;
 pub mod enrollment;
+pub mod entitlements;
 pub mod hooks;
 pub mod machine_tokens;
 pub mod messaging;
@@ -41,6 +42,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(organizations::configure)
             .configure(sod_policies::configure)
             .configure(access_reviews::configure)
+            .configure(entitlements::configure)
             .configure(enrollment::configure)
             .configure(service_accounts::configure)
             .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),

@@ -47,6 +47,8 @@ pub struct OrganizationView {
     pub id: Uuid,
     pub name: String,
     pub slug: String,
+    /// The entitlement plan it is on; null: the features' defaults.
+    pub plan_key: Option<String>,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -59,6 +61,7 @@ impl From<&organization::Model> for OrganizationView {
             id: o.id,
             name: o.name.clone(),
             slug: o.slug.clone(),
+            plan_key: o.plan_key.clone(),
             created_at: o.created_at,
             updated_at: o.updated_at,
         }
@@ -145,9 +148,14 @@ pub async fn update_organization(key: SecretKey, path: web::Path<String>, body: 
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = [])))]
-pub async fn delete_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+pub async fn delete_organization(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
     organizations::delete(&key.scope, id).await?;
+    state.entitlements.changed(key.scope.tenant().id, id).await;
     Ok(envelope::ok(serde_json::json!({})))
 }
 

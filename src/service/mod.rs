@@ -7,6 +7,7 @@ pub mod applications;
 pub mod auth;
 pub mod billing;
 pub mod enrollment;
+pub mod entitlements;
 pub mod hooks;
 pub mod machine_tokens;
 pub mod mailer;

@@ -1,6 +1,6 @@
 //! Organizations (their memberships are [`super::memberships`]). Roles are
 //! `owner`, `admin`, `member` or any custom name.
-use entity::{membership, organization, session};
+use entity::{entitlement_override, membership, organization, session};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
@@ -89,8 +89,15 @@ pub async fn create(
     };
     issues.finish()?;
     let now = crate::clock::now();
-    let organization =
-        organization::Model { id, application_id: scope.tenant().id, name, slug, created_at: now, updated_at: now };
+    let organization = organization::Model {
+        id,
+        application_id: scope.tenant().id,
+        name,
+        slug,
+        plan_key: None,
+        created_at: now,
+        updated_at: now,
+    };
     let mut txn = scope.begin().await?;
     txn.insert(organization::ActiveModel::from(organization.clone()))
         .await
@@ -144,12 +151,14 @@ pub async fn update(
     Ok(organization)
 }
 
-/// Deletes an organization and its memberships; sessions that had it
+/// Deletes an organization with its memberships and entitlement overrides
+/// (the caller then drops its cached entitlements); sessions that had it
 /// active carry no organization from their next token on.
 pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationError> {
     let mut txn = scope.begin().await?;
     let organization = find(&txn, id).await?;
     txn.delete::<membership::Entity>(membership::Column::OrganizationId.eq(id)).await?;
+    txn.delete::<entitlement_override::Entity>(entitlement_override::Column::OrganizationId.eq(id)).await?;
     txn.update_many(|q: UpdateMany<session::Entity>| {
         q.col_expr(session::Column::ActiveOrganizationId, Expr::value(Option::<Uuid>::None))
             .filter(session::Column::ActiveOrganizationId.eq(id))

@@ -58,4 +58,7 @@ tenant_tables!(
     sod_policy,
     access_review,
     access_review_item,
+    feature,
+    plan,
+    entitlement_override,
 );

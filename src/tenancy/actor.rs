@@ -99,7 +99,8 @@ impl TenantActor {
         let messaging = crate::service::messaging::all(&scope).await?;
         let oauth = crate::service::oauth_providers::all(&scope).await?;
         let sod_policies = crate::service::sod::all(&scope).await?;
-        Ok(TenantState::new(version, settings, keys, hooks, messaging, oauth, sod_policies))
+        let entitlements = crate::service::entitlements::definitions::catalog(&scope).await?;
+        Ok(TenantState::new(version, settings, keys, hooks, messaging, oauth, sod_policies, entitlements))
     }
 
     /// After a committed change: this node's copies go, the other nodes

@@ -2,7 +2,7 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use entity::{hook, messaging_provider, oauth_provider, sod_policy};
+use entity::{feature, hook, messaging_provider, oauth_provider, plan, sod_policy};
 use uuid::Uuid;
 
 use super::{
@@ -13,7 +13,7 @@ use super::{
 };
 use crate::{
     error::ApiResult,
-    service::{applications, sod},
+    service::{applications, entitlements::definitions, sod},
 };
 
 impl Handler<Load> for TenantActor {
@@ -182,5 +182,37 @@ impl Handler<DeleteSodPolicy> for TenantActor {
 
     fn handle(&mut self, msg: DeleteSodPolicy, _: &mut Context<Self>) -> Self::Result {
         self.change(async move { sod::delete(&msg.scope, msg.id).await })
+    }
+}
+
+impl Handler<PutFeature> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<feature::Model>>;
+
+    fn handle(&mut self, msg: PutFeature, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { definitions::put_feature(&msg.scope, &msg.key, msg.input, msg.limit).await })
+    }
+}
+
+impl Handler<DeleteFeature> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<()>>;
+
+    fn handle(&mut self, msg: DeleteFeature, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { definitions::delete_feature(&msg.scope, &msg.key).await })
+    }
+}
+
+impl Handler<PutPlan> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<plan::Model>>;
+
+    fn handle(&mut self, msg: PutPlan, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { definitions::put_plan(&msg.scope, &msg.key, &msg.name, msg.grants, msg.limit).await })
+    }
+}
+
+impl Handler<DeletePlan> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<()>>;
+
+    fn handle(&mut self, msg: DeletePlan, _: &mut Context<Self>) -> Self::Result {
+        self.change(async move { definitions::delete_plan(&msg.scope, &msg.key).await })
     }
 }

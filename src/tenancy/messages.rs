@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use actix::Message;
-use entity::{hook, messaging_provider, oauth_provider, sod_policy};
+use entity::{feature, hook, messaging_provider, oauth_provider, plan, sod_policy};
 use uuid::Uuid;
 
 use super::{state::TenantState, Tenant};
@@ -11,6 +11,7 @@ use crate::{
     error::ApiResult,
     service::{
         applications::SettingsPatch,
+        entitlements::definitions::FeatureInput,
         hooks::{HookPatch, NewHook},
         messaging::{CheckedUpdate, Outcome},
         oauth_providers,
@@ -119,4 +120,39 @@ pub struct UpdateSodPolicy {
 pub struct DeleteSodPolicy {
     pub scope: TenantScope,
     pub id: Uuid,
+}
+
+/// Creates or replaces a feature.
+#[derive(Message)]
+#[rtype(result = "ApiResult<feature::Model>")]
+pub struct PutFeature {
+    pub scope: TenantScope,
+    pub key: String,
+    pub input: FeatureInput,
+    pub limit: u64,
+}
+
+#[derive(Message)]
+#[rtype(result = "ApiResult<()>")]
+pub struct DeleteFeature {
+    pub scope: TenantScope,
+    pub key: String,
+}
+
+/// Creates or replaces a plan.
+#[derive(Message)]
+#[rtype(result = "ApiResult<plan::Model>")]
+pub struct PutPlan {
+    pub scope: TenantScope,
+    pub key: String,
+    pub name: String,
+    pub grants: serde_json::Map<String, serde_json::Value>,
+    pub limit: u64,
+}
+
+#[derive(Message)]
+#[rtype(result = "ApiResult<()>")]
+pub struct DeletePlan {
+    pub scope: TenantScope,
+    pub key: String,
 }

@@ -10,7 +10,7 @@ use std::{
 
 use actix::prelude::*;
 use ed25519_compact::{PublicKey, SecretKey};
-use entity::{hook, messaging_provider, oauth_provider, sod_policy};
+use entity::{feature, hook, messaging_provider, oauth_provider, plan, sod_policy};
 use uuid::Uuid;
 
 use super::{
@@ -30,6 +30,7 @@ use crate::{
     region::router::Directory,
     service::{
         applications::SettingsPatch,
+        entitlements::definitions::FeatureInput,
         hooks::{HookPatch, NewHook},
         messaging::{CheckedUpdate, Outcome},
         oauth_providers,
@@ -248,5 +249,34 @@ impl TenantRegistry {
 
     pub async fn delete_sod_policy(&self, scope: &TenantScope, id: Uuid) -> ApiResult<()> {
         self.send(scope.tenant().id, DeleteSodPolicy { scope: scope.clone(), id }).await
+    }
+
+    pub async fn put_feature(
+        &self,
+        scope: &TenantScope,
+        key: String,
+        input: FeatureInput,
+        limit: u64,
+    ) -> ApiResult<feature::Model> {
+        self.send(scope.tenant().id, PutFeature { scope: scope.clone(), key, input, limit }).await
+    }
+
+    pub async fn delete_feature(&self, scope: &TenantScope, key: String) -> ApiResult<()> {
+        self.send(scope.tenant().id, DeleteFeature { scope: scope.clone(), key }).await
+    }
+
+    pub async fn put_plan(
+        &self,
+        scope: &TenantScope,
+        key: String,
+        name: String,
+        grants: serde_json::Map<String, serde_json::Value>,
+        limit: u64,
+    ) -> ApiResult<plan::Model> {
+        self.send(scope.tenant().id, PutPlan { scope: scope.clone(), key, name, grants, limit }).await
+    }
+
+    pub async fn delete_plan(&self, scope: &TenantScope, key: String) -> ApiResult<()> {
+        self.send(scope.tenant().id, DeletePlan { scope: scope.clone(), key }).await
     }
 }

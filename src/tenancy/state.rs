@@ -8,7 +8,7 @@ use std::{
 use entity::{hook, messaging_provider, oauth_provider, sod_policy};
 
 use super::Tenant;
-use crate::{region::Region, tokens::keys::KeySet};
+use crate::{region::Region, service::entitlements::Catalog, tokens::keys::KeySet};
 
 /// Where the application's data lives. A region move (the residency issue)
 /// adds `Moving { from, to, step }`.
@@ -35,6 +35,8 @@ pub struct TenantState {
     pub oauth: Arc<[oauth_provider::Model]>,
     /// The separation-of-duties policies every grant of a role passes.
     pub sod_policies: Arc<[sod_policy::Model]>,
+    /// The features and plans entitlements resolve against.
+    pub entitlements: Arc<Catalog>,
     pub pinning: Pinning,
     loaded_at: Instant,
 }
@@ -48,6 +50,7 @@ impl TenantState {
         messaging: Vec<messaging_provider::Model>,
         oauth: Vec<oauth_provider::Model>,
         sod_policies: Vec<sod_policy::Model>,
+        entitlements: Catalog,
     ) -> Self {
         let pinning = Pinning::Pinned(settings.region);
         TenantState {
@@ -58,6 +61,7 @@ impl TenantState {
             messaging: messaging.into(),
             oauth: oauth.into(),
             sod_policies: sod_policies.into(),
+            entitlements: Arc::new(entitlements),
             pinning,
             loaded_at: Instant::now(),
         }

@@ -330,3 +330,63 @@ async fn a_policy_created_on_one_node_is_enforced_by_the_other_within_200_ms() {
     eprintln!("a new policy enforced by the other node after {seen:?}");
     assert!(seen.iter().all(|t| *t < Duration::from_millis(200)), "{seen:?}");
 }
+
+#[actix_web::test]
+async fn an_entitlement_change_on_one_node_is_resolved_by_the_other_within_200_ms() {
+    if !with_redis() {
+        return;
+    }
+    let a = spawn_app().await;
+    let (b, _) = second_node(&a).await;
+    let put = |path: String, body: Value| {
+        let a = &a;
+        async move { a.send(&a.caller, Method::PUT, &path, Some(&body)).await.status }
+    };
+    assert_eq!(put("/v1/features/seats".into(), json!({"kind": "limit", "default_value": 1})).await, 200);
+    let org = a.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let seats_at_b = || {
+        let (a, b, org) = (&a, b.clone(), org.clone());
+        async move {
+            let path = format!("/v1/organizations/{org}/entitlements");
+            a.send_at(&b, &a.caller, Method::GET, &path, None).await.data()[0]["value"].clone()
+        }
+    };
+    assert_eq!(seats_at_b().await, 1, "B resolves (and caches) the default");
+    let mut seen = Vec::new();
+    for (round, change) in ["override", "plan", "feature"].into_iter().enumerate() {
+        let expected = json!(10 + round);
+        let status = match change {
+            "override" => {
+                put(format!("/v1/organizations/{org}/entitlement-overrides/seats"), json!({"value": expected})).await
+            }
+            "plan" => {
+                a.send(
+                    &a.caller,
+                    Method::DELETE,
+                    &format!("/v1/organizations/{org}/entitlement-overrides/seats"),
+                    None,
+                )
+                .await;
+                assert_eq!(
+                    put("/v1/plans/pro".into(), json!({"name": "Pro", "grants": {"seats": expected}})).await,
+                    200
+                );
+                put(format!("/v1/organizations/{org}/plan"), json!({"plan_key": "pro"})).await
+            }
+            _ => {
+                put(format!("/v1/organizations/{org}/plan"), json!({"plan_key": null})).await;
+                put("/v1/features/seats".into(), json!({"kind": "limit", "default_value": expected})).await
+            }
+        };
+        assert_eq!(status, 200, "{change}");
+        seen.push(
+            time_until(|| {
+                let (seats, expected) = (seats_at_b(), expected.clone());
+                async move { seats.await == expected }
+            })
+            .await,
+        );
+    }
+    eprintln!("entitlement changes (override, plan, feature default) resolved by the other node after {seen:?}");
+    assert!(seen.iter().all(|t| *t < Duration::from_millis(200)), "{seen:?}");
+}

@@ -11,6 +11,7 @@ mod cross_node;
 mod delivery_durability;
 mod end_users;
 mod enrollment;
+mod entitlements;
 mod governance;
 mod hardening;
 mod helpers;

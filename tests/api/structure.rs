@@ -46,6 +46,7 @@ async fn a_change_without_an_audit_row_refuses_to_commit_and_leaves_nothing() {
         application_id: Set(uuid::Uuid::nil()), // the handle sets the real one
         name: Set("Unaudited".into()),
         slug: Set("unaudited".into()),
+        plan_key: Set(None),
         created_at: Set(now),
         updated_at: Set(now),
     };
