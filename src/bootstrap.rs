@@ -45,6 +45,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         allowed_origins,
         branding: serde_json::json!({}),
         refresh_reuse_interval_seconds: 0,
+        entitlement_claims: Vec::new(),
         profile_fields: Vec::new(),
     };
     let (app, key) = applications::create(storage, new, &Actor::system()).await?;

@@ -49,7 +49,7 @@ pub struct AppState {
 impl AppState {
     /// What end-user flows sign tokens with.
     pub fn issuer(&self) -> crate::service::auth::Issuer<'_> {
-        crate::service::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens }
+        crate::service::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens, entitlements: &self.entitlements }
     }
 
     /// What runs an application's sign-up hooks (at sign-up, and when a

@@ -18,6 +18,9 @@ pub struct Model {
     /// Seconds (0 to 60) in which a just-rotated refresh token may be
     /// presented again for a new pair of the same session.
     pub refresh_reuse_interval_seconds: i32,
+    /// JSON array of feature keys an access token with an active
+    /// organization carries resolved (its `ent` claim); null: none.
+    pub entitlement_claims: Option<Json>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

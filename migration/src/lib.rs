@@ -22,6 +22,7 @@ mod m20261126_000017_create_provider_sign_in;
 mod m20261126_000018_create_password_resets;
 mod m20261127_000019_create_governance;
 mod m20261127_000020_create_entitlements;
+mod m20261127_000021_add_entitlement_claims;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -35,6 +36,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261123_000008_create_pending_audit_events::Migration),
             Box::new(m20261124_000009_add_refresh_reuse_interval::Migration),
             Box::new(m20261125_000012_create_processor_accounts::Migration),
+            Box::new(m20261127_000021_add_entitlement_claims::Migration),
         ]
     }
 

@@ -179,6 +179,7 @@ impl From<AuthError> for ApiError {
             AuthError::Hook(err) => err.into(),
             AuthError::User(err) => err.into(),
             AuthError::Rotation(err) => err.into(),
+            AuthError::Entitlement(err) => err.into(),
             AuthError::Db(err) => err.into(),
         }
     }

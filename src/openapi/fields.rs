@@ -203,6 +203,14 @@ pub fn oauth_scopes() -> RefOr<Schema> {
     schema(json!({"type": "array", "maxItems": oauth_providers::MAX_SCOPES, "items": item}), true)
 }
 
+/// Distinct feature keys, at most 20.
+pub fn entitlement_claims() -> RefOr<Schema> {
+    let item = json!({"type": "string", "pattern": SCOPE});
+    let keys =
+        json!({"type": "array", "maxItems": applications::MAX_ENTITLEMENT_CLAIMS, "uniqueItems": true, "items": item});
+    schema(keys, true)
+}
+
 pub fn feature_kind() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": entitlements::KINDS}), false)
 }

@@ -174,7 +174,7 @@ pub struct CloseRequest {
 /// Close a review, deciding every pending item. No body, `{}` or
 /// `{"remaining": …}`.
 #[utoipa::path(post, path = "/v1/access-reviews/{review_id}/close", tag = "governance",
-    params(("review_id" = Uuid, Path, description = "The review's id.")), request_body(content = Option<CloseRequest>),
+    params(("review_id" = Uuid, Path, description = "The review's id.")), request_body(content = CloseRequest, description = "Optional: no body or `{}` approves every pending item."),
     responses((status = 200, body = AccessReviewView), (status = 404),
         (status = 409, description = "already_decided: the review is closed; or last_owner"), (status = 422)),
     security(("secret_key" = [])))]

@@ -68,6 +68,11 @@ pub struct UpdateApplicationRequest {
     /// same session instead of revoking it as reuse.
     #[schema(minimum = 0, maximum = 60)]
     pub refresh_reuse_interval_seconds: Option<i64>,
+    /// Feature keys whose resolved values an access token with an active
+    /// organization carries as its `ent` claim (`{feature_key: value}`), so
+    /// a UI can gate features with no call. At most 20, distinct.
+    #[schema(schema_with = crate::openapi::fields::entitlement_claims)]
+    pub entitlement_claims: Option<Vec<String>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -82,6 +87,7 @@ pub struct ApplicationView {
     #[schema(value_type = Object)]
     pub branding: Value,
     pub refresh_reuse_interval_seconds: u32,
+    pub entitlement_claims: Vec<String>,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -100,6 +106,7 @@ impl From<&Tenant> for ApplicationView {
             allowed_origins: app.allowed_origins.clone(),
             branding: app.branding.clone(),
             refresh_reuse_interval_seconds: app.refresh_reuse_interval_seconds,
+            entitlement_claims: app.entitlement_claims.clone(),
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -144,6 +151,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         allowed_origins: Vec::new(),
         branding: Value::Object(Default::default()),
         refresh_reuse_interval_seconds: 0,
+        entitlement_claims: Vec::new(),
         profile_fields: Vec::new(),
     };
     if let Some(source) = request.copy_from {
@@ -151,6 +159,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         new.allowed_origins = source.allowed_origins.clone();
         new.branding = source.branding.clone();
         new.refresh_reuse_interval_seconds = source.refresh_reuse_interval_seconds;
+        new.entitlement_claims = source.entitlement_claims.clone();
         new.profile_fields = fields;
     }
     let (app, first_key) = applications::create(&state.storage, new, key.scope.actor()).await?;
@@ -206,6 +215,7 @@ pub async fn update_application(
         request.allowed_origins,
         request.branding,
         request.refresh_reuse_interval_seconds,
+        request.entitlement_claims,
     )?;
     let app = state.tenants.update_settings(&key.scope, patch).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))

@@ -119,7 +119,7 @@ pub struct PutFeatureRequest {
 /// Create or replace a feature. Its kind changes only while no plan grants
 /// it and no organization overrides it (409 otherwise).
 #[utoipa::path(put, path = "/v1/features/{feature_key}", tag = "entitlements",
-    params(("feature_key" = String, Path, description = "The feature's key, `^[a-z][a-z0-9_:.-]{0,63}$`.")),
+    params(("feature_key" = String, Path, pattern = r"^[a-z][a-z0-9_:.-]{0,63}$", description = "The feature's key.")),
     request_body = PutFeatureRequest,
     responses((status = 200, body = FeatureView), (status = 409, description = "conflict: the kind of a feature in use"), (status = 422)),
     security(("secret_key" = [])))]
@@ -174,7 +174,7 @@ pub struct PutPlanRequest {
 
 /// Create or replace a plan.
 #[utoipa::path(put, path = "/v1/plans/{plan_key}", tag = "entitlements",
-    params(("plan_key" = String, Path, description = "The plan's key, `^[a-z][a-z0-9_:.-]{0,63}$`.")),
+    params(("plan_key" = String, Path, pattern = r"^[a-z][a-z0-9_:.-]{0,63}$", description = "The plan's key.")),
     request_body = PutPlanRequest, responses((status = 200, body = PlanView), (status = 422)),
     security(("secret_key" = [])))]
 pub async fn put_plan(

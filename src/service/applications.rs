@@ -63,6 +63,7 @@ pub struct NewApplication {
     pub allowed_origins: Vec<String>,
     pub branding: Value,
     pub refresh_reuse_interval_seconds: u32,
+    pub entitlement_claims: Vec<String>,
     /// Copied from `copy_from`'s schema (new ids, this application's).
     pub profile_fields: Vec<entity::profile_field::Model>,
 }
@@ -74,6 +75,7 @@ pub struct SettingsPatch {
     pub allowed_origins: Option<Vec<String>>,
     pub branding: Option<Value>,
     pub refresh_reuse_interval_seconds: Option<u32>,
+    pub entitlement_claims: Option<Vec<String>>,
 }
 
 /// The longest reuse interval of a refresh token (as Auth0 and Okta bound theirs).
@@ -85,6 +87,7 @@ impl SettingsPatch {
         allowed_origins: Option<Vec<String>>,
         branding: Option<Value>,
         refresh_reuse_interval_seconds: Option<i64>,
+        entitlement_claims: Option<Vec<String>>,
     ) -> Result<Self, Invalid> {
         let mut issues = Issues::default();
         let name = name.map(|n| issues.text("name", &n, 255));
@@ -98,8 +101,28 @@ impl SettingsPatch {
             }
             seconds.clamp(0, MAX_REFRESH_REUSE_INTERVAL) as u32
         });
+        if let Some(keys) = &entitlement_claims {
+            entitlement_claims_issue(&mut issues, keys);
+        }
         issues.finish()?;
-        Ok(SettingsPatch { name, allowed_origins, branding, refresh_reuse_interval_seconds })
+        Ok(SettingsPatch { name, allowed_origins, branding, refresh_reuse_interval_seconds, entitlement_claims })
+    }
+}
+
+/// The most feature keys a token may carry (each adds to every token of a
+/// session with an organization).
+pub const MAX_ENTITLEMENT_CLAIMS: usize = 20;
+
+/// Distinct feature keys (`^[a-z][a-z0-9_:.-]{0,63}$`), at most 20. A key
+/// no feature has yet is allowed: it appears in tokens once defined.
+fn entitlement_claims_issue(issues: &mut Issues, keys: &[String]) {
+    let distinct: std::collections::HashSet<&String> = keys.iter().collect();
+    if keys.len() > MAX_ENTITLEMENT_CLAIMS {
+        issues.add("entitlement_claims", format!("at most {MAX_ENTITLEMENT_CLAIMS} feature keys"));
+    } else if distinct.len() != keys.len() {
+        issues.add("entitlement_claims", "must not repeat a key");
+    } else if let Some(bad) = keys.iter().find(|k| !super::validate::is_scope(k)) {
+        issues.add("entitlement_claims", format!("`{}` must match ^[a-z][a-z0-9_:.-]{{0,63}}$", bad.escape_debug()));
     }
 }
 
@@ -201,6 +224,7 @@ pub async fn create(
         allowed_origins: json!(new.allowed_origins),
         branding: new.branding,
         refresh_reuse_interval_seconds: new.refresh_reuse_interval_seconds as i32,
+        entitlement_claims: Some(json!(new.entitlement_claims)),
         created_at: now,
         updated_at: now,
     };
@@ -291,6 +315,10 @@ pub async fn update_settings(
     if let Some(seconds) = patch.refresh_reuse_interval_seconds {
         active.refresh_reuse_interval_seconds = Set(seconds as i32);
         changed.push("refresh_reuse_interval_seconds");
+    }
+    if let Some(keys) = patch.entitlement_claims {
+        active.entitlement_claims = Set(Some(json!(keys)));
+        changed.push("entitlement_claims");
     }
     let now = crate::clock::now();
     active.updated_at = Set(now);

@@ -2,11 +2,12 @@
 //! access token of a session. Each runs in the application's scope and
 //! records its audit rows in the transaction of its change.
 use chrono::Duration;
-use entity::{session, user};
+use entity::{membership, session, user};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::{
+    entitlements::{self, EntitlementError, OrganizationEntitlements},
     hooks::{self, HookError},
     rotations::RotationError,
     sessions::{self, Opened, RefreshRefused},
@@ -16,9 +17,9 @@ use crate::{
     audit::Actor,
     crypto::password::{PasswordError, PasswordHasher},
     error::ApiError,
-    storage::{TenantConn, TenantScope},
+    storage::TenantScope,
     tenancy::registry::TenantRegistry,
-    tokens::{AccessTokens, Issued, NoSigningKey, Signer},
+    tokens::{AccessTokens, Issued, NoSigningKey, OrganizationClaims, Signer},
 };
 
 /// Why an end-user flow failed.
@@ -46,6 +47,9 @@ pub enum AuthError {
     User(#[from] UserError),
     #[error(transparent)]
     Rotation(#[from] RotationError),
+    /// An organization's entitlements, for a token's `ent` claim.
+    #[error(transparent)]
+    Entitlement(#[from] EntitlementError),
     #[error(transparent)]
     Db(#[from] sea_orm::DbErr),
 }
@@ -55,6 +59,7 @@ pub enum AuthError {
 pub struct Issuer<'a> {
     pub tenants: &'a TenantRegistry,
     pub tokens: &'a AccessTokens,
+    pub entitlements: &'a OrganizationEntitlements,
 }
 
 impl Issuer<'_> {
@@ -63,6 +68,48 @@ impl Issuer<'_> {
     pub async fn signer(&self, scope: &TenantScope) -> Result<Signer, AuthError> {
         let state = self.tenants.signing_state(scope).await.map_err(AuthError::Tenant)?;
         Ok(self.tokens.signer(scope.tenant().id, &state.keys)?)
+    }
+
+    /// What a token says of an organization: its id, the user's role, and
+    /// the features the application's `entitlement_claims` name, resolved
+    /// (from the tenant state and the organization's cached inputs: no
+    /// query on a warm path).
+    pub async fn organization_claims(
+        &self,
+        scope: &TenantScope,
+        membership: membership::Model,
+    ) -> Result<OrganizationClaims, AuthError> {
+        let keys = &scope.tenant().entitlement_claims;
+        let entitlements = if keys.is_empty() {
+            None
+        } else {
+            let inputs = self.entitlements.inputs(scope, membership.organization_id).await?;
+            let state = self.tenants.state(scope).await.map_err(AuthError::Tenant)?;
+            let resolved = entitlements::resolve(&state.entitlements, &inputs);
+            Some(
+                resolved
+                    .into_iter()
+                    .filter(|e| keys.contains(&e.feature_key))
+                    .map(|e| (e.feature_key, e.value))
+                    .collect(),
+            )
+        };
+        Ok(OrganizationClaims { id: membership.organization_id, role: membership.role, entitlements })
+    }
+
+    /// The token of a session: with its active organization when the user
+    /// is still a member there.
+    pub async fn access_token(
+        &self,
+        signer: &Signer,
+        scope: &TenantScope,
+        session: &session::Model,
+    ) -> Result<Issued, AuthError> {
+        let organization = match sessions::active_membership(scope, session).await? {
+            Some(membership) => Some(self.organization_claims(scope, membership).await?),
+            None => None,
+        };
+        Ok(signer.issue(session, organization))
     }
 }
 
@@ -160,19 +207,8 @@ pub async fn refresh(
             return Err(AuthError::RefreshRefused(refused));
         }
     };
-    let access = access_token(&signer, scope, &opened.session).await?;
+    let access = issuer.access_token(&signer, scope, &opened.session).await?;
     Ok((opened, access))
-}
-
-/// The token of a session: its active organization's id and the user's
-/// role there, when the user is still a member.
-pub async fn access_token(
-    signer: &Signer,
-    db: &impl TenantConn,
-    session: &session::Model,
-) -> Result<Issued, sea_orm::DbErr> {
-    let organization = sessions::active_membership(db, session).await?.map(|m| (m.organization_id, m.role));
-    Ok(signer.issue(session, organization))
 }
 
 /// Makes one of the user's organizations the session's active one and
@@ -190,6 +226,7 @@ pub async fn activate_organization(
     let signer = issuer.signer(scope).await?;
     sessions::activate_organization(scope, session.id, organization_id).await?;
     let session = session::Model { active_organization_id: Some(organization_id), ..session };
-    let access = signer.issue(&session, Some((organization_id, membership.role)));
+    let claims = issuer.organization_claims(scope, membership).await?;
+    let access = signer.issue(&session, Some(claims));
     Ok((session, access))
 }

@@ -63,6 +63,10 @@ pub struct TenantSnapshot {
     /// Entries cached by a node that predates the field read as 0.
     #[serde(default)]
     pub refresh_reuse_interval_seconds: u32,
+    /// The feature keys an access token with an active organization
+    /// carries resolved, as its `ent` claim (entries cached by an older node: none).
+    #[serde(default)]
+    pub entitlement_claims: Vec<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -83,6 +87,7 @@ impl TenantSnapshot {
             allowed_origins: serde_json::from_value(row.allowed_origins).unwrap_or_default(),
             branding: row.branding,
             refresh_reuse_interval_seconds: row.refresh_reuse_interval_seconds.clamp(0, 60) as u32,
+            entitlement_claims: row.entitlement_claims.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             name: row.name,
             created_at: row.created_at,
             updated_at: row.updated_at,

@@ -35,6 +35,10 @@ pub struct Claims {
     pub org: Option<Uuid>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub org_role: Option<String>,
+    /// The active organization's entitlements the application asked tokens
+    /// to carry (`entitlement_claims`), `{feature_key: value}`.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub ent: Option<serde_json::Map<String, serde_json::Value>>,
     pub iat: i64,
     pub nbf: i64,
     pub exp: i64,
@@ -197,6 +201,7 @@ mod tests {
             aal: "aal1".into(),
             org: None,
             org_role: None,
+            ent: None,
             iat: now,
             nbf: now,
             exp: now + 300,

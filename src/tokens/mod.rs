@@ -26,6 +26,15 @@ pub struct AccessTokens {
     ttl_seconds: i64,
 }
 
+/// What a token says of its session's active organization.
+pub struct OrganizationClaims {
+    pub id: Uuid,
+    /// The user's role there (`org_role`).
+    pub role: String,
+    /// `ent`: none unless the application names features to carry.
+    pub entitlements: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
 /// One application's current signing key with the claims it vouches for.
 pub struct Signer {
     kid: Uuid,
@@ -35,11 +44,14 @@ pub struct Signer {
 }
 
 impl Signer {
-    /// A token for a session; `organization` is the active one and the
-    /// user's role in it.
-    pub fn issue(&self, session: &session::Model, organization: Option<(Uuid, String)>) -> Issued {
+    /// A token for a session; `organization` is the active one, the
+    /// user's role in it and the entitlements its tokens carry.
+    pub fn issue(&self, session: &session::Model, organization: Option<OrganizationClaims>) -> Issued {
         let now = crate::clock::now().timestamp();
-        let (org, org_role) = organization.unzip();
+        let (org, org_role, ent) = match organization {
+            Some(o) => (Some(o.id), Some(o.role), o.entitlements),
+            None => (None, None, None),
+        };
         let claims = jwt::Claims {
             iss: self.issuer.clone(),
             aud: session.application_id.to_string(),
@@ -48,6 +60,7 @@ impl Signer {
             aal: session.aal.clone(),
             org,
             org_role,
+            ent,
             iat: now,
             nbf: now,
             exp: now + self.ttl_seconds,

@@ -132,3 +132,59 @@ async fn entitlements_resolve_override_then_plan_then_default_one_per_feature_so
         assert!(types.iter().any(|t| t == expected), "{expected}");
     }
 }
+
+fn claims_of(token: &str) -> Value {
+    use base64::Engine;
+    let payload = token.split('.').nth(1).unwrap();
+    serde_json::from_slice(&base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
+#[actix_web::test]
+async fn tokens_carry_the_entitlements_the_application_names_as_ent() {
+    let app = spawn_app().await;
+    let settings = format!("/v1/applications/{}", app.caller.application_id);
+    let too_many: Vec<String> = (0..21).map(|i| format!("f{i}")).collect();
+    assert_eq!(app.patch(&settings, &json!({"entitlement_claims": too_many})).await.status, 422);
+    assert_eq!(app.patch(&settings, &json!({"entitlement_claims": ["sso", "sso"]})).await.status, 422);
+    let named = app.patch(&settings, &json!({"entitlement_claims": ["seats", "sso", "later"]})).await;
+    assert_eq!(named.status, 200, "{:?}", named.body);
+    assert_eq!(named.data()["entitlement_claims"], json!(["seats", "sso", "later"]));
+    for (key, kind, default) in
+        [("sso", "boolean", json!(false)), ("seats", "limit", json!(3)), ("theme", "config", json!("dark"))]
+    {
+        assert_eq!(
+            put(&app, &format!("/v1/features/{key}"), json!({"kind": kind, "default_value": default})).await.status,
+            200
+        );
+    }
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let signed_up = crate::end_users::sign_up(&app, &app.caller, "ada@example.com").await;
+    assert!(claims_of(signed_up["access_token"].as_str().unwrap()).get("ent").is_none(), "no organization: no ent");
+    let user_id = signed_up["user"]["id"].as_str().unwrap();
+    let members = format!("/v1/organizations/{org}/memberships");
+    assert_eq!(app.post(&members, &json!({"user_id": user_id, "role": "owner"})).await.status, 201);
+    let user = crate::end_users::as_user(&app.caller, signed_up["access_token"].as_str().unwrap());
+    let activated = app.send(&user, Method::POST, &format!("/v1/auth/organizations/{org}/activate"), None).await;
+    let claims = claims_of(activated.data()["access_token"].as_str().unwrap());
+    assert_eq!(claims["ent"], json!({"seats": 3, "sso": false}), "named and defined; theme is not named");
+
+    assert_eq!(
+        put(&app, &format!("/v1/organizations/{org}/entitlement-overrides/sso"), json!({"value": true})).await.status,
+        200
+    );
+    let body = json!({"refresh_token": signed_up["refresh_token"]});
+    let refreshed = crate::end_users::public_post(&app, &app.caller, "/v1/auth/token", &body).await;
+    assert_eq!(refreshed.status, 200, "{:?}", refreshed.body);
+    let claims = claims_of(refreshed.data()["access_token"].as_str().unwrap());
+    assert_eq!((claims["org"].as_str(), claims["ent"].clone()), (Some(&*org), json!({"seats": 3, "sso": true})));
+    // The backend verifies it as it does every token.
+    let me = app
+        .send(
+            &crate::end_users::as_user(&app.caller, refreshed.data()["access_token"].as_str().unwrap()),
+            Method::GET,
+            "/v1/auth/me",
+            None,
+        )
+        .await;
+    assert_eq!(me.status, 200);
+}
