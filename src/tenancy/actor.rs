@@ -18,7 +18,7 @@ use actix::prelude::*;
 use arc_swap::ArcSwapOption;
 use uuid::Uuid;
 
-use super::state::{version_now, TenantState};
+use super::state::{version_now, Configuration, TenantState};
 use crate::{
     audit::Actor as AuditActor,
     cache::{
@@ -95,12 +95,14 @@ impl TenantActor {
             .ok_or_else(|| ApiError::unavailable("The application's region is not held here."))?;
         let scope = TenantScope::new(settings.clone(), shard.clone(), AuditActor::system());
         let keys = deps.keys.load(&scope).await?;
-        let hooks = hooks::all(&scope).await?;
-        let messaging = crate::service::messaging::all(&scope).await?;
-        let oauth = crate::service::oauth_providers::all(&scope).await?;
-        let sod_policies = crate::service::sod::all(&scope).await?;
-        let entitlements = crate::service::entitlements::definitions::catalog(&scope).await?;
-        Ok(TenantState::new(version, settings, keys, hooks, messaging, oauth, sod_policies, entitlements))
+        let configuration = Configuration {
+            hooks: hooks::all(&scope).await?,
+            messaging: crate::service::messaging::all(&scope).await?,
+            oauth: crate::service::oauth_providers::all(&scope).await?,
+            sod_policies: crate::service::sod::all(&scope).await?,
+            entitlements: crate::service::entitlements::definitions::catalog(&scope).await?,
+        };
+        Ok(TenantState::new(version, settings, keys, configuration))
     }
 
     /// After a committed change: this node's copies go, the other nodes

@@ -41,17 +41,19 @@ pub struct TenantState {
     loaded_at: Instant,
 }
 
+/// The tenant-wide configuration a load reads from the shard, beside the
+/// settings (from the catalog) and the signing keys.
+pub struct Configuration {
+    pub hooks: Vec<hook::Model>,
+    pub messaging: Vec<messaging_provider::Model>,
+    pub oauth: Vec<oauth_provider::Model>,
+    pub sod_policies: Vec<sod_policy::Model>,
+    pub entitlements: Catalog,
+}
+
 impl TenantState {
-    pub fn new(
-        version: u64,
-        settings: Tenant,
-        keys: KeySet,
-        hooks: Vec<hook::Model>,
-        messaging: Vec<messaging_provider::Model>,
-        oauth: Vec<oauth_provider::Model>,
-        sod_policies: Vec<sod_policy::Model>,
-        entitlements: Catalog,
-    ) -> Self {
+    pub fn new(version: u64, settings: Tenant, keys: KeySet, configuration: Configuration) -> Self {
+        let Configuration { hooks, messaging, oauth, sod_policies, entitlements } = configuration;
         let pinning = Pinning::Pinned(settings.region);
         TenantState {
             version,

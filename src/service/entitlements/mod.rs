@@ -69,7 +69,7 @@ pub enum EntitlementError {
 pub fn value_issue(kind: &str, value: &Value) -> Option<String> {
     match kind {
         BOOLEAN if !value.is_boolean() => Some("must be a boolean (the feature is a boolean)".into()),
-        LIMIT if !value.as_i64().is_some_and(|n| n >= 0) => {
+        LIMIT if value.as_i64().is_none_or(|n| n < 0) => {
             Some("must be a non-negative integer (the feature is a limit)".into())
         }
         CONFIG if value.to_string().len() > MAX_CONFIG_BYTES => {
