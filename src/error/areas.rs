@@ -16,6 +16,7 @@ use crate::{
         enrollment::EnrollmentError,
         entitlements::EntitlementError,
         hooks::HookError,
+        invitations::InvitationError,
         messaging::MessagingError,
         oauth_providers::OAuthProviderError,
         organizations::OrganizationError,
@@ -253,6 +254,42 @@ impl From<EntitlementError> for ApiError {
             EntitlementError::Limit(err) => err.into(),
             EntitlementError::Db(err) => err.into(),
             EntitlementError::Read(err) => ApiError::from(&*err),
+        }
+    }
+}
+
+impl From<InvitationError> for ApiError {
+    fn from(err: InvitationError) -> Self {
+        match err {
+            InvitationError::NoActiveOrganization => ApiError::new(
+                Code::NoActiveOrganization,
+                "The session has no active organization; activate one first (POST /v1/auth/organizations/{id}/activate).",
+            ),
+            InvitationError::InsufficientRole => ApiError::new(
+                Code::InsufficientRole,
+                "Only an owner may invite any role, an admin only members; other members cannot manage invitations.",
+            ),
+            InvitationError::AlreadyMember => {
+                ApiError::new(Code::AlreadyMember, "The email belongs to a member of the organization.")
+            }
+            InvitationError::AlreadyInvited => {
+                ApiError::new(Code::AlreadyInvited, "A pending invitation for this email exists.")
+            }
+            InvitationError::NotFound(id) => ApiError::not_found("Invitation", id),
+            InvitationError::NotPending(status) => {
+                ApiError::new(Code::Conflict, format!("The invitation is {status}: only a pending one can be revoked."))
+            }
+            InvitationError::InvalidToken => ApiError::new(
+                Code::InvalidGrant,
+                "The invitation token is unknown, expired, revoked or already used.",
+            ),
+            InvitationError::EmailMismatch => ApiError::new(
+                Code::InvitationEmailMismatch,
+                "The invitation is for another email address; sign in as the invited user.",
+            ),
+            InvitationError::Organization(err) => err.into(),
+            InvitationError::Invalid(err) => err.into(),
+            InvitationError::Db(err) => err.into(),
         }
     }
 }

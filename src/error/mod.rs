@@ -30,6 +30,8 @@ pub enum Code {
     SodViolation,
     LastOwner,
     AlreadyDecided,
+    AlreadyInvited,
+    InvitationEmailMismatch,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
@@ -46,7 +48,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 32] = [
+    pub const ALL: [Code; 34] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -67,6 +69,8 @@ impl Code {
         Code::SodViolation,
         Code::LastOwner,
         Code::AlreadyDecided,
+        Code::AlreadyInvited,
+        Code::InvitationEmailMismatch,
         Code::PayloadTooLarge,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
@@ -91,7 +95,8 @@ impl Code {
             | Code::InsufficientRole
             | Code::NoActiveOrganization
             | Code::OriginNotAllowed
-            | Code::SignUpDenied => StatusCode::FORBIDDEN,
+            | Code::SignUpDenied
+            | Code::InvitationEmailMismatch => StatusCode::FORBIDDEN,
             Code::NotFound | Code::HostGroupNotFound => StatusCode::NOT_FOUND,
             Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Code::Conflict
@@ -99,7 +104,8 @@ impl Code {
             | Code::AlreadyMember
             | Code::SodViolation
             | Code::LastOwner
-            | Code::AlreadyDecided => StatusCode::CONFLICT,
+            | Code::AlreadyDecided
+            | Code::AlreadyInvited => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::ValidationFailed
@@ -136,6 +142,8 @@ impl Code {
             Code::SodViolation => "sod_violation",
             Code::LastOwner => "last_owner",
             Code::AlreadyDecided => "already_decided",
+            Code::AlreadyInvited => "already_invited",
+            Code::InvitationEmailMismatch => "invitation_email_mismatch",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",

@@ -59,6 +59,8 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::entitlements::set_organization_plan, routes::entitlements::put_override,
         routes::entitlements::delete_override, routes::entitlements::org_entitlements,
         routes::entitlements::explain_entitlement,
+        routes::team::invite_member, routes::team::list_invitations, routes::team::revoke_invitation,
+        routes::team::accept_invitation,
         routes::profile_fields::create_profile_field, routes::profile_fields::list_profile_fields,
         routes::profile_fields::find_profile_field, routes::profile_fields::update_profile_field,
         routes::profile_fields::delete_profile_field,

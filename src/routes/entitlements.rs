@@ -13,7 +13,7 @@ use crate::{
     auth::secret_key::SecretKey,
     error::{ApiError, ApiResult},
     http::{
-        body::Body,
+        body::{present, Body},
         envelope, path_id,
         query::{ListQuery, Query},
     },
@@ -219,9 +219,10 @@ pub async fn delete_plan(
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetPlanRequest {
-    /// A defined plan; null: none (the features' defaults).
-    #[schema(required = true)]
-    pub plan_key: Option<String>,
+    /// A defined plan; null: none (the features' defaults). Required.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(value_type = Option<String>, required = true)]
+    pub plan_key: Option<Option<String>>,
 }
 
 /// Put an organization on a plan (or on none).
@@ -237,7 +238,8 @@ pub async fn set_organization_plan(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
     let request: SetPlanRequest = body.json().await?;
-    let organization = assignments::set_plan(&key.scope, &state.entitlements, id, request.plan_key).await?;
+    let plan_key = request.plan_key.ok_or_else(|| ApiError::invalid("plan_key", "is required (null for none)"))?;
+    let organization = assignments::set_plan(&key.scope, &state.entitlements, id, plan_key).await?;
     Ok(envelope::ok(OrganizationView::from(&organization)))
 }
 

@@ -1,11 +1,11 @@
 //! Memberships: a user's role in an organization. Two rules hold on every
 //! path that writes one:
 //!
-//! - a role is granted only through [`grant`], which passes the
+//! - a role is granted only through `grant`, which passes the
 //!   separation-of-duties policies ([`super::sod::admit`]) in the same
 //!   transaction;
 //! - an organization that has an owner never loses its last one (removal,
-//!   role change, an access review's revocation): [`keep_an_owner`].
+//!   role change, an access review's revocation): `keep_an_owner`.
 //!
 //! Every write locks the organization's row first (then, for a grant a
 //! policy names, the user's), so two changes of one organization take turns
@@ -40,7 +40,7 @@ pub async fn find(
 }
 
 /// The organization, locked until the transaction ends.
-async fn lock_organization(txn: &TenantTxn, id: Uuid) -> Result<organization::Model, OrganizationError> {
+pub async fn lock_organization(txn: &TenantTxn, id: Uuid) -> Result<organization::Model, OrganizationError> {
     txn.find_by_id::<organization::Entity>(id)
         .lock_exclusive()
         .one(txn.conn())
@@ -129,14 +129,25 @@ pub async fn add(
 ) -> Result<membership::Model, OrganizationError> {
     checked_role(&role)?;
     let mut txn = scope.begin().await?;
-    lock_organization(&txn, organization_id).await?;
     users::find(&txn, user_id).await.map_err(|_| OrganizationError::NoSuchUser)?;
-    if find(&txn, organization_id, user_id).await?.is_some() {
-        return Err(OrganizationError::AlreadyMember);
-    }
-    let added = grant(&mut txn, policies, Grant { organization_id, user_id, role }, None).await?;
+    let added = join_in(&mut txn, policies, Grant { organization_id, user_id, role }).await?;
     txn.commit().await?;
     Ok(added)
+}
+
+/// A new membership in the caller's transaction (an invitation's
+/// acceptance, for one): the organization locked, not a member yet, the
+/// policies passed.
+pub async fn join_in(
+    txn: &mut TenantTxn,
+    policies: &[sod_policy::Model],
+    wanted: Grant,
+) -> Result<membership::Model, OrganizationError> {
+    lock_organization(txn, wanted.organization_id).await?;
+    if find(txn, wanted.organization_id, wanted.user_id).await?.is_some() {
+        return Err(OrganizationError::AlreadyMember);
+    }
+    grant(txn, policies, wanted, None).await
 }
 
 pub async fn update(

@@ -9,6 +9,7 @@ pub mod billing;
 pub mod enrollment;
 pub mod entitlements;
 pub mod hooks;
+pub mod invitations;
 pub mod machine_tokens;
 pub mod mailer;
 pub mod memberships;

@@ -1,6 +1,6 @@
 //! Organizations (their memberships are [`super::memberships`]). Roles are
 //! `owner`, `admin`, `member` or any custom name.
-use entity::{entitlement_override, membership, organization, session};
+use entity::{entitlement_override, invitation, membership, organization, session};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
@@ -151,7 +151,7 @@ pub async fn update(
     Ok(organization)
 }
 
-/// Deletes an organization with its memberships and entitlement overrides
+/// Deletes an organization with its memberships, invitations and entitlement overrides
 /// (the caller then drops its cached entitlements); sessions that had it
 /// active carry no organization from their next token on.
 pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationError> {
@@ -159,6 +159,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationErr
     let organization = find(&txn, id).await?;
     txn.delete::<membership::Entity>(membership::Column::OrganizationId.eq(id)).await?;
     txn.delete::<entitlement_override::Entity>(entitlement_override::Column::OrganizationId.eq(id)).await?;
+    txn.delete::<invitation::Entity>(invitation::Column::OrganizationId.eq(id)).await?;
     txn.update_many(|q: UpdateMany<session::Entity>| {
         q.col_expr(session::Column::ActiveOrganizationId, Expr::value(Option::<Uuid>::None))
             .filter(session::Column::ActiveOrganizationId.eq(id))

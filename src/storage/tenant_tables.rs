@@ -61,4 +61,5 @@ tenant_tables!(
     feature,
     plan,
     entitlement_override,
+    invitation,
 );

@@ -17,6 +17,7 @@ mod hardening;
 mod helpers;
 mod hooks;
 mod http_surface;
+mod invitations;
 mod list_plans;
 mod machine_tokens;
 mod memory;

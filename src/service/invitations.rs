@@ -1,0 +1,272 @@
+//! Team invitations (operation 13, with list, revoke and accept). An end
+//! user invites into the active organization of their session: an `owner`
+//! may invite any role, an `admin` only `member` (their role is read from
+//! the membership as it is now, not from the token). An invitation's token
+//! is 256 random bits, sent by email through the application's email
+//! provider, stored hashed, valid 7 days, used once. Accepting needs a
+//! signed-in user whose email is the invited one: the token proves the
+//! address receives the invitation, the session proves the account; the
+//! membership is then written through the one grant path (separation of
+//! duties applies).
+use chrono::Duration;
+use entity::{invitation, membership, sod_policy, user};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, UpdateMany};
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{
+    mailer::{Mailer, Message},
+    memberships::{self, OWNER},
+    organizations::{self, OrganizationError},
+    sod::Grant,
+    users,
+    validate::{Invalid, Issues},
+};
+use crate::{
+    crypto::sha256,
+    storage::{TenantConn, TenantScope},
+};
+
+pub const TTL_DAYS: i64 = 7;
+pub const PENDING: &str = "pending";
+pub const ACCEPTED: &str = "accepted";
+pub const REVOKED: &str = "revoked";
+pub const EXPIRED: &str = "expired";
+const ADMIN: &str = "admin";
+const MEMBER: &str = "member";
+
+#[derive(Debug, thiserror::Error)]
+pub enum InvitationError {
+    /// The caller's session has no active organization.
+    #[error("the session has no active organization")]
+    NoActiveOrganization,
+    #[error("the caller's role in the organization does not allow this")]
+    InsufficientRole,
+    #[error("the email belongs to a member of the organization")]
+    AlreadyMember,
+    #[error("a pending invitation for this email exists")]
+    AlreadyInvited,
+    #[error("invitation `{0}` not found")]
+    NotFound(Uuid),
+    /// Accepted or revoked already: only a pending invitation can be revoked.
+    #[error("the invitation is {0}")]
+    NotPending(String),
+    /// Unknown, expired, revoked or used: one answer for each.
+    #[error("the invitation token is unknown, expired, revoked or already used")]
+    InvalidToken,
+    #[error("the invitation is for another email address")]
+    EmailMismatch,
+    #[error(transparent)]
+    Organization(#[from] OrganizationError),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// The caller's standing in the organization it acts on.
+pub struct Inviter {
+    pub organization_id: Uuid,
+    pub user_id: Uuid,
+    pub role: String,
+}
+
+/// The caller as an inviter: the session's active organization (the
+/// token's `org`), and an `owner` or `admin` membership there now.
+pub async fn inviter(
+    db: &impl TenantConn,
+    user_id: Uuid,
+    active_organization: Option<Uuid>,
+) -> Result<Inviter, InvitationError> {
+    let organization_id = active_organization.ok_or(InvitationError::NoActiveOrganization)?;
+    let membership: membership::Model =
+        memberships::find(db, organization_id, user_id).await?.ok_or(InvitationError::InsufficientRole)?;
+    if membership.role != OWNER && membership.role != ADMIN {
+        return Err(InvitationError::InsufficientRole);
+    }
+    Ok(Inviter { organization_id, user_id, role: membership.role })
+}
+
+/// What the status reads as now: a pending invitation past its time is expired.
+pub fn status_now(invitation: &invitation::Model) -> &str {
+    if invitation.status == PENDING && invitation.expires_at <= crate::clock::now() {
+        EXPIRED
+    } else {
+        &invitation.status
+    }
+}
+
+pub struct NewInvitation {
+    pub email: String,
+    pub role: String,
+    pub name: Option<String>,
+}
+
+pub async fn invite(
+    scope: &TenantScope,
+    mailer: &Mailer,
+    inviter: &Inviter,
+    new: NewInvitation,
+) -> Result<invitation::Model, InvitationError> {
+    let mut issues = Issues::default();
+    let email = users::normalize_email(&new.email).unwrap_or_else(|| {
+        issues.add("email", "must be an email address");
+        String::new()
+    });
+    organizations::role_issue(&mut issues, "role", &new.role);
+    let name = new.name.map(|n| issues.text("name", &n, 255));
+    issues.finish()?;
+    if inviter.role != OWNER && new.role != MEMBER {
+        return Err(InvitationError::InsufficientRole);
+    }
+    let mut txn = scope.begin().await?;
+    let organization = memberships::lock_organization(&txn, inviter.organization_id).await?;
+    if let Some(invitee) = users::find_by_email(&txn, &email).await? {
+        if memberships::find(&txn, organization.id, invitee.id).await?.is_some() {
+            return Err(InvitationError::AlreadyMember);
+        }
+    }
+    let now = crate::clock::now();
+    let pending = txn
+        .find::<invitation::Entity>()
+        .filter(invitation::Column::OrganizationId.eq(organization.id))
+        .filter(invitation::Column::Email.eq(email.clone()))
+        .filter(invitation::Column::Status.eq(PENDING))
+        .filter(invitation::Column::ExpiresAt.gt(now))
+        .one(txn.conn())
+        .await?;
+    if pending.is_some() {
+        return Err(InvitationError::AlreadyInvited);
+    }
+    let token = crate::oauth::random_token(32);
+    let row = invitation::Model {
+        id: Uuid::now_v7(),
+        application_id: txn.application_id(),
+        organization_id: organization.id,
+        email,
+        name,
+        role: new.role,
+        status: PENDING.to_string(),
+        token_hash: sha256(&token).to_vec(),
+        invited_by: inviter.user_id,
+        created_at: now,
+        expires_at: now + Duration::days(TTL_DAYS),
+        decided_at: None,
+        accepted_by: None,
+    };
+    txn.insert(row.clone().into_active_model()).await?;
+    let data = json!({"invitation_id": row.id, "role": row.role, "expires_at": crate::clock::format(row.expires_at)});
+    txn.audit("invitation.created", Some(organization.id), data).await?;
+    txn.commit().await?;
+    send(scope, mailer, &row, &organization.name, token);
+    Ok(row)
+}
+
+/// After the commit, off the request path: a failed send leaves the
+/// invitation pending (revoke it and invite again to resend).
+fn send(scope: &TenantScope, mailer: &Mailer, invitation: &invitation::Model, organization: &str, token: String) {
+    let application = scope.tenant().name.clone();
+    let body = format!(
+        "You are invited to join {organization} on {application} as {role}.\n\nSign up or sign in with this email address, then accept with this code within {TTL_DAYS} days:\n\n{token}\n\nIf you did not expect this, ignore this message.\n",
+        role = invitation.role,
+    );
+    let message =
+        Message { to: invitation.email.clone(), subject: format!("Join {organization} on {application}"), body };
+    let (scope, mailer) = (scope.clone(), mailer.clone());
+    actix_web::rt::spawn(async move {
+        if let Err(err) = mailer.send(&scope, "email", message).await {
+            tracing::warn!(error = %err, "an invitation email could not be sent");
+        }
+    });
+}
+
+/// The organization's pending invitations, newest first.
+pub async fn pending(db: &impl TenantConn, inviter: &Inviter) -> Result<Vec<invitation::Model>, DbErr> {
+    db.find::<invitation::Entity>()
+        .filter(invitation::Column::OrganizationId.eq(inviter.organization_id))
+        .filter(invitation::Column::Status.eq(PENDING))
+        .filter(invitation::Column::ExpiresAt.gt(crate::clock::now()))
+        .order_by_desc(invitation::Column::CreatedAt)
+        .all(db.conn())
+        .await
+}
+
+pub async fn revoke(scope: &TenantScope, inviter: &Inviter, id: Uuid) -> Result<invitation::Model, InvitationError> {
+    let mut txn = scope.begin().await?;
+    let found = txn
+        .find_by_id::<invitation::Entity>(id)
+        .filter(invitation::Column::OrganizationId.eq(inviter.organization_id))
+        .one(txn.conn())
+        .await?
+        .ok_or(InvitationError::NotFound(id))?;
+    let now = crate::clock::now();
+    let revoked = txn
+        .update_many(|q: UpdateMany<invitation::Entity>| {
+            q.col_expr(invitation::Column::Status, Expr::value(REVOKED))
+                .col_expr(invitation::Column::DecidedAt, Expr::value(now))
+                .filter(invitation::Column::Id.eq(id))
+                .filter(invitation::Column::Status.eq(PENDING))
+        })
+        .await?;
+    if revoked == 0 {
+        return Err(InvitationError::NotPending(found.status));
+    }
+    txn.audit("invitation.revoked", Some(inviter.organization_id), json!({"invitation_id": id})).await?;
+    txn.commit().await?;
+    Ok(invitation::Model { status: REVOKED.to_string(), decided_at: Some(now), ..found })
+}
+
+/// Accepts an invitation as the signed-in `user`: their email must be the
+/// invited one. The token is taken once (of two acceptances one wins), the
+/// membership written through the grant path, in one transaction.
+pub async fn accept(
+    scope: &TenantScope,
+    policies: &[sod_policy::Model],
+    user: &user::Model,
+    token: &str,
+) -> Result<(invitation::Model, membership::Model), InvitationError> {
+    if token.is_empty() || token.len() > 256 {
+        return Err(InvitationError::InvalidToken);
+    }
+    let now = crate::clock::now();
+    let found = scope
+        .find::<invitation::Entity>()
+        .filter(invitation::Column::TokenHash.eq(sha256(token).to_vec()))
+        .one(scope.conn())
+        .await?
+        .filter(|row| row.status == PENDING && row.expires_at > now)
+        .ok_or(InvitationError::InvalidToken)?;
+    if found.email != user.email {
+        return Err(InvitationError::EmailMismatch);
+    }
+    let mut txn = scope.begin().await?;
+    let taken = txn
+        .update_many(|q: UpdateMany<invitation::Entity>| {
+            q.col_expr(invitation::Column::Status, Expr::value(ACCEPTED))
+                .col_expr(invitation::Column::DecidedAt, Expr::value(now))
+                .col_expr(invitation::Column::AcceptedBy, Expr::value(user.id))
+                .filter(invitation::Column::Id.eq(found.id))
+                .filter(invitation::Column::Status.eq(PENDING))
+        })
+        .await?;
+    if taken == 0 {
+        return Err(InvitationError::InvalidToken);
+    }
+    let grant = Grant { organization_id: found.organization_id, user_id: user.id, role: found.role.clone() };
+    let joined = memberships::join_in(&mut txn, policies, grant).await.map_err(|err| match err {
+        OrganizationError::AlreadyMember => InvitationError::AlreadyMember,
+        // The organization was deleted since: the invitation went with it.
+        OrganizationError::NotFound(_) => InvitationError::InvalidToken,
+        other => other.into(),
+    })?;
+    txn.audit(
+        "invitation.accepted",
+        Some(found.organization_id),
+        json!({"invitation_id": found.id, "user_id": user.id}),
+    )
+    .await?;
+    txn.commit().await?;
+    let accepted =
+        invitation::Model { status: ACCEPTED.to_string(), decided_at: Some(now), accepted_by: Some(user.id), ..found };
+    Ok((accepted, joined))
+}
