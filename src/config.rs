@@ -29,6 +29,17 @@ pub struct Settings {
     pub billing: BillingSettings,
     #[serde(default)]
     pub oauth: OAuthSettings,
+    #[serde(default)]
+    pub dns: DnsSettings,
+}
+
+/// The resolver of SSO domain verification (TXT lookups).
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct DnsSettings {
+    /// `ip:port` of the servers to ask, over UDP (TCP for long answers);
+    /// empty: the system's (`/etc/resolv.conf`).
+    #[serde(default)]
+    pub nameservers: Vec<std::net::SocketAddr>,
 }
 
 /// Identity providers: the shared development credentials, per provider
@@ -291,6 +302,7 @@ impl Settings {
                     .separator("__")
                     .list_separator(",")
                     .with_list_parse_key("node.regions")
+                    .with_list_parse_key("dns.nameservers")
                     .try_parsing(true),
             )
             .build()?

@@ -39,6 +39,8 @@ pub enum StartupError {
     Http(#[from] reqwest::Error),
     #[error("webhooks: {0}")]
     Webhooks(String),
+    #[error("dns resolver: {0}")]
+    Dns(String),
 }
 
 pub struct Application {
@@ -107,6 +109,7 @@ impl Application {
         );
         let state = web::Data::new(AppState {
             mailer: crate::service::mailer::Mailer::new(tenants.clone(), master_key.clone()),
+            domains: crate::service::sso_domains::DomainResolver::new(&settings.dns).map_err(StartupError::Dns)?,
             tenants,
             settings: Arc::new(settings.clone()),
             storage,

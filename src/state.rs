@@ -34,6 +34,8 @@ pub struct AppState {
     pub connect_statuses: crate::service::billing::ConnectStatuses,
     /// Organizations' entitlement inputs, read through the cache layer.
     pub entitlements: crate::service::entitlements::OrganizationEntitlements,
+    /// TXT lookups of SSO domain verification (`dns.nameservers`).
+    pub domains: crate::service::sso_domains::DomainResolver,
     /// Sends through each application's messaging providers.
     pub mailer: crate::service::mailer::Mailer,
     /// For forwarding to peer nodes.

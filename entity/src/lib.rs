@@ -43,6 +43,7 @@ pub mod service_account_key;
 pub mod session;
 pub mod signing_key;
 pub mod sod_policy;
+pub mod sso_domain;
 pub mod unmatched_processor_event;
 pub mod user;
 pub mod user_api_key;

@@ -24,6 +24,7 @@ mod m20261127_000019_create_governance;
 mod m20261127_000020_create_entitlements;
 mod m20261127_000021_add_entitlement_claims;
 mod m20261127_000022_create_invitations;
+mod m20261127_000023_create_sso_domains;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -70,6 +71,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261127_000019_create_governance::Migration),
             Box::new(m20261127_000020_create_entitlements::Migration),
             Box::new(m20261127_000022_create_invitations::Migration),
+            Box::new(m20261127_000023_create_sso_domains::Migration),
         ]
     }
 

@@ -17,6 +17,7 @@ use crate::{
         entitlements::EntitlementError,
         hooks::HookError,
         invitations::InvitationError,
+        memberships::Refusal,
         messaging::MessagingError,
         oauth_providers::OAuthProviderError,
         organizations::OrganizationError,
@@ -28,6 +29,7 @@ use crate::{
         service_accounts::ServiceAccountError,
         sessions::SessionError,
         sod::SodError,
+        sso_domains::SsoDomainError,
         users::UserError,
         validate::Invalid,
         webhooks::{InvalidUrl, WebhookError},
@@ -261,14 +263,10 @@ impl From<EntitlementError> for ApiError {
 impl From<InvitationError> for ApiError {
     fn from(err: InvitationError) -> Self {
         match err {
-            InvitationError::NoActiveOrganization => ApiError::new(
-                Code::NoActiveOrganization,
-                "The session has no active organization; activate one first (POST /v1/auth/organizations/{id}/activate).",
-            ),
-            InvitationError::InsufficientRole => ApiError::new(
-                Code::InsufficientRole,
-                "Only an owner may invite any role, an admin only members; other members cannot manage invitations.",
-            ),
+            InvitationError::Refused(err) => err.into(),
+            InvitationError::InsufficientRole => {
+                ApiError::new(Code::InsufficientRole, "An admin may invite only members; an owner may invite any role.")
+            }
             InvitationError::AlreadyMember => {
                 ApiError::new(Code::AlreadyMember, "The email belongs to a member of the organization.")
             }
@@ -279,10 +277,9 @@ impl From<InvitationError> for ApiError {
             InvitationError::NotPending(status) => {
                 ApiError::new(Code::Conflict, format!("The invitation is {status}: only a pending one can be revoked."))
             }
-            InvitationError::InvalidToken => ApiError::new(
-                Code::InvalidGrant,
-                "The invitation token is unknown, expired, revoked or already used.",
-            ),
+            InvitationError::InvalidToken => {
+                ApiError::new(Code::InvalidGrant, "The invitation token is unknown, expired, revoked or already used.")
+            }
             InvitationError::EmailMismatch => ApiError::new(
                 Code::InvitationEmailMismatch,
                 "The invitation is for another email address; sign in as the invited user.",
@@ -290,6 +287,40 @@ impl From<InvitationError> for ApiError {
             InvitationError::Organization(err) => err.into(),
             InvitationError::Invalid(err) => err.into(),
             InvitationError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<Refusal> for ApiError {
+    fn from(err: Refusal) -> Self {
+        match err {
+            Refusal::NoActiveOrganization => ApiError::new(
+                Code::NoActiveOrganization,
+                "The session has no active organization; activate one first (POST /v1/auth/organizations/{id}/activate).",
+            ),
+            Refusal::InsufficientRole => ApiError::new(
+                Code::InsufficientRole,
+                "Only the organization's owners and admins may do this.",
+            ),
+            Refusal::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<SsoDomainError> for ApiError {
+    fn from(err: SsoDomainError) -> Self {
+        match err {
+            SsoDomainError::Refused(err) => err.into(),
+            SsoDomainError::NotFound(id) => ApiError::not_found("SSO domain", id),
+            SsoDomainError::Taken(why) => ApiError::new(Code::DomainTaken, why),
+            SsoDomainError::NotVerified(why) => ApiError::new(Code::DomainVerificationFailed, format!("{why}.")),
+            SsoDomainError::Dns(why) => {
+                tracing::warn!(error = %why, "an SSO domain lookup failed");
+                ApiError::unavailable("The DNS lookup failed; try again.")
+            }
+            SsoDomainError::Organization(err) => err.into(),
+            SsoDomainError::Invalid(err) => err.into(),
+            SsoDomainError::Db(err) => err.into(),
         }
     }
 }

@@ -32,6 +32,8 @@ pub enum Code {
     AlreadyDecided,
     AlreadyInvited,
     InvitationEmailMismatch,
+    DomainTaken,
+    DomainVerificationFailed,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
@@ -48,7 +50,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 34] = [
+    pub const ALL: [Code; 36] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -71,6 +73,8 @@ impl Code {
         Code::AlreadyDecided,
         Code::AlreadyInvited,
         Code::InvitationEmailMismatch,
+        Code::DomainTaken,
+        Code::DomainVerificationFailed,
         Code::PayloadTooLarge,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
@@ -105,13 +109,15 @@ impl Code {
             | Code::SodViolation
             | Code::LastOwner
             | Code::AlreadyDecided
-            | Code::AlreadyInvited => StatusCode::CONFLICT,
+            | Code::AlreadyInvited
+            | Code::DomainTaken => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::ValidationFailed
             | Code::InvalidUrl
             | Code::UnknownRegion
             | Code::PlatformMismatch
+            | Code::DomainVerificationFailed
             | Code::ProductionSharedSenderForbidden
             | Code::ProductionRequiresOwnCredentials => StatusCode::UNPROCESSABLE_ENTITY,
             Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
@@ -144,6 +150,8 @@ impl Code {
             Code::AlreadyDecided => "already_decided",
             Code::AlreadyInvited => "already_invited",
             Code::InvitationEmailMismatch => "invitation_email_mismatch",
+            Code::DomainTaken => "domain_taken",
+            Code::DomainVerificationFailed => "domain_verification_failed",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",

@@ -61,6 +61,8 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::entitlements::explain_entitlement,
         routes::team::invite_member, routes::team::list_invitations, routes::team::revoke_invitation,
         routes::team::accept_invitation,
+        routes::sso_domains::claim_domain, routes::sso_domains::list_domains, routes::sso_domains::verify_domain,
+        routes::sso_domains::delete_domain,
         routes::profile_fields::create_profile_field, routes::profile_fields::list_profile_fields,
         routes::profile_fields::find_profile_field, routes::profile_fields::update_profile_field,
         routes::profile_fields::delete_profile_field,

@@ -17,6 +17,7 @@ pub mod profile_fields;
 pub mod service_accounts;
 pub mod signing_keys;
 pub mod sod_policies;
+pub mod sso_domains;
 pub mod team;
 pub mod users;
 pub mod webhooks;
@@ -45,6 +46,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(access_reviews::configure)
             .configure(entitlements::configure)
             .configure(team::configure)
+            .configure(sso_domains::configure)
             .configure(enrollment::configure)
             .configure(service_accounts::configure)
             .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),

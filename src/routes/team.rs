@@ -14,7 +14,7 @@ use crate::{
     http::{body::Body, envelope, path_id},
     service::{
         invitations::{self, NewInvitation},
-        users,
+        memberships, users,
     },
     state::AppState,
 };
@@ -84,7 +84,7 @@ pub struct InviteRequest {
     security(("access_token" = [])))]
 pub async fn invite_member(state: web::Data<AppState>, user: EndUser, body: Body) -> ApiResult<HttpResponse> {
     let request: InviteRequest = body.json().await?;
-    let inviter = invitations::inviter(&user.scope, user.claims.sub, user.claims.org).await?;
+    let inviter = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
     let new = NewInvitation { email: request.email, role: request.role, name: request.name };
     let invited = invitations::invite(&user.scope, &state.mailer, &inviter, new).await?;
     Ok(envelope::created(InvitationView::from(&invited)))
@@ -94,7 +94,7 @@ pub async fn invite_member(state: web::Data<AppState>, user: EndUser, body: Body
 #[utoipa::path(get, path = "/v1/dashboard/team/invitations", tag = "team",
     responses((status = 200, body = [InvitationView]), (status = 403)), security(("access_token" = [])))]
 pub async fn list_invitations(user: EndUser) -> ApiResult<HttpResponse> {
-    let inviter = invitations::inviter(&user.scope, user.claims.sub, user.claims.org).await?;
+    let inviter = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
     let pending = invitations::pending(&user.scope, &inviter).await?;
     Ok(envelope::ok(pending.iter().map(InvitationView::from).collect::<Vec<_>>()))
 }
@@ -107,7 +107,7 @@ pub async fn list_invitations(user: EndUser) -> ApiResult<HttpResponse> {
 pub async fn revoke_invitation(user: EndUser, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Invitation", &path)?;
     body.no_fields().await?;
-    let inviter = invitations::inviter(&user.scope, user.claims.sub, user.claims.org).await?;
+    let inviter = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
     let revoked = invitations::revoke(&user.scope, &inviter, id).await?;
     Ok(envelope::ok(InvitationView::from(&revoked)))
 }

@@ -137,6 +137,7 @@ pub async fn sign_up(
     let signer = issuer.signer(scope).await?;
     let mut txn = scope.begin().await?;
     let user = users::insert(&mut txn, new.email, Some(password_hash), new.profile).await?;
+    super::sso_domains::auto_join(&mut txn, &state.sod_policies, user.id, &user.email).await?;
     let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
     txn.commit().await?;
     Ok((signer, user, opened))

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::{
     mailer::{Mailer, Message},
-    memberships::{self, OWNER},
+    memberships::{self, Manager, Refusal, OWNER},
     organizations::{self, OrganizationError},
     sod::Grant,
     users,
@@ -32,15 +32,14 @@ pub const PENDING: &str = "pending";
 pub const ACCEPTED: &str = "accepted";
 pub const REVOKED: &str = "revoked";
 pub const EXPIRED: &str = "expired";
-const ADMIN: &str = "admin";
 const MEMBER: &str = "member";
 
 #[derive(Debug, thiserror::Error)]
 pub enum InvitationError {
-    /// The caller's session has no active organization.
-    #[error("the session has no active organization")]
-    NoActiveOrganization,
-    #[error("the caller's role in the organization does not allow this")]
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// An admin inviting another role than `member`.
+    #[error("an admin may invite only members")]
     InsufficientRole,
     #[error("the email belongs to a member of the organization")]
     AlreadyMember,
@@ -64,29 +63,6 @@ pub enum InvitationError {
     Db(#[from] DbErr),
 }
 
-/// The caller's standing in the organization it acts on.
-pub struct Inviter {
-    pub organization_id: Uuid,
-    pub user_id: Uuid,
-    pub role: String,
-}
-
-/// The caller as an inviter: the session's active organization (the
-/// token's `org`), and an `owner` or `admin` membership there now.
-pub async fn inviter(
-    db: &impl TenantConn,
-    user_id: Uuid,
-    active_organization: Option<Uuid>,
-) -> Result<Inviter, InvitationError> {
-    let organization_id = active_organization.ok_or(InvitationError::NoActiveOrganization)?;
-    let membership: membership::Model =
-        memberships::find(db, organization_id, user_id).await?.ok_or(InvitationError::InsufficientRole)?;
-    if membership.role != OWNER && membership.role != ADMIN {
-        return Err(InvitationError::InsufficientRole);
-    }
-    Ok(Inviter { organization_id, user_id, role: membership.role })
-}
-
 /// What the status reads as now: a pending invitation past its time is expired.
 pub fn status_now(invitation: &invitation::Model) -> &str {
     if invitation.status == PENDING && invitation.expires_at <= crate::clock::now() {
@@ -105,7 +81,7 @@ pub struct NewInvitation {
 pub async fn invite(
     scope: &TenantScope,
     mailer: &Mailer,
-    inviter: &Inviter,
+    inviter: &Manager,
     new: NewInvitation,
 ) -> Result<invitation::Model, InvitationError> {
     let mut issues = Issues::default();
@@ -181,7 +157,7 @@ fn send(scope: &TenantScope, mailer: &Mailer, invitation: &invitation::Model, or
 }
 
 /// The organization's pending invitations, newest first.
-pub async fn pending(db: &impl TenantConn, inviter: &Inviter) -> Result<Vec<invitation::Model>, DbErr> {
+pub async fn pending(db: &impl TenantConn, inviter: &Manager) -> Result<Vec<invitation::Model>, DbErr> {
     db.find::<invitation::Entity>()
         .filter(invitation::Column::OrganizationId.eq(inviter.organization_id))
         .filter(invitation::Column::Status.eq(PENDING))
@@ -191,7 +167,7 @@ pub async fn pending(db: &impl TenantConn, inviter: &Inviter) -> Result<Vec<invi
         .await
 }
 
-pub async fn revoke(scope: &TenantScope, inviter: &Inviter, id: Uuid) -> Result<invitation::Model, InvitationError> {
+pub async fn revoke(scope: &TenantScope, inviter: &Manager, id: Uuid) -> Result<invitation::Model, InvitationError> {
     let mut txn = scope.begin().await?;
     let found = txn
         .find_by_id::<invitation::Entity>(id)

@@ -26,6 +26,42 @@ use super::{
 use crate::storage::{Page, TenantConn, TenantScope, TenantTxn};
 
 pub const OWNER: &str = "owner";
+pub const ADMIN: &str = "admin";
+
+/// An end user acting on their session's active organization as one of
+/// its owners or admins (team invitations, SSO domains).
+pub struct Manager {
+    pub organization_id: Uuid,
+    pub user_id: Uuid,
+    /// `owner` or `admin`, as the membership is now (not as the token says).
+    pub role: String,
+}
+
+/// Why a caller may not manage: 403 either way.
+#[derive(Debug, thiserror::Error)]
+pub enum Refusal {
+    #[error("the session has no active organization")]
+    NoActiveOrganization,
+    #[error("the caller's role in the organization does not allow this")]
+    InsufficientRole,
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+/// The caller as a manager of the session's active organization (the
+/// token's `org`): an `owner` or `admin` membership there now.
+pub async fn manager(
+    db: &impl TenantConn,
+    user_id: Uuid,
+    active_organization: Option<Uuid>,
+) -> Result<Manager, Refusal> {
+    let organization_id = active_organization.ok_or(Refusal::NoActiveOrganization)?;
+    let membership = find(db, organization_id, user_id).await?.ok_or(Refusal::InsufficientRole)?;
+    if membership.role != OWNER && membership.role != ADMIN {
+        return Err(Refusal::InsufficientRole);
+    }
+    Ok(Manager { organization_id, user_id, role: membership.role })
+}
 
 fn of_organization(db: &impl TenantConn, organization_id: Uuid) -> sea_orm::Select<membership::Entity> {
     db.find::<membership::Entity>().filter(membership::Column::OrganizationId.eq(organization_id))

@@ -24,6 +24,7 @@ pub mod rotations;
 pub mod service_accounts;
 pub mod sessions;
 pub mod sod;
+pub mod sso_domains;
 pub mod users;
 pub mod validate;
 pub mod webhooks;

@@ -62,4 +62,5 @@ tenant_tables!(
     plan,
     entitlement_override,
     invitation,
+    sso_domain,
 );

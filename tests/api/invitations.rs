@@ -15,7 +15,7 @@ use crate::{
 };
 
 /// A signed-up user with `role` in `org`, acting with that organization active.
-async fn member(app: &TestApp, org: &str, email: &str, role: &str) -> (Caller, String) {
+pub async fn member(app: &TestApp, org: &str, email: &str, role: &str) -> (Caller, String) {
     let data = sign_up(app, &app.caller, email).await;
     let user_id = data["user"]["id"].as_str().unwrap().to_string();
     let added =

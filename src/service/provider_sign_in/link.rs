@@ -117,6 +117,7 @@ pub async fn apply(
     provider: &str,
     account: &Account,
     plan: Plan,
+    policies: &[entity::sod_policy::Model],
 ) -> Result<user::Model, UserError> {
     let now = crate::clock::now();
     let (user, email) = match plan {
@@ -129,7 +130,11 @@ pub async fn apply(
             return Ok(user);
         }
         Plan::LinkTo { user, email } => (user, email),
-        Plan::Create { email } => (users::insert(txn, email.clone(), None, Map::<String, Value>::new()).await?, email),
+        Plan::Create { email } => {
+            let user = users::insert(txn, email.clone(), None, Map::<String, Value>::new()).await?;
+            crate::service::sso_domains::auto_join(txn, policies, user.id, &user.email).await?;
+            (user, email)
+        }
     };
     let identity = user_identity::Model {
         id: Uuid::now_v7(),

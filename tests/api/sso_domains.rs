@@ -1,0 +1,131 @@
+//! SSO domains (operation 20): claims by owners and admins of the active
+//! organization, verification against a real DNS server (dnsmasq on
+//! loopback): a missing record, a wrong value, the right one, the server
+//! gone; consumer domains refused; one verifier per domain; auto-join at
+//! sign-up.
+use reqwest::Method;
+use serde_json::json;
+
+use crate::{
+    dns::{self, Dnsmasq},
+    end_users::{as_user, sign_up},
+    helpers::{spawn_with, Caller, Reply, TestApp},
+    invitations::member,
+};
+
+async fn claim(app: &TestApp, caller: &Caller, body: serde_json::Value) -> Reply {
+    app.send(caller, Method::POST, "/v1/dashboard/sso/domains", Some(&body)).await
+}
+
+async fn verify(app: &TestApp, caller: &Caller, id: &str) -> Reply {
+    app.send(caller, Method::POST, &format!("/v1/dashboard/sso/domains/{id}/verify"), None).await
+}
+
+#[actix_web::test]
+async fn a_domain_is_claimed_verified_by_its_txt_record_and_used_for_auto_join() {
+    if !dns::available() {
+        return;
+    }
+    let resolver = dns::free_address();
+    let app = spawn_with(|s| s.dns.nameservers = vec![resolver]).await;
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let (owner, _) = member(&app, &org, "owner@acme.test", "owner").await;
+    let (admin, _) = member(&app, &org, "admin@acme.test", "admin").await;
+    let (plain, _) = member(&app, &org, "plain@acme.test", "member").await;
+
+    let refused = claim(&app, &plain, json!({"domain": "acme.test"})).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"));
+    let fresh = sign_up(&app, &app.caller, "fresh@example.com").await;
+    let fresh = as_user(&app.caller, fresh["access_token"].as_str().unwrap());
+    assert_eq!(claim(&app, &fresh, json!({"domain": "acme.test"})).await.error_code(), "no_active_organization");
+    for bad in ["gmail.com", "Outlook.com.", "not a domain", "localhost", "-x.test", "1.2.3.4"] {
+        let refused = claim(&app, &owner, json!({"domain": bad})).await;
+        assert_eq!((refused.status, refused.error_code()), (422, "validation_failed"), "{bad}: {:?}", refused.body);
+    }
+    let claimed = claim(&app, &owner, json!({"domain": "Acme.TEST."})).await;
+    assert_eq!(claimed.status, 201, "{:?}", claimed.body);
+    let data = claimed.data().clone();
+    assert_eq!((data["domain"].as_str(), data["status"].as_str()), (Some("acme.test"), Some("pending")));
+    assert_eq!(data["verification"]["type"], "TXT");
+    let (name, value) =
+        (data["verification"]["name"].as_str().unwrap(), data["verification"]["value"].as_str().unwrap());
+    assert_eq!(name, "_gatehouse-challenge.acme.test");
+    let id = data["id"].as_str().unwrap();
+    assert_eq!(claim(&app, &admin, json!({"domain": "acme.test"})).await.error_code(), "domain_taken");
+
+    // No record (NXDOMAIN), then a wrong value, then the right one.
+    let server = Dnsmasq::start(resolver, &[("_gatehouse-challenge.other.test", "x")]);
+    let missing = verify(&app, &admin, id).await;
+    assert_eq!((missing.status, missing.error_code()), (422, "domain_verification_failed"), "{:?}", missing.body);
+    assert!(missing.body["error"]["message"].as_str().unwrap().contains("no TXT record"));
+    drop(server);
+    let server = Dnsmasq::start(resolver, &[(name, "gatehouse-domain-verification=wrong")]);
+    let wrong = verify(&app, &admin, id).await;
+    assert_eq!(wrong.error_code(), "domain_verification_failed");
+    assert!(wrong.body["error"]["message"].as_str().unwrap().contains("1 other TXT records"));
+    drop(server);
+    let server = Dnsmasq::start(resolver, &[(name, "unrelated"), (name, value)]);
+    let verified = verify(&app, &admin, id).await;
+    assert_eq!((verified.status, verified.data()["status"].as_str()), (200, Some("verified")), "{:?}", verified.body);
+    assert!(verified.data()["verified_at"].is_string());
+    assert_eq!(verify(&app, &admin, id).await.status, 200, "verifying again changes nothing");
+
+    // Another organization of the application cannot claim it, nor see or delete ours.
+    let rival_org =
+        app.post("/v1/organizations", &json!({"name": "Rival"})).await.data()["id"].as_str().unwrap().to_string();
+    let (rival, _) = member(&app, &rival_org, "owner@rival.test", "owner").await;
+    assert_eq!(claim(&app, &rival, json!({"domain": "acme.test"})).await.error_code(), "domain_taken");
+    let path = format!("/v1/dashboard/sso/domains/{id}");
+    assert_eq!(app.send(&rival, Method::DELETE, &path, None).await.status, 404);
+    assert_eq!(verify(&app, &rival, id).await.status, 404);
+    assert!(app
+        .send(&rival, Method::GET, "/v1/dashboard/sso/domains", None)
+        .await
+        .data()
+        .as_array()
+        .unwrap()
+        .is_empty());
+
+    // Auto-join: a new user at a verified domain that asks for it joins with its role.
+    let beta = claim(&app, &owner, json!({"domain": "beta.test", "auto_join_role": "member"})).await;
+    let beta = beta.data().clone();
+    drop(server);
+    let beta_name = beta["verification"]["name"].as_str().unwrap();
+    let _server = Dnsmasq::start(resolver, &[(beta_name, beta["verification"]["value"].as_str().unwrap())]);
+    assert_eq!(verify(&app, &owner, beta["id"].as_str().unwrap()).await.status, 200);
+    let joined = sign_up(&app, &app.caller, "new@beta.test").await;
+    let memberships = app.get(&format!("/v1/organizations/{org}/memberships")).await;
+    let roles: Vec<_> =
+        memberships.data().as_array().unwrap().iter().filter(|m| m["user_id"] == joined["user"]["id"]).collect();
+    assert_eq!((roles.len(), roles[0]["role"].as_str()), (1, Some("member")));
+    sign_up(&app, &app.caller, "someone@acme.test").await;
+    assert_eq!(
+        app.get(&format!("/v1/organizations/{org}/memberships")).await.data().as_array().unwrap().len(),
+        4,
+        "acme.test asked for no auto-join"
+    );
+
+    let listed = app.send(&admin, Method::GET, "/v1/dashboard/sso/domains", None).await;
+    assert_eq!(listed.data().as_array().unwrap().len(), 2);
+    let deleted = app.send(&admin, Method::DELETE, &path, None).await;
+    assert_eq!((deleted.status, deleted.data()), (200, &json!({})));
+    assert_eq!(app.send(&admin, Method::DELETE, &path, None).await.status, 404);
+    let types = app.audit_types().await;
+    for expected in ["sso_domain.claimed", "sso_domain.verified", "sso_domain.deleted"] {
+        assert!(types.iter().any(|t| t == expected), "{expected}");
+    }
+}
+
+#[actix_web::test]
+async fn a_dns_server_that_does_not_answer_is_a_503_and_changes_nothing() {
+    let resolver = dns::free_address();
+    let app = spawn_with(|s| s.dns.nameservers = vec![resolver]).await;
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let (owner, _) = member(&app, &org, "owner@acme.test", "owner").await;
+    let claimed = claim(&app, &owner, json!({"domain": "acme.test"})).await;
+    let id = claimed.data()["id"].as_str().unwrap();
+    let down = verify(&app, &owner, id).await;
+    assert_eq!((down.status, down.error_code()), (503, "unavailable"), "{:?}", down.body);
+    let listed = app.send(&owner, Method::GET, "/v1/dashboard/sso/domains", None).await;
+    assert_eq!(listed.data()[0]["status"], "pending");
+}
