@@ -1,4 +1,5 @@
-//! CORS for end-user routes (`/v1/auth/…`). A preflight carries no
+//! CORS for end-user routes (`/v1/auth/…`, and `/v1/dashboard/…`: a
+//! customer's team page). A preflight carries no
 //! `x-application-id`, so it is answered from the union of every
 //! application's `allowed_origins`; the actual request is then held to its
 //! own application's list, and an `Origin` not in it is 403
@@ -64,7 +65,7 @@ impl OriginUnion {
 }
 
 fn is_end_user_route(path: &str) -> bool {
-    path.starts_with("/v1/auth/")
+    path.starts_with("/v1/auth/") || path.starts_with("/v1/dashboard/")
 }
 
 fn refused() -> HttpResponse {

@@ -211,6 +211,49 @@ test("a user signs in with a provider in a real browser: PKCE, the provider's pa
   }
 });
 
+test("an owner's team page invites a colleague, who accepts, and manages an SSO domain, in a real browser", async () => {
+  const { page } = await openApp(allowedSite);
+  try {
+    const password = "correct horse battery";
+    const owner = await page.evaluate((e, p) => window.spa.signUp(e, p), "team-owner@example.com", password);
+    assert.equal(owner.status, 201, JSON.stringify(owner.json));
+    const organization = await gatehouse.call("POST", "/v1/organizations", { name: "SPA team" });
+    const organizationId = organization.json.data.id;
+    const membership = await gatehouse.call("POST", `/v1/organizations/${organizationId}/memberships`, {
+      user_id: owner.json.data.user.id,
+      role: "owner",
+    });
+    assert.equal(membership.status, 201, JSON.stringify(membership.json));
+
+    const invitee = "team-colleague@example.com";
+    const steps = await page.evaluate((o, i, d) => window.spa.teamFlow(o, i, d), organizationId, invitee, "spa-team.example");
+    assert.equal(steps.activate.status, 200, JSON.stringify(steps.activate.json));
+    assert.equal(steps.invite.status, 201, JSON.stringify(steps.invite.json));
+    assert.equal(steps.invite.json.data.status, "pending");
+    assert.deepEqual(steps.invitations.json.data.map((i) => i.email), [invitee]);
+    assert.equal(steps.claim.status, 201, JSON.stringify(steps.claim));
+    assert.equal(steps.claim.json.data.verification.name, "_gatehouse-challenge.spa-team.example");
+    assert.equal(steps.domains.json.data.length, 1);
+    assert.equal(steps.remove.status, 200, "a DELETE passes the browser's preflight");
+    assert.deepEqual(steps.remove.json.data, {});
+
+    // The invitation email, from the development outbox, carries the code.
+    let code;
+    for (let i = 0; i < 100 && !code; i++) {
+      const outbox = await gatehouse.call("GET", `/v1/applications/${gatehouse.applicationId}/providers/messaging/outbox`);
+      const message = outbox.json.data.find((m) => m.recipient === invitee);
+      code = message?.body.split("\n\n")[2]?.trim();
+      if (!code) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    assert.ok(code, "the invitation email was recorded");
+    const accepted = await page.evaluate((e, p, c) => window.spa.acceptInvitation(e, p, c), invitee, password, code);
+    assert.equal(accepted.status, 200, JSON.stringify(accepted.json));
+    assert.deepEqual([accepted.json.data.organization_id, accepted.json.data.role], [organizationId, "admin"]);
+  } finally {
+    await page.close();
+  }
+});
+
 test("a page on an origin no application allows is refused by the browser, and no user is created", async () => {
   const { page, failed } = await openApp(otherSite);
   try {
