@@ -46,6 +46,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         branding: serde_json::json!({}),
         refresh_reuse_interval_seconds: 0,
         entitlement_claims: Vec::new(),
+        require_verified_email: false,
         profile_fields: Vec::new(),
     };
     let (app, key) = applications::create(storage, new, &Actor::system()).await?;

@@ -54,6 +54,11 @@ impl AppState {
         crate::service::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens, entitlements: &self.entitlements }
     }
 
+    /// What sends and checks email verification codes.
+    pub fn email_codes(&self) -> crate::service::email_verifications::Codes<'_> {
+        crate::service::email_verifications::Codes { mailer: &self.mailer, master_key: &self.master_key }
+    }
+
     /// What runs an application's sign-up hooks (at sign-up, and when a
     /// provider sign-in creates a user).
     pub fn hook_caller(&self) -> crate::service::hooks::Caller<'_> {

@@ -21,6 +21,8 @@ pub struct Model {
     /// JSON array of feature keys an access token with an active
     /// organization carries resolved (its `ent` claim); null: none.
     pub entitlement_claims: Option<Json>,
+    /// Sign-in refuses a user whose email is not verified.
+    pub require_verified_email: bool,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `enrollment_token`, `hook`, `invitation`, `messaging_provider`, `oauth_flow`, `oauth_provider`, `password_reset`, `refresh_token`,
+//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `messaging_provider`, `oauth_flow`, `oauth_provider`, `password_reset`, `refresh_token`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod access_review;
 pub mod access_review_item;
@@ -18,6 +18,7 @@ pub mod audit_event;
 pub mod audit_head;
 pub mod billing_profile;
 pub mod connect_status;
+pub mod email_verification;
 pub mod enrollment_token;
 pub mod entitlement_override;
 pub mod feature;

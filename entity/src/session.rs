@@ -13,6 +13,9 @@ pub struct Model {
     /// `aal1`, or `aal2` after a second factor.
     pub aal: String,
     pub active_organization_id: Option<Uuid>,
+    /// The user's email was verified (when the session opened, or since):
+    /// its tokens' `email_verified`.
+    pub email_verified: bool,
     pub created_at: DateTimeUtc,
     pub refreshed_at: DateTimeUtc,
     pub expires_at: DateTimeUtc,

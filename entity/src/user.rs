@@ -14,6 +14,8 @@ pub struct Model {
     /// JSON object of profile-field values, keyed by field key.
     pub profile: Json,
     pub last_sign_in_at: Option<DateTimeUtc>,
+    /// When the user proved the email (a code, or a provider that verified it).
+    pub email_verified_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }
@@ -22,8 +24,17 @@ pub struct Model {
 /// names every field, so a new column does not compile until it is listed.
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self { id, application_id, email, password_hash: _, profile, last_sign_in_at, created_at, updated_at } =
-            self;
+        let Self {
+            id,
+            application_id,
+            email,
+            password_hash: _,
+            profile,
+            last_sign_in_at,
+            email_verified_at,
+            created_at,
+            updated_at,
+        } = self;
         f.debug_struct("Model")
             .field("id", id)
             .field("application_id", application_id)
@@ -31,6 +42,7 @@ impl std::fmt::Debug for Model {
             .field("password_hash", &crate::REDACTED)
             .field("profile", profile)
             .field("last_sign_in_at", last_sign_in_at)
+            .field("email_verified_at", email_verified_at)
             .field("created_at", created_at)
             .field("updated_at", updated_at)
             .finish()

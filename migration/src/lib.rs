@@ -25,6 +25,8 @@ mod m20261127_000020_create_entitlements;
 mod m20261127_000021_add_entitlement_claims;
 mod m20261127_000022_create_invitations;
 mod m20261127_000023_create_sso_domains;
+mod m20261127_000024_create_email_verifications;
+mod m20261127_000025_add_require_verified_email;
 
 /// Migrations of the catalog database: accounts, the application directory
 /// and the processor accounts that point into it.
@@ -39,6 +41,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261124_000009_add_refresh_reuse_interval::Migration),
             Box::new(m20261125_000012_create_processor_accounts::Migration),
             Box::new(m20261127_000021_add_entitlement_claims::Migration),
+            Box::new(m20261127_000025_add_require_verified_email::Migration),
         ]
     }
 
@@ -72,6 +75,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261127_000020_create_entitlements::Migration),
             Box::new(m20261127_000022_create_invitations::Migration),
             Box::new(m20261127_000023_create_sso_domains::Migration),
+            Box::new(m20261127_000024_create_email_verifications::Migration),
         ]
     }
 

@@ -43,6 +43,7 @@ fn models_with_secret_columns_print_a_placeholder() {
         password_hash: Some(format!("$argon2id$v=19$m=19456,t=2,p=1${HASH}")),
         profile: serde_json::json!({}),
         last_sign_in_at: None,
+        email_verified_at: None,
         created_at: at,
         updated_at: at,
     };

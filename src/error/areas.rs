@@ -13,6 +13,7 @@ use crate::{
         applications::ApplicationError,
         auth::AuthError,
         billing::BillingError,
+        email_verifications::EmailVerificationError,
         enrollment::EnrollmentError,
         entitlements::EntitlementError,
         hooks::HookError,
@@ -183,6 +184,10 @@ impl From<AuthError> for ApiError {
             AuthError::User(err) => err.into(),
             AuthError::Rotation(err) => err.into(),
             AuthError::Entitlement(err) => err.into(),
+            AuthError::EmailNotVerified => ApiError::new(
+                Code::EmailNotVerified,
+                "The email is not verified; a code was sent to it (POST /v1/auth/email/verify).",
+            ),
             AuthError::Db(err) => err.into(),
         }
     }
@@ -321,6 +326,18 @@ impl From<SsoDomainError> for ApiError {
             SsoDomainError::Organization(err) => err.into(),
             SsoDomainError::Invalid(err) => err.into(),
             SsoDomainError::Db(err) => err.into(),
+        }
+    }
+}
+
+impl From<EmailVerificationError> for ApiError {
+    fn from(err: EmailVerificationError) -> Self {
+        match err {
+            EmailVerificationError::InvalidCode => ApiError::new(
+                Code::InvalidGrant,
+                "The code is wrong, expired or used up; ask for a new one (POST /v1/auth/email/resend).",
+            ),
+            EmailVerificationError::Db(err) => err.into(),
         }
     }
 }

@@ -34,6 +34,7 @@ pub enum Code {
     InvitationEmailMismatch,
     DomainTaken,
     DomainVerificationFailed,
+    EmailNotVerified,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
@@ -50,7 +51,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 36] = [
+    pub const ALL: [Code; 37] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -75,6 +76,7 @@ impl Code {
         Code::InvitationEmailMismatch,
         Code::DomainTaken,
         Code::DomainVerificationFailed,
+        Code::EmailNotVerified,
         Code::PayloadTooLarge,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
@@ -100,7 +102,8 @@ impl Code {
             | Code::NoActiveOrganization
             | Code::OriginNotAllowed
             | Code::SignUpDenied
-            | Code::InvitationEmailMismatch => StatusCode::FORBIDDEN,
+            | Code::InvitationEmailMismatch
+            | Code::EmailNotVerified => StatusCode::FORBIDDEN,
             Code::NotFound | Code::HostGroupNotFound => StatusCode::NOT_FOUND,
             Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Code::Conflict
@@ -152,6 +155,7 @@ impl Code {
             Code::InvitationEmailMismatch => "invitation_email_mismatch",
             Code::DomainTaken => "domain_taken",
             Code::DomainVerificationFailed => "domain_verification_failed",
+            Code::EmailNotVerified => "email_not_verified",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",

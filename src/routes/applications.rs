@@ -73,6 +73,9 @@ pub struct UpdateApplicationRequest {
     /// a UI can gate features with no call. At most 20, distinct.
     #[schema(schema_with = crate::openapi::fields::entitlement_claims)]
     pub entitlement_claims: Option<Vec<String>>,
+    /// Sign-in refuses a user whose email is not verified (403
+    /// `email_not_verified`, and a fresh code is sent). Default false.
+    pub require_verified_email: Option<bool>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -88,6 +91,7 @@ pub struct ApplicationView {
     pub branding: Value,
     pub refresh_reuse_interval_seconds: u32,
     pub entitlement_claims: Vec<String>,
+    pub require_verified_email: bool,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -107,6 +111,7 @@ impl From<&Tenant> for ApplicationView {
             branding: app.branding.clone(),
             refresh_reuse_interval_seconds: app.refresh_reuse_interval_seconds,
             entitlement_claims: app.entitlement_claims.clone(),
+            require_verified_email: app.require_verified_email,
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -152,6 +157,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         branding: Value::Object(Default::default()),
         refresh_reuse_interval_seconds: 0,
         entitlement_claims: Vec::new(),
+        require_verified_email: false,
         profile_fields: Vec::new(),
     };
     if let Some(source) = request.copy_from {
@@ -160,6 +166,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         new.branding = source.branding.clone();
         new.refresh_reuse_interval_seconds = source.refresh_reuse_interval_seconds;
         new.entitlement_claims = source.entitlement_claims.clone();
+        new.require_verified_email = source.require_verified_email;
         new.profile_fields = fields;
     }
     let (app, first_key) = applications::create(&state.storage, new, key.scope.actor()).await?;
@@ -216,6 +223,7 @@ pub async fn update_application(
         request.branding,
         request.refresh_reuse_interval_seconds,
         request.entitlement_claims,
+        request.require_verified_email,
     )?;
     let app = state.tenants.update_settings(&key.scope, patch).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))

@@ -85,7 +85,7 @@ pub async fn discovery(
         "id_token_signing_alg_values_supported": ["EdDSA"],
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "grant_types_supported": ["client_credentials"],
-        "claims_supported": ["iss", "aud", "sub", "sid", "aal", "org", "org_role", "ent", "iat", "nbf", "exp", "jti"],
+        "claims_supported": ["iss", "aud", "sub", "sid", "aal", "org", "org_role", "ent", "email_verified", "iat", "nbf", "exp", "jti"],
     })))
 }
 

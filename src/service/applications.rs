@@ -64,6 +64,7 @@ pub struct NewApplication {
     pub branding: Value,
     pub refresh_reuse_interval_seconds: u32,
     pub entitlement_claims: Vec<String>,
+    pub require_verified_email: bool,
     /// Copied from `copy_from`'s schema (new ids, this application's).
     pub profile_fields: Vec<entity::profile_field::Model>,
 }
@@ -76,6 +77,7 @@ pub struct SettingsPatch {
     pub branding: Option<Value>,
     pub refresh_reuse_interval_seconds: Option<u32>,
     pub entitlement_claims: Option<Vec<String>>,
+    pub require_verified_email: Option<bool>,
 }
 
 /// The longest reuse interval of a refresh token (as Auth0 and Okta bound theirs).
@@ -88,6 +90,7 @@ impl SettingsPatch {
         branding: Option<Value>,
         refresh_reuse_interval_seconds: Option<i64>,
         entitlement_claims: Option<Vec<String>>,
+        require_verified_email: Option<bool>,
     ) -> Result<Self, Invalid> {
         let mut issues = Issues::default();
         let name = name.map(|n| issues.text("name", &n, 255));
@@ -105,7 +108,14 @@ impl SettingsPatch {
             entitlement_claims_issue(&mut issues, keys);
         }
         issues.finish()?;
-        Ok(SettingsPatch { name, allowed_origins, branding, refresh_reuse_interval_seconds, entitlement_claims })
+        Ok(SettingsPatch {
+            name,
+            allowed_origins,
+            branding,
+            refresh_reuse_interval_seconds,
+            entitlement_claims,
+            require_verified_email,
+        })
     }
 }
 
@@ -225,6 +235,7 @@ pub async fn create(
         branding: new.branding,
         refresh_reuse_interval_seconds: new.refresh_reuse_interval_seconds as i32,
         entitlement_claims: Some(json!(new.entitlement_claims)),
+        require_verified_email: new.require_verified_email,
         created_at: now,
         updated_at: now,
     };
@@ -319,6 +330,10 @@ pub async fn update_settings(
     if let Some(keys) = patch.entitlement_claims {
         active.entitlement_claims = Set(Some(json!(keys)));
         changed.push("entitlement_claims");
+    }
+    if let Some(required) = patch.require_verified_email {
+        active.require_verified_email = Set(required);
+        changed.push("require_verified_email");
     }
     let now = crate::clock::now();
     active.updated_at = Set(now);

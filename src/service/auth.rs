@@ -7,6 +7,7 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::{
+    email_verifications::Codes,
     entitlements::{self, EntitlementError, OrganizationEntitlements},
     hooks::{self, HookError},
     rotations::RotationError,
@@ -30,6 +31,10 @@ pub enum AuthError {
     InvalidCredentials,
     #[error("the refresh token was refused: {0:?}")]
     RefreshRefused(RefreshRefused),
+    /// The right password, but the application requires a verified email
+    /// and this user has not verified theirs (a fresh code was sent).
+    #[error("the email is not verified")]
+    EmailNotVerified,
     /// Not a member of the organization: it looks like no such organization.
     #[error("not a member of organization `{0}`")]
     NotAMember(Uuid),
@@ -127,6 +132,7 @@ pub async fn sign_up(
     issuer: &Issuer<'_>,
     passwords: &PasswordHasher,
     hook_caller: &hooks::Caller<'_>,
+    codes: Codes<'_>,
     new: NewSignUp,
     session_ttl: Duration,
 ) -> Result<(Signer, user::Model, Opened), AuthError> {
@@ -138,8 +144,9 @@ pub async fn sign_up(
     let mut txn = scope.begin().await?;
     let user = users::insert(&mut txn, new.email, Some(password_hash), new.profile).await?;
     super::sso_domains::auto_join(&mut txn, &state.sod_policies, user.id, &user.email).await?;
-    let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
+    let opened = sessions::open(&mut txn, user.id, false, session_ttl).await?;
     txn.commit().await?;
+    codes.send(scope, &user);
     Ok((signer, user, opened))
 }
 
@@ -149,6 +156,7 @@ pub async fn sign_in(
     scope: &TenantScope,
     issuer: &Issuer<'_>,
     passwords: &PasswordHasher,
+    codes: Codes<'_>,
     email: &str,
     password: String,
     session_ttl: Duration,
@@ -165,6 +173,14 @@ pub async fn sign_in(
         Some(user) => return Err(failed_sign_in(scope, email, Some(user.id), "wrong_password").await),
         None => return Err(failed_sign_in(scope, email, None, "unknown_email").await),
     };
+    if scope.tenant().require_verified_email && user.email_verified_at.is_none() {
+        // Only after the right password: the answer tells nothing to a guesser.
+        codes.send(scope, &user);
+        return Err(match failed_sign_in(scope, email, Some(user.id), "email_not_verified").await {
+            AuthError::InvalidCredentials => AuthError::EmailNotVerified,
+            other => other,
+        });
+    }
     let mut txn = scope.acting_as(Actor::user(user.id)).begin().await?;
     let now = crate::clock::now();
     // Deleted while its password was being checked: no session for it.
@@ -172,7 +188,7 @@ pub async fn sign_in(
         drop(txn);
         return Err(failed_sign_in(scope, email, None, "unknown_email").await);
     }
-    let opened = sessions::open(&mut txn, user.id, session_ttl).await?;
+    let opened = sessions::open(&mut txn, user.id, user.email_verified_at.is_some(), session_ttl).await?;
     txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id, "method": "password"}))
         .await?;
     txn.commit().await?;

@@ -6,6 +6,7 @@ pub mod api_keys;
 pub mod applications;
 pub mod auth;
 pub mod billing;
+pub mod email_verifications;
 pub mod enrollment;
 pub mod entitlements;
 pub mod hooks;

@@ -53,8 +53,9 @@ pub fn new_refresh_token(
     (token, row)
 }
 
-/// Opens a session for a user, in the caller's transaction.
-pub async fn open(txn: &mut TenantTxn, user_id: Uuid, ttl: Duration) -> Result<Opened, DbErr> {
+/// Opens a session for a user, in the caller's transaction;
+/// `email_verified` is the user's as it is now.
+pub async fn open(txn: &mut TenantTxn, user_id: Uuid, email_verified: bool, ttl: Duration) -> Result<Opened, DbErr> {
     let application_id = txn.application_id();
     let now = crate::clock::now();
     let session = session::Model {
@@ -63,6 +64,7 @@ pub async fn open(txn: &mut TenantTxn, user_id: Uuid, ttl: Duration) -> Result<O
         user_id,
         aal: "aal1".into(),
         active_organization_id: None,
+        email_verified,
         created_at: now,
         refreshed_at: now,
         expires_at: now + ttl,

@@ -102,6 +102,7 @@ pub async fn insert(
         password_hash,
         profile: Value::Object(profile),
         last_sign_in_at: None,
+        email_verified_at: None,
         created_at: now,
         updated_at: now,
     };

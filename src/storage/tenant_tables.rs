@@ -63,4 +63,5 @@ tenant_tables!(
     entitlement_override,
     invitation,
     sso_domain,
+    email_verification,
 );

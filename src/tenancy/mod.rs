@@ -67,6 +67,9 @@ pub struct TenantSnapshot {
     /// carries resolved, as its `ent` claim (entries cached by an older node: none).
     #[serde(default)]
     pub entitlement_claims: Vec<String>,
+    /// Sign-in refuses a user whose email is not verified (403 `email_not_verified`).
+    #[serde(default)]
+    pub require_verified_email: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -88,6 +91,7 @@ impl TenantSnapshot {
             branding: row.branding,
             refresh_reuse_interval_seconds: row.refresh_reuse_interval_seconds.clamp(0, 60) as u32,
             entitlement_claims: row.entitlement_claims.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
+            require_verified_email: row.require_verified_email,
             name: row.name,
             created_at: row.created_at,
             updated_at: row.updated_at,

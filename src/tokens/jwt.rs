@@ -39,6 +39,9 @@ pub struct Claims {
     /// to carry (`entitlement_claims`), `{feature_key: value}`.
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub ent: Option<serde_json::Map<String, serde_json::Value>>,
+    /// Whether the user proved the email (a code, or a provider that verified it).
+    #[serde(default)]
+    pub email_verified: bool,
     pub iat: i64,
     pub nbf: i64,
     pub exp: i64,
@@ -202,6 +205,7 @@ mod tests {
             org: None,
             org_role: None,
             ent: None,
+            email_verified: false,
             iat: now,
             nbf: now,
             exp: now + 300,

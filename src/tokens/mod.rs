@@ -61,6 +61,7 @@ impl Signer {
             org,
             org_role,
             ent,
+            email_verified: session.email_verified,
             iat: now,
             nbf: now,
             exp: now + self.ttl_seconds,

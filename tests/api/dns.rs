@@ -51,7 +51,8 @@ impl Dnsmasq {
             // No shell: the value goes as it is (a comma would split it into strings).
             command.arg(format!("--txt-record={name},{value}"));
         }
-        let server = Dnsmasq { child: command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("dnsmasq starts") };
+        let server =
+            Dnsmasq { child: command.stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("dnsmasq starts") };
         // Listening once a query gets an answer.
         let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
         socket.set_read_timeout(Some(Duration::from_millis(50))).unwrap();

@@ -52,7 +52,8 @@ async fn sign_up_answers_a_user_a_session_and_a_token_with_exactly_the_contract_
     let claims = claims_of(&token);
     let mut names: Vec<&str> = claims.as_object().unwrap().keys().map(String::as_str).collect();
     names.sort();
-    assert_eq!(names, ["aal", "aud", "exp", "iat", "iss", "jti", "nbf", "sid", "sub"]);
+    assert_eq!(names, ["aal", "aud", "email_verified", "exp", "iat", "iss", "jti", "nbf", "sid", "sub"]);
+    assert_eq!(claims["email_verified"], false, "a new email is not proven yet");
     assert_eq!(claims["iss"], format!("{}/v1/applications/{}", app.address, app.caller.application_id));
     assert_eq!(claims["aud"], app.caller.application_id.as_str());
     assert_eq!(claims["sub"], data["user"]["id"]);

@@ -10,6 +10,7 @@ mod cli;
 mod cross_node;
 mod delivery_durability;
 mod dns;
+mod email_verification;
 mod end_users;
 mod enrollment;
 mod entitlements;

@@ -26,7 +26,9 @@ async fn allow_origin(app: &TestApp) {
 
 async fn outbox(app: &TestApp) -> Vec<Value> {
     let path = format!("/v1/applications/{}/providers/messaging/outbox", app.caller.application_id);
-    app.get(&path).await.data().as_array().unwrap().clone()
+    let messages = app.get(&path).await.data().as_array().unwrap().clone();
+    // Sign-ups send verification codes too: only the reset emails count here.
+    messages.into_iter().filter(|m| m["subject"].as_str().is_some_and(|s| s.starts_with("Reset your"))).collect()
 }
 
 /// The newest reset email's token, once it has been recorded.

@@ -241,7 +241,7 @@ test("an owner's team page invites a colleague, who accepts, and manages an SSO 
     let code;
     for (let i = 0; i < 100 && !code; i++) {
       const outbox = await gatehouse.call("GET", `/v1/applications/${gatehouse.applicationId}/providers/messaging/outbox`);
-      const message = outbox.json.data.find((m) => m.recipient === invitee);
+      const message = outbox.json.data.find((m) => m.recipient === invitee && m.subject.startsWith("Join "));
       code = message?.body.split("\n\n")[2]?.trim();
       if (!code) await new Promise((resolve) => setTimeout(resolve, 20));
     }

@@ -3,6 +3,7 @@
 //! ([`me`]), and personal API keys, operation 7 ([`personal_keys`]). The
 //! flows live in `service::auth`; these parse, call one service function and
 //! render.
+pub mod email;
 pub mod me;
 pub mod oauth;
 pub mod password;
@@ -26,6 +27,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/auth/sign-out").route(web::post().to(sign_in::sign_out)))
         .service(web::resource("/auth/password/forgot").route(web::post().to(password::forgot_password)))
         .service(web::resource("/auth/password/reset").route(web::post().to(password::reset_password)))
+        .service(web::resource("/auth/email/verify").route(web::post().to(email::verify_email)))
+        .service(web::resource("/auth/email/resend").route(web::post().to(email::resend_code)))
         .service(web::resource("/auth/oauth/exchange").route(web::post().to(oauth::exchange_code)))
         .service(web::resource("/auth/oauth/{provider}/start").route(web::get().to(oauth::start)))
         .service(

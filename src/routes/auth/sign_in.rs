@@ -79,8 +79,16 @@ pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     issues.finish()?;
     let caller = state.hook_caller();
     let new = NewSignUp { email, password: request.password, profile };
-    let (signer, user, opened) =
-        auth::sign_up(&scope, &state.issuer(), &state.passwords, &caller, new, session_ttl(&state)).await?;
+    let (signer, user, opened) = auth::sign_up(
+        &scope,
+        &state.issuer(),
+        &state.passwords,
+        &caller,
+        state.email_codes(),
+        new,
+        session_ttl(&state),
+    )
+    .await?;
     Ok(envelope::created(signed_in(&signer, &user, opened)))
 }
 
@@ -108,8 +116,16 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
         return Err(auth::failed_sign_in(&scope, &shown, None, "malformed").await.into());
     }
     limit(&state, &req, format!("sign_in:email:{application_id}:{email}"), limits.sign_in_per_email_per_minute).await?;
-    let (signer, user, opened) =
-        auth::sign_in(&scope, &state.issuer(), &state.passwords, &email, request.password, session_ttl(&state)).await?;
+    let (signer, user, opened) = auth::sign_in(
+        &scope,
+        &state.issuer(),
+        &state.passwords,
+        state.email_codes(),
+        &email,
+        request.password,
+        session_ttl(&state),
+    )
+    .await?;
     Ok(envelope::ok(signed_in(&signer, &user, opened)))
 }
 

@@ -60,7 +60,7 @@ pub async fn exchange(
         return Err(refused());
     }
     let user = txn.find_by_id::<user::Entity>(user_id).one(txn.conn()).await?.ok_or_else(refused)?;
-    let opened = sessions::open(&mut txn, user_id, session_ttl).await?;
+    let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), session_ttl).await?;
     txn.audit(
         "sign_in.succeeded",
         Some(user_id),

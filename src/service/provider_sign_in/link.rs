@@ -136,6 +136,8 @@ pub async fn apply(
             (user, email)
         }
     };
+    // Only a provider-verified email links or creates: it is proven.
+    crate::service::email_verifications::mark_verified(txn, user.id, provider).await?;
     let identity = user_identity::Model {
         id: Uuid::now_v7(),
         application_id: txn.application_id(),
