@@ -18,8 +18,9 @@ function init(args)
 end
 
 function request()
-  local user = users[(n % #users) + 1]
-  local org_index = math.floor(n / #users) % #orgs
+  -- Consecutive requests go to different organizations (each grant locks its organization's row).
+  local org_index = n % #orgs
+  local user = users[(math.floor(n / #orgs) % #users) + 1]
   n = n + 2
   local role = "approver" .. (org_index % 10)
   return wrk.format("POST", "/v1/organizations/" .. orgs[org_index + 1] .. "/memberships", headers,

@@ -14,6 +14,7 @@ pub mod definitions;
 
 use std::{
     collections::{BTreeMap, HashMap},
+    sync::Arc,
     time::Duration,
 };
 
@@ -167,18 +168,21 @@ fn candidates(catalog: &Catalog, inputs: &OrganizationInputs, feature: &feature:
 }
 
 /// One element per feature, sorted by key: override > plan > default.
+/// Only the winning value is copied.
 pub fn resolve(catalog: &Catalog, inputs: &OrganizationInputs) -> Vec<Entitlement> {
+    let plan = inputs.plan_key.as_ref().and_then(|key| catalog.plans.get(key));
     catalog
         .features
         .values()
         .map(|feature| {
-            let winner = candidates(catalog, inputs, feature).swap_remove(0);
-            Entitlement {
-                feature_key: feature.key.clone(),
-                kind: feature.kind.clone(),
-                source: winner.source,
-                value: winner.value,
-            }
+            let (source, value) = if let Some(value) = inputs.overrides.get(&feature.key) {
+                (Source::Override, value)
+            } else if let Some(value) = plan.and_then(|p| p.grants.get(&feature.key)) {
+                (Source::Plan, value)
+            } else {
+                (Source::Default, &feature.default_value)
+            };
+            Entitlement { feature_key: feature.key.clone(), kind: feature.kind.clone(), source, value: value.clone() }
         })
         .collect()
 }
@@ -202,7 +206,7 @@ pub fn explain(catalog: &Catalog, inputs: &OrganizationInputs, key: &str) -> Opt
 pub struct OrganizationEntitlements {
     /// Keyed by application and organization together (`pair_key`): a
     /// lookup by another application's caller never shares an entry.
-    cache: ReadThrough<Option<OrganizationInputs>>,
+    cache: ReadThrough<Option<Arc<OrganizationInputs>>>,
     bus: Bus,
 }
 
@@ -226,11 +230,13 @@ impl OrganizationEntitlements {
         &self,
         scope: &TenantScope,
         organization_id: Uuid,
-    ) -> Result<OrganizationInputs, EntitlementError> {
+    ) -> Result<Arc<OrganizationInputs>, EntitlementError> {
         let key = pair_key(scope.tenant().id, organization_id);
         let found = self
             .cache
-            .get_with(key, assignments::load_inputs(scope, organization_id))
+            .get_with(key, async {
+                Ok::<_, sea_orm::DbErr>(assignments::load_inputs(scope, organization_id).await?.map(Arc::new))
+            })
             .await
             .map_err(EntitlementError::Read)?;
         found.ok_or(EntitlementError::Organization(OrganizationError::NotFound(organization_id)))
