@@ -203,8 +203,13 @@ pub async fn update_user(
         Some(password) => Some(state.passwords.hash(password).await?),
         None => None,
     };
+    let email_given = email.is_some();
     let patch = UserPatch { email, password_hash, profile };
     let user = users::update(&key.scope, id, patch).await?;
+    if email_given && user.email_verified_at.is_none() {
+        // A new address (or one never proven) is sent a code.
+        state.email_codes().send(&key.scope, &user);
+    }
     Ok(envelope::ok(UserView::from(&user)))
 }
 

@@ -99,9 +99,11 @@ async fn issue(
     user: &user::Model,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let now = crate::clock::now();
+    // The newest live code (one superseded by an email change does not count).
     let latest = scope
         .find::<email_verification::Entity>()
         .filter(email_verification::Column::UserId.eq(user.id))
+        .filter(email_verification::Column::UsedAt.is_null())
         .order_by_desc(email_verification::Column::CreatedAt)
         .one(scope.conn())
         .await?;

@@ -140,9 +140,25 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> Result<u
     let mut txn = scope.begin().await?;
     let mut user = find(&txn, id).await?;
     let mut changed = Vec::new();
+    let email_changed = patch.email.as_ref().is_some_and(|email| *email != user.email);
     if let Some(email) = patch.email {
         changed.push("email");
         user.email = email;
+    }
+    if email_changed {
+        // A new address is not proven: its owner gets a code (the caller sends it).
+        user.email_verified_at = None;
+        txn.update_many(|q: UpdateMany<session::Entity>| {
+            q.col_expr(session::Column::EmailVerified, Expr::value(false)).filter(session::Column::UserId.eq(id))
+        })
+        .await?;
+        // Codes sent to the old address prove nothing about the new one.
+        txn.update_many(|q: UpdateMany<entity::email_verification::Entity>| {
+            q.col_expr(entity::email_verification::Column::UsedAt, Expr::value(crate::clock::now()))
+                .filter(entity::email_verification::Column::UserId.eq(id))
+                .filter(entity::email_verification::Column::UsedAt.is_null())
+        })
+        .await?;
     }
     if let Some(hash) = patch.password_hash {
         changed.push("password");
@@ -157,6 +173,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> Result<u
         q.col_expr(user::Column::Email, Expr::value(user.email.clone()))
             .col_expr(user::Column::PasswordHash, Expr::value(user.password_hash.clone()))
             .col_expr(user::Column::Profile, Expr::value(user.profile.clone()))
+            .col_expr(user::Column::EmailVerifiedAt, Expr::value(user.email_verified_at))
             .col_expr(user::Column::UpdatedAt, Expr::value(user.updated_at))
             .filter(user::Column::Id.eq(id))
     })

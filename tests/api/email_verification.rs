@@ -150,3 +150,19 @@ async fn an_application_that_requires_a_verified_email_refuses_sign_in_until_it_
     let reasons: Vec<_> = export.data().as_array().unwrap().iter().map(|r| r["data"]["reason"].clone()).collect();
     assert!(reasons.contains(&json!("email_not_verified")), "{reasons:?}");
 }
+
+#[actix_web::test]
+async fn a_changed_email_is_unverified_until_its_own_code_proves_it() {
+    let app = spawn_app().await;
+    let signed_up = sign_up(&app, &app.caller, "dee@example.com").await;
+    let first = code_number(&app, "dee@example.com", 1).await;
+    assert_eq!(verify(&app, "dee@example.com", &first).await.status, 200);
+    let user_id = signed_up["user"]["id"].as_str().unwrap();
+    let changed = app.patch(&format!("/v1/users/{user_id}"), &json!({"email": "dee@new.example"})).await;
+    assert_eq!(changed.status, 200, "{:?}", changed.body);
+    let refreshed =
+        public_post(&app, &app.caller, "/v1/auth/token", &json!({"refresh_token": signed_up["refresh_token"]})).await;
+    assert_eq!(claims_of(&refreshed.data()["access_token"])["email_verified"], false, "the new address is not proven");
+    let code = code_number(&app, "dee@new.example", 1).await;
+    assert_eq!(verify(&app, "dee@new.example", &code).await.status, 200);
+}
