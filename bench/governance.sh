@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Governance under load, side by side in one run of the release binary:
-# GET /healthz against GET /v1/organizations/{id}/entitlements (20
+# GET /healthz and a plain secret-key read (GET /v1/api-keys/{id}, the
+# floor of every authenticated route) against
+# GET /v1/organizations/{id}/entitlements (20
 # features, a plan granting 10 of them, 3 overrides: resolved from the
 # tenant state and the organization's cached inputs), and membership grants
 # (POST …/memberships) under ten enforced separation-of-duties policies,
@@ -75,8 +77,11 @@ bench_backend() {
   done >"$users_file"
   for i in $(seq "$ORGS"); do call POST /v1/organizations "{\"name\": \"o$i\"}" | json_field '["data"]["id"]'; done >"$orgs_file"
 
-  local h64 e64 g64
+  local h64 k64 e64 g64 key_id
+  key_id=$(call GET /v1/api-keys | json_field '["data"][0]["id"]')
   h64=$(wrk -t2 -c64 -d"$DURATION" -s bench/report.lua "$base_url/healthz" | grep '^RESULT' | cut -d' ' -f2-)
+  k64=$(wrk -t2 -c64 -d"$DURATION" -s bench/report.lua -H "Authorization: Bearer $key" -H "x-application-id: $app" \
+    "$base_url/v1/api-keys/$key_id" | grep '^RESULT' | cut -d' ' -f2-)
   e64=$(wrk -t2 -c64 -d"$DURATION" -s bench/report.lua -H "Authorization: Bearer $key" -H "x-application-id: $app" \
     "$base_url/v1/organizations/$org/entitlements" | grep '^RESULT' | cut -d' ' -f2-)
   g64=$(USERS_FILE="$users_file" ORGS_FILE="$orgs_file" APP="$app" KEY="$key" \
@@ -84,9 +89,11 @@ bench_backend() {
   kill "$pid"; wait "$pid" 2>/dev/null || true
   rm -rf "$dir"
   echo "| $backend | healthz, 64 conn | $h64 |"
+  echo "| $backend | GET /v1/api-keys/{id}, 64 conn | $k64 |"
   echo "| $backend | GET …/organizations/{id}/entitlements (20 features), 64 conn | $e64 |"
   echo "| $backend | POST …/memberships under 10 enforced policies, 64 conn | $g64 |"
   echo "| $backend | entitlements / healthz at 64 conn | $(python3 -c "print(f'{$(echo "$e64" | rps)/$(echo "$h64" | rps):.0%}')") |"
+  echo "| $backend | entitlements / secret-key read at 64 conn | $(python3 -c "print(f'{$(echo "$e64" | rps)/$(echo "$k64" | rps):.0%}')") |"
 }
 
 echo "| backend | measurement | result |"
