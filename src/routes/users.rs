@@ -44,6 +44,9 @@ pub struct UserView {
     pub has_password: bool,
     #[serde(serialize_with = "crate::clock::serialize_option")]
     pub last_sign_in_at: Option<DateTime<Utc>>,
+    /// When the user proved the email; null: not yet.
+    #[serde(serialize_with = "crate::clock::serialize_option")]
+    pub email_verified_at: Option<DateTime<Utc>>,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -58,6 +61,7 @@ impl From<&user::Model> for UserView {
             profile: user.profile.clone(),
             has_password: user.password_hash.is_some(),
             last_sign_in_at: user.last_sign_in_at,
+            email_verified_at: user.email_verified_at,
             created_at: user.created_at,
             updated_at: user.updated_at,
         }

@@ -5,9 +5,9 @@
 //! is 256 random bits, sent by email through the application's email
 //! provider, stored hashed, valid 7 days, used once. Accepting needs a
 //! signed-in user whose email is the invited one: the token proves the
-//! address receives the invitation, the session proves the account; the
-//! membership is then written through the one grant path (separation of
-//! duties applies).
+//! address receives the invitation (accepting marks the email verified),
+//! the session proves the account; the membership is then written through
+//! the one grant path (separation of duties applies).
 use chrono::Duration;
 use entity::{invitation, membership, sod_policy, user};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, UpdateMany};
@@ -85,10 +85,8 @@ pub async fn invite(
     new: NewInvitation,
 ) -> Result<invitation::Model, InvitationError> {
     let mut issues = Issues::default();
-    let email = users::normalize_email(&new.email).unwrap_or_else(|| {
-        issues.add("email", "must be an email address");
-        String::new()
-    });
+    // Normalised and checked as users' emails are (a user could not sign up with anything else).
+    let email = users::email(&mut issues, &new.email);
     organizations::role_issue(&mut issues, "role", &new.role);
     let name = new.name.map(|n| issues.text("name", &n, 255));
     issues.finish()?;
@@ -241,6 +239,8 @@ pub async fn accept(
         json!({"invitation_id": found.id, "user_id": user.id}),
     )
     .await?;
+    // The code reached the invited address: that address is proven.
+    super::email_verifications::mark_verified(&mut txn, user.id, "invitation").await?;
     txn.commit().await?;
     let accepted =
         invitation::Model { status: ACCEPTED.to_string(), decided_at: Some(now), accepted_by: Some(user.id), ..found };

@@ -103,6 +103,8 @@ async fn owners_invite_any_role_admins_only_members_and_the_invited_user_accepts
         (joined.data()["organization_id"].as_str(), joined.data()["role"].as_str()),
         (Some(&*org), Some("member"))
     );
+    let mia_user = app.get(&format!("/v1/users/{}", mia["user"]["id"].as_str().unwrap())).await;
+    assert!(mia_user.data()["email_verified_at"].is_string(), "the code proved the address: {:?}", mia_user.body);
     let twice = accept(&app, &mia_caller, &code).await;
     assert_eq!((twice.status, twice.error_code()), (400, "invalid_grant"));
     assert_eq!(accept(&app, &mia_caller, "not-a-code").await.error_code(), "invalid_grant");
@@ -195,4 +197,20 @@ async fn another_application_cannot_use_an_invitation() {
     let mut statuses = [a.status, b.status];
     statuses.sort();
     assert_eq!(statuses, [201, 409], "{:?} {:?}", a.body, b.body);
+}
+
+#[actix_web::test]
+async fn an_invitation_takes_only_an_email_a_user_could_sign_up_with() {
+    let app = spawn_app().await;
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let (owner, _) = member(&app, &org, "owner@example.com", "owner").await;
+    let too_long = format!("a@{}.example", "b".repeat(250));
+    for bad in ["not-an-email", too_long.as_str()] {
+        let refused = invite(&app, &owner, bad, "member").await;
+        assert_eq!(
+            (refused.status, refused.body["error"]["details"][0]["field"].as_str()),
+            (422, Some("email")),
+            "{bad}"
+        );
+    }
 }

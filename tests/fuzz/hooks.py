@@ -4,8 +4,9 @@ at all: the missing-header check takes it away), by security scheme: the
 secret key for
 the `secret_key` operations; for the `access_token` ones, an end user's
 access token, signed in with the application's `x-application-id` (which a
-configured token fetch cannot send) and signed in again after any 401 (the
-fuzzer's own sign-out ends the session); for the `enrollment_token` one
+configured token fetch cannot send), with the organization the user owns
+made active (so the team and SSO domain routes act on it), and signed in
+again after any 401 (the fuzzer's own sign-out ends the session); for the `enrollment_token` one
 (`POST /v1/os/enroll`), a reusable enrollment token (no platform, no
 `max_uses`, no expiry) created once with the secret key; for the
 `client_basic` one (the issuer's token endpoint), a service account's id
@@ -17,7 +18,7 @@ import urllib.request
 
 import schemathesis
 
-END_USER_OPERATIONS = r"^/v1/auth/(me|organizations/|sign-out)"
+END_USER_OPERATIONS = r"^/v1/(auth/(me|organizations/|sign-out|invitations/)|dashboard/)"
 ENROLLMENT_OPERATIONS = r"^/v1/os/enroll$"
 TOKEN_ENDPOINT = r"^/v1/applications/[^/]+/oauth/token$"
 
@@ -40,6 +41,13 @@ class AccessToken:
             method="POST",
         )
         with urllib.request.urlopen(request, timeout=10) as answer:
+            token = json.load(answer)["data"]["access_token"]
+        activate = urllib.request.Request(
+            f"{os.environ['GATEHOUSE_FUZZ_BASE']}/v1/auth/organizations/{os.environ['GATEHOUSE_FUZZ_ORGANIZATION']}/activate",
+            headers={"x-application-id": os.environ["GATEHOUSE_FUZZ_APPLICATION"], "authorization": f"Bearer {token}"},
+            method="POST",
+        )
+        with urllib.request.urlopen(activate, timeout=10) as answer:
             return json.load(answer)["data"]["access_token"]
 
     def set(self, case, token, context):

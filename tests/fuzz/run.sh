@@ -27,6 +27,9 @@ export GATEHOUSE__LIMITS__HOOKS_PER_APPLICATION=100000 GATEHOUSE__LIMITS__WEBHOO
   GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0 \
   GATEHOUSE__RATE_LIMITS__SIGN_UP_PER_IP_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 \
   GATEHOUSE__SECURITY__PASSWORD_HASH_QUEUE=1000
+# SSO domain verification asks a DNS server on a loopback port nothing
+# listens on: refused at once, 503 (tests/api/sso_domains.rs runs a real one).
+export GATEHOUSE__DNS__NAMESERVERS="127.0.0.1:9"
 base="http://127.0.0.1:18080"
 boot="$("$bin" bootstrap --name Fuzz)"
 field() { python3 -c "import json,sys; print(json.loads(sys.argv[1])$2)" "$1"; }
@@ -39,8 +42,15 @@ for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1;
 # The end user whose access token the access-token operations carry.
 export GATEHOUSE_FUZZ_BASE="$base" GATEHOUSE_FUZZ_APPLICATION="$app" GATEHOUSE_FUZZ_SECRET_KEY="$key" \
   GATEHOUSE_FUZZ_EMAIL="fuzz@example.com" GATEHOUSE_FUZZ_PASSWORD="correct horse battery"
-curl -sf -o /dev/null -X POST "$base/v1/auth/sign-up" -H "x-application-id: $app" -H 'content-type: application/json' \
-  -d "{\"email\": \"$GATEHOUSE_FUZZ_EMAIL\", \"password\": \"$GATEHOUSE_FUZZ_PASSWORD\"}"
+signed_up="$(curl -sf -X POST "$base/v1/auth/sign-up" -H "x-application-id: $app" -H 'content-type: application/json' \
+  -d "{\"email\": \"$GATEHOUSE_FUZZ_EMAIL\", \"password\": \"$GATEHOUSE_FUZZ_PASSWORD\"}")"
+# The organization that user owns, active in the tokens the fuzzer carries.
+organization="$(curl -sf -X POST "$base/v1/organizations" -H "x-application-id: $app" -H "authorization: Bearer $key" \
+  -H 'content-type: application/json' -d '{"name": "Fuzz team"}')"
+export GATEHOUSE_FUZZ_ORGANIZATION="$(field "$organization" "['data']['id']")"
+curl -sf -o /dev/null -X POST "$base/v1/organizations/$GATEHOUSE_FUZZ_ORGANIZATION/memberships" -H "x-application-id: $app" \
+  -H "authorization: Bearer $key" -H 'content-type: application/json' \
+  -d "{\"user_id\": \"$(field "$signed_up" "['data']['user']['id']")\", \"role\": \"owner\"}"
 
 # A provider to start signing in with, and an origin to come back to.
 curl -sf -o /dev/null -X PATCH "$base/v1/applications/$app" -H "x-application-id: $app" -H "authorization: Bearer $key" \
