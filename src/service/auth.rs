@@ -176,10 +176,8 @@ pub async fn sign_in(
     if scope.tenant().require_verified_email && user.email_verified_at.is_none() {
         // Only after the right password: the answer tells nothing to a guesser.
         codes.send(scope, &user);
-        return Err(match failed_sign_in(scope, email, Some(user.id), "email_not_verified").await {
-            AuthError::InvalidCredentials => AuthError::EmailNotVerified,
-            other => other,
-        });
+        record_failed_sign_in(scope, email, Some(user.id), "email_not_verified").await?;
+        return Err(AuthError::EmailNotVerified);
     }
     let mut txn = scope.acting_as(Actor::user(user.id)).begin().await?;
     let now = crate::clock::now();
@@ -198,15 +196,22 @@ pub async fn sign_in(
 /// Records a failed sign-in (the reason is for the operator) and answers
 /// the one 401 every failure gets.
 pub async fn failed_sign_in(scope: &TenantScope, email: &str, user_id: Option<Uuid>, reason: &str) -> AuthError {
-    let record = async {
-        let mut txn = scope.acting_as(Actor::public()).begin().await?;
-        txn.audit("sign_in.failed", user_id, json!({"method": "password", "email": email, "reason": reason})).await?;
-        txn.commit().await
-    };
-    match record.await {
+    match record_failed_sign_in(scope, email, user_id, reason).await {
         Ok(()) => AuthError::InvalidCredentials,
         Err(err) => err.into(),
     }
+}
+
+/// The audit row `sign_in.failed`, in its own transaction.
+async fn record_failed_sign_in(
+    scope: &TenantScope,
+    email: &str,
+    user_id: Option<Uuid>,
+    reason: &str,
+) -> Result<(), sea_orm::DbErr> {
+    let mut txn = scope.acting_as(Actor::public()).begin().await?;
+    txn.audit("sign_in.failed", user_id, json!({"method": "password", "email": email, "reason": reason})).await?;
+    txn.commit().await
 }
 
 /// Exchanges a refresh token for a new one and an access token.

@@ -77,11 +77,11 @@ impl Codes<'_> {
     /// A resend asked for by email: looked up off the request path, sent
     /// only to a user whose email is not verified yet.
     pub fn resend(&self, scope: &TenantScope, email: String) {
-        let (scope, codes) = (scope.clone(), (self.mailer.clone(), self.master_key.clone()));
+        let (scope, mailer, master_key) = (scope.clone(), self.mailer.clone(), self.master_key.clone());
         actix_web::rt::spawn(async move {
             let sent = async {
                 match users::find_by_email(&scope, &email).await? {
-                    Some(user) if user.email_verified_at.is_none() => issue(&scope, &codes.0, &codes.1, &user).await,
+                    Some(user) if user.email_verified_at.is_none() => issue(&scope, &mailer, &master_key, &user).await,
                     _ => Ok(()),
                 }
             };

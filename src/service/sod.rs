@@ -259,12 +259,11 @@ impl Admitted {
 /// so a concurrent grant of the other role to the same user waits and then
 /// sees this one.
 pub async fn admit(txn: &mut TenantTxn, policies: &[sod_policy::Model], grant: Grant) -> Result<Admitted, SodError> {
-    if !policies.iter().any(|p| p.role_a == grant.role || p.role_b == grant.role) {
+    if !names(policies, &grant.role) {
         return Ok(Admitted { grant, breaks: Vec::new() });
     }
     txn.find_by_id::<user::Entity>(grant.user_id).lock_exclusive().one(txn.conn()).await?;
-    let held =
-        txn.find::<membership::Entity>().filter(membership::Column::UserId.eq(grant.user_id)).all(txn.conn()).await?;
+    let held = memberships_of(txn, grant.user_id).await?;
     let broken = conflicts(policies, &grant, &held);
     if let Some(enforced) = broken.iter().find(|p| p.enforced) {
         return Err(SodError::Violation(Box::new((*enforced).clone())));
@@ -279,12 +278,20 @@ pub async fn would_break(
     policies: &[sod_policy::Model],
     grant: &Grant,
 ) -> Result<Vec<sod_policy::Model>, DbErr> {
-    if !policies.iter().any(|p| p.role_a == grant.role || p.role_b == grant.role) {
+    if !names(policies, &grant.role) {
         return Ok(Vec::new());
     }
-    let held =
-        db.find::<membership::Entity>().filter(membership::Column::UserId.eq(grant.user_id)).all(db.conn()).await?;
+    let held = memberships_of(db, grant.user_id).await?;
     Ok(conflicts(policies, grant, &held).into_iter().cloned().collect())
+}
+
+/// Whether a policy names the role: a grant of any other breaks none.
+fn names(policies: &[sod_policy::Model], role: &str) -> bool {
+    policies.iter().any(|p| p.role_a == role || p.role_b == role)
+}
+
+async fn memberships_of(db: &impl TenantConn, user_id: Uuid) -> Result<Vec<membership::Model>, DbErr> {
+    db.find::<membership::Entity>().filter(membership::Column::UserId.eq(user_id)).all(db.conn()).await
 }
 
 #[cfg(test)]
