@@ -161,6 +161,14 @@ pub struct NodeSettings {
     pub regions: Vec<Region>,
     #[serde(default)]
     pub peers: PeerSettings,
+    /// How long a node's claim on a region move lasts unrenewed: after a
+    /// crash, another node (or this one restarted) resumes the move then.
+    #[serde(default = "default_move_lease_seconds")]
+    pub move_lease_seconds: u64,
+}
+
+fn default_move_lease_seconds() -> u64 {
+    15
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -337,12 +345,16 @@ impl Settings {
     }
 
     pub fn region_url(&self, region: Region) -> String {
-        let configured = match region {
-            Region::Us => &self.regions.us.database_url,
-            Region::Eu => &self.regions.eu.database_url,
-            Region::Ap => &self.regions.ap.database_url,
-        };
-        configured.clone().unwrap_or_else(|| self.sqlite_url(region.as_str()))
+        self.configured_region_url(region).map(str::to_string).unwrap_or_else(|| self.sqlite_url(region.as_str()))
+    }
+
+    /// A region's database URL when one is configured (no default).
+    pub fn configured_region_url(&self, region: Region) -> Option<&str> {
+        match region {
+            Region::Us => self.regions.us.database_url.as_deref(),
+            Region::Eu => self.regions.eu.database_url.as_deref(),
+            Region::Ap => self.regions.ap.database_url.as_deref(),
+        }
     }
 
     pub fn peer(&self, region: Region) -> Option<&str> {

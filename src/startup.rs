@@ -106,6 +106,7 @@ impl Application {
             SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds),
             master_key.clone(),
             shared.clone(),
+            Duration::from_secs(settings.node.move_lease_seconds.max(1)),
         );
         let state = web::Data::new(AppState {
             mailer: crate::service::mailer::Mailer::new(tenants.clone(), master_key.clone()),
@@ -139,6 +140,7 @@ impl Application {
         });
         let workers = delivery::start(state.clone());
         relay_catalog_audit(state.storage.clone());
+        state.tenants.resume_stalled_moves();
         let app_state = state.clone();
         let mut server = HttpServer::new(move || {
             App::new()

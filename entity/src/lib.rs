@@ -1,5 +1,5 @@
 //! sea-orm entities. Catalog tables: `account`, `application`,
-//! `pending_audit_event`, `processor_account`, `unmatched_processor_event`. Regional tables:
+//! `pending_audit_event`, `processor_account`, `region_move`, `unmatched_processor_event`. Regional tables:
 //! everything else; every regional row carries `application_id`.
 //!
 //! Models with secret columns (password, refresh-token and API-key hashes,
@@ -39,6 +39,7 @@ pub mod processor_account;
 pub mod processor_event;
 pub mod profile_field;
 pub mod refresh_token;
+pub mod region_move;
 pub mod service_account;
 pub mod service_account_key;
 pub mod session;

@@ -27,9 +27,10 @@ mod m20261127_000022_create_invitations;
 mod m20261127_000023_create_sso_domains;
 mod m20261127_000024_create_email_verifications;
 mod m20261127_000025_add_require_verified_email;
+mod m20261128_000026_create_region_moves;
 
-/// Migrations of the catalog database: accounts, the application directory
-/// and the processor accounts that point into it.
+/// Migrations of the catalog database: accounts, the application directory,
+/// the region-move journal and the processor accounts that point into it.
 pub struct CatalogMigrator;
 
 #[async_trait::async_trait]
@@ -42,6 +43,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261125_000012_create_processor_accounts::Migration),
             Box::new(m20261127_000021_add_entitlement_claims::Migration),
             Box::new(m20261127_000025_add_require_verified_email::Migration),
+            Box::new(m20261128_000026_create_region_moves::Migration),
         ]
     }
 

@@ -121,6 +121,11 @@ impl Bus {
     }
 
     /// `None` without Redis; `Some(false)` while the subscription is down.
+    /// This node's id on the bus (random per process).
+    pub fn node(&self) -> Uuid {
+        self.inner.node
+    }
+
     pub fn connected(&self) -> Option<bool> {
         self.inner.connected.as_ref().map(|connected| connected.load(Ordering::Acquire))
     }

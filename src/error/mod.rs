@@ -46,12 +46,13 @@ pub enum Code {
     RateLimited,
     Unavailable,
     HookUnavailable,
+    RegionMigrationInProgress,
     Internal,
 }
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 37] = [
+    pub const ALL: [Code; 38] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -88,6 +89,7 @@ impl Code {
         Code::RateLimited,
         Code::Unavailable,
         Code::HookUnavailable,
+        Code::RegionMigrationInProgress,
         Code::Internal,
     ];
 
@@ -124,7 +126,9 @@ impl Code {
             | Code::ProductionSharedSenderForbidden
             | Code::ProductionRequiresOwnCredentials => StatusCode::UNPROCESSABLE_ENTITY,
             Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            Code::Unavailable | Code::HookUnavailable => StatusCode::SERVICE_UNAVAILABLE,
+            Code::Unavailable | Code::HookUnavailable | Code::RegionMigrationInProgress => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -167,6 +171,7 @@ impl Code {
             Code::RateLimited => "rate_limited",
             Code::Unavailable => "unavailable",
             Code::HookUnavailable => "hook_unavailable",
+            Code::RegionMigrationInProgress => "region_migration_in_progress",
             Code::Internal => "internal",
         }
     }

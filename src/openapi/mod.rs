@@ -23,6 +23,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::ops::healthz, routes::ops::readyz, routes::ops::metrics,
         routes::applications::create_application, routes::applications::list_applications,
         routes::applications::get_application, routes::applications::update_application,
+        routes::region::get_region, routes::region::set_region,
         routes::api_keys::create_api_key, routes::api_keys::list_api_keys,
         routes::api_keys::find_api_key, routes::api_keys::revoke_api_key,
         routes::audit_logs::list_audit_logs, routes::audit_logs::export_audit_logs,

@@ -1,7 +1,9 @@
 //! Region routing at the edge: a request carrying `x-application-id` is
 //! resolved to its application; if this node holds the application's region
 //! the tenant is attached to the request, otherwise the request is sent
-//! unchanged to `node.peers.<region>` and the peer's answer returned.
+//! unchanged to `node.peers.<region>` and the peer's answer returned. While
+//! the application moves to another region its requests are answered 503
+//! `region_migration_in_progress` here, on every node.
 //! Inbound processor events carry no header: their route finds the
 //! application from the body and forwards with [`to_peer`] itself.
 use actix_web::{
@@ -50,6 +52,10 @@ pub async fn middleware<B: MessageBody + 'static>(
         Ok(None) => return Ok(next.call(req).await?.map_into_left_body()),
         Err(err) => return Ok(req.into_response(err.error_response()).map_into_right_body()),
     };
+    if tenant.moving_to.is_some() {
+        let held = super::moves::in_progress().error_response();
+        return Ok(req.into_response(held).map_into_right_body());
+    }
     if state.storage.holds(tenant.region) {
         req.extensions_mut().insert(tenant);
         return Ok(next.call(req).await?.map_into_left_body());

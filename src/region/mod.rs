@@ -1,8 +1,10 @@
 //! Regions and the routing of requests to them. The [`router::RegionRouter`]
 //! actor owns the application directory (catalog) and publishes a cache that
 //! handlers read without a mailbox hop; [`forward`] sends requests for
-//! applications of regions this node does not hold to a peer node.
+//! applications of regions this node does not hold to a peer node;
+//! [`moves`] moves an application's data to another region.
 pub mod forward;
+pub mod moves;
 pub mod router;
 
 use serde::{Deserialize, Serialize};

@@ -23,7 +23,7 @@ use crate::{
 /// How long a node trusts its own copy of an entry when no invalidation can
 /// reach it (without Redis): the bound on how stale another node's view of
 /// a change can be then.
-const ENTRY_TTL: Duration = Duration::from_secs(5);
+pub(super) const ENTRY_TTL: Duration = Duration::from_secs(5);
 /// The copy in Redis; a change replaces it at once.
 const SHARED_TTL: Duration = Duration::from_secs(60);
 
@@ -94,6 +94,19 @@ impl Directory {
             }
         };
         self.entries.get_with(id, load).await.map_err(|err| (*err).clone())
+    }
+
+    /// Reads the application's entry from the catalog afresh and publishes
+    /// it (after a region move's step changed it there).
+    pub async fn reload(&self, id: Uuid) -> ApiResult<Option<Tenant>> {
+        let loaded = match self.router.send(Load(id)).await {
+            Ok(loaded) => loaded.map_err(|err| ApiError::from(&err))?,
+            Err(err) => return Err(ApiError::internal_error(&err)),
+        };
+        if let Some(tenant) = &loaded {
+            self.publish(tenant.clone()).await;
+        }
+        Ok(loaded)
     }
 
     /// Drops entries another node changed (and all of them after the bus

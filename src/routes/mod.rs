@@ -14,6 +14,7 @@ pub mod oauth_providers;
 pub mod ops;
 pub mod organizations;
 pub mod profile_fields;
+pub mod region;
 pub mod service_accounts;
 pub mod signing_keys;
 pub mod sod_policies;
@@ -32,6 +33,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             .configure(machine_tokens::configure)
             .configure(auth::configure)
             .configure(applications::configure)
+            .configure(region::configure)
             .configure(api_keys::configure)
             .configure(audit_logs::configure)
             .configure(webhooks::configure)

@@ -236,6 +236,7 @@ pub async fn create(
         refresh_reuse_interval_seconds: new.refresh_reuse_interval_seconds as i32,
         entitlement_claims: Some(json!(new.entitlement_claims)),
         require_verified_email: new.require_verified_email,
+        moving_to: None,
         created_at: now,
         updated_at: now,
     };
@@ -373,7 +374,8 @@ pub async fn relay_pending_audit(storage: &Storage, min_age: chrono::Duration) -
             continue;
         };
         let tenant = snapshot(row)?;
-        if storage.holds(tenant.region) {
+        // A moving application's chain is being copied: its rows wait for the new region.
+        if storage.holds(tenant.region) && tenant.moving_to.is_none() {
             relay(storage, &tenant, &pending).await?;
             relayed += 1;
         }

@@ -17,10 +17,12 @@ use crate::{config::Settings, region::Region};
 
 pub mod catalog;
 mod limits;
+pub mod move_journal;
 mod page;
 mod revocation;
 mod tenant;
-mod tenant_tables;
+mod tenant_rows;
+pub mod tenant_tables;
 
 pub use limits::{Limit, LimitReached, ReserveError};
 pub use page::Page;
@@ -210,6 +212,12 @@ async fn migrate_one<M: MigratorTrait>(db: &Db) -> Result<(), DbErr> {
 pub struct Storage {
     pub catalog: Db,
     shards: HashMap<Region, Db>,
+    /// The other regions' databases a region move may write into: those
+    /// with a configured `database_url` (a default would name a file of
+    /// this node, not the region's database), opened on first use.
+    elsewhere: HashMap<Region, String>,
+    opened_elsewhere: Mutex<HashMap<Region, Db>>,
+    max_connections: u32,
 }
 
 impl Storage {
@@ -225,7 +233,12 @@ impl Storage {
         for region in &settings.node.regions {
             shards.insert(*region, Db::connect(&settings.region_url(*region), region.as_str(), max).await?);
         }
-        Ok(Storage { catalog, shards })
+        let elsewhere = Region::ALL
+            .into_iter()
+            .filter(|r| !shards.contains_key(r))
+            .filter_map(|r| settings.configured_region_url(r).map(|url| (r, url.to_string())))
+            .collect();
+        Ok(Storage { catalog, shards, elsewhere, opened_elsewhere: Mutex::default(), max_connections: max })
     }
 
     /// Applies what is pending and says so in one line per database
@@ -240,6 +253,26 @@ impl Storage {
 
     pub fn shard(&self, region: Region) -> Option<&Db> {
         self.shards.get(&region)
+    }
+
+    /// A region's database for a region move: the shard this node holds,
+    /// else the configured one, connected (and migrated) on first use.
+    /// `None`: this node has no way to reach it.
+    pub async fn database(&self, region: Region) -> Result<Option<Db>, DbErr> {
+        if let Some(shard) = self.shards.get(&region) {
+            return Ok(Some(shard.clone()));
+        }
+        let Some(url) = self.elsewhere.get(&region) else {
+            return Ok(None);
+        };
+        let mut opened = self.opened_elsewhere.lock().await;
+        if let Some(db) = opened.get(&region) {
+            return Ok(Some(db.clone()));
+        }
+        let db = Db::connect(url, region.as_str(), self.max_connections).await?;
+        migrate_one::<migration::RegionMigrator>(&db).await?;
+        opened.insert(region, db.clone());
+        Ok(Some(db))
     }
 
     pub fn holds(&self, region: Region) -> bool {

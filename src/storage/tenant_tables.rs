@@ -1,9 +1,12 @@
 //! The registry of tenant tables: every regional entity with an
 //! `application_id` column. The handles add the filter through
-//! [`TenantEntity`]; a region move copies exactly [`tenant_tables`]; and a
-//! test fails when the regional schema has a table with `application_id`
-//! that is not listed here.
-use sea_orm::EntityTrait;
+//! [`TenantEntity`]; a region move copies and deletes exactly these tables
+//! ([`copy_all`], [`delete_all`]); and a test fails when the regional schema
+//! has a table with `application_id` that is not listed here.
+use sea_orm::{ConnectionTrait, DbErr, EntityTrait, StreamTrait};
+use uuid::Uuid;
+
+use super::tenant_rows;
 
 /// A regional entity whose rows belong to one application.
 pub trait TenantEntity: EntityTrait {
@@ -18,9 +21,42 @@ macro_rules! tenant_tables {
             }
         })*
 
-        /// The table names, in the order a copy must insert them (parents first).
+        /// The table names, in the order a copy inserts them (parents first).
         pub fn tenant_tables() -> Vec<&'static str> {
             vec![$(sea_orm::EntityName::table_name(&entity::$table::Entity)),*]
+        }
+
+        /// Copies every row of the application from `source` to `target`;
+        /// answers how many rows were written.
+        pub async fn copy_all<S, T>(source: &S, target: &T, application_id: Uuid) -> Result<u64, DbErr>
+        where
+            S: ConnectionTrait + StreamTrait,
+            T: ConnectionTrait,
+        {
+            let mut copied = 0;
+            $(copied += tenant_rows::copy::<entity::$table::Entity, _, _>(source, target, application_id).await?;)*
+            Ok(copied)
+        }
+
+        /// Deletes every row of the application; answers how many went.
+        pub async fn delete_all(db: &impl ConnectionTrait, application_id: Uuid) -> Result<u64, DbErr> {
+            let mut deleted = 0;
+            $(deleted += tenant_rows::delete::<entity::$table::Entity>(db, application_id).await?;)*
+            Ok(deleted)
+        }
+
+        /// How many rows of the application each table holds (the tables
+        /// that hold none are left out).
+        pub async fn count_all(
+            db: &impl ConnectionTrait,
+            application_id: Uuid,
+        ) -> Result<Vec<(&'static str, u64)>, DbErr> {
+            let mut counts = Vec::new();
+            $(let rows = tenant_rows::count::<entity::$table::Entity>(db, application_id).await?;
+            if rows > 0 {
+                counts.push((sea_orm::EntityName::table_name(&entity::$table::Entity), rows));
+            })*
+            Ok(counts)
         }
     };
 }

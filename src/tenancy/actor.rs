@@ -45,6 +45,8 @@ pub(super) struct Deps {
     pub master_key: MasterKey,
     /// The public JWKS documents (moka, then Redis).
     pub documents: ReadThrough<JwksDocument>,
+    /// How long this node's claim on a region move lasts unrenewed.
+    pub move_lease: Duration,
 }
 
 pub(super) type Published = Arc<ArcSwapOption<TenantState>>;

@@ -13,6 +13,7 @@ use super::{
 };
 use crate::{
     error::ApiResult,
+    region::{moves::Mover, Region},
     service::{applications, entitlements::definitions, sod},
 };
 
@@ -56,6 +57,37 @@ impl Handler<UpdateSettings> for TenantActor {
             }
             .into_actor(self),
         ))
+    }
+}
+
+impl TenantActor {
+    fn mover(&self) -> Mover {
+        Mover {
+            storage: self.deps.storage.clone(),
+            directory: self.deps.directory.clone(),
+            bus: self.deps.bus.clone(),
+            lease: self.deps.move_lease,
+        }
+    }
+}
+
+/// The move runs in the actor's one-at-a-time order: no other tenant-wide
+/// change of the application interleaves with it on this node.
+impl Handler<MoveRegion> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<Region>>;
+
+    fn handle(&mut self, msg: MoveRegion, _: &mut Context<Self>) -> Self::Result {
+        let mover = self.mover();
+        self.change(async move { mover.start(&msg.scope, msg.to).await })
+    }
+}
+
+impl Handler<ResumeMove> for TenantActor {
+    type Result = AtomicResponse<Self, ApiResult<Option<Region>>>;
+
+    fn handle(&mut self, _: ResumeMove, _: &mut Context<Self>) -> Self::Result {
+        let (mover, id) = (self.mover(), self.id);
+        self.change(async move { mover.resume(id).await })
     }
 }
 

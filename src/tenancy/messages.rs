@@ -9,6 +9,7 @@ use uuid::Uuid;
 use super::{state::TenantState, Tenant};
 use crate::{
     error::ApiResult,
+    region::Region,
     service::{
         applications::SettingsPatch,
         entitlements::definitions::FeatureInput,
@@ -42,6 +43,20 @@ pub struct UpdateSettings {
 pub struct EnsureSigningKey {
     pub scope: TenantScope,
 }
+
+/// Moves the application to another region (operation 17).
+#[derive(Message)]
+#[rtype(result = "ApiResult<Region>")]
+pub struct MoveRegion {
+    pub scope: TenantScope,
+    pub to: Region,
+}
+
+/// Resumes the application's unfinished region move, if no node runs it;
+/// answers where it ended (`None`: another node has it).
+#[derive(Message)]
+#[rtype(result = "ApiResult<Option<Region>>")]
+pub struct ResumeMove;
 
 #[derive(Message)]
 #[rtype(result = "ApiResult<Uuid>")]

@@ -70,6 +70,10 @@ pub struct TenantSnapshot {
     /// Sign-in refuses a user whose email is not verified (403 `email_not_verified`).
     #[serde(default)]
     pub require_verified_email: bool,
+    /// Set while the application's data moves to this region: its requests
+    /// are answered 503 `region_migration_in_progress` until the switch.
+    #[serde(default)]
+    pub moving_to: Option<Region>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -92,6 +96,7 @@ impl TenantSnapshot {
             refresh_reuse_interval_seconds: row.refresh_reuse_interval_seconds.clamp(0, 60) as u32,
             entitlement_claims: row.entitlement_claims.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             require_verified_email: row.require_verified_email,
+            moving_to: row.moving_to.as_deref().and_then(Region::parse),
             name: row.name,
             created_at: row.created_at,
             updated_at: row.updated_at,

@@ -27,7 +27,7 @@ use crate::{
     },
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
-    region::router::Directory,
+    region::{router::Directory, Region},
     service::{
         applications::SettingsPatch,
         entitlements::definitions::FeatureInput,
@@ -64,10 +64,11 @@ impl TenantRegistry {
         keys: SigningKeys,
         master_key: MasterKey,
         redis: Option<SharedRedis>,
+        move_lease: Duration,
     ) -> Self {
         let ttl = Duration::from_secs(CACHE_SECONDS);
         let documents = ReadThrough::new("jwks", redis, ttl, ttl);
-        let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents });
+        let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents, move_lease });
         let registry = Self { handles: Arc::default(), deps };
         // Weak: the bus outlives nothing it holds (the deps hold the bus).
         let (handles, deps) = (Arc::downgrade(&registry.handles), Arc::downgrade(&registry.deps));
@@ -181,6 +182,38 @@ impl TenantRegistry {
     /// Changes the application's settings through its actor.
     pub async fn update_settings(&self, scope: &TenantScope, patch: SettingsPatch) -> ApiResult<Tenant> {
         self.send(scope.tenant().id, UpdateSettings { scope: scope.clone(), patch }).await
+    }
+
+    /// Moves the application's data to `to` (operation 17) and answers once
+    /// it is there.
+    pub async fn move_region(&self, scope: &TenantScope, to: Region) -> ApiResult<Region> {
+        self.send(scope.tenant().id, MoveRegion { scope: scope.clone(), to }).await
+    }
+
+    /// Resumes, through their actors, the region moves whose node stopped
+    /// renewing their lease (crashed, or cut off): now, then every few
+    /// seconds until the node stops.
+    pub fn resume_stalled_moves(&self) {
+        // Weak, like the bus listener: the loop ends with the node.
+        let (handles, deps) = (Arc::downgrade(&self.handles), Arc::downgrade(&self.deps));
+        actix_web::rt::spawn(async move {
+            loop {
+                let (Some(handles), Some(deps)) = (handles.upgrade(), deps.upgrade()) else { return };
+                let registry = TenantRegistry { handles, deps };
+                match crate::storage::move_journal::stalled(&registry.deps.storage.catalog).await {
+                    Ok(stalled) => {
+                        for id in stalled.into_iter().map(|m| m.application_id) {
+                            if let Err(err) = registry.send(id, ResumeMove).await {
+                                tracing::warn!(application_id = %id, error = %err.message, "resuming a region move failed");
+                            }
+                        }
+                    }
+                    Err(err) => tracing::warn!(error = %err, "reading the region-move journal failed"),
+                }
+                drop(registry);
+                tokio::time::sleep(Duration::from_secs(3)).await;
+            }
+        });
     }
 
     pub async fn rotate_signing_key(&self, scope: &TenantScope) -> ApiResult<Uuid> {

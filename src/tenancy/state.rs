@@ -10,11 +10,13 @@ use entity::{hook, messaging_provider, oauth_provider, sod_policy};
 use super::Tenant;
 use crate::{region::Region, service::entitlements::Catalog, tokens::keys::KeySet};
 
-/// Where the application's data lives. A region move (the residency issue)
-/// adds `Moving { from, to, step }`.
+/// Where the application's data lives: one region, or moving between two
+/// (its requests are held until the directory names the new one; the steps
+/// are the journal's, see `region::moves`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pinning {
     Pinned(Region),
+    Moving { from: Region, to: Region },
 }
 
 /// One application's state, as loaded by its actor after its last change.
@@ -54,7 +56,10 @@ pub struct Configuration {
 impl TenantState {
     pub fn new(version: u64, settings: Tenant, keys: KeySet, configuration: Configuration) -> Self {
         let Configuration { hooks, messaging, oauth, sod_policies, entitlements } = configuration;
-        let pinning = Pinning::Pinned(settings.region);
+        let pinning = match settings.moving_to {
+            Some(to) => Pinning::Moving { from: settings.region, to },
+            None => Pinning::Pinned(settings.region),
+        };
         TenantState {
             version,
             settings,

@@ -1,0 +1,246 @@
+//! Region moves (operation 17): an application's data moves from one
+//! regional database to another while its tenant actor holds its requests.
+//! Each step is journaled in the catalog ([`move_journal`]) before the next
+//! starts, and redone whole if the process dies in it:
+//!
+//! 1. `pending`: the move is journaled and the directory marks the
+//!    application as moving, so every node answers its requests 503
+//!    `region_migration_in_progress`; after a settling pause (requests
+//!    already inside finish, other nodes hear of it) the copy starts.
+//! 2. `copied`: under the old region's chain-head lock (no audited write of
+//!    the application can run there), every row of every tenant table is
+//!    copied into the new region in one transaction there, which also
+//!    removes what an interrupted copy left and appends the move's audit row
+//!    to the chain it continues.
+//! 3. `switched`: the directory names the new region (one catalog
+//!    transaction with the journal), every node drops its copy, requests
+//!    flow to the new region.
+//! 4. `cleaned`: the application's rows are deleted from the old region.
+//!
+//! A lease in the journal (renewed while the move runs) keeps two nodes from
+//! running one application's move; a node resumes a move whose lease has
+//! expired ([`resume_stalled`]). Moves run on a node that holds the old
+//! region and can reach the new one (held, or its `database_url` configured).
+use std::{sync::Arc, time::Duration};
+
+use chrono::{DateTime, Utc};
+use entity::region_move;
+use serde_json::json;
+use uuid::Uuid;
+
+use super::{router::Directory, Region};
+use crate::{
+    audit::{Actor, ActorKind},
+    cache::bus::{Bus, Invalidation},
+    error::{ApiError, ApiResult, Code},
+    storage::{
+        move_journal::{self, Begun, Step},
+        tenant_tables, Db, Storage, TenantScope,
+    },
+    tenancy::state::version_now,
+};
+
+/// What a held request is told to wait before it tries again.
+pub const RETRY_AFTER_SECONDS: u64 = 2;
+
+/// What a move needs of its node.
+#[derive(Clone)]
+pub struct Mover {
+    pub storage: Arc<Storage>,
+    pub directory: Directory,
+    pub bus: Bus,
+    /// How long this node's claim on a move lasts unrenewed (renewed every third of it).
+    pub lease: Duration,
+}
+
+/// A move in progress: the journal's row with its two regions parsed.
+struct Journaled {
+    application_id: Uuid,
+    from: Region,
+    to: Region,
+    step: Step,
+    actor: Actor,
+}
+
+impl Journaled {
+    fn parse(row: &region_move::Model) -> ApiResult<Journaled> {
+        let bad = || ApiError::internal(format!("region move of {} is journaled unreadably", row.application_id));
+        Ok(Journaled {
+            application_id: row.application_id,
+            from: Region::parse(&row.from_region).ok_or_else(bad)?,
+            to: Region::parse(&row.to_region).ok_or_else(bad)?,
+            step: Step::parse(&row.step).ok_or_else(bad)?,
+            actor: Actor {
+                kind: ActorKind::parse(&row.actor_kind).unwrap_or(ActorKind::System),
+                id: row.actor_id.clone(),
+            },
+        })
+    }
+}
+
+pub fn in_progress() -> ApiError {
+    ApiError::new(Code::RegionMigrationInProgress, "The application is moving to another region; try again shortly.")
+        .with_retry_after(RETRY_AFTER_SECONDS)
+}
+
+/// Copies run one at a time on a node: two moves in opposite directions on
+/// SQLite would each hold one file's write lock and wait for the other's.
+static COPYING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+impl Mover {
+    fn lease_until(&self) -> DateTime<Utc> {
+        crate::clock::now() + chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(15))
+    }
+
+    /// Moves the caller's application to `to` and answers once it is there
+    /// (the same region: nothing to do). An unfinished move of the
+    /// application is resumed here if its lease is free, else 503.
+    pub async fn start(&self, scope: &TenantScope, to: Region) -> ApiResult<Region> {
+        let tenant = scope.tenant();
+        if tenant.region == to && tenant.moving_to.is_none() {
+            return Ok(to);
+        }
+        if !self.storage.holds(tenant.region) {
+            return Err(ApiError::unavailable(format!("Region `{}` is not held by this node.", tenant.region)));
+        }
+        self.database(to).await?;
+        let lease = (self.bus.node(), self.lease_until());
+        let journaled =
+            match move_journal::begin(&self.storage.catalog, tenant.id, (tenant.region, to), scope.actor(), lease)
+                .await?
+            {
+                Begun::Started(row) => row,
+                Begun::Unfinished(_) => return self.resume(tenant.id).await?.ok_or_else(in_progress),
+                Begun::NotInRegion => return Err(in_progress()),
+            };
+        tracing::info!(application_id = %tenant.id, from = %tenant.region, %to, "region move started");
+        crate::failpoint::hit("region_move.pending");
+        self.run(Journaled::parse(&journaled)?).await
+    }
+
+    /// Runs the application's unfinished move from its journaled step if
+    /// this node can take its lease; `None`: another node runs it.
+    pub async fn resume(&self, application_id: Uuid) -> ApiResult<Option<Region>> {
+        let Some(row) =
+            move_journal::take_lease(&self.storage.catalog, application_id, self.bus.node(), self.lease_until())
+                .await?
+        else {
+            return Ok(None);
+        };
+        let journaled = Journaled::parse(&row)?;
+        if !self.storage.holds(journaled.from) {
+            return Ok(None);
+        }
+        tracing::info!(%application_id, step = row.step, "resuming a region move");
+        self.run(journaled).await.map(Some)
+    }
+
+    async fn run(&self, mut journaled: Journaled) -> ApiResult<Region> {
+        let renewal = self.renew_lease_while_running(journaled.application_id);
+        let finished = self.steps(&mut journaled).await;
+        renewal.abort();
+        finished
+    }
+
+    async fn steps(&self, journaled: &mut Journaled) -> ApiResult<Region> {
+        let id = journaled.application_id;
+        loop {
+            let next = match journaled.step {
+                Step::Pending => {
+                    // Again after a crash: the mark may never have been published.
+                    self.publish(id).await?;
+                    tokio::time::sleep(self.settling_time()).await;
+                    let copied = self.copy(journaled).await?;
+                    self.advance(id, (Step::Pending, Step::Copied), Some(copied)).await?
+                }
+                Step::Copied => {
+                    let next = self.advance(id, (Step::Copied, Step::Switched), None).await?;
+                    self.publish(id).await?;
+                    next
+                }
+                Step::Switched => {
+                    let source = self.database(journaled.from).await?;
+                    let txn = source.begin_write().await?;
+                    let deleted = tenant_tables::delete_all(&*txn, id).await?;
+                    txn.commit().await?;
+                    tracing::info!(application_id = %id, deleted, region = %journaled.from, "old region cleaned");
+                    self.advance(id, (Step::Switched, Step::Cleaned), None).await?
+                }
+                Step::Cleaned => return Ok(journaled.to),
+            };
+            crate::failpoint::hit(&format!("region_move.{}", next.as_str()));
+            journaled.step = next;
+        }
+    }
+
+    /// The copy: the old region's chain head locked for its duration, the
+    /// new region written in one transaction.
+    async fn copy(&self, journaled: &Journaled) -> ApiResult<u64> {
+        let _one_at_a_time = COPYING.lock().await;
+        let (source, target) = (self.database(journaled.from).await?, self.database(journaled.to).await?);
+        let tenant = self
+            .directory
+            .reload(journaled.application_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("Application", journaled.application_id))?;
+        let held = TenantScope::new(tenant.clone(), source, Actor::system());
+        let mut read = held.begin().await?;
+        read.lock_tenant().await?;
+        let mut write = TenantScope::new(tenant, target, journaled.actor.clone()).begin().await?;
+        use crate::storage::TenantConn;
+        tenant_tables::delete_all(write.conn(), journaled.application_id).await?;
+        let copied = tenant_tables::copy_all(read.conn(), write.conn(), journaled.application_id).await?;
+        let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "rows": copied});
+        write.audit("application.region_changed", Some(journaled.application_id), data).await?;
+        write.commit().await?;
+        read.commit().await?;
+        tracing::info!(application_id = %journaled.application_id, copied, "application copied to its new region");
+        Ok(copied)
+    }
+
+    async fn advance(&self, id: Uuid, steps: (Step, Step), rows: Option<u64>) -> ApiResult<Step> {
+        if move_journal::advance(&self.storage.catalog, id, self.bus.node(), steps, rows).await? {
+            Ok(steps.1)
+        } else {
+            Err(ApiError::new(Code::RegionMigrationInProgress, "Another node took over the region move.")
+                .with_retry_after(RETRY_AFTER_SECONDS))
+        }
+    }
+
+    /// The directory's entry afresh, here and on every node.
+    async fn publish(&self, id: Uuid) -> ApiResult<()> {
+        self.directory.reload(id).await?;
+        self.bus.publish(Invalidation::Tenant { application_id: id, version: version_now() }).await;
+        Ok(())
+    }
+
+    /// Long enough for requests already past the directory to finish and,
+    /// when other nodes cannot hear the bus, for their copies to expire.
+    fn settling_time(&self) -> Duration {
+        match self.bus.connected() {
+            Some(false) => super::router::ENTRY_TTL + Duration::from_secs(1),
+            _ => Duration::from_secs(1),
+        }
+    }
+
+    async fn database(&self, region: Region) -> ApiResult<Db> {
+        self.storage.database(region).await?.ok_or_else(|| {
+            ApiError::unavailable(format!(
+                "Region `{region}`'s database is not configured on this node (`regions.{region}.database_url`)."
+            ))
+        })
+    }
+
+    fn renew_lease_while_running(&self, id: Uuid) -> tokio::task::JoinHandle<()> {
+        let mover = self.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(mover.lease / 3).await;
+                let (catalog, owner, until) = (&mover.storage.catalog, mover.bus.node(), mover.lease_until());
+                if let Err(err) = move_journal::take_lease(catalog, id, owner, until).await {
+                    tracing::warn!(application_id = %id, error = %err, "renewing a region move's lease failed");
+                }
+            }
+        })
+    }
+}

@@ -1,0 +1,206 @@
+//! Operation 17: moving an application, with all its data, to another
+//! region's database, while its requests are held; and its crash safety.
+use std::time::Duration;
+
+use gatehouse::{region::Region, storage::tenant_tables};
+use reqwest::Method;
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::{
+    end_users::{as_user, public_post, sign_up},
+    helpers::{spawn_with, TestApp},
+    webhooks::{start_receiver, verifies},
+};
+
+async fn rows_in(app: &TestApp, region: Region, id: Uuid) -> Vec<(&'static str, u64)> {
+    let shard = app.state.storage.shard(region).expect("the node holds every region");
+    tenant_tables::count_all(&shard.conn, id).await.unwrap()
+}
+
+fn count(rows: &[(&str, u64)], table: &str) -> u64 {
+    rows.iter().find(|(t, _)| *t == table).map(|(_, n)| *n).unwrap_or(0)
+}
+
+/// Sign-ups send their verification email after answering; its audit row
+/// is written then.
+async fn settled(app: &TestApp, emails_sent: usize) {
+    for _ in 0..200 {
+        let types = app.audit_types().await;
+        if types.iter().filter(|t| *t == "user.email_verification_sent").count() >= emails_sent {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("the verification emails were not recorded");
+}
+
+async fn move_to(app: &TestApp, region: &str) -> crate::helpers::Reply {
+    app.send(&app.caller, Method::POST, "/v1/security/region", Some(&json!({"region": region}))).await
+}
+
+#[actix_web::test]
+async fn a_move_takes_every_row_to_the_new_region_and_leaves_none_behind() {
+    // Arrange: an application in us with something in most of its tables,
+    // and a webhook message still pending (its receiver failed once; the
+    // retry is due after the move).
+    let app = spawn_with(|s| {
+        s.webhooks.poll_interval_ms = 20;
+        s.webhooks.retry_schedule = "0s,3s".into();
+    })
+    .await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let receiver = start_receiver(vec![500]).await;
+    let webhook = app.post("/v1/webhooks", &json!({"url": receiver.url, "event_types": ["api_key.created"]})).await;
+    let secret = webhook.data()["secret"].as_str().unwrap().to_string();
+    let ada = sign_up(&app, &app.caller, "ada@example.com").await;
+    sign_up(&app, &app.caller, "grace@example.com").await;
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await;
+    let org_id = org.data()["id"].as_str().unwrap().to_string();
+    let user_id = ada["user"]["id"].as_str().unwrap();
+    let joined = app
+        .post(&format!("/v1/organizations/{org_id}/memberships"), &json!({"user_id": user_id, "role": "admin"}))
+        .await;
+    assert_eq!(joined.status, 201, "{:?}", joined.body);
+    assert_eq!(
+        app.post("/v1/hooks", &json!({"point": "pre_sign_up", "url": "https://h.example/x"})).await.status,
+        201
+    );
+    let field = json!({"key": "company", "label": "Company", "field_type": "text"});
+    assert_eq!(app.post("/v1/profile-fields", &field).await.status, 201);
+    assert_eq!(app.post("/v1/api-keys", &json!({"name": "moved"})).await.status, 201);
+    let first_attempt = receiver.wait_for(1).await;
+    assert_eq!(first_attempt.len(), 1, "the first attempt failed (500) before the move");
+    settled(&app, 2).await;
+    let before = rows_in(&app, Region::Us, id).await;
+    for table in [
+        "users",
+        "sessions",
+        "refresh_tokens",
+        "organizations",
+        "memberships",
+        "api_keys",
+        "webhooks",
+        "webhook_messages",
+        "hooks",
+        "profile_fields",
+        "audit_events",
+        "signing_keys",
+    ] {
+        assert!(count(&before, table) > 0, "{table} has rows before the move: {before:?}");
+    }
+
+    // Act
+    let moved = move_to(&app, "eu").await;
+
+    // Assert: the answer, then nothing left in us, everything in eu.
+    assert_eq!(moved.status, 200, "{:?}", moved.body);
+    assert_eq!(moved.data(), &json!({"region": "eu"}));
+    assert_eq!(rows_in(&app, Region::Us, id).await, vec![], "nothing of the application is left in us");
+    let after = rows_in(&app, Region::Eu, id).await;
+    for (table, rows) in &before {
+        let expected = if *table == "audit_events" { rows + 1 } else { *rows };
+        assert_eq!(count(&after, table), expected, "{table}: {after:?}");
+    }
+    let region = app.get("/v1/security/region").await;
+    assert_eq!((region.status, region.data()["region"].clone()), (200, json!("eu")));
+    // The chain continues unbroken in eu, the move its last row.
+    let eu = app.state.storage.shard(Region::Eu).unwrap();
+    let chained = gatehouse::audit::query::verify(&eu.conn, id).await.unwrap().expect("the chain verifies");
+    assert_eq!(chained as u64, count(&after, "audit_events"));
+    let audit = app.get("/v1/audit-logs?type=application.region_changed").await;
+    assert_eq!(audit.data()[0]["data"]["from"], "us", "{:?}", audit.body);
+    assert_eq!(audit.data()[0]["data"]["to"], "eu");
+    assert_eq!(audit.data()[0]["actor_kind"], "api_key");
+    // Tokens issued before the move still verify, and its refresh token refreshes.
+    let user = as_user(&app.caller, ada["access_token"].as_str().unwrap());
+    assert_eq!(app.send(&user, Method::GET, "/v1/auth/me", None).await.status, 200);
+    let refreshed =
+        public_post(&app, &app.caller, "/v1/auth/token", &json!({"refresh_token": ada["refresh_token"]})).await;
+    assert_eq!(refreshed.status, 200, "{:?}", refreshed.body);
+    // Every call still works, and writes land in eu.
+    assert_eq!(app.get("/v1/users").await.data().as_array().unwrap().len(), 2);
+    assert_eq!(app.post("/v1/api-keys", &json!({"name": "after"})).await.status, 201);
+    assert_eq!(count(&rows_in(&app, Region::Eu, id).await, "api_keys"), count(&before, "api_keys") + 1);
+    // The pending message is delivered from eu: same webhook-id, signed.
+    let delivered = receiver.wait_for(3).await;
+    let retried: Vec<_> = delivered.iter().skip(1).filter(|d| d.id == delivered[0].id).collect();
+    assert_eq!(retried.len(), 1, "the pending message arrived once after the move: {delivered:?}");
+    assert!(verifies(&secret, retried[0]));
+}
+
+#[actix_web::test]
+async fn requests_during_a_move_are_503_with_retry_after_and_the_move_is_seen_by_the_directory() {
+    let app = spawn_with(|_| {}).await;
+    let mover = {
+        let (client, url, caller) = (app.client.clone(), app.url("/v1/security/region"), app.caller.clone());
+        actix_web::rt::spawn(async move {
+            client
+                .post(url)
+                .header("x-application-id", &caller.application_id)
+                .bearer_auth(&caller.key)
+                .json(&json!({"region": "ap"}))
+                .send()
+                .await
+                .unwrap()
+                .status()
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(400)).await;
+
+    let held = app.get("/v1/api-keys").await;
+    let again = move_to(&app, "eu").await;
+
+    assert_eq!((held.status, held.error_code()), (503, "region_migration_in_progress"), "{:?}", held.body);
+    assert_eq!(held.header("retry-after"), Some("2"));
+    assert_eq!(again.status, 503, "a second move waits for the first");
+    assert_eq!(mover.await.unwrap(), 200);
+    assert_eq!(app.get("/v1/security/region").await.data()["region"], "ap");
+    assert_eq!(app.get("/v1/api-keys").await.status, 200);
+}
+
+#[actix_web::test]
+async fn the_same_region_is_a_no_op_and_bad_bodies_change_nothing() {
+    let app = spawn_with(|_| {}).await;
+    let audited = app.audit_types().await.len();
+
+    let same = move_to(&app, "us").await;
+    let unknown = move_to(&app, "mars").await;
+    let empty = move_to(&app, "").await;
+    let missing = app.post("/v1/security/region", &json!({})).await;
+    let reader = app.key_with_scopes(json!(["audit:read"])).await;
+    let not_admin = app.send(&reader, Method::POST, "/v1/security/region", Some(&json!({"region": "eu"}))).await;
+
+    assert_eq!((same.status, same.data()["region"].clone()), (200, json!("us")));
+    assert_eq!((unknown.status, unknown.error_code()), (422, "unknown_region"));
+    assert_eq!((empty.status, empty.error_code()), (422, "unknown_region"));
+    assert_eq!((missing.status, missing.error_code()), (422, "validation_failed"));
+    assert_eq!((not_admin.status, not_admin.error_code()), (403, "insufficient_scope"));
+    assert_eq!(app.get("/v1/security/region").await.data()["region"], "us");
+    let types = app.audit_types().await;
+    assert!(!types.contains(&"application.region_changed".to_string()), "{types:?}");
+    assert_eq!(types.len(), audited + 1, "only the reader key's creation was recorded");
+}
+
+#[actix_web::test]
+async fn moving_back_and_forth_keeps_every_row_and_one_chain() {
+    let app = spawn_with(|_| {}).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    settled(&app, 1).await;
+    let before = rows_in(&app, Region::Us, id).await;
+
+    for region in ["eu", "ap", "us"] {
+        assert_eq!(move_to(&app, region).await.status, 200);
+    }
+
+    let after = rows_in(&app, Region::Us, id).await;
+    assert_eq!(rows_in(&app, Region::Eu, id).await, vec![]);
+    assert_eq!(rows_in(&app, Region::Ap, id).await, vec![]);
+    assert_eq!(count(&after, "audit_events"), count(&before, "audit_events") + 3, "{:?}", app.audit_types().await);
+    assert_eq!(count(&after, "users"), 1);
+    let us = app.state.storage.shard(Region::Us).unwrap();
+    assert!(gatehouse::audit::query::verify(&us.conn, id).await.unwrap().is_ok());
+    let other = app.other_account().await;
+    assert_eq!(app.send(&other, Method::GET, "/v1/security/region", None).await.data()["region"], "us");
+}
