@@ -26,6 +26,10 @@ impl Binary {
         self.env.push((name.to_string(), value));
     }
 
+    pub fn env_remove(&mut self, name: &str) {
+        self.env.retain(|(k, _)| k != name);
+    }
+
     pub fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
         command

@@ -31,6 +31,7 @@ mod password_reset;
 mod profile_fields;
 mod provider_sign_in;
 mod rate_limits;
+mod region_move_crash;
 mod region_moves;
 mod regions;
 mod secrets;

@@ -62,10 +62,7 @@ async fn a_move_takes_every_row_to_the_new_region_and_leaves_none_behind() {
         .post(&format!("/v1/organizations/{org_id}/memberships"), &json!({"user_id": user_id, "role": "admin"}))
         .await;
     assert_eq!(joined.status, 201, "{:?}", joined.body);
-    assert_eq!(
-        app.post("/v1/hooks", &json!({"point": "pre_sign_up", "url": "https://h.example/x"})).await.status,
-        201
-    );
+    assert_eq!(app.post("/v1/hooks", &json!({"point": "pre_sign_up", "url": "https://h.example/x"})).await.status, 201);
     let field = json!({"key": "company", "label": "Company", "field_type": "text"});
     assert_eq!(app.post("/v1/profile-fields", &field).await.status, 201);
     assert_eq!(app.post("/v1/api-keys", &json!({"name": "moved"})).await.status, 201);

@@ -1,0 +1,131 @@
+//! A region move survives the death of its process at every journaled step:
+//! the real binary stops at a step (`GATEHOUSE_PAUSEPOINT`), is killed with
+//! SIGKILL there, and after a restart the move completes with nothing lost,
+//! left behind or duplicated.
+use std::time::{Duration, Instant};
+
+use gatehouse::storage::tenant_tables;
+use sea_orm::Database;
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use crate::binary::Binary;
+
+async fn rows(binary: &Binary, region: &str, id: Uuid) -> Vec<(&'static str, u64)> {
+    let url = format!("sqlite://{}/{region}.db?mode=ro", binary.dir.path().display());
+    let db = Database::connect(url).await.unwrap();
+    let counted = tenant_tables::count_all(&db, id).await.unwrap();
+    db.close().await.unwrap();
+    counted
+}
+
+async fn wait_for_line(path: &std::path::Path, line: &str) {
+    for _ in 0..600 {
+        if std::fs::read_to_string(path).unwrap_or_default().contains(line) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the process never said {line:?}");
+}
+
+async fn killed_at(step: &str) {
+    // Arrange: an application in us with users, keys and audit rows.
+    let mut binary = Binary::new(&[("RUST_LOG", "warn".into()), ("GATEHOUSE__NODE__MOVE_LEASE_SECONDS", "1".into())]);
+    let (app, key) = binary.bootstrap();
+    let id: Uuid = app.parse().unwrap();
+    let (client, base) = (reqwest::Client::new(), binary.base.clone());
+    let call = |method: reqwest::Method, path: &str| {
+        client.request(method, format!("{base}{path}")).bearer_auth(&key).header("x-application-id", &app)
+    };
+    binary.add_env("GATEHOUSE_PAUSEPOINT", format!("region_move.{step}"));
+    let log = binary.dir.path().join("stderr.log");
+    let mut server = binary.serve(Some(std::fs::File::create(&log).unwrap())).await;
+    for email in ["ada@example.com", "grace@example.com"] {
+        let body = json!({"email": email, "password": "correct horse battery staple"});
+        let signed_up = client
+            .post(format!("{}/v1/auth/sign-up", binary.base))
+            .header("x-application-id", &app)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(signed_up.status(), 201);
+    }
+    assert_eq!(
+        call(reqwest::Method::POST, "/v1/api-keys").json(&json!({"name": "k"})).send().await.unwrap().status(),
+        201
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await; // the verification emails' audit rows
+    let before = rows(&binary, "us", id).await;
+
+    // Act: the move stops at `step`; the process is killed there.
+    let moving = call(reqwest::Method::POST, "/v1/security/region").json(&json!({"region": "eu"})).send();
+    let moving = actix_web::rt::spawn(moving);
+    wait_for_line(&log, &format!("pausepoint region_move.{step}")).await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(moving.await.unwrap().is_err(), "the move was never answered");
+    binary.env_remove("GATEHOUSE_PAUSEPOINT");
+    let mut server = binary.serve(None).await;
+
+    // Assert: the restarted node resumes the move and the application answers from eu.
+    let started = Instant::now();
+    let region = loop {
+        let reply = call(reqwest::Method::GET, "/v1/security/region").send().await.unwrap();
+        if reply.status() == 200 {
+            break reply.json::<Value>().await.unwrap()["data"]["region"].clone();
+        }
+        assert_eq!(reply.status(), 503, "held, never anything else");
+        assert!(started.elapsed() < Duration::from_secs(30), "the move was not resumed");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(region, "eu");
+    // Killed after the switch, the application is served from eu at once;
+    // the old rows go when the move resumes.
+    while !rows(&binary, "us", id).await.is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(30), "nothing may be left in us after a kill at {step}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let after = rows(&binary, "eu", id).await;
+    for (table, count) in &before {
+        let expected = if *table == "audit_events" { count + 1 } else { *count };
+        let found = after.iter().find(|(t, _)| t == table).map(|(_, n)| *n).unwrap_or(0);
+        assert_eq!(found, expected, "{table} after a kill at {step}: {after:?}");
+    }
+    let moves: Value = call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_changed")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(moves["data"].as_array().unwrap().len(), 1, "one move, recorded once: {moves}");
+    let signed_in = client
+        .post(format!("{}/v1/auth/sign-in", binary.base))
+        .header("x-application-id", &app)
+        .json(&json!({"email": "ada@example.com", "password": "correct horse battery staple"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(signed_in.status(), 200);
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let verify = binary.command(&["audit", "verify", "--application", &app]).output().unwrap();
+    assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
+}
+
+#[actix_web::test]
+async fn a_move_killed_once_journaled_resumes_after_a_restart() {
+    killed_at("pending").await;
+}
+
+#[actix_web::test]
+async fn a_move_killed_once_copied_resumes_after_a_restart() {
+    killed_at("copied").await;
+}
+
+#[actix_web::test]
+async fn a_move_killed_once_switched_resumes_after_a_restart() {
+    killed_at("switched").await;
+}
