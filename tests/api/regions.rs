@@ -56,3 +56,56 @@ async fn a_region_without_a_reachable_peer_is_503_with_retry_after() {
     assert_eq!((reply.status, reply.error_code()), (503, "unavailable"));
     assert!(reply.header("retry-after").is_some());
 }
+
+#[actix_web::test]
+async fn a_node_moves_its_application_to_a_region_another_node_serves_and_then_forwards_to_it() {
+    // Arrange: node B serves eu; node A serves us, forwards eu to B, and can
+    // reach eu's database (a move writes there). One deployment: one issuer.
+    let mut shared = TestStorage::new().await;
+    shared.settings.server.public_url = Some("https://auth.example.test".into());
+    let eu_url = shared.settings.region_url(Region::Eu);
+    let mut eu_settings = shared.settings.clone();
+    eu_settings.node.regions = vec![Region::Eu];
+    let eu_node = gatehouse::startup::Application::build(eu_settings).await.unwrap();
+    let eu_address = format!("http://127.0.0.1:{}", eu_node.port());
+    let b_state = eu_node.state.clone();
+    actix_web::rt::spawn(eu_node.run_until_stopped());
+    let mut us_storage = shared;
+    us_storage.settings.node.regions = vec![Region::Us];
+    us_storage.settings.node.peers.eu = Some(eu_address.clone());
+    us_storage.settings.regions.eu.database_url = Some(eu_url);
+    let node_a = spawn_node(us_storage, Region::Us).await;
+    let id: uuid::Uuid = node_a.caller.application_id.parse().unwrap();
+    let user = crate::end_users::sign_up(&node_a, &node_a.caller, "ada@example.com").await;
+
+    // Act
+    let moved = node_a.send(&node_a.caller, Method::POST, "/v1/security/region", Some(&json!({"region": "eu"}))).await;
+
+    // Assert: A forwards the application to B now, and B serves it from eu.
+    assert_eq!((moved.status, moved.data()["region"].clone()), (200, json!("eu")), "{:?}", moved.body);
+    let via_a = node_a.get("/v1/api-keys").await;
+    assert_eq!((via_a.status, via_a.header("x-gatehouse-region")), (200, Some("eu")), "{:?}", via_a.body);
+    let me = crate::end_users::as_user(&node_a.caller, user["access_token"].as_str().unwrap());
+    assert_eq!(node_a.send(&me, Method::GET, "/v1/auth/me", None).await.status, 200, "a token from before the move");
+    let direct = node_a.client.get(format!("{eu_address}/v1/security/region")).bearer_auth(&node_a.caller.key);
+    let direct = node_a.raw(direct.header("x-application-id", &node_a.caller.application_id)).await;
+    assert_eq!((direct.status, direct.data()["region"].clone()), (200, json!("eu")));
+    let us = gatehouse::storage::tenant_tables::count_all(&node_a.state.storage.shard(Region::Us).unwrap().conn, id);
+    assert_eq!(us.await.unwrap(), vec![]);
+    let eu = gatehouse::storage::tenant_tables::count_all(&b_state.storage.shard(Region::Eu).unwrap().conn, id);
+    assert!(eu.await.unwrap().iter().any(|(table, rows)| *table == "users" && *rows == 1));
+}
+
+#[actix_web::test]
+async fn a_node_that_cannot_reach_the_new_regions_database_refuses_the_move_and_changes_nothing() {
+    let mut shared = TestStorage::new().await;
+    shared.settings.node.regions = vec![Region::Us];
+    shared.settings.regions.eu.database_url = None;
+    let node = spawn_node(shared, Region::Us).await;
+
+    let refused = node.send(&node.caller, Method::POST, "/v1/security/region", Some(&json!({"region": "eu"}))).await;
+
+    assert_eq!((refused.status, refused.error_code()), (503, "unavailable"), "{:?}", refused.body);
+    assert_eq!(node.get("/v1/security/region").await.data()["region"], "us");
+    assert_eq!(node.get("/v1/api-keys").await.status, 200);
+}
