@@ -7,20 +7,28 @@
 #
 #   bash deploy/local-cluster.sh          # Ctrl-C stops every node
 #   PG=postgres://… REDIS=redis://… BASE_PORT=8081 bash deploy/local-cluster.sh
+#   BIN=target/debug/gatehouse DB_PREFIX=ghcluster DATA_DIR=/tmp/c …  (the cluster test)
+# Every node is given every region's database URL: any node can move an
+# application of its regions to another region (README, "Region moves").
+# Each node's pid is in $DATA_DIR/<node>.pid and its log in $DATA_DIR/<node>.log.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PG="${PG:-postgres://postgres@127.0.0.1:5432}"
 REDIS="${REDIS:-redis://127.0.0.1:6379}"
 BASE_PORT="${BASE_PORT:-8081}"
-cargo build --release --quiet
+DB_PREFIX="${DB_PREFIX:-gatehouse}"
+if [ -z "${BIN:-}" ]; then
+  cargo build --release --quiet
+  BIN=target/release/gatehouse
+fi
 for db in catalog us eu ap; do
-  psql "$PG/postgres" -Atc "SELECT 1 FROM pg_database WHERE datname = 'gatehouse_$db'" | grep -q 1 ||
-    psql "$PG/postgres" -qc "CREATE DATABASE gatehouse_$db"
+  psql "$PG/postgres" -Atc "SELECT 1 FROM pg_database WHERE datname = '${DB_PREFIX}_$db'" | grep -q 1 ||
+    psql "$PG/postgres" -qc "CREATE DATABASE ${DB_PREFIX}_$db"
 done
-export GATEHOUSE__STORAGE__CATALOG_URL="$PG/gatehouse_catalog" \
-  GATEHOUSE__REGIONS__US__DATABASE_URL="$PG/gatehouse_us" \
-  GATEHOUSE__REGIONS__EU__DATABASE_URL="$PG/gatehouse_eu" \
-  GATEHOUSE__REGIONS__AP__DATABASE_URL="$PG/gatehouse_ap" \
+export GATEHOUSE__STORAGE__CATALOG_URL="$PG/${DB_PREFIX}_catalog" \
+  GATEHOUSE__REGIONS__US__DATABASE_URL="$PG/${DB_PREFIX}_us" \
+  GATEHOUSE__REGIONS__EU__DATABASE_URL="$PG/${DB_PREFIX}_eu" \
+  GATEHOUSE__REGIONS__AP__DATABASE_URL="$PG/${DB_PREFIX}_ap" \
   GATEHOUSE__CACHE__REDIS_URL="$REDIS" \
   GATEHOUSE__STORAGE__DATA_DIR="${DATA_DIR:-./data/cluster}"
 mkdir -p "$GATEHOUSE__STORAGE__DATA_DIR"
@@ -31,14 +39,17 @@ export GATEHOUSE__SECURITY__MASTER_KEY="$(cat "$GATEHOUSE__STORAGE__DATA_DIR/mas
 us1=$BASE_PORT us2=$((BASE_PORT + 1)) eu=$((BASE_PORT + 2)) ap=$((BASE_PORT + 3))
 export GATEHOUSE__NODE__PEERS__US="http://127.0.0.1:$us1" GATEHOUSE__NODE__PEERS__EU="http://127.0.0.1:$eu" \
   GATEHOUSE__NODE__PEERS__AP="http://127.0.0.1:$ap"
-node() { # port regions
-  GATEHOUSE__SERVER__LISTEN="127.0.0.1:$1" GATEHOUSE__SERVER__PUBLIC_URL="http://127.0.0.1:$1" \
-    GATEHOUSE__NODE__REGIONS="$2" target/release/gatehouse serve &
+# One deployment, one issuer: tokens verify on every node.
+export GATEHOUSE__SERVER__PUBLIC_URL="${PUBLIC_URL:-http://127.0.0.1:$us1}"
+node() { # name port regions
+  GATEHOUSE__SERVER__LISTEN="127.0.0.1:$2" GATEHOUSE__NODE__REGIONS="$3" \
+    "$BIN" serve >"$GATEHOUSE__STORAGE__DATA_DIR/$1.log" 2>&1 &
+  echo $! >"$GATEHOUSE__STORAGE__DATA_DIR/$1.pid"
 }
-node "$us1" us
-node "$us2" us
-node "$eu" eu
-node "$ap" ap
+node us1 "$us1" us
+node us2 "$us2" us
+node eu "$eu" eu
+node ap "$ap" ap
 trap 'kill $(jobs -p) 2>/dev/null' EXIT INT TERM
 echo "us: http://127.0.0.1:$us1 and http://127.0.0.1:$us2   eu: http://127.0.0.1:$eu   ap: http://127.0.0.1:$ap"
 echo "create an application: target/release/gatehouse bootstrap --name Demo --region eu (same environment variables)"
