@@ -121,18 +121,20 @@ impl Mover {
     /// Runs the application's unfinished move from its journaled step if
     /// this node can take its lease; `None`: another node runs it.
     pub async fn resume(&self, application_id: Uuid) -> ApiResult<Option<Region>> {
+        let Some(row) = move_journal::find(&self.storage.catalog, application_id).await? else {
+            return Ok(None);
+        };
+        if !self.storage.holds(Journaled::parse(&row)?.from) {
+            return Ok(None); // a node of the old region runs it
+        }
+        let owner = self.bus.node();
         let Some(row) =
-            move_journal::take_lease(&self.storage.catalog, application_id, self.bus.node(), self.lease_until())
-                .await?
+            move_journal::take_lease(&self.storage.catalog, application_id, owner, self.lease_until()).await?
         else {
             return Ok(None);
         };
-        let journaled = Journaled::parse(&row)?;
-        if !self.storage.holds(journaled.from) {
-            return Ok(None);
-        }
         tracing::info!(%application_id, step = row.step, "resuming a region move");
-        self.run(journaled).await.map(Some)
+        self.run(Journaled::parse(&row)?).await.map(Some)
     }
 
     async fn run(&self, mut journaled: Journaled) -> ApiResult<Region> {
@@ -153,12 +155,10 @@ impl Mover {
                     let copied = self.copy(journaled).await?;
                     self.advance(id, (Step::Pending, Step::Copied), Some(copied)).await?
                 }
-                Step::Copied => {
-                    let next = self.advance(id, (Step::Copied, Step::Switched), None).await?;
-                    self.publish(id).await?;
-                    next
-                }
+                Step::Copied => self.advance(id, (Step::Copied, Step::Switched), None).await?,
                 Step::Switched => {
+                    // Again after a crash: every node must drop the `moving` entry.
+                    self.publish(id).await?;
                     let source = self.database(journaled.from).await?;
                     let txn = source.begin_write().await?;
                     let deleted = tenant_tables::delete_all(&*txn, id).await?;
