@@ -28,6 +28,7 @@ mod m20261127_000023_create_sso_domains;
 mod m20261127_000024_create_email_verifications;
 mod m20261127_000025_add_require_verified_email;
 mod m20261128_000026_create_region_moves;
+mod m20261128_000027_create_second_factors;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal and the processor accounts that point into it.
@@ -78,6 +79,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261127_000022_create_invitations::Migration),
             Box::new(m20261127_000023_create_sso_domains::Migration),
             Box::new(m20261127_000024_create_email_verifications::Migration),
+            Box::new(m20261128_000027_create_second_factors::Migration),
         ]
     }
 

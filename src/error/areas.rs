@@ -27,6 +27,7 @@ use crate::{
         profile_fields::ProfileFieldError,
         provider_sign_in::ProviderSignInError,
         rotations::RotationError,
+        second_factors::SecondFactorError,
         service_accounts::ServiceAccountError,
         sessions::SessionError,
         sod::SodError,
@@ -328,6 +329,31 @@ impl From<SsoDomainError> for ApiError {
             SsoDomainError::Db(err) => err.into(),
         }
     }
+}
+
+impl From<SecondFactorError> for ApiError {
+    fn from(err: SecondFactorError) -> Self {
+        let message = err.to_string();
+        match err {
+            SecondFactorError::AlreadyEnrolled => {
+                ApiError::new(Code::Conflict, "A TOTP factor is active; remove it first.")
+            }
+            SecondFactorError::NotEnrolling | SecondFactorError::NotEnrolled => {
+                ApiError::new(Code::NotFound, capitalized(&message))
+            }
+            SecondFactorError::WrongCode | SecondFactorError::InvalidChallenge => {
+                ApiError::new(Code::InvalidGrant, capitalized(&message))
+            }
+            SecondFactorError::InvalidCode => ApiError::new(Code::InvalidCredentials, capitalized(&message)),
+            SecondFactorError::Aal2Required => ApiError::new(Code::Aal2Required, capitalized(&message)),
+            SecondFactorError::Db(err) => err.into(),
+        }
+    }
+}
+
+fn capitalized(message: &str) -> String {
+    let mut chars = message.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".").unwrap_or_default()
 }
 
 impl From<EmailVerificationError> for ApiError {

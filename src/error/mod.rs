@@ -35,6 +35,7 @@ pub enum Code {
     DomainTaken,
     DomainVerificationFailed,
     EmailNotVerified,
+    Aal2Required,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
@@ -52,7 +53,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 38] = [
+    pub const ALL: [Code; 39] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -78,6 +79,7 @@ impl Code {
         Code::DomainTaken,
         Code::DomainVerificationFailed,
         Code::EmailNotVerified,
+        Code::Aal2Required,
         Code::PayloadTooLarge,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
@@ -105,7 +107,8 @@ impl Code {
             | Code::OriginNotAllowed
             | Code::SignUpDenied
             | Code::InvitationEmailMismatch
-            | Code::EmailNotVerified => StatusCode::FORBIDDEN,
+            | Code::EmailNotVerified
+            | Code::Aal2Required => StatusCode::FORBIDDEN,
             Code::NotFound | Code::HostGroupNotFound => StatusCode::NOT_FOUND,
             Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
             Code::Conflict
@@ -160,6 +163,7 @@ impl Code {
             Code::DomainTaken => "domain_taken",
             Code::DomainVerificationFailed => "domain_verification_failed",
             Code::EmailNotVerified => "email_not_verified",
+            Code::Aal2Required => "aal2_required",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",

@@ -251,3 +251,9 @@ mod tests {
         assert_eq!(value["pattern"], TEXT);
     }
 }
+
+/// Any JSON value (an entitlement's value: a boolean, a limit or a config).
+pub fn any_json() -> RefOr<Schema> {
+    use utoipa::openapi::{schema::SchemaType, ObjectBuilder};
+    RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(SchemaType::AnyValue).build()))
+}

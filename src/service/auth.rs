@@ -11,6 +11,7 @@ use super::{
     entitlements::{self, EntitlementError, OrganizationEntitlements},
     hooks::{self, HookError},
     rotations::RotationError,
+    second_factors::{self, challenges},
     sessions::{self, Opened, RefreshRefused},
     users::{self, UserError},
 };
@@ -144,14 +145,25 @@ pub async fn sign_up(
     let mut txn = scope.begin().await?;
     let user = users::insert(&mut txn, new.email, Some(password_hash), new.profile).await?;
     super::sso_domains::auto_join(&mut txn, &state.sod_policies, user.id, &user.email).await?;
-    let opened = sessions::open(&mut txn, user.id, false, session_ttl).await?;
+    let opened = sessions::open(&mut txn, user.id, false, "aal1", session_ttl).await?;
     txn.commit().await?;
     codes.send(scope, &user);
     Ok((signer, user, opened))
 }
 
-/// Checks an email and password and opens a session. Every failure is the
-/// same 401 after the same work, recorded with its reason for the operator.
+/// What a right first factor leads to.
+#[allow(clippy::large_enum_variant)] // made once per sign-in and taken apart at once
+pub enum SignedIn {
+    /// A session (`aal1`).
+    Session(Signer, user::Model, Opened),
+    /// The user has a second factor: a challenge to complete with a code
+    /// (`POST /v1/auth/sign-in/mfa`), and no session yet.
+    SecondFactorRequired(challenges::Issued),
+}
+
+/// Checks an email and password and opens a session, or answers a
+/// challenge when the user has a second factor. Every failure is the same
+/// 401 after the same work, recorded with its reason for the operator.
 pub async fn sign_in(
     scope: &TenantScope,
     issuer: &Issuer<'_>,
@@ -160,7 +172,7 @@ pub async fn sign_in(
     email: &str,
     password: String,
     session_ttl: Duration,
-) -> Result<(Signer, user::Model, Opened), AuthError> {
+) -> Result<SignedIn, AuthError> {
     // A place in the hashing queue first: past its bound the answer is an
     // immediate 503 that has touched nothing.
     let admission = passwords.admit()?;
@@ -179,6 +191,9 @@ pub async fn sign_in(
         record_failed_sign_in(scope, email, Some(user.id), "email_not_verified").await?;
         return Err(AuthError::EmailNotVerified);
     }
+    if second_factors::totp::is_enrolled(scope, user.id).await? {
+        return Ok(SignedIn::SecondFactorRequired(challenges::issue(scope, user.id, "password", None).await?));
+    }
     let mut txn = scope.acting_as(Actor::user(user.id)).begin().await?;
     let now = crate::clock::now();
     // Deleted while its password was being checked: no session for it.
@@ -186,11 +201,11 @@ pub async fn sign_in(
         drop(txn);
         return Err(failed_sign_in(scope, email, None, "unknown_email").await);
     }
-    let opened = sessions::open(&mut txn, user.id, user.email_verified_at.is_some(), session_ttl).await?;
+    let opened = sessions::open(&mut txn, user.id, user.email_verified_at.is_some(), "aal1", session_ttl).await?;
     txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id, "method": "password"}))
         .await?;
     txn.commit().await?;
-    Ok((signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
+    Ok(SignedIn::Session(signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
 }
 
 /// Records a failed sign-in (the reason is for the operator) and answers

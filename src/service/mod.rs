@@ -22,6 +22,7 @@ pub mod personal_keys;
 pub mod profile_fields;
 pub mod provider_sign_in;
 pub mod rotations;
+pub mod second_factors;
 pub mod service_accounts;
 pub mod sessions;
 pub mod sod;

@@ -54,15 +54,22 @@ pub fn new_refresh_token(
 }
 
 /// Opens a session for a user, in the caller's transaction;
-/// `email_verified` is the user's as it is now.
-pub async fn open(txn: &mut TenantTxn, user_id: Uuid, email_verified: bool, ttl: Duration) -> Result<Opened, DbErr> {
+/// `email_verified` is the user's as it is now; `aal` is `aal1`, or `aal2`
+/// when a second factor was proven.
+pub async fn open(
+    txn: &mut TenantTxn,
+    user_id: Uuid,
+    email_verified: bool,
+    aal: &str,
+    ttl: Duration,
+) -> Result<Opened, DbErr> {
     let application_id = txn.application_id();
     let now = crate::clock::now();
     let session = session::Model {
         id: Uuid::now_v7(),
         application_id,
         user_id,
-        aal: "aal1".into(),
+        aal: aal.into(),
         active_organization_id: None,
         email_verified,
         created_at: now,

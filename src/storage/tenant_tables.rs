@@ -100,4 +100,7 @@ tenant_tables!(
     invitation,
     sso_domain,
     email_verification,
+    mfa_factor,
+    recovery_code,
+    mfa_challenge,
 );

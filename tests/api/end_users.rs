@@ -33,7 +33,7 @@ fn token_of(data: &Value) -> String {
     data["access_token"].as_str().unwrap().to_string()
 }
 
-fn claims_of(token: &str) -> Value {
+pub fn claims_of(token: &str) -> Value {
     let payload = token.split('.').nth(1).unwrap();
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
 }

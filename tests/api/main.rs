@@ -34,6 +34,7 @@ mod rate_limits;
 mod region_move_crash;
 mod region_moves;
 mod regions;
+mod second_factors;
 mod secrets;
 mod service_accounts;
 mod sso_domains;

@@ -305,6 +305,30 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     let back = Browser::new("bob").until_application(authorization_url(&app, &verifier).await).await;
     let linked = exchange(&app, &app.caller, json!({"code": query_of(&back)["code"], "code_verifier": verifier})).await;
     assert_eq!(linked.data()["user"]["id"], bob.data()["user"]["id"]);
+    // With a second factor, Bob's provider sign-in needs it too, as a password one does.
+    let bob_user = Caller {
+        application_id: app.caller.application_id.clone(),
+        key: bob.data()["access_token"].as_str().unwrap().into(),
+    };
+    let started = app.send(&bob_user, reqwest::Method::POST, "/v1/auth/me/mfa/totp", None).await;
+    let uri = started.data()["otpauth_uri"].as_str().unwrap().to_string();
+    if let Some(code) = crate::second_factors::pyotp(&uri, 0) {
+        let confirm = json!({"code": code});
+        assert_eq!(
+            app.send(&bob_user, reqwest::Method::POST, "/v1/auth/me/mfa/totp/confirm", Some(&confirm)).await.status,
+            200
+        );
+        let back = Browser::new("bob").until_application(authorization_url(&app, &verifier).await).await;
+        let held =
+            exchange(&app, &app.caller, json!({"code": query_of(&back)["code"], "code_verifier": verifier})).await;
+        assert_eq!(held.data()["mfa_required"], true, "{:?}", held.body);
+        assert!(held.data().get("access_token").is_none());
+        let body =
+            json!({"challenge": held.data()["challenge"], "code": crate::second_factors::pyotp(&uri, 30).unwrap()});
+        let completed = crate::end_users::public_post(&app, &app.caller, "/v1/auth/sign-in/mfa", &body).await;
+        assert_eq!(completed.status, 200, "{:?}", completed.body);
+        assert_eq!(completed.data()["session"]["aal"], "aal2");
+    }
 
     // An email the provider has not verified neither links nor creates.
     let back = Browser::new("unverified-bob").until_application(authorization_url(&app, &verifier).await).await;
@@ -354,7 +378,8 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     let succeeded = app.get("/v1/audit-logs/export?type=sign_in.succeeded").await;
     let oauth: Vec<&Value> =
         succeeded.data().as_array().unwrap().iter().filter(|r| r["data"]["method"] == "oauth").collect();
-    assert_eq!(oauth.len(), 3, "{oauth:?}");
+    let expected = if crate::second_factors::pyotp_available() { 4 } else { 3 };
+    assert_eq!(oauth.len(), expected, "alice twice, bob linked (and bob after his second factor): {oauth:?}");
     assert!(oauth.iter().all(|r| r["data"]["provider"] == "google"));
     let linked = app.get("/v1/audit-logs/export?type=identity.linked").await;
     assert_eq!(linked.data().as_array().unwrap().len(), 3, "alice, bob and carol; not alice twice");

@@ -5,6 +5,7 @@
 //! render.
 pub mod email;
 pub mod me;
+pub mod mfa;
 pub mod oauth;
 pub mod password;
 pub mod personal_keys;
@@ -23,6 +24,14 @@ use crate::{
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/auth/sign-up").route(web::post().to(sign_in::sign_up)))
         .service(web::resource("/auth/sign-in").route(web::post().to(sign_in::sign_in)))
+        .service(web::resource("/auth/sign-in/mfa").route(web::post().to(mfa::complete_sign_in)))
+        .service(web::resource("/auth/me/mfa").route(web::get().to(mfa::list_factors)))
+        .service(
+            web::resource("/auth/me/mfa/totp")
+                .route(web::post().to(mfa::start_totp))
+                .route(web::delete().to(mfa::remove_totp)),
+        )
+        .service(web::resource("/auth/me/mfa/totp/confirm").route(web::post().to(mfa::confirm_totp)))
         .service(web::resource("/auth/token").route(web::post().to(sign_in::refresh)))
         .service(web::resource("/auth/sign-out").route(web::post().to(sign_in::sign_out)))
         .service(web::resource("/auth/password/forgot").route(web::post().to(password::forgot_password)))

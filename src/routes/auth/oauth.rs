@@ -8,7 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::{
     client_ip, limit, public_caller,
-    sign_in::{session_ttl, signed_in, SignedInView},
+    sign_in::{session_ttl, SignInAnswer},
 };
 use crate::{
     error::{ApiError, ApiResult},
@@ -176,7 +176,7 @@ pub struct ExchangeRequest {
 /// Exchange the one-time code of a provider sign-in for a session and
 /// tokens, exactly as `POST /v1/auth/sign-in` answers them.
 #[utoipa::path(post, path = "/v1/auth/oauth/exchange", tag = "auth", request_body = ExchangeRequest,
-    responses((status = 200, body = SignedInView),
+    responses((status = 200, body = SignInAnswer),
         (status = 400, description = "`invalid_grant`: unknown, expired (60 s), already used, or the verifier does not match"),
         (status = 401), (status = 429)))]
 pub async fn exchange_code(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
@@ -184,7 +184,7 @@ pub async fn exchange_code(state: web::Data<AppState>, req: HttpRequest, body: B
     let per_ip = state.settings.rate_limits.sign_in_per_ip_per_minute;
     limit(&state, &req, format!("oauth_exchange:ip:{}:{}", scope.tenant().id, client_ip(&req)), per_ip).await?;
     let request: ExchangeRequest = body.json().await?;
-    let (signer, user, opened) = exchange::exchange(
+    let outcome = exchange::exchange(
         &scope,
         &state.issuer(),
         &request.code,
@@ -192,5 +192,5 @@ pub async fn exchange_code(state: web::Data<AppState>, req: HttpRequest, body: B
         session_ttl(&state),
     )
     .await?;
-    Ok(envelope::ok(signed_in(&signer, &user, opened)))
+    Ok(envelope::ok(SignInAnswer::from(outcome)))
 }

@@ -34,6 +34,44 @@ pub struct SignedInView {
     pub refresh_token: String,
 }
 
+/// A sign-in's answer: a session, or (for a user with a second factor) a
+/// challenge to complete with `POST /v1/auth/sign-in/mfa`.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+#[allow(clippy::large_enum_variant)] // made once per sign-in and serialized at once
+pub enum SignInAnswer {
+    SignedIn(SignedInView),
+    SecondFactorRequired(SecondFactorRequiredView),
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SecondFactorRequiredView {
+    /// Always true: no session yet, no tokens.
+    pub mfa_required: bool,
+    /// Single use, 5 minutes, 5 tries: `POST /v1/auth/sign-in/mfa {challenge, code}`.
+    pub challenge: String,
+    /// Seconds until the challenge expires.
+    pub expires_in: i64,
+    /// What the code may be: `totp`, `recovery_code`.
+    pub factors: Vec<&'static str>,
+}
+
+impl From<auth::SignedIn> for SignInAnswer {
+    fn from(outcome: auth::SignedIn) -> Self {
+        match outcome {
+            auth::SignedIn::Session(signer, user, opened) => SignInAnswer::SignedIn(signed_in(&signer, &user, opened)),
+            auth::SignedIn::SecondFactorRequired(issued) => {
+                SignInAnswer::SecondFactorRequired(SecondFactorRequiredView {
+                    mfa_required: true,
+                    challenge: issued.challenge,
+                    expires_in: issued.expires_in,
+                    factors: vec!["totp", "recovery_code"],
+                })
+            }
+        }
+    }
+}
+
 pub(super) fn signed_in(signer: &Signer, user: &user::Model, opened: Opened) -> SignedInView {
     let access = signer.issue(&opened.session, None);
     SignedInView {
@@ -100,9 +138,10 @@ pub struct SignInRequest {
 }
 
 /// Sign in with email and password. A wrong password and an unknown email
-/// get the same 401 `invalid_credentials`, after the same work.
+/// get the same 401 `invalid_credentials`, after the same work. A user with
+/// a second factor gets `{mfa_required: true, challenge}` and no tokens.
 #[utoipa::path(post, path = "/v1/auth/sign-in", tag = "auth", request_body = SignInRequest,
-    responses((status = 200, body = SignedInView), (status = 401, description = "invalid_credentials"), (status = 429)))]
+    responses((status = 200, body = SignInAnswer), (status = 401, description = "invalid_credentials"), (status = 429)))]
 pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let application_id = scope.tenant().id;
@@ -116,7 +155,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
         return Err(auth::failed_sign_in(&scope, &shown, None, "malformed").await.into());
     }
     limit(&state, &req, format!("sign_in:email:{application_id}:{email}"), limits.sign_in_per_email_per_minute).await?;
-    let (signer, user, opened) = auth::sign_in(
+    let outcome = auth::sign_in(
         &scope,
         &state.issuer(),
         &state.passwords,
@@ -126,7 +165,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
         session_ttl(&state),
     )
     .await?;
-    Ok(envelope::ok(signed_in(&signer, &user, opened)))
+    Ok(envelope::ok(SignInAnswer::from(outcome)))
 }
 
 #[derive(Deserialize, ToSchema)]

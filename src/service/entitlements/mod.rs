@@ -118,7 +118,7 @@ pub struct Entitlement {
     /// `boolean`, `limit` or `config`.
     pub kind: String,
     pub source: Source,
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::openapi::fields::any_json)]
     pub value: Value,
 }
 
@@ -129,7 +129,7 @@ pub struct Candidate {
     /// The plan, for `source: plan`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan_key: Option<String>,
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::openapi::fields::any_json)]
     pub value: Value,
     /// The one that won.
     pub applies: bool,

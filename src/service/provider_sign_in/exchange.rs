@@ -1,6 +1,7 @@
 //! The one-time code for our session and tokens: taken once, within a
 //! minute, with the application's PKCE verifier when it sent a challenge;
-//! then a session opens exactly as at a password sign-in.
+//! then a session opens exactly as at a password sign-in (or, for a user
+//! with a second factor, a challenge is answered as there).
 use chrono::Duration;
 use entity::{oauth_flow, user};
 use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
@@ -12,12 +13,11 @@ use crate::{
     crypto::{constant_time_eq, sha256},
     oauth,
     service::{
-        auth::Issuer,
-        sessions::{self, Opened},
-        users,
+        auth::{Issuer, SignedIn},
+        second_factors::{self, challenges},
+        sessions, users,
     },
-    storage::{TenantConn, TenantScope},
-    tokens::Signer,
+    storage::{TenantConn, TenantScope, Unaudited},
 };
 
 pub async fn exchange(
@@ -26,7 +26,7 @@ pub async fn exchange(
     code: &str,
     code_verifier: Option<&str>,
     session_ttl: Duration,
-) -> Result<(Signer, user::Model, Opened), ProviderSignInError> {
+) -> Result<SignedIn, ProviderSignInError> {
     let refused = || ProviderSignInError::InvalidGrant;
     if code.is_empty() || code.len() > 256 {
         return Err(refused());
@@ -60,7 +60,15 @@ pub async fn exchange(
         return Err(refused());
     }
     let user = txn.find_by_id::<user::Entity>(user_id).one(txn.conn()).await?.ok_or_else(refused)?;
-    let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), session_ttl).await?;
+    if second_factors::totp::is_enrolled(&txn, user_id).await? {
+        // The code is spent; the sign-in's outcome is audited at its second step.
+        txn.unaudited(Unaudited::ProviderSignInStep);
+        txn.commit().await?;
+        return Ok(SignedIn::SecondFactorRequired(
+            challenges::issue(scope, user_id, "oauth", Some(&flow.provider)).await?,
+        ));
+    }
+    let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), "aal1", session_ttl).await?;
     txn.audit(
         "sign_in.succeeded",
         Some(user_id),
@@ -68,5 +76,5 @@ pub async fn exchange(
     )
     .await?;
     txn.commit().await?;
-    Ok((signer, user, opened))
+    Ok(SignedIn::Session(signer, user, opened))
 }

@@ -1,0 +1,148 @@
+//! Second factors: TOTP enrolment, confirmation (with recovery codes) and
+//! removal for the signed-in user, and the sign-in's second step.
+use actix_web::{web, HttpRequest, HttpResponse};
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use utoipa::ToSchema;
+
+use super::{
+    limit, public_caller,
+    sign_in::{session_ttl, signed_in},
+};
+use crate::{
+    auth::end_user::EndUser,
+    error::ApiResult,
+    http::{body::Body, envelope},
+    service::second_factors::{challenges, recovery, totp},
+    state::AppState,
+};
+
+#[derive(Serialize, ToSchema)]
+pub struct SecondFactorsView {
+    /// The TOTP factor: `pending` until a first code confirms it, then `active`; null when none.
+    pub totp: Option<TotpFactorView>,
+    /// Recovery codes not used yet.
+    pub recovery_codes_remaining: u64,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TotpFactorView {
+    pub status: String,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize_option")]
+    pub confirmed_at: Option<DateTime<Utc>>,
+}
+
+/// The signed-in user's second factors.
+#[utoipa::path(get, path = "/v1/auth/me/mfa", tag = "auth",
+    responses((status = 200, body = SecondFactorsView), (status = 401)), security(("access_token" = [])))]
+pub async fn list_factors(user: EndUser) -> ApiResult<HttpResponse> {
+    let user_id = user.session.user_id;
+    let factor = totp::find(&user.scope, user_id).await?;
+    Ok(envelope::ok(SecondFactorsView {
+        totp: factor.map(|f| TotpFactorView {
+            status: f.status,
+            created_at: f.created_at,
+            confirmed_at: f.confirmed_at,
+        }),
+        recovery_codes_remaining: recovery::remaining(&user.scope, user_id).await?,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct TotpEnrolmentView {
+    /// `otpauth://totp/…` (SHA1, 6 digits, 30 s) for an authenticator app's QR scanner.
+    pub otpauth_uri: String,
+    /// The same secret in base32, to type in by hand.
+    pub secret: String,
+}
+
+/// Start TOTP enrolment (again, if one is pending): a new secret. It
+/// becomes the user's factor once a code from it is confirmed.
+#[utoipa::path(post, path = "/v1/auth/me/mfa/totp", tag = "auth",
+    responses((status = 201, body = TotpEnrolmentView), (status = 401), (status = 409, description = "`conflict`: a TOTP factor is active; remove it first")),
+    security(("access_token" = [])))]
+pub async fn start_totp(state: web::Data<AppState>, user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+    body.no_fields().await?;
+    let account = crate::service::users::find(&user.scope, user.session.user_id).await?.email;
+    let enrolment = totp::start(&user.scope, &state.master_key, user.session.user_id, &account).await?;
+    Ok(envelope::created(TotpEnrolmentView { otpauth_uri: enrolment.otpauth_uri, secret: enrolment.secret }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TotpCodeRequest {
+    /// The 6 digits the authenticator app shows now.
+    #[schema(pattern = "^[0-9]{6}$")]
+    pub code: String,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct RecoveryCodesView {
+    /// Ten single-use codes, each accepted once in place of a TOTP code.
+    /// Shown this once.
+    pub recovery_codes: Vec<String>,
+}
+
+/// Confirm TOTP enrolment with a first code: the factor becomes active and
+/// ten recovery codes are answered (shown once). Tries are limited per user.
+#[utoipa::path(post, path = "/v1/auth/me/mfa/totp/confirm", tag = "auth", request_body = TotpCodeRequest,
+    responses((status = 200, body = RecoveryCodesView), (status = 400, description = "`invalid_grant`: the code is wrong"),
+        (status = 401), (status = 404, description = "no enrolment is pending"), (status = 429)),
+    security(("access_token" = [])))]
+pub async fn confirm_totp(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    user: EndUser,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    let request: TotpCodeRequest = body.json().await?;
+    let per_minute = state.settings.rate_limits.sign_in_per_email_per_minute;
+    limit(&state, &req, format!("mfa:user:{}:{}", user.tenant().id, user.session.user_id), per_minute).await?;
+    let codes = totp::confirm(&user.scope, &state.master_key, user.session.user_id, &request.code).await?;
+    Ok(envelope::ok(RecoveryCodesView { recovery_codes: codes }))
+}
+
+/// Remove the TOTP factor and its recovery codes. Needs a fresh `aal2`
+/// session: one opened by a sign-in that proved the factor in the last 15
+/// minutes (403 `aal2_required` otherwise).
+#[utoipa::path(delete, path = "/v1/auth/me/mfa/totp", tag = "auth",
+    responses((status = 200, description = "`data: {}`"), (status = 401), (status = 403, description = "`aal2_required`"), (status = 404)),
+    security(("access_token" = [])))]
+pub async fn remove_totp(user: EndUser) -> ApiResult<HttpResponse> {
+    totp::remove(&user.scope, &user.session).await?;
+    Ok(envelope::ok(json!({})))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CompleteSignInRequest {
+    /// The `challenge` of the sign-in's answer.
+    #[schema(schema_with = crate::openapi::fields::text::<100>)]
+    pub challenge: String,
+    /// A TOTP code (6 digits) or an unused recovery code (`xxxxx-xxxxx`).
+    #[schema(schema_with = crate::openapi::fields::text::<32>)]
+    pub code: String,
+}
+
+/// Complete a sign-in that answered `mfa_required` with a TOTP code or a
+/// recovery code: a session at `aal2`. Five tries per challenge (5
+/// minutes, single use) and a per-user limit; a code is accepted once.
+#[utoipa::path(post, path = "/v1/auth/sign-in/mfa", tag = "auth", request_body = CompleteSignInRequest,
+    responses((status = 200, body = super::sign_in::SignedInView),
+        (status = 400, description = "`invalid_grant`: the challenge is unknown, expired, used or out of tries"),
+        (status = 401, description = "`invalid_credentials`: the code is wrong or already used"), (status = 429)))]
+pub async fn complete_sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
+    let scope = public_caller(&req, &state)?;
+    let request: CompleteSignInRequest = body.json().await?;
+    if let Some(user_id) = challenges::user_of(&scope, &request.challenge).await? {
+        let per_minute = state.settings.rate_limits.sign_in_per_email_per_minute;
+        limit(&state, &req, format!("mfa:user:{}:{user_id}", scope.tenant().id), per_minute).await?;
+    }
+    let completed =
+        challenges::complete(&scope, &state.master_key, &request.challenge, &request.code, session_ttl(&state)).await?;
+    let signer = state.issuer().signer(&scope).await?;
+    Ok(envelope::ok(signed_in(&signer, &completed.user, completed.opened)))
+}

@@ -1,0 +1,40 @@
+//! Second factors: TOTP (RFC 6238) with recovery codes, and the sign-ins
+//! that need one. A user with an active factor who proves a first factor
+//! (a password, a provider) gets a challenge instead of a session
+//! ([`challenges`]); a code completes it with a session at `aal2`.
+//! Enrolment ([`totp`]) seals the secret with the master key, bound to the
+//! application and the user; a first code confirms it and answers ten
+//! recovery codes, shown once ([`recovery`]). Removing the factor needs a
+//! fresh `aal2` session.
+pub mod challenges;
+pub mod recovery;
+pub mod totp;
+
+use sea_orm::DbErr;
+
+/// How long after a second factor was proven a session counts as fresh
+/// enough to remove factors.
+pub const FRESH_AAL2_MINUTES: i64 = 15;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SecondFactorError {
+    #[error("the user already has an active TOTP factor")]
+    AlreadyEnrolled,
+    #[error("no TOTP enrolment waits for confirmation")]
+    NotEnrolling,
+    #[error("the user has no TOTP factor")]
+    NotEnrolled,
+    /// A wrong code at confirmation (or one already used).
+    #[error("the code is wrong")]
+    WrongCode,
+    #[error("this needs a session that proved a second factor in the last {FRESH_AAL2_MINUTES} minutes")]
+    Aal2Required,
+    /// Unknown, expired, used, or tried too often: one answer for each.
+    #[error("the challenge is unknown, expired or used up")]
+    InvalidChallenge,
+    /// A wrong, replayed or used code against a live challenge.
+    #[error("the code is wrong or already used")]
+    InvalidCode,
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
