@@ -228,6 +228,12 @@ pub fn optional_boolean() -> RefOr<Schema> {
     schema(json!({"type": "boolean"}), true)
 }
 
+/// Any JSON value (an entitlement's value: a boolean, a limit or a config).
+pub fn any_json() -> RefOr<Schema> {
+    use utoipa::openapi::{schema::SchemaType, ObjectBuilder};
+    RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(SchemaType::AnyValue).build()))
+}
+
 fn schema(mut value: Value, nullable: bool) -> RefOr<Schema> {
     if nullable {
         let kind = value["type"].clone();
@@ -250,10 +256,4 @@ mod tests {
         assert_eq!(value["maxLength"], 10);
         assert_eq!(value["pattern"], TEXT);
     }
-}
-
-/// Any JSON value (an entitlement's value: a boolean, a limit or a config).
-pub fn any_json() -> RefOr<Schema> {
-    use utoipa::openapi::{schema::SchemaType, ObjectBuilder};
-    RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(SchemaType::AnyValue).build()))
 }
