@@ -137,6 +137,13 @@ test("a single-page app on an allowed origin runs the end-user life cycle in a r
       assert.equal(steps.meAfterRefresh.status, 200, JSON.stringify(steps.meAfterRefresh));
     });
 
+    await t.test("a TOTP enrolment starts from the page and is listed pending", () => {
+      assert.equal(steps.startTotp.status, 201, JSON.stringify(steps.startTotp));
+      assert.match(steps.startTotp.json.data.otpauth_uri, /^otpauth:\/\/totp\//);
+      assert.equal(steps.factors.status, 200, JSON.stringify(steps.factors));
+      assert.equal(steps.factors.json.data.totp.status, "pending");
+    });
+
     await t.test("a personal key is created and listed", () => {
       assert.equal(steps.createKey.status, 201, JSON.stringify(steps.createKey));
       const key = steps.createKey.json.data;
