@@ -35,7 +35,7 @@ use crate::{
     error::{ApiError, ApiResult, Code},
     storage::{
         move_journal::{self, Begun, Step},
-        tenant_tables, Db, Storage, TenantScope,
+        tenant_tables, Db, Storage, TenantConn, TenantScope,
     },
     tenancy::state::version_now,
 };
@@ -187,7 +187,6 @@ impl Mover {
         let mut read = held.begin().await?;
         read.lock_tenant().await?;
         let mut write = TenantScope::new(tenant, target, journaled.actor.clone()).begin().await?;
-        use crate::storage::TenantConn;
         tenant_tables::delete_all(write.conn(), journaled.application_id).await?;
         let copied = tenant_tables::copy_all(read.conn(), write.conn(), journaled.application_id).await?;
         let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "rows": copied});

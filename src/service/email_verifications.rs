@@ -10,10 +10,8 @@
 //! tokens carry it from their next refresh.
 use chrono::Duration;
 use entity::{email_verification, session, user};
-use hmac::{Hmac, Mac};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
-use sha2::Sha256;
 use uuid::Uuid;
 
 use super::{
@@ -49,11 +47,7 @@ pub struct Codes<'a> {
 }
 
 fn code_hash(master_key: &MasterKey, user_id: Uuid, code: &str) -> Vec<u8> {
-    let key = crate::crypto::sha256_hex(&[master_key.bytes().as_slice(), b"/email-verification-codes"].concat());
-    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
-    mac.update(user_id.as_bytes());
-    mac.update(code.as_bytes());
-    mac.finalize().into_bytes().to_vec()
+    crate::crypto::user_code_hash(master_key, "email-verification-codes", user_id, code)
 }
 
 fn new_code() -> String {

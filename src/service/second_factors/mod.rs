@@ -35,6 +35,10 @@ pub enum SecondFactorError {
     /// A wrong, replayed or used code against a live challenge.
     #[error("the code is wrong or already used")]
     InvalidCode,
+    /// A stored secret does not open with this master key (another
+    /// deployment's key, a row edited by hand).
+    #[error("a stored TOTP secret cannot be opened with this master key")]
+    SecretUnreadable,
     #[error(transparent)]
     Db(#[from] DbErr),
 }

@@ -4,10 +4,8 @@
 //! is ten characters of base32 (50 bits) shown as `xxxxx-xxxxx`; spaces,
 //! dashes and case are ignored when one is typed back.
 use entity::recovery_code;
-use hmac::{Hmac, Mac};
 use rand::Rng;
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, UpdateMany};
-use sha2::Sha256;
 use uuid::Uuid;
 
 use crate::{
@@ -19,11 +17,7 @@ pub const COUNT: usize = 10;
 const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz234567";
 
 fn code_hash(master_key: &MasterKey, user_id: Uuid, normalized: &str) -> Vec<u8> {
-    let key = crate::crypto::sha256_hex(&[master_key.bytes().as_slice(), b"/recovery-codes"].concat());
-    let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
-    mac.update(user_id.as_bytes());
-    mac.update(normalized.as_bytes());
-    mac.finalize().into_bytes().to_vec()
+    crate::crypto::user_code_hash(master_key, "recovery-codes", user_id, normalized)
 }
 
 /// A typed code as stored: lower case, without spaces or dashes; `None`

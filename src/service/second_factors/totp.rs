@@ -192,7 +192,7 @@ pub async fn remove(scope: &TenantScope, session: &session::Model) -> Result<(),
 
 fn open_secret(master_key: &MasterKey, factor: &mfa_factor::Model) -> Result<Vec<u8>, SecondFactorError> {
     seal::open(master_key, &context(factor.application_id, factor.user_id), &factor.secret_sealed)
-        .map_err(|_| SecondFactorError::Db(sea_orm::DbErr::Custom("a TOTP secret could not be opened".into())))
+        .map_err(|_| SecondFactorError::SecretUnreadable)
 }
 
 #[cfg(test)]
