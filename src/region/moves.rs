@@ -104,6 +104,12 @@ impl Mover {
             return Err(ApiError::unavailable(format!("Region `{}` is not held by this node.", tenant.region)));
         }
         self.database(to).await?;
+        if self.storage.share_a_database(tenant.region, to) {
+            return Err(ApiError::unavailable(format!(
+                "Regions `{}` and `{to}` are configured with one database: there is nothing to move.",
+                tenant.region
+            )));
+        }
         let lease = (self.bus.node(), self.lease_until());
         let journaled =
             match move_journal::begin(&self.storage.catalog, tenant.id, (tenant.region, to), scope.actor(), lease)

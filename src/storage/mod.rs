@@ -217,6 +217,8 @@ pub struct Storage {
     /// this node, not the region's database), opened on first use.
     elsewhere: HashMap<Region, String>,
     opened_elsewhere: Mutex<HashMap<Region, Db>>,
+    /// Every reachable region's database URL (held or elsewhere).
+    urls: HashMap<Region, String>,
     max_connections: u32,
 }
 
@@ -233,12 +235,14 @@ impl Storage {
         for region in &settings.node.regions {
             shards.insert(*region, Db::connect(&settings.region_url(*region), region.as_str(), max).await?);
         }
-        let elsewhere = Region::ALL
+        let elsewhere: HashMap<Region, String> = Region::ALL
             .into_iter()
             .filter(|r| !shards.contains_key(r))
             .filter_map(|r| settings.configured_region_url(r).map(|url| (r, url.to_string())))
             .collect();
-        Ok(Storage { catalog, shards, elsewhere, opened_elsewhere: Mutex::default(), max_connections: max })
+        let mut urls = elsewhere.clone();
+        urls.extend(shards.keys().map(|r| (*r, settings.region_url(*r))));
+        Ok(Storage { catalog, shards, elsewhere, opened_elsewhere: Mutex::default(), urls, max_connections: max })
     }
 
     /// Applies what is pending and says so in one line per database
@@ -273,6 +277,12 @@ impl Storage {
         migrate_one::<migration::RegionMigrator>(&db).await?;
         opened.insert(region, db.clone());
         Ok(Some(db))
+    }
+
+    /// Whether two regions are configured with one database (a move
+    /// between them would copy rows onto themselves, then delete them).
+    pub fn share_a_database(&self, a: Region, b: Region) -> bool {
+        self.urls.get(&a).is_some_and(|url| self.urls.get(&b) == Some(url))
     }
 
     pub fn holds(&self, region: Region) -> bool {
