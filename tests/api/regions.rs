@@ -109,3 +109,19 @@ async fn a_node_that_cannot_reach_the_new_regions_database_refuses_the_move_and_
     assert_eq!(node.get("/v1/security/region").await.data()["region"], "us");
     assert_eq!(node.get("/v1/api-keys").await.status, 200);
 }
+
+#[actix_web::test]
+async fn a_move_between_two_regions_configured_with_one_database_is_refused() {
+    let mut shared = TestStorage::new().await;
+    let us_url = shared.settings.region_url(Region::Us);
+    shared.settings.regions.eu.database_url = Some(us_url);
+    let node = spawn_node(shared, Region::Us).await;
+    let id: uuid::Uuid = node.caller.application_id.parse().unwrap();
+
+    let refused = node.send(&node.caller, Method::POST, "/v1/security/region", Some(&json!({"region": "eu"}))).await;
+
+    assert_eq!((refused.status, refused.error_code()), (503, "unavailable"), "{:?}", refused.body);
+    assert_eq!(node.get("/v1/security/region").await.data()["region"], "us");
+    let rows = gatehouse::storage::tenant_tables::count_all(&node.state.storage.shard(Region::Us).unwrap().conn, id);
+    assert!(!rows.await.unwrap().is_empty(), "the application's rows are where they were");
+}
