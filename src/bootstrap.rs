@@ -47,6 +47,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         refresh_reuse_interval_seconds: 0,
         entitlement_claims: Vec::new(),
         require_verified_email: false,
+        require_aal2_for: Vec::new(),
         profile_fields: Vec::new(),
     };
     let (app, key) = applications::create(storage, new, &Actor::system()).await?;

@@ -23,6 +23,9 @@ pub struct Model {
     pub entitlement_claims: Option<Json>,
     /// Sign-in refuses a user whose email is not verified.
     pub require_verified_email: bool,
+    /// JSON array of end-user actions that need a session at `aal2`
+    /// (`create_personal_key`, `revoke_personal_key`); null: none.
+    pub require_aal2_for: Option<Json>,
     /// Set while the application's data is being moved to this region
     /// (its requests get 503 `region_migration_in_progress`); see `region_moves`.
     pub moving_to: Option<String>,

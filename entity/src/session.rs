@@ -12,6 +12,9 @@ pub struct Model {
     pub user_id: Uuid,
     /// `aal1`, or `aal2` after a second factor.
     pub aal: String,
+    /// When the session last proved a second factor (at a sign-in or a
+    /// step-up): how fresh its `aal2` is.
+    pub aal2_at: Option<DateTimeUtc>,
     pub active_organization_id: Option<Uuid>,
     /// The user's email was verified (when the session opened, or since):
     /// its tokens' `email_verified`.

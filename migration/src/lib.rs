@@ -29,6 +29,7 @@ mod m20261127_000024_create_email_verifications;
 mod m20261127_000025_add_require_verified_email;
 mod m20261128_000026_create_region_moves;
 mod m20261128_000027_create_second_factors;
+mod m20261128_000028_add_require_aal2_for;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal and the processor accounts that point into it.
@@ -45,6 +46,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261127_000021_add_entitlement_claims::Migration),
             Box::new(m20261127_000025_add_require_verified_email::Migration),
             Box::new(m20261128_000026_create_region_moves::Migration),
+            Box::new(m20261128_000028_add_require_aal2_for::Migration),
         ]
     }
 

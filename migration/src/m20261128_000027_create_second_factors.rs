@@ -4,13 +4,22 @@ use crate::m20261123_000005_create_end_users::{index, unique};
 
 /// Second factors in each region: a user's TOTP factor (its secret sealed,
 /// the last time step it accepted), the recovery codes (keyed hashes), and
-/// the challenges a password sign-in answers when the user has a factor.
+/// the challenges a password sign-in answers when the user has a factor;
+/// and on sessions, when they last proved a second factor (`aal2_at`).
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
 #[async_trait::async_trait]
 impl MigrationTrait for Migration {
     async fn up(&self, manager: &SchemaManager) -> Result<(), DbErr> {
+        manager
+            .alter_table(
+                Table::alter()
+                    .table(Sessions::Table)
+                    .add_column(ColumnDef::new(Sessions::Aal2At).timestamp_with_time_zone().null())
+                    .to_owned(),
+            )
+            .await?;
         manager
             .create_table(
                 Table::create()
@@ -86,8 +95,15 @@ impl MigrationTrait for Migration {
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {
         manager.drop_table(Table::drop().table(MfaChallenges::Table).to_owned()).await?;
         manager.drop_table(Table::drop().table(RecoveryCodes::Table).to_owned()).await?;
-        manager.drop_table(Table::drop().table(MfaFactors::Table).to_owned()).await
+        manager.drop_table(Table::drop().table(MfaFactors::Table).to_owned()).await?;
+        manager.alter_table(Table::alter().table(Sessions::Table).drop_column(Sessions::Aal2At).to_owned()).await
     }
+}
+
+#[derive(DeriveIden)]
+enum Sessions {
+    Table,
+    Aal2At,
 }
 
 #[derive(DeriveIden, Clone, Copy)]

@@ -29,6 +29,19 @@ impl EndUser {
     pub fn tenant(&self) -> &Tenant {
         self.scope.tenant()
     }
+
+    /// Refuses (403 `aal2_required`) an action the application's
+    /// `require_aal2_for` names unless the token says `aal2` (a sign-in that
+    /// proved a second factor, or `POST /v1/auth/mfa/step-up`).
+    pub fn require_aal2_for(&self, action: &str) -> ApiResult<()> {
+        if self.claims.aal != "aal2" && self.tenant().require_aal2_for.iter().any(|a| a == action) {
+            return Err(ApiError::new(
+                crate::error::Code::Aal2Required,
+                format!("`{action}` needs a session that proved a second factor (POST /v1/auth/mfa/step-up)."),
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl FromRequest for EndUser {

@@ -347,6 +347,7 @@ impl From<SecondFactorError> for ApiError {
             SecondFactorError::InvalidCode => ApiError::new(Code::InvalidCredentials, capitalized(&message)),
             SecondFactorError::Aal2Required => ApiError::new(Code::Aal2Required, capitalized(&message)),
             SecondFactorError::SecretUnreadable => ApiError::internal(message),
+            SecondFactorError::SessionEnded => ApiError::unauthenticated(),
             SecondFactorError::Db(err) => err.into(),
         }
     }

@@ -211,6 +211,12 @@ pub fn entitlement_claims() -> RefOr<Schema> {
     schema(keys, true)
 }
 
+/// `applications::AAL2_ACTIONS`, each at most once.
+pub fn aal2_actions() -> RefOr<Schema> {
+    let item = json!({"type": "string", "enum": applications::AAL2_ACTIONS});
+    schema(json!({"type": "array", "uniqueItems": true, "items": item}), true)
+}
+
 pub fn feature_kind() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": entitlements::KINDS}), false)
 }

@@ -36,7 +36,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::auth::oauth::start, routes::auth::oauth::callback, routes::auth::oauth::callback_form,
         routes::auth::oauth::exchange_code, routes::auth::password::forgot_password,
         routes::auth::mfa::list_factors, routes::auth::mfa::start_totp, routes::auth::mfa::confirm_totp,
-        routes::auth::mfa::remove_totp, routes::auth::mfa::complete_sign_in,
+        routes::auth::mfa::remove_totp, routes::auth::mfa::complete_sign_in, routes::auth::mfa::step_up_session,
         routes::auth::password::reset_password, routes::auth::email::verify_email, routes::auth::email::resend_code,
         routes::auth::me::activate, routes::auth::personal_keys::create_personal_key,
         routes::auth::personal_keys::list_personal_keys,

@@ -76,6 +76,11 @@ pub struct UpdateApplicationRequest {
     /// Sign-in refuses a user whose email is not verified (403
     /// `email_not_verified`, and a fresh code is sent). Default false.
     pub require_verified_email: Option<bool>,
+    /// End-user actions that need a session at `aal2` (a sign-in or a
+    /// step-up that proved a second factor), else 403 `aal2_required`:
+    /// `create_personal_key`, `revoke_personal_key`. Default none.
+    #[schema(schema_with = crate::openapi::fields::aal2_actions)]
+    pub require_aal2_for: Option<Vec<String>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -92,6 +97,7 @@ pub struct ApplicationView {
     pub refresh_reuse_interval_seconds: u32,
     pub entitlement_claims: Vec<String>,
     pub require_verified_email: bool,
+    pub require_aal2_for: Vec<String>,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -112,6 +118,7 @@ impl From<&Tenant> for ApplicationView {
             refresh_reuse_interval_seconds: app.refresh_reuse_interval_seconds,
             entitlement_claims: app.entitlement_claims.clone(),
             require_verified_email: app.require_verified_email,
+            require_aal2_for: app.require_aal2_for.clone(),
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -158,6 +165,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         refresh_reuse_interval_seconds: 0,
         entitlement_claims: Vec::new(),
         require_verified_email: false,
+        require_aal2_for: Vec::new(),
         profile_fields: Vec::new(),
     };
     if let Some(source) = request.copy_from {
@@ -167,6 +175,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         new.refresh_reuse_interval_seconds = source.refresh_reuse_interval_seconds;
         new.entitlement_claims = source.entitlement_claims.clone();
         new.require_verified_email = source.require_verified_email;
+        new.require_aal2_for = source.require_aal2_for.clone();
         new.profile_fields = fields;
     }
     let (app, first_key) = applications::create(&state.storage, new, key.scope.actor()).await?;
@@ -224,6 +233,7 @@ pub async fn update_application(
         request.refresh_reuse_interval_seconds,
         request.entitlement_claims,
         request.require_verified_email,
+        request.require_aal2_for,
     )?;
     let app = state.tenants.update_settings(&key.scope, patch).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))

@@ -65,6 +65,7 @@ pub struct NewApplication {
     pub refresh_reuse_interval_seconds: u32,
     pub entitlement_claims: Vec<String>,
     pub require_verified_email: bool,
+    pub require_aal2_for: Vec<String>,
     /// Copied from `copy_from`'s schema (new ids, this application's).
     pub profile_fields: Vec<entity::profile_field::Model>,
 }
@@ -78,6 +79,7 @@ pub struct SettingsPatch {
     pub refresh_reuse_interval_seconds: Option<u32>,
     pub entitlement_claims: Option<Vec<String>>,
     pub require_verified_email: Option<bool>,
+    pub require_aal2_for: Option<Vec<String>>,
 }
 
 /// The longest reuse interval of a refresh token (as Auth0 and Okta bound theirs).
@@ -91,6 +93,7 @@ impl SettingsPatch {
         refresh_reuse_interval_seconds: Option<i64>,
         entitlement_claims: Option<Vec<String>>,
         require_verified_email: Option<bool>,
+        require_aal2_for: Option<Vec<String>>,
     ) -> Result<Self, Invalid> {
         let mut issues = Issues::default();
         let name = name.map(|n| issues.text("name", &n, 255));
@@ -107,6 +110,9 @@ impl SettingsPatch {
         if let Some(keys) = &entitlement_claims {
             entitlement_claims_issue(&mut issues, keys);
         }
+        if let Some(actions) = &require_aal2_for {
+            aal2_actions_issue(&mut issues, actions);
+        }
         issues.finish()?;
         Ok(SettingsPatch {
             name,
@@ -115,7 +121,22 @@ impl SettingsPatch {
             refresh_reuse_interval_seconds,
             entitlement_claims,
             require_verified_email,
+            require_aal2_for,
         })
+    }
+}
+
+/// The end-user actions `require_aal2_for` may name.
+pub const AAL2_ACTIONS: [&str; 2] = ["create_personal_key", "revoke_personal_key"];
+
+fn aal2_actions_issue(issues: &mut Issues, actions: &[String]) {
+    let distinct: std::collections::HashSet<&String> = actions.iter().collect();
+    if distinct.len() != actions.len() {
+        issues.add("require_aal2_for", "must not repeat an action");
+    }
+    if let Some(unknown) = actions.iter().find(|a| !AAL2_ACTIONS.contains(&a.as_str())) {
+        issues
+            .add("require_aal2_for", format!("`{}` is not one of {}", unknown.escape_debug(), AAL2_ACTIONS.join(", ")));
     }
 }
 
@@ -236,6 +257,7 @@ pub async fn create(
         refresh_reuse_interval_seconds: new.refresh_reuse_interval_seconds as i32,
         entitlement_claims: Some(json!(new.entitlement_claims)),
         require_verified_email: new.require_verified_email,
+        require_aal2_for: Some(json!(new.require_aal2_for)),
         moving_to: None,
         created_at: now,
         updated_at: now,
@@ -331,6 +353,10 @@ pub async fn update_settings(
     if let Some(keys) = patch.entitlement_claims {
         active.entitlement_claims = Set(Some(json!(keys)));
         changed.push("entitlement_claims");
+    }
+    if let Some(actions) = patch.require_aal2_for {
+        active.require_aal2_for = Set(Some(json!(actions)));
+        changed.push("require_aal2_for");
     }
     if let Some(required) = patch.require_verified_email {
         active.require_verified_email = Set(required);

@@ -70,6 +70,7 @@ pub async fn open(
         application_id,
         user_id,
         aal: aal.into(),
+        aal2_at: (aal == "aal2").then_some(now),
         active_organization_id: None,
         email_verified,
         created_at: now,

@@ -70,6 +70,9 @@ pub struct TenantSnapshot {
     /// Sign-in refuses a user whose email is not verified (403 `email_not_verified`).
     #[serde(default)]
     pub require_verified_email: bool,
+    /// End-user actions that need a session at `aal2` (403 `aal2_required`).
+    #[serde(default)]
+    pub require_aal2_for: Vec<String>,
     /// Set while the application's data moves to this region: its requests
     /// are answered 503 `region_migration_in_progress` until the switch.
     #[serde(default)]
@@ -96,6 +99,7 @@ impl TenantSnapshot {
             refresh_reuse_interval_seconds: row.refresh_reuse_interval_seconds.clamp(0, 60) as u32,
             entitlement_claims: row.entitlement_claims.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             require_verified_email: row.require_verified_email,
+            require_aal2_for: row.require_aal2_for.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             moving_to: row.moving_to.as_deref().and_then(Region::parse),
             name: row.name,
             created_at: row.created_at,

@@ -161,3 +161,39 @@ async fn a_challenge_takes_five_tries_and_another_application_cannot_use_it() {
     let restart = app.send(&enrolled.user, Method::POST, "/v1/auth/me/mfa/totp", None).await;
     assert_eq!((restart.status, restart.error_code()), (409, "conflict"), "an active factor is removed first");
 }
+
+#[actix_web::test]
+async fn a_session_steps_up_to_aal2_and_require_aal2_for_guards_personal_keys() {
+    let app = spawn_app().await;
+    let Some(enrolled) = enrol(&app, "edsger@example.com").await else { return };
+    let settings = format!("/v1/applications/{}", app.caller.application_id);
+    let unknown = app.patch(&settings, &json!({"require_aal2_for": ["fly"]})).await;
+    let patched = app.patch(&settings, &json!({"require_aal2_for": ["create_personal_key"]})).await;
+    assert_eq!((unknown.status, unknown.error_code()), (422, "validation_failed"));
+    assert_eq!(patched.data()["require_aal2_for"], json!(["create_personal_key"]), "{:?}", patched.body);
+    let aal1_sid = claims_of(&enrolled.user.key)["sid"].clone();
+
+    let refused = app.send(&enrolled.user, Method::POST, "/v1/auth/me/api-keys", Some(&json!({"name": "k"}))).await;
+    let wrong =
+        app.send(&enrolled.user, Method::POST, "/v1/auth/mfa/step-up", Some(&json!({"code": "zzzzz-zzzzz"}))).await;
+    let code = pyotp(&enrolled.uri, 30).unwrap();
+    let stepped = app.send(&enrolled.user, Method::POST, "/v1/auth/mfa/step-up", Some(&json!({"code": code}))).await;
+    let replayed = app.send(&enrolled.user, Method::POST, "/v1/auth/mfa/step-up", Some(&json!({"code": code}))).await;
+
+    assert_eq!((refused.status, refused.error_code()), (403, "aal2_required"));
+    assert_eq!((wrong.status, wrong.error_code()), (401, "invalid_credentials"));
+    assert_eq!(stepped.status, 200, "{:?}", stepped.body);
+    assert_eq!((replayed.status, replayed.error_code()), (401, "invalid_credentials"), "a code is accepted once");
+    let claims = claims_of(stepped.data()["access_token"].as_str().unwrap());
+    assert_eq!((claims["aal"].clone(), claims["sid"].clone()), (json!("aal2"), aal1_sid), "the same session, at aal2");
+    assert_eq!(stepped.data()["session"]["aal"], "aal2");
+    let aal2 = as_user(&app.caller, stepped.data()["access_token"].as_str().unwrap());
+    let created = app.send(&aal2, Method::POST, "/v1/auth/me/api-keys", Some(&json!({"name": "k"}))).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    let old_token = app.send(&enrolled.user, Method::POST, "/v1/auth/me/api-keys", Some(&json!({"name": "k2"}))).await;
+    assert_eq!(old_token.status, 403, "a token issued before the step-up still says aal1");
+    let removed = app.send(&aal2, Method::DELETE, "/v1/auth/me/mfa/totp", None).await;
+    assert_eq!(removed.status, 200, "a stepped-up session is fresh: {:?}", removed.body);
+    let types = app.audit_types().await;
+    assert!(types.iter().any(|t| t == "session.stepped_up"), "{types:?}");
+}

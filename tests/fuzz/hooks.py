@@ -18,7 +18,7 @@ import urllib.request
 
 import schemathesis
 
-END_USER_OPERATIONS = r"^/v1/(auth/(me|organizations/|sign-out|invitations/)|dashboard/)"
+END_USER_OPERATIONS = r"^/v1/(auth/(me|mfa/|organizations/|sign-out|invitations/)|dashboard/)"
 ENROLLMENT_OPERATIONS = r"^/v1/os/enroll$"
 TOKEN_ENDPOINT = r"^/v1/applications/[^/]+/oauth/token$"
 

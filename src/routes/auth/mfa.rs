@@ -14,7 +14,8 @@ use crate::{
     auth::end_user::EndUser,
     error::ApiResult,
     http::{body::Body, envelope},
-    service::second_factors::{challenges, recovery, totp},
+    routes::users::SessionView,
+    service::second_factors::{challenges, recovery, step_up, totp},
     state::AppState,
 };
 
@@ -145,4 +146,51 @@ pub async fn complete_sign_in(state: web::Data<AppState>, req: HttpRequest, body
         challenges::complete(&scope, &state.master_key, &request.challenge, &request.code, session_ttl(&state)).await?;
     let signer = state.issuer().signer(&scope).await?;
     Ok(envelope::ok(signed_in(&signer, &completed.user, completed.opened)))
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SteppedUpView {
+    /// The same session, now at `aal2`.
+    pub session: SessionView,
+    /// A new access token saying `aal: aal2`; the refresh token is unchanged
+    /// and its refreshes say `aal2` too.
+    pub access_token: String,
+    pub token_type: &'static str,
+    pub expires_in: i64,
+}
+
+/// Step up: the signed-in session proves a second factor (a TOTP code or an
+/// unused recovery code) and continues at `aal2`: same session id, a new
+/// access token. Tries are limited per user; a code is accepted once.
+#[utoipa::path(post, path = "/v1/auth/mfa/step-up", tag = "auth", request_body = StepUpRequest,
+    responses((status = 200, body = SteppedUpView),
+        (status = 401, description = "`invalid_credentials`: the code is wrong or already used (or no factor)"), (status = 429)),
+    security(("access_token" = [])))]
+pub async fn step_up_session(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    user: EndUser,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    let request: StepUpRequest = body.json().await?;
+    let per_minute = state.settings.rate_limits.sign_in_per_email_per_minute;
+    limit(&state, &req, format!("mfa:user:{}:{}", user.tenant().id, user.session.user_id), per_minute).await?;
+    let session = step_up::step_up(&user.scope, &state.master_key, &user.session, &request.code).await?;
+    let issuer = state.issuer();
+    let signer = issuer.signer(&user.scope).await?;
+    let access = issuer.access_token(&signer, &user.scope, &session).await?;
+    Ok(envelope::ok(SteppedUpView {
+        session: (&session).into(),
+        access_token: access.token,
+        token_type: "Bearer",
+        expires_in: access.expires_in,
+    }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StepUpRequest {
+    /// A TOTP code (6 digits) or an unused recovery code (`xxxxx-xxxxx`).
+    #[schema(schema_with = crate::openapi::fields::text::<32>)]
+    pub code: String,
 }

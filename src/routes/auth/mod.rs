@@ -32,6 +32,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::delete().to(mfa::remove_totp)),
         )
         .service(web::resource("/auth/me/mfa/totp/confirm").route(web::post().to(mfa::confirm_totp)))
+        .service(web::resource("/auth/mfa/step-up").route(web::post().to(mfa::step_up_session)))
         .service(web::resource("/auth/token").route(web::post().to(sign_in::refresh)))
         .service(web::resource("/auth/sign-out").route(web::post().to(sign_in::sign_out)))
         .service(web::resource("/auth/password/forgot").route(web::post().to(password::forgot_password)))

@@ -38,8 +38,11 @@ pub struct IssuedPersonalKeyView {
 
 /// Create a personal API key for the signed-in user (operation 7).
 #[utoipa::path(post, path = "/v1/auth/me/api-keys", tag = "auth", request_body = CreatePersonalKeyRequest,
-    responses((status = 201, body = IssuedPersonalKeyView), (status = 401), (status = 422)), security(("access_token" = [])))]
+    responses((status = 201, body = IssuedPersonalKeyView), (status = 401),
+        (status = 403, description = "`aal2_required`: the application's `require_aal2_for` names `create_personal_key`"), (status = 422)),
+    security(("access_token" = [])))]
 pub async fn create_personal_key(state: web::Data<AppState>, user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+    user.require_aal2_for("create_personal_key")?;
     let request: CreatePersonalKeyRequest = body.json().await?;
     let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
     let live = user.tenant().environment.is_live();
@@ -61,8 +64,11 @@ pub async fn list_personal_keys(user: EndUser, query: Query<ListQuery>) -> ApiRe
 /// Revoke one of the signed-in user's personal keys.
 #[utoipa::path(post, path = "/v1/auth/me/api-keys/{key_id}/revoke", tag = "auth",
     params(("key_id" = Uuid, Path, description = "The key's id.")),
-    responses((status = 200, body = ApiKeyView), (status = 401), (status = 404)), security(("access_token" = [])))]
+    responses((status = 200, body = ApiKeyView), (status = 401),
+        (status = 403, description = "`aal2_required`: the application's `require_aal2_for` names `revoke_personal_key`"), (status = 404)),
+    security(("access_token" = [])))]
 pub async fn revoke_personal_key(user: EndUser, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+    user.require_aal2_for("revoke_personal_key")?;
     let id = path_id("API key", &path)?;
     body.no_fields().await?;
     let key = personal_keys::revoke(&user.scope, user.claims.sub, id).await?;

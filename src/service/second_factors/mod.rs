@@ -4,10 +4,12 @@
 //! ([`challenges`]); a code completes it with a session at `aal2`.
 //! Enrolment ([`totp`]) seals the secret with the master key, bound to the
 //! application and the user; a first code confirms it and answers ten
-//! recovery codes, shown once ([`recovery`]). Removing the factor needs a
-//! fresh `aal2` session.
+//! recovery codes, shown once ([`recovery`]). A signed-in `aal1` session
+//! proves a factor to continue at `aal2` ([`step_up`]). Removing the factor
+//! needs a fresh `aal2` session.
 pub mod challenges;
 pub mod recovery;
+pub mod step_up;
 pub mod totp;
 
 use sea_orm::DbErr;
@@ -35,6 +37,9 @@ pub enum SecondFactorError {
     /// A wrong, replayed or used code against a live challenge.
     #[error("the code is wrong or already used")]
     InvalidCode,
+    /// The session ended while it stepped up.
+    #[error("the session has ended")]
+    SessionEnded,
     /// A stored secret does not open with this master key (another
     /// deployment's key, a row edited by hand).
     #[error("a stored TOTP secret cannot be opened with this master key")]

@@ -170,8 +170,7 @@ pub async fn accept_code(
 /// proved a second factor in the last minutes.
 pub async fn remove(scope: &TenantScope, session: &session::Model) -> Result<(), SecondFactorError> {
     let fresh = crate::clock::now() - Duration::minutes(FRESH_AAL2_MINUTES);
-    // A session reaches aal2 when it opens (a sign-in that proved a factor).
-    if session.aal != "aal2" || session.created_at < fresh {
+    if session.aal != "aal2" || session.aal2_at.is_none_or(|at| at < fresh) {
         return Err(SecondFactorError::Aal2Required);
     }
     let mut txn = scope.begin().await?;

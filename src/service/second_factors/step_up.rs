@@ -1,0 +1,46 @@
+//! Step-up: a signed-in session proves a second factor (a TOTP code or a
+//! recovery code) and continues at `aal2`: the same session, its `aal2_at`
+//! set to now, so new tokens (from now and from its refreshes) say `aal2`.
+use entity::session;
+use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
+use serde_json::json;
+
+use super::{recovery, totp, SecondFactorError};
+use crate::{crypto::master_key::MasterKey, storage::TenantScope};
+
+/// Proves `code` for the session's user and raises the session to `aal2`;
+/// answers the session as it is now.
+pub async fn step_up(
+    scope: &TenantScope,
+    master_key: &MasterKey,
+    session: &session::Model,
+    code: &str,
+) -> Result<session::Model, SecondFactorError> {
+    let user_id = session.user_id;
+    let mut txn = scope.begin().await?;
+    let factor = if totp::accept_code(&mut txn, master_key, user_id, code).await? {
+        "totp"
+    } else if recovery::consume(&mut txn, master_key, user_id, code).await? {
+        "recovery_code"
+    } else {
+        txn.audit("mfa.challenge_failed", Some(user_id), json!({"method": "step_up", "session_id": session.id}))
+            .await?;
+        txn.commit().await?;
+        return Err(SecondFactorError::InvalidCode);
+    };
+    let now = crate::clock::now();
+    let raised = txn
+        .update_many(|q: UpdateMany<session::Entity>| {
+            q.col_expr(session::Column::Aal, Expr::value("aal2"))
+                .col_expr(session::Column::Aal2At, Expr::value(now))
+                .filter(session::Column::Id.eq(session.id))
+                .filter(session::Column::RevokedAt.is_null())
+        })
+        .await?;
+    if raised == 0 {
+        return Err(SecondFactorError::SessionEnded);
+    }
+    txn.audit("session.stepped_up", Some(session.id), json!({"user_id": user_id, "second_factor": factor})).await?;
+    txn.commit().await?;
+    Ok(session::Model { aal: "aal2".into(), aal2_at: Some(now), ..session.clone() })
+}
