@@ -12,7 +12,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter,
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{recovery, totp, SecondFactorError};
+use super::SecondFactorError;
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, sha256},
@@ -107,11 +107,7 @@ pub async fn complete(
         return Err(SecondFactorError::InvalidChallenge);
     };
     let user_id = counted.user_id;
-    let factor = if totp::accept_code(&mut txn, master_key, user_id, code).await? {
-        "totp"
-    } else if recovery::consume(&mut txn, master_key, user_id, code).await? {
-        "recovery_code"
-    } else {
+    let Some(factor) = super::prove(&mut txn, master_key, user_id, code).await? else {
         let data = json!({"method": counted.method, "attempts": counted.attempts, "attempts_left": MAX_ATTEMPTS - counted.attempts});
         txn.audit("mfa.challenge_failed", Some(user_id), data).await?;
         txn.commit().await?;

@@ -13,10 +13,30 @@ pub mod step_up;
 pub mod totp;
 
 use sea_orm::DbErr;
+use uuid::Uuid;
+
+use crate::{crypto::master_key::MasterKey, storage::TenantTxn};
 
 /// How long after a second factor was proven a session counts as fresh
 /// enough to remove factors.
 pub const FRESH_AAL2_MINUTES: i64 = 15;
+
+/// Which of the user's factors `code` proves (`totp` or `recovery_code`),
+/// taking it so it is never accepted again; `None`: none does.
+pub async fn prove(
+    txn: &mut TenantTxn,
+    master_key: &MasterKey,
+    user_id: Uuid,
+    code: &str,
+) -> Result<Option<&'static str>, SecondFactorError> {
+    if totp::accept_code(txn, master_key, user_id, code).await? {
+        return Ok(Some("totp"));
+    }
+    if recovery::consume(txn, master_key, user_id, code).await? {
+        return Ok(Some("recovery_code"));
+    }
+    Ok(None)
+}
 
 #[derive(Debug, thiserror::Error)]
 pub enum SecondFactorError {

@@ -5,7 +5,7 @@ use entity::session;
 use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
 use serde_json::json;
 
-use super::{recovery, totp, SecondFactorError};
+use super::SecondFactorError;
 use crate::{crypto::master_key::MasterKey, storage::TenantScope};
 
 /// Proves `code` for the session's user and raises the session to `aal2`;
@@ -18,11 +18,7 @@ pub async fn step_up(
 ) -> Result<session::Model, SecondFactorError> {
     let user_id = session.user_id;
     let mut txn = scope.begin().await?;
-    let factor = if totp::accept_code(&mut txn, master_key, user_id, code).await? {
-        "totp"
-    } else if recovery::consume(&mut txn, master_key, user_id, code).await? {
-        "recovery_code"
-    } else {
+    let Some(factor) = super::prove(&mut txn, master_key, user_id, code).await? else {
         txn.audit("mfa.challenge_failed", Some(user_id), json!({"method": "step_up", "session_id": session.id}))
             .await?;
         txn.commit().await?;
