@@ -163,15 +163,35 @@ async fn an_unknown_email_gets_the_same_answer_in_the_same_time() {
     .await;
     let caller = app.caller.clone();
     public(&app, &caller, "/v1/auth/sign-up", json!({"email": "known@example.com", "password": PASSWORD})).await;
+    // Twenty tries of each, alternating; medians within 20%. A timing
+    // oracle (a hash or a lookup on one path only) shows on every run; a
+    // scheduler hiccup on this 2-core machine shows on one: up to three runs.
+    let mut runs = Vec::new();
+    for _ in 0..3 {
+        let (known, unknown) = median_times(&app, &caller).await;
+        runs.push((known, unknown));
+        if known.max(unknown) / known.min(unknown) < 1.2 {
+            break;
+        }
+    }
+    let (known, unknown) = *runs.last().unwrap();
+    assert!(known.max(unknown) / known.min(unknown) < 1.2, "known vs unknown medians per run (s): {runs:?}");
+    let recipients: Vec<Value> = outbox(&app).await.iter().map(|m| m["recipient"].clone()).collect();
+    assert!(recipients.iter().all(|r| r == "known@example.com"), "{recipients:?}");
+    assert_eq!(recipients.len(), 20 * runs.len());
+}
+
+/// The median time of twenty forgot-password requests for a known and an
+/// unknown email, alternating which goes first.
+async fn median_times(app: &TestApp, caller: &Caller) -> (f64, f64) {
     let mut times = [Vec::new(), Vec::new()];
     let emails = ["known@example.com", "nobody@example.com"];
     for round in 0..20 {
         // Alternate which goes first, so neither always follows the other's background work.
         let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
         for i in order {
-            let email = emails[i];
             let started = Instant::now();
-            let answer = public(&app, &caller, "/v1/auth/password/forgot", json!({"email": email})).await;
+            let answer = public(app, caller, "/v1/auth/password/forgot", json!({"email": emails[i]})).await;
             times[i].push(started.elapsed());
             assert_eq!(answer.status, 202);
             assert_eq!(answer.data(), &json!({"accepted": true}));
@@ -183,10 +203,5 @@ async fn an_unknown_email_gets_the_same_answer_in_the_same_time() {
         times.sort();
         times[times.len() / 2].as_secs_f64()
     };
-    let (known, unknown) = (median(&mut times[0]), median(&mut times[1]));
-    let ratio = known.max(unknown) / known.min(unknown);
-    assert!(ratio < 1.2, "known {known:.6}s, unknown {unknown:.6}s");
-    let recipients: Vec<Value> = outbox(&app).await.iter().map(|m| m["recipient"].clone()).collect();
-    assert!(recipients.iter().all(|r| r == "known@example.com"), "{recipients:?}");
-    assert_eq!(recipients.len(), 20);
+    (median(&mut times[0]), median(&mut times[1]))
 }
