@@ -212,13 +212,13 @@ async fn migrate_one<M: MigratorTrait>(db: &Db) -> Result<(), DbErr> {
 pub struct Storage {
     pub catalog: Db,
     shards: HashMap<Region, Db>,
-    /// The other regions' databases a region move may write into: those
-    /// with a configured `database_url` (a default would name a file of
-    /// this node, not the region's database), opened on first use.
-    elsewhere: HashMap<Region, String>,
-    opened_elsewhere: Mutex<HashMap<Region, Db>>,
-    /// Every reachable region's database URL (held or elsewhere).
+    /// Every reachable region's database URL: the held ones, and the
+    /// others with a configured `database_url` (a default would name a
+    /// file of this node, not the region's database), which a region move
+    /// may write into.
     urls: HashMap<Region, String>,
+    /// The databases of regions not held, opened on first use by a move.
+    opened_elsewhere: Mutex<HashMap<Region, Db>>,
     max_connections: u32,
 }
 
@@ -235,14 +235,14 @@ impl Storage {
         for region in &settings.node.regions {
             shards.insert(*region, Db::connect(&settings.region_url(*region), region.as_str(), max).await?);
         }
-        let elsewhere: HashMap<Region, String> = Region::ALL
+        let urls = Region::ALL
             .into_iter()
-            .filter(|r| !shards.contains_key(r))
-            .filter_map(|r| settings.configured_region_url(r).map(|url| (r, url.to_string())))
+            .filter_map(|r| match shards.contains_key(&r) {
+                true => Some((r, settings.region_url(r))),
+                false => settings.configured_region_url(r).map(|url| (r, url.to_string())),
+            })
             .collect();
-        let mut urls = elsewhere.clone();
-        urls.extend(shards.keys().map(|r| (*r, settings.region_url(*r))));
-        Ok(Storage { catalog, shards, elsewhere, opened_elsewhere: Mutex::default(), urls, max_connections: max })
+        Ok(Storage { catalog, shards, urls, opened_elsewhere: Mutex::default(), max_connections: max })
     }
 
     /// Applies what is pending and says so in one line per database
@@ -266,7 +266,7 @@ impl Storage {
         if let Some(shard) = self.shards.get(&region) {
             return Ok(Some(shard.clone()));
         }
-        let Some(url) = self.elsewhere.get(&region) else {
+        let Some(url) = self.urls.get(&region) else {
             return Ok(None);
         };
         let mut opened = self.opened_elsewhere.lock().await;

@@ -184,6 +184,9 @@ async fn moving_back_and_forth_keeps_every_row_and_one_chain() {
     sign_up(&app, &app.caller, "ada@example.com").await;
     settled(&app, 1).await;
     let before = rows_in(&app, Region::Us, id).await;
+    let other = app.other_account().await;
+    let other_id: Uuid = other.application_id.parse().unwrap();
+    let other_before = rows_in(&app, Region::Us, other_id).await;
 
     for region in ["eu", "ap", "us"] {
         assert_eq!(move_to(&app, region).await.status, 200);
@@ -196,6 +199,8 @@ async fn moving_back_and_forth_keeps_every_row_and_one_chain() {
     assert_eq!(count(&after, "users"), 1);
     let us = app.state.storage.shard(Region::Us).unwrap();
     assert!(gatehouse::audit::query::verify(&us.conn, id).await.unwrap().is_ok());
-    let other = app.other_account().await;
+    // Another application of the same region is not touched by the moves.
+    assert_eq!(rows_in(&app, Region::Us, other_id).await, other_before);
+    assert!(!other_before.is_empty());
     assert_eq!(app.send(&other, Method::GET, "/v1/security/region", None).await.data()["region"], "us");
 }
