@@ -48,6 +48,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         entitlement_claims: Vec::new(),
         require_verified_email: false,
         require_aal2_for: Vec::new(),
+        passkey_rp_id: None,
         profile_fields: Vec::new(),
     };
     let (app, key) = applications::create(storage, new, &Actor::system()).await?;

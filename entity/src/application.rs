@@ -26,6 +26,9 @@ pub struct Model {
     /// JSON array of end-user actions that need a session at `aal2`
     /// (`create_personal_key`, `revoke_personal_key`); null: none.
     pub require_aal2_for: Option<Json>,
+    /// The WebAuthn relying-party id of the application's passkeys (a
+    /// domain its allowed origins are on); null: passkeys are off.
+    pub passkey_rp_id: Option<String>,
     /// Set while the application's data is being moved to this region
     /// (its requests get 503 `region_migration_in_progress`); see `region_moves`.
     pub moving_to: Option<String>,

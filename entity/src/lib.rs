@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `messaging_provider`, `mfa_challenge`, `mfa_factor`, `oauth_flow`, `oauth_provider`, `password_reset`, `recovery_code`, `refresh_token`,
+//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `messaging_provider`, `mfa_challenge`, `mfa_factor`, `oauth_flow`, `oauth_provider`, `passkey_ceremony`, `password_reset`, `recovery_code`, `refresh_token`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod access_review;
 pub mod access_review_item;
@@ -34,6 +34,8 @@ pub mod mfa_factor;
 pub mod oauth_flow;
 pub mod oauth_provider;
 pub mod organization;
+pub mod passkey;
+pub mod passkey_ceremony;
 pub mod password_reset;
 pub mod pending_audit_event;
 pub mod plan;

@@ -30,6 +30,8 @@ mod m20261127_000025_add_require_verified_email;
 mod m20261128_000026_create_region_moves;
 mod m20261128_000027_create_second_factors;
 mod m20261128_000028_add_require_aal2_for;
+mod m20261129_000029_create_passkeys;
+mod m20261129_000030_add_passkey_rp_id;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal and the processor accounts that point into it.
@@ -47,6 +49,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261127_000025_add_require_verified_email::Migration),
             Box::new(m20261128_000026_create_region_moves::Migration),
             Box::new(m20261128_000028_add_require_aal2_for::Migration),
+            Box::new(m20261129_000030_add_passkey_rp_id::Migration),
         ]
     }
 
@@ -82,6 +85,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261127_000023_create_sso_domains::Migration),
             Box::new(m20261127_000024_create_email_verifications::Migration),
             Box::new(m20261128_000027_create_second_factors::Migration),
+            Box::new(m20261129_000029_create_passkeys::Migration),
         ]
     }
 

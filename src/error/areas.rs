@@ -185,6 +185,7 @@ impl From<AuthError> for ApiError {
             AuthError::User(err) => err.into(),
             AuthError::Rotation(err) => err.into(),
             AuthError::Entitlement(err) => err.into(),
+            AuthError::SecondFactor(err) => err.into(),
             AuthError::EmailNotVerified => ApiError::new(
                 Code::EmailNotVerified,
                 "The email is not verified; a code was sent to it (POST /v1/auth/email/verify).",
@@ -338,15 +339,23 @@ impl From<SecondFactorError> for ApiError {
             SecondFactorError::AlreadyEnrolled => {
                 ApiError::new(Code::Conflict, "A TOTP factor is active; remove it first.")
             }
-            SecondFactorError::NotEnrolling | SecondFactorError::NotEnrolled => {
-                ApiError::new(Code::NotFound, capitalized(&message))
-            }
-            SecondFactorError::WrongCode | SecondFactorError::InvalidChallenge => {
+            SecondFactorError::NotEnrolling
+            | SecondFactorError::NotEnrolled
+            | SecondFactorError::NoPasskey
+            | SecondFactorError::PasskeyNotFound => ApiError::new(Code::NotFound, capitalized(&message)),
+            SecondFactorError::WrongCode | SecondFactorError::InvalidChallenge | SecondFactorError::InvalidCeremony => {
                 ApiError::new(Code::InvalidGrant, capitalized(&message))
+            }
+            SecondFactorError::PasskeysOff | SecondFactorError::NoOriginOnRpId => {
+                ApiError::new(Code::PasskeysNotConfigured, capitalized(&message))
+            }
+            SecondFactorError::PasskeyTaken => ApiError::new(Code::Conflict, capitalized(&message)),
+            SecondFactorError::TooManyPasskeys | SecondFactorError::PasskeyRefused => {
+                ApiError::invalid("credential", message)
             }
             SecondFactorError::InvalidCode => ApiError::new(Code::InvalidCredentials, capitalized(&message)),
             SecondFactorError::Aal2Required => ApiError::new(Code::Aal2Required, capitalized(&message)),
-            SecondFactorError::SecretUnreadable => ApiError::internal(message),
+            SecondFactorError::SecretUnreadable | SecondFactorError::PasskeyUnreadable => ApiError::internal(message),
             SecondFactorError::SessionEnded => ApiError::unauthenticated(),
             SecondFactorError::Db(err) => err.into(),
         }

@@ -36,6 +36,7 @@ pub enum Code {
     DomainVerificationFailed,
     EmailNotVerified,
     Aal2Required,
+    PasskeysNotConfigured,
     PayloadTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
@@ -53,7 +54,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 39] = [
+    pub const ALL: [Code; 40] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -80,6 +81,7 @@ impl Code {
         Code::DomainVerificationFailed,
         Code::EmailNotVerified,
         Code::Aal2Required,
+        Code::PasskeysNotConfigured,
         Code::PayloadTooLarge,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
@@ -118,7 +120,8 @@ impl Code {
             | Code::LastOwner
             | Code::AlreadyDecided
             | Code::AlreadyInvited
-            | Code::DomainTaken => StatusCode::CONFLICT,
+            | Code::DomainTaken
+            | Code::PasskeysNotConfigured => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::ValidationFailed
@@ -164,6 +167,7 @@ impl Code {
             Code::DomainVerificationFailed => "domain_verification_failed",
             Code::EmailNotVerified => "email_not_verified",
             Code::Aal2Required => "aal2_required",
+            Code::PasskeysNotConfigured => "passkeys_not_configured",
             Code::PayloadTooLarge => "payload_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",

@@ -81,6 +81,13 @@ pub struct UpdateApplicationRequest {
     /// `create_personal_key`, `revoke_personal_key`. Default none.
     #[schema(schema_with = crate::openapi::fields::aal2_actions)]
     pub require_aal2_for: Option<Vec<String>>,
+    /// The WebAuthn relying-party id of the application's passkeys: a
+    /// domain (`example.com`) that the allowed origins the passkey pages are
+    /// served on are on (`https://app.example.com`). Null turns passkeys off
+    /// (default); registered passkeys only work under the id they were made for.
+    #[serde(default, deserialize_with = "crate::http::body::present")]
+    #[schema(schema_with = crate::openapi::fields::optional_text::<253>)]
+    pub passkey_rp_id: Option<Option<String>>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -98,6 +105,7 @@ pub struct ApplicationView {
     pub entitlement_claims: Vec<String>,
     pub require_verified_email: bool,
     pub require_aal2_for: Vec<String>,
+    pub passkey_rp_id: Option<String>,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -119,6 +127,7 @@ impl From<&Tenant> for ApplicationView {
             entitlement_claims: app.entitlement_claims.clone(),
             require_verified_email: app.require_verified_email,
             require_aal2_for: app.require_aal2_for.clone(),
+            passkey_rp_id: app.passkey_rp_id.clone(),
             created_at: app.created_at,
             updated_at: app.updated_at,
         }
@@ -166,6 +175,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         entitlement_claims: Vec::new(),
         require_verified_email: false,
         require_aal2_for: Vec::new(),
+        passkey_rp_id: None,
         profile_fields: Vec::new(),
     };
     if let Some(source) = request.copy_from {
@@ -176,6 +186,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         new.entitlement_claims = source.entitlement_claims.clone();
         new.require_verified_email = source.require_verified_email;
         new.require_aal2_for = source.require_aal2_for.clone();
+        new.passkey_rp_id = source.passkey_rp_id.clone();
         new.profile_fields = fields;
     }
     let (app, first_key) = applications::create(&state.storage, new, key.scope.actor()).await?;
@@ -234,6 +245,7 @@ pub async fn update_application(
         request.entitlement_claims,
         request.require_verified_email,
         request.require_aal2_for,
+        request.passkey_rp_id,
     )?;
     let app = state.tenants.update_settings(&key.scope, patch).await?;
     Ok(envelope::ok(ApplicationView::from(&app)))

@@ -66,6 +66,7 @@ pub struct NewApplication {
     pub entitlement_claims: Vec<String>,
     pub require_verified_email: bool,
     pub require_aal2_for: Vec<String>,
+    pub passkey_rp_id: Option<String>,
     /// Copied from `copy_from`'s schema (new ids, this application's).
     pub profile_fields: Vec<entity::profile_field::Model>,
 }
@@ -80,12 +81,15 @@ pub struct SettingsPatch {
     pub entitlement_claims: Option<Vec<String>>,
     pub require_verified_email: Option<bool>,
     pub require_aal2_for: Option<Vec<String>>,
+    /// `Some(None)`: passkeys off.
+    pub passkey_rp_id: Option<Option<String>>,
 }
 
 /// The longest reuse interval of a refresh token (as Auth0 and Okta bound theirs).
 pub const MAX_REFRESH_REUSE_INTERVAL: i64 = 60;
 
 impl SettingsPatch {
+    #[allow(clippy::too_many_arguments)] // one per setting, each checked here
     pub fn parse(
         name: Option<String>,
         allowed_origins: Option<Vec<String>>,
@@ -94,6 +98,7 @@ impl SettingsPatch {
         entitlement_claims: Option<Vec<String>>,
         require_verified_email: Option<bool>,
         require_aal2_for: Option<Vec<String>>,
+        passkey_rp_id: Option<Option<String>>,
     ) -> Result<Self, Invalid> {
         let mut issues = Issues::default();
         let name = name.map(|n| issues.text("name", &n, 255));
@@ -113,6 +118,14 @@ impl SettingsPatch {
         if let Some(actions) = &require_aal2_for {
             aal2_actions_issue(&mut issues, actions);
         }
+        if let Some(Some(rp_id)) = &passkey_rp_id {
+            if !is_relying_party_id(rp_id) {
+                issues.add(
+                    "passkey_rp_id",
+                    "must be a domain name in lower case (`example.com`, `localhost`), not an address",
+                );
+            }
+        }
         issues.finish()?;
         Ok(SettingsPatch {
             name,
@@ -122,12 +135,26 @@ impl SettingsPatch {
             entitlement_claims,
             require_verified_email,
             require_aal2_for,
+            passkey_rp_id,
         })
     }
 }
 
+/// Whether `id` can be a WebAuthn relying-party id: a domain name in ASCII
+/// lower case (IDNs in their `xn--` form), not an IP address.
+pub fn is_relying_party_id(id: &str) -> bool {
+    let label_ok = |l: &str| {
+        (1..=63).contains(&l.len())
+            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let last_is_name = id.rsplit('.').next().is_some_and(|l| l.bytes().any(|b| b.is_ascii_lowercase()));
+    id.len() <= 253 && id.split('.').all(label_ok) && last_is_name
+}
+
 /// The end-user actions `require_aal2_for` may name.
-pub const AAL2_ACTIONS: [&str; 2] = ["create_personal_key", "revoke_personal_key"];
+pub const AAL2_ACTIONS: [&str; 3] = ["create_personal_key", "revoke_personal_key", "register_passkey"];
 
 fn aal2_actions_issue(issues: &mut Issues, actions: &[String]) {
     let distinct: std::collections::HashSet<&String> = actions.iter().collect();
@@ -258,6 +285,7 @@ pub async fn create(
         entitlement_claims: Some(json!(new.entitlement_claims)),
         require_verified_email: new.require_verified_email,
         require_aal2_for: Some(json!(new.require_aal2_for)),
+        passkey_rp_id: new.passkey_rp_id,
         moving_to: None,
         created_at: now,
         updated_at: now,
@@ -357,6 +385,10 @@ pub async fn update_settings(
     if let Some(actions) = patch.require_aal2_for {
         active.require_aal2_for = Set(Some(json!(actions)));
         changed.push("require_aal2_for");
+    }
+    if let Some(rp_id) = patch.passkey_rp_id {
+        active.passkey_rp_id = Set(rp_id);
+        changed.push("passkey_rp_id");
     }
     if let Some(required) = patch.require_verified_email {
         active.require_verified_email = Set(required);

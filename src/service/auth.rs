@@ -5,13 +5,18 @@ use chrono::Duration;
 use entity::{membership, session, user};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
+use webauthn_rs::prelude::PublicKeyCredential;
 
 use super::{
     email_verifications::Codes,
     entitlements::{self, EntitlementError, OrganizationEntitlements},
     hooks::{self, HookError},
     rotations::RotationError,
-    second_factors::{self, challenges},
+    second_factors::{
+        self, challenges,
+        passkeys::{self, Asserted},
+        SecondFactorError,
+    },
     sessions::{self, Opened, RefreshRefused},
     users::{self, UserError},
 };
@@ -19,7 +24,7 @@ use crate::{
     audit::Actor,
     crypto::password::{PasswordError, PasswordHasher},
     error::ApiError,
-    storage::TenantScope,
+    storage::{TenantConn, TenantScope, TenantTxn},
     tenancy::registry::TenantRegistry,
     tokens::{AccessTokens, Issued, NoSigningKey, OrganizationClaims, Signer},
 };
@@ -56,6 +61,9 @@ pub enum AuthError {
     /// An organization's entitlements, for a token's `ent` claim.
     #[error(transparent)]
     Entitlement(#[from] EntitlementError),
+    /// A passkey sign-in's ceremony or stored passkey.
+    #[error(transparent)]
+    SecondFactor(#[from] SecondFactorError),
     #[error(transparent)]
     Db(#[from] sea_orm::DbErr),
 }
@@ -191,8 +199,9 @@ pub async fn sign_in(
         record_failed_sign_in(scope, email, Some(user.id), "email_not_verified").await?;
         return Err(AuthError::EmailNotVerified);
     }
-    if second_factors::totp::is_enrolled(scope, user.id).await? {
-        return Ok(SignedIn::SecondFactorRequired(challenges::issue(scope, user.id, "password", None).await?));
+    let factors = second_factors::factors_of(scope, user.id).await?;
+    if !factors.is_empty() {
+        return Ok(SignedIn::SecondFactorRequired(challenges::issue(scope, user.id, "password", None, factors).await?));
     }
     let mut txn = scope.acting_as(Actor::user(user.id)).begin().await?;
     let now = crate::clock::now();
@@ -206,6 +215,51 @@ pub async fn sign_in(
         .await?;
     txn.commit().await?;
     Ok(SignedIn::Session(signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
+}
+
+/// A passwordless sign-in: a discoverable passkey's assertion against a
+/// `sign_in` ceremony opens a session at `aal2` (the passkey is a
+/// device the user has, unlocked by user verification). A refused
+/// assertion spends the ceremony and is audited `sign_in.failed`.
+pub async fn sign_in_with_passkey(
+    scope: &TenantScope,
+    issuer: &Issuer<'_>,
+    codes: Codes<'_>,
+    ceremony: &str,
+    credential: &PublicKeyCredential,
+    session_ttl: Duration,
+) -> Result<(Signer, user::Model, Opened), AuthError> {
+    let signer = issuer.signer(scope).await?;
+    let mut txn = scope.acting_as(Actor::public()).begin().await?;
+    let asserted =
+        passkeys::assert(&mut txn, scope.tenant(), ceremony, passkeys::Purpose::SignIn, None, credential).await?;
+    let (user_id, passkey_id) = match asserted {
+        Asserted::Proven { user_id, passkey_id } => (user_id, passkey_id),
+        Asserted::Refused { user_id, reason } => return Err(refuse_passkey(txn, user_id, reason).await?),
+    };
+    let Some(user) = txn.find_by_id::<user::Entity>(user_id).one(txn.conn()).await? else {
+        return Err(refuse_passkey(txn, Some(user_id), "unknown_user").await?);
+    };
+    if scope.tenant().require_verified_email && user.email_verified_at.is_none() {
+        refuse_passkey(txn, Some(user_id), "email_not_verified").await?;
+        codes.send(scope, &user);
+        return Err(AuthError::EmailNotVerified);
+    }
+    let now = crate::clock::now();
+    users::touch_sign_in(&mut txn, user_id, now).await?;
+    let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), "aal2", session_ttl).await?;
+    let data = json!({"session_id": opened.session.id, "method": "passkey", "passkey_id": passkey_id});
+    txn.audit_as(&Actor::user(user_id), "sign_in.succeeded", Some(user_id), data).await?;
+    txn.commit().await?;
+    Ok((signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
+}
+
+/// Commits a refused passkey sign-in (its ceremony spent) with its
+/// `sign_in.failed` row; answers the one 401.
+async fn refuse_passkey(mut txn: TenantTxn, user_id: Option<Uuid>, reason: &str) -> Result<AuthError, sea_orm::DbErr> {
+    txn.audit("sign_in.failed", user_id, json!({"method": "passkey", "reason": reason})).await?;
+    txn.commit().await?;
+    Ok(AuthError::InvalidCredentials)
 }
 
 /// Records a failed sign-in (the reason is for the operator) and answers

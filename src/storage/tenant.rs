@@ -39,6 +39,9 @@ pub enum Unaudited {
     /// one-time code, an identity's last sign-in): its outcome is audited,
     /// `sign_in.succeeded` at the exchange or `sign_in.failed`.
     ProviderSignInStep,
+    /// A passkey ceremony's server-side state: its outcome is audited
+    /// (`passkey.registered`, `sign_in.succeeded`, a failure).
+    PasskeyCeremony,
 }
 
 /// Read access to one application's rows, through a handle or a transaction.

@@ -103,4 +103,6 @@ tenant_tables!(
     mfa_factor,
     recovery_code,
     mfa_challenge,
+    passkey,
+    passkey_ceremony,
 );

@@ -73,6 +73,9 @@ pub struct TenantSnapshot {
     /// End-user actions that need a session at `aal2` (403 `aal2_required`).
     #[serde(default)]
     pub require_aal2_for: Vec<String>,
+    /// The WebAuthn relying-party id of the application's passkeys; none: passkeys are off.
+    #[serde(default)]
+    pub passkey_rp_id: Option<String>,
     /// Set while the application's data moves to this region: its requests
     /// are answered 503 `region_migration_in_progress` until the switch.
     #[serde(default)]
@@ -100,6 +103,7 @@ impl TenantSnapshot {
             entitlement_claims: row.entitlement_claims.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             require_verified_email: row.require_verified_email,
             require_aal2_for: row.require_aal2_for.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
+            passkey_rp_id: row.passkey_rp_id,
             moving_to: row.moving_to.as_deref().and_then(Region::parse),
             name: row.name,
             created_at: row.created_at,

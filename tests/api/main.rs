@@ -4,6 +4,7 @@
 mod api_keys;
 mod applications;
 mod audit;
+mod authenticator;
 mod billing;
 mod binary;
 mod cli;
@@ -27,6 +28,7 @@ mod messaging;
 mod oauth_providers;
 mod oidc;
 mod ops;
+mod passkeys;
 mod password_reset;
 mod profile_fields;
 mod provider_sign_in;

@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
+use webauthn_rs::prelude::PublicKeyCredential;
 
 use super::{
     limit, public_caller,
@@ -12,10 +13,10 @@ use super::{
 };
 use crate::{
     auth::end_user::EndUser,
-    error::ApiResult,
+    error::{ApiError, ApiResult},
     http::{body::Body, envelope},
     routes::users::SessionView,
-    service::second_factors::{challenges, recovery, step_up, totp},
+    service::second_factors::{challenges, passkeys, recovery, step_up, totp, Proof},
     state::AppState,
 };
 
@@ -25,6 +26,8 @@ pub struct SecondFactorsView {
     pub totp: Option<TotpFactorView>,
     /// Recovery codes not used yet.
     pub recovery_codes_remaining: u64,
+    /// Registered passkeys (`GET /v1/auth/me/passkeys` lists them).
+    pub passkeys: usize,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -49,6 +52,7 @@ pub async fn list_factors(user: EndUser) -> ApiResult<HttpResponse> {
             confirmed_at: f.confirmed_at,
         }),
         recovery_codes_remaining: recovery::remaining(&user.scope, user_id).await?,
+        passkeys: passkeys::list(&user.scope, user_id).await?.len(),
     }))
 }
 
@@ -124,12 +128,49 @@ pub struct CompleteSignInRequest {
     #[schema(schema_with = crate::openapi::fields::text::<100>)]
     pub challenge: String,
     /// A TOTP code (6 digits) or an unused recovery code (`xxxxx-xxxxx`).
-    #[schema(schema_with = crate::openapi::fields::text::<32>)]
-    pub code: String,
+    #[schema(schema_with = crate::openapi::fields::optional_text::<32>)]
+    pub code: Option<String>,
+    /// A passkey ceremony begun for this sign-in (`POST /v1/auth/sign-in/mfa/passkey`).
+    #[schema(schema_with = crate::openapi::fields::optional_text::<100>)]
+    pub ceremony: Option<String>,
+    /// The passkey's assertion as `PublicKeyCredential.toJSON()` gives it.
+    #[schema(value_type = Option<Object>)]
+    pub credential: Option<PublicKeyCredential>,
 }
 
-/// Complete a sign-in that answered `mfa_required` with a TOTP code or a
-/// recovery code: a session at `aal2`. Five tries per challenge (5
+/// A second factor: a `code`, or a passkey's `ceremony` and `credential`.
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProofRequest {
+    /// A TOTP code (6 digits) or an unused recovery code (`xxxxx-xxxxx`).
+    #[schema(schema_with = crate::openapi::fields::optional_text::<32>)]
+    pub code: Option<String>,
+    /// A passkey ceremony begun for this sign-in or step-up.
+    #[schema(schema_with = crate::openapi::fields::optional_text::<100>)]
+    pub ceremony: Option<String>,
+    /// The passkey's assertion as `PublicKeyCredential.toJSON()` gives it.
+    #[schema(value_type = Option<Object>)]
+    pub credential: Option<PublicKeyCredential>,
+}
+
+impl ProofRequest {
+    fn proof(self) -> ApiResult<Proof> {
+        proof(self.code, self.ceremony, self.credential)
+    }
+}
+
+/// A code, or a passkey's ceremony and assertion: one of the two.
+fn proof(code: Option<String>, ceremony: Option<String>, credential: Option<PublicKeyCredential>) -> ApiResult<Proof> {
+    match (code, ceremony, credential) {
+        (Some(code), None, None) => Ok(Proof::Code(code)),
+        (None, Some(ceremony), Some(credential)) => Ok(Proof::Passkey { ceremony, credential: Box::new(credential) }),
+        _ => Err(ApiError::invalid("code", "send either `code`, or `ceremony` and `credential` of a passkey")),
+    }
+}
+
+/// Complete a sign-in that answered `mfa_required` with a TOTP code, a
+/// recovery code or a passkey (options from `POST
+/// /v1/auth/sign-in/mfa/passkey`): a session at `aal2`. Five tries per challenge (5
 /// minutes, single use) and a per-user limit; a code is accepted once.
 #[utoipa::path(post, path = "/v1/auth/sign-in/mfa", tag = "auth", request_body = CompleteSignInRequest,
     responses((status = 200, body = super::sign_in::SignedInView),
@@ -138,12 +179,13 @@ pub struct CompleteSignInRequest {
 pub async fn complete_sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: CompleteSignInRequest = body.json().await?;
+    let proof = proof(request.code, request.ceremony, request.credential)?;
     if let Some(user_id) = challenges::user_of(&scope, &request.challenge).await? {
         let per_minute = state.settings.rate_limits.sign_in_per_email_per_minute;
         limit(&state, &req, format!("mfa:user:{}:{user_id}", scope.tenant().id), per_minute).await?;
     }
     let completed =
-        challenges::complete(&scope, &state.master_key, &request.challenge, &request.code, session_ttl(&state)).await?;
+        challenges::complete(&scope, &state.master_key, &request.challenge, &proof, session_ttl(&state)).await?;
     let signer = state.issuer().signer(&scope).await?;
     Ok(envelope::ok(signed_in(&signer, &completed.user, completed.opened)))
 }
@@ -159,10 +201,11 @@ pub struct SteppedUpView {
     pub expires_in: i64,
 }
 
-/// Step up: the signed-in session proves a second factor (a TOTP code or an
-/// unused recovery code) and continues at `aal2`: same session id, a new
+/// Step up: the signed-in session proves a second factor (a TOTP code, an
+/// unused recovery code or a passkey, options from `POST
+/// /v1/auth/mfa/step-up/passkey`) and continues at `aal2`: same session id, a new
 /// access token. Tries are limited per user; a code is accepted once.
-#[utoipa::path(post, path = "/v1/auth/mfa/step-up", tag = "auth", request_body = StepUpRequest,
+#[utoipa::path(post, path = "/v1/auth/mfa/step-up", tag = "auth", request_body = ProofRequest,
     responses((status = 200, body = SteppedUpView),
         (status = 401, description = "`invalid_credentials`: the code is wrong or already used (or no factor)"), (status = 429)),
     security(("access_token" = [])))]
@@ -172,10 +215,10 @@ pub async fn step_up_session(
     user: EndUser,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    let request: StepUpRequest = body.json().await?;
+    let proof = body.json::<ProofRequest>().await?.proof()?;
     let per_minute = state.settings.rate_limits.sign_in_per_email_per_minute;
     limit(&state, &req, format!("mfa:user:{}:{}", user.tenant().id, user.session.user_id), per_minute).await?;
-    let session = step_up::step_up(&user.scope, &state.master_key, &user.session, &request.code).await?;
+    let session = step_up::step_up(&user.scope, &state.master_key, &user.session, &proof).await?;
     let issuer = state.issuer();
     let signer = issuer.signer(&user.scope).await?;
     let access = issuer.access_token(&signer, &user.scope, &session).await?;
@@ -185,12 +228,4 @@ pub async fn step_up_session(
         token_type: "Bearer",
         expires_in: access.expires_in,
     }))
-}
-
-#[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct StepUpRequest {
-    /// A TOTP code (6 digits) or an unused recovery code (`xxxxx-xxxxx`).
-    #[schema(schema_with = crate::openapi::fields::text::<32>)]
-    pub code: String,
 }

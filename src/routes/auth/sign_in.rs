@@ -48,11 +48,12 @@ pub enum SignInAnswer {
 pub struct SecondFactorRequiredView {
     /// Always true: no session yet, no tokens.
     pub mfa_required: bool,
-    /// Single use, 5 minutes, 5 tries: `POST /v1/auth/sign-in/mfa {challenge, code}`.
+    /// Single use, 5 minutes, 5 tries: `POST /v1/auth/sign-in/mfa` with a
+    /// code, or with a passkey (options from `POST /v1/auth/sign-in/mfa/passkey`).
     pub challenge: String,
     /// Seconds until the challenge expires.
     pub expires_in: i64,
-    /// What the code may be: `totp`, `recovery_code`.
+    /// What can complete it: `totp`, `recovery_code`, `passkey`.
     pub factors: Vec<&'static str>,
 }
 
@@ -65,7 +66,7 @@ impl From<auth::SignedIn> for SignInAnswer {
                     mfa_required: true,
                     challenge: issued.challenge,
                     expires_in: issued.expires_in,
-                    factors: vec!["totp", "recovery_code"],
+                    factors: issued.factors,
                 })
             }
         }

@@ -60,12 +60,13 @@ pub async fn exchange(
         return Err(refused());
     }
     let user = txn.find_by_id::<user::Entity>(user_id).one(txn.conn()).await?.ok_or_else(refused)?;
-    if second_factors::totp::is_enrolled(&txn, user_id).await? {
+    let factors = second_factors::factors_of(&txn, user_id).await?;
+    if !factors.is_empty() {
         // The code is spent; the sign-in's outcome is audited at its second step.
         txn.unaudited(Unaudited::ProviderSignInStep);
         txn.commit().await?;
         return Ok(SignedIn::SecondFactorRequired(
-            challenges::issue(scope, user_id, "oauth", Some(&flow.provider)).await?,
+            challenges::issue(scope, user_id, "oauth", Some(&flow.provider), factors).await?,
         ));
     }
     let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), "aal1", session_ttl).await?;

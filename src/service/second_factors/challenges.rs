@@ -1,7 +1,7 @@
 //! The second step of a sign-in: a user with an active factor who proved a
 //! first factor gets a challenge (`mfa_` and 256 random bits, kept as its
 //! SHA-256, 5 minutes) instead of a session; a TOTP code or a recovery code
-//! against it opens the session at `aal2`. Each try is counted before it is
+//! or a passkey against it opens the session at `aal2`. Each try is counted before it is
 //! compared (five per challenge, however many arrive at once); a wrong one
 //! is audited `mfa.challenge_failed`; the challenge is used once.
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
@@ -12,7 +12,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter,
 use serde_json::json;
 use uuid::Uuid;
 
-use super::SecondFactorError;
+use super::{Proof, SecondFactorError};
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, sha256},
@@ -31,11 +31,19 @@ const PREFIX: &str = "mfa_";
 pub struct Issued {
     pub challenge: String,
     pub expires_in: i64,
+    /// What can complete it: `totp`, `recovery_code`, `passkey`.
+    pub factors: Vec<&'static str>,
 }
 
 /// Makes a challenge for a user whose first factor (`method`: `password`,
-/// or `oauth` with its `provider`) was proven.
-pub async fn issue(scope: &TenantScope, user_id: Uuid, method: &str, provider: Option<&str>) -> Result<Issued, DbErr> {
+/// or `oauth` with its `provider`) was proven and who has `factors`.
+pub async fn issue(
+    scope: &TenantScope,
+    user_id: Uuid,
+    method: &str,
+    provider: Option<&str>,
+    factors: Vec<&'static str>,
+) -> Result<Issued, DbErr> {
     let mut bytes = [0u8; 32];
     OsRng.fill_bytes(&mut bytes);
     let challenge = format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(bytes));
@@ -54,13 +62,13 @@ pub async fn issue(scope: &TenantScope, user_id: Uuid, method: &str, provider: O
     };
     let mut txn = scope.begin().await?;
     txn.insert(row.into_active_model()).await?;
-    let mut data = json!({"method": method, "second_factor": "totp"});
+    let mut data = json!({"method": method, "factors": factors});
     if let Some(provider) = provider {
         data["provider"] = json!(provider);
     }
     txn.audit("sign_in.challenged", Some(user_id), data).await?;
     txn.commit().await?;
-    Ok(Issued { challenge, expires_in: TTL_MINUTES * 60 })
+    Ok(Issued { challenge, expires_in: TTL_MINUTES * 60, factors })
 }
 
 /// The user a live challenge is for (to limit tries per user); reads only.
@@ -75,20 +83,21 @@ pub async fn user_of(scope: &TenantScope, challenge: &str) -> Result<Option<Uuid
 }
 
 /// A completed sign-in: the user, the new `aal2` session, and the factor
-/// that proved it (`totp` or `recovery_code`).
+/// that proved it (`totp`, `recovery_code` or `passkey`).
 pub struct Completed {
     pub user: user::Model,
     pub opened: Opened,
     pub factor: &'static str,
 }
 
-/// Completes a challenge with a code: the try counted, the code taken
-/// once, the challenge used and the session opened, in one transaction.
+/// Completes a challenge with a code or a passkey: the try counted, the
+/// proof taken once, the challenge used and the session opened, in one
+/// transaction.
 pub async fn complete(
     scope: &TenantScope,
     master_key: &MasterKey,
     challenge: &str,
-    code: &str,
+    proof: &Proof,
     session_ttl: Duration,
 ) -> Result<Completed, SecondFactorError> {
     let hash = sha256(challenge).to_vec();
@@ -107,7 +116,7 @@ pub async fn complete(
         return Err(SecondFactorError::InvalidChallenge);
     };
     let user_id = counted.user_id;
-    let Some(factor) = super::prove(&mut txn, master_key, user_id, code).await? else {
+    let Some(factor) = super::prove(&mut txn, scope.tenant(), master_key, user_id, proof).await? else {
         let data = json!({"method": counted.method, "attempts": counted.attempts, "attempts_left": MAX_ATTEMPTS - counted.attempts});
         txn.audit("mfa.challenge_failed", Some(user_id), data).await?;
         txn.commit().await?;

@@ -1,13 +1,15 @@
-//! Second factors: TOTP (RFC 6238) with recovery codes, and the sign-ins
-//! that need one. A user with an active factor who proves a first factor
-//! (a password, a provider) gets a challenge instead of a session
-//! ([`challenges`]); a code completes it with a session at `aal2`.
+//! Second factors: TOTP (RFC 6238) with recovery codes, passkeys
+//! (WebAuthn, [`passkeys`]), and the sign-ins that need one. A user with a
+//! factor who proves a first factor (a password, a provider) gets a
+//! challenge instead of a session ([`challenges`]); a code or a passkey
+//! completes it with a session at `aal2`.
 //! Enrolment ([`totp`]) seals the secret with the master key, bound to the
 //! application and the user; a first code confirms it and answers ten
 //! recovery codes, shown once ([`recovery`]). A signed-in `aal1` session
 //! proves a factor to continue at `aal2` ([`step_up`]). Removing the factor
 //! needs a fresh `aal2` session.
 pub mod challenges;
+pub mod passkeys;
 pub mod recovery;
 pub mod step_up;
 pub mod totp;
@@ -15,27 +17,64 @@ pub mod totp;
 use sea_orm::DbErr;
 use uuid::Uuid;
 
-use crate::{crypto::master_key::MasterKey, storage::TenantTxn};
+use webauthn_rs::prelude::PublicKeyCredential;
+
+use crate::{
+    crypto::master_key::MasterKey,
+    storage::{TenantConn, TenantTxn},
+    tenancy::Tenant,
+};
 
 /// How long after a second factor was proven a session counts as fresh
 /// enough to remove factors.
 pub const FRESH_AAL2_MINUTES: i64 = 15;
 
-/// Which of the user's factors `code` proves (`totp` or `recovery_code`),
-/// taking it so it is never accepted again; `None`: none does.
+/// What a user offers as a second factor.
+pub enum Proof {
+    /// A TOTP code or a recovery code.
+    Code(String),
+    /// A passkey's assertion against a ceremony begun for this user.
+    Passkey { ceremony: String, credential: Box<PublicKeyCredential> },
+}
+
+/// The second factors a user can prove (`totp`, `recovery_code`,
+/// `passkey`); empty: a first factor is enough.
+pub async fn factors_of(conn: &impl TenantConn, user_id: Uuid) -> Result<Vec<&'static str>, DbErr> {
+    let mut factors = Vec::new();
+    if totp::is_enrolled(conn, user_id).await? {
+        factors.extend(["totp", "recovery_code"]);
+    }
+    if passkeys::has_any(conn, user_id).await? {
+        factors.push("passkey");
+    }
+    Ok(factors)
+}
+
+/// Which of the user's factors `proof` proves (`totp`, `recovery_code` or
+/// `passkey`), taking it so it is never accepted again; `None`: none does.
 pub async fn prove(
     txn: &mut TenantTxn,
+    tenant: &Tenant,
     master_key: &MasterKey,
     user_id: Uuid,
-    code: &str,
+    proof: &Proof,
 ) -> Result<Option<&'static str>, SecondFactorError> {
-    if totp::accept_code(txn, master_key, user_id, code).await? {
-        return Ok(Some("totp"));
+    match proof {
+        Proof::Code(code) => {
+            if totp::accept_code(txn, master_key, user_id, code).await? {
+                return Ok(Some("totp"));
+            }
+            if recovery::consume(txn, master_key, user_id, code).await? {
+                return Ok(Some("recovery_code"));
+            }
+            Ok(None)
+        }
+        Proof::Passkey { ceremony, credential } => {
+            let asserted =
+                passkeys::assert(txn, tenant, ceremony, passkeys::Purpose::Verify, Some(user_id), credential).await?;
+            Ok(matches!(asserted, passkeys::Asserted::Proven { .. }).then_some("passkey"))
+        }
     }
-    if recovery::consume(txn, master_key, user_id, code).await? {
-        return Ok(Some("recovery_code"));
-    }
-    Ok(None)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -64,6 +103,27 @@ pub enum SecondFactorError {
     /// deployment's key, a row edited by hand).
     #[error("a stored TOTP secret cannot be opened with this master key")]
     SecretUnreadable,
+    #[error("passkeys are not set up for this application: set its `passkey_rp_id`")]
+    PasskeysOff,
+    #[error("none of the application's allowed origins is on its `passkey_rp_id`")]
+    NoOriginOnRpId,
+    #[error("a user may have at most {} passkeys", passkeys::MAX_PER_USER)]
+    TooManyPasskeys,
+    /// Unknown, expired, used, or begun for another purpose or user.
+    #[error("the passkey ceremony is unknown, expired or used")]
+    InvalidCeremony,
+    /// The authenticator's registration answer does not verify.
+    #[error("the credential does not verify against the ceremony")]
+    PasskeyRefused,
+    #[error("this passkey is already registered")]
+    PasskeyTaken,
+    #[error("the user has no passkey")]
+    NoPasskey,
+    #[error("no such passkey")]
+    PasskeyNotFound,
+    /// A stored passkey or ceremony state does not parse (a row edited by hand).
+    #[error("a stored passkey cannot be read")]
+    PasskeyUnreadable,
     #[error(transparent)]
     Db(#[from] DbErr),
 }

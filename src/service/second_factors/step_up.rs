@@ -1,24 +1,24 @@
-//! Step-up: a signed-in session proves a second factor (a TOTP code or a
-//! recovery code) and continues at `aal2`: the same session, its `aal2_at`
+//! Step-up: a signed-in session proves a second factor (a TOTP code, a
+//! recovery code or a passkey) and continues at `aal2`: the same session, its `aal2_at`
 //! set to now, so new tokens (from now and from its refreshes) say `aal2`.
 use entity::session;
 use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
 use serde_json::json;
 
-use super::SecondFactorError;
+use super::{Proof, SecondFactorError};
 use crate::{crypto::master_key::MasterKey, storage::TenantScope};
 
-/// Proves `code` for the session's user and raises the session to `aal2`;
+/// Proves `proof` for the session's user and raises the session to `aal2`;
 /// answers the session as it is now.
 pub async fn step_up(
     scope: &TenantScope,
     master_key: &MasterKey,
     session: &session::Model,
-    code: &str,
+    proof: &Proof,
 ) -> Result<session::Model, SecondFactorError> {
     let user_id = session.user_id;
     let mut txn = scope.begin().await?;
-    let Some(factor) = super::prove(&mut txn, master_key, user_id, code).await? else {
+    let Some(factor) = super::prove(&mut txn, scope.tenant(), master_key, user_id, proof).await? else {
         txn.audit("mfa.challenge_failed", Some(user_id), json!({"method": "step_up", "session_id": session.id}))
             .await?;
         txn.commit().await?;
