@@ -2,7 +2,7 @@
 //! bend what a browser would send (a counter that goes back, an origin
 //! not allowed, an assertion replayed): an ES256 key made with `ring`, the
 //! `none` attestation, and the JSON `PublicKeyCredential.toJSON()` gives.
-//! What a real browser sends is proven in `tests/interop/passkeys.test.mjs`
+//! What a real browser sends is proven in `tests/interop/browser.test.mjs`
 //! (headless Chromium's virtual authenticator).
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ring::{

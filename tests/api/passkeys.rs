@@ -1,6 +1,6 @@
 //! Passkeys (issue 16 item 4), with a software authenticator that can
 //! send what a browser would not; headless Chromium's virtual
-//! authenticator does the same ceremonies in `tests/interop/passkeys.test.mjs`.
+//! authenticator does the same ceremonies in `tests/interop/browser.test.mjs`.
 use reqwest::Method;
 use serde_json::{json, Value};
 

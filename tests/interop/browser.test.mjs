@@ -6,6 +6,8 @@
 // page starts with PKCE, the browser walks the provider's login and consent
 // pages, and the page exchanges the one-time code it is sent back with. A
 // page on an origin no application allows is refused by the browser itself.
+// Passkeys are made and used by Chromium's virtual authenticator (DevTools'
+// WebAuthn domain) on a page served as http://localhost:<port>.
 import assert from "node:assert/strict";
 import { readFile } from "node:fs/promises";
 import { createServer } from "node:http";
@@ -20,8 +22,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 const joseDir = join(here, "node_modules", "jose", "dist", "webapi");
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 
-// Serves the demo page and jose's browser build, on one loopback address.
-function startStatic(host) {
+// Serves the demo page and jose's browser build, on one loopback address
+// (named `name` in its origin).
+function startStatic(host, name = host) {
   const server = createServer(async (req, res) => {
     const { pathname } = new URL(req.url, "http://x");
     try {
@@ -41,12 +44,12 @@ function startStatic(host) {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
     server.listen(0, host, () =>
-      resolve({ origin: `http://${host}:${server.address().port}`, close: () => server.close() }),
+      resolve({ origin: `http://${name}:${server.address().port}`, close: () => server.close() }),
     );
   });
 }
 
-let gatehouse, allowedSite, otherSite, browser, stopProvider;
+let gatehouse, allowedSite, otherSite, localSite, browser, stopProvider;
 const GOOGLE_CLIENT = { id: "spa-google-client", secret: "spa-google-client-secret-1234567890" };
 
 before(async () => {
@@ -70,6 +73,9 @@ before(async () => {
   // another site) that no application allows.
   allowedSite = await startStatic("127.0.0.1");
   otherSite = await startStatic("127.0.0.2");
+  // WebAuthn needs a domain as relying-party id: the passkey page is
+  // http://localhost:<port> (a secure context, as localhost is).
+  localSite = await startStatic("127.0.0.1", "localhost");
   const patched = await gatehouse.call("PATCH", `/v1/applications/${gatehouse.applicationId}`, {
     allowed_origins: [allowedSite.origin],
   });
@@ -87,6 +93,7 @@ after(async () => {
   await browser?.close();
   allowedSite?.close();
   otherSite?.close();
+  localSite?.close();
   gatehouse?.stop();
   stopProvider?.();
 });
@@ -302,6 +309,63 @@ test("a page on an origin no application allows is refused by the browser, and n
     assert.ok(!users.json.data.some((u) => u.email === email), JSON.stringify(users.json.data));
     assert.ok(users.json.data.some((u) => u.email === "spa-user@example.com"), "the allowed page's user exists");
   } finally {
+    await page.close();
+  }
+});
+
+test("passkeys in a real browser: Chromium's authenticator registers one, signs in with it alone and as a second step", async () => {
+  const patched = await gatehouse.call("PATCH", `/v1/applications/${gatehouse.applicationId}`, {
+    allowed_origins: [allowedSite.origin, localSite.origin],
+    passkey_rp_id: "localhost",
+  });
+  assert.equal(patched.status, 200, JSON.stringify(patched.json));
+  const { page } = await openApp(localSite);
+  const devtools = await page.createCDPSession();
+  await devtools.send("WebAuthn.enable");
+  // A platform authenticator with user verification (a fingerprint, say)
+  // that keeps discoverable credentials; the user always consents.
+  const { authenticatorId } = await devtools.send("WebAuthn.addVirtualAuthenticator", {
+    options: {
+      protocol: "ctap2",
+      transport: "internal",
+      hasResidentKey: true,
+      hasUserVerification: true,
+      isUserVerified: true,
+      automaticPresenceSimulation: true,
+    },
+  });
+  const aal = (token) => JSON.parse(Buffer.from(token.split(".")[1], "base64url")).aal;
+  try {
+    const email = "passkey-user@example.com";
+    const password = "correct horse battery";
+    const signedUp = await page.evaluate((e, p) => window.spa.signUp(e, p), email, password);
+    assert.equal(signedUp.status, 201, JSON.stringify(signedUp.json));
+
+    const registration = await page.evaluate((t) => window.spa.registerPasskey(t), signedUp.json.data.access_token);
+    assert.equal(registration.begun.status, 200, JSON.stringify(registration.begun.json));
+    assert.equal(registration.registered.status, 201, JSON.stringify(registration.registered.json));
+    assert.equal(registration.registered.json.data.name, "This browser");
+    const { credentials } = await devtools.send("WebAuthn.getCredentials", { authenticatorId });
+    assert.equal(credentials.length, 1);
+    assert.equal(credentials[0].isResidentCredential, true, "a discoverable credential");
+    assert.equal(credentials[0].rpId, "localhost");
+
+    const alone = await page.evaluate(() => window.spa.signInWithPasskey());
+    assert.equal(alone.signedIn.status, 200, JSON.stringify(alone.signedIn.json ?? alone));
+    assert.equal(alone.signedIn.json.data.user.email, email);
+    assert.equal(aal(alone.signedIn.json.data.access_token), "aal2");
+    assert.equal(alone.replayed.status, 400, "a ceremony is used once");
+    assert.equal(alone.replayed.json.error.code, "invalid_grant");
+
+    const twoSteps = await page.evaluate((e, p) => window.spa.signInWithPasswordAndPasskey(e, p), email, password);
+    assert.equal(twoSteps.first.json.data.mfa_required, true, JSON.stringify(twoSteps.first.json));
+    assert.deepEqual(twoSteps.first.json.data.factors, ["passkey"]);
+    assert.equal(twoSteps.completed.status, 200, JSON.stringify(twoSteps.completed.json));
+    assert.equal(aal(twoSteps.completed.json.data.access_token), "aal2");
+    const after = await devtools.send("WebAuthn.getCredentials", { authenticatorId });
+    assert.equal(after.credentials[0].signCount, credentials[0].signCount + 2, "the authenticator signed twice");
+  } finally {
+    await devtools.send("WebAuthn.removeVirtualAuthenticator", { authenticatorId });
     await page.close();
   }
 });

@@ -34,17 +34,21 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         )
         .service(web::resource("/auth/me/mfa/totp/confirm").route(web::post().to(mfa::confirm_totp)))
         .service(web::resource("/auth/mfa/step-up").route(web::post().to(mfa::step_up_session)))
-        .service(web::resource("/auth/mfa/step-up/passkey").route(web::post().to(passkeys::step_up_options)))
-        .service(web::resource("/auth/sign-in/mfa/passkey").route(web::post().to(passkeys::second_step_options)))
-        .service(web::resource("/auth/passkeys/options").route(web::post().to(passkeys::sign_in_options)))
-        .service(web::resource("/auth/sign-in/passkey").route(web::post().to(passkeys::sign_in)))
-        .service(web::resource("/auth/me/passkeys/options").route(web::post().to(passkeys::registration_options)))
+        .service(web::resource("/auth/mfa/step-up/passkey").route(web::post().to(passkeys::passkey_step_up_options)))
+        .service(
+            web::resource("/auth/sign-in/mfa/passkey").route(web::post().to(passkeys::passkey_second_step_options)),
+        )
+        .service(web::resource("/auth/passkeys/options").route(web::post().to(passkeys::passkey_sign_in_options)))
+        .service(web::resource("/auth/sign-in/passkey").route(web::post().to(passkeys::sign_in_with_passkey)))
+        .service(
+            web::resource("/auth/me/passkeys/options").route(web::post().to(passkeys::passkey_registration_options)),
+        )
         .service(
             web::resource("/auth/me/passkeys")
-                .route(web::post().to(passkeys::register))
-                .route(web::get().to(passkeys::list)),
+                .route(web::post().to(passkeys::register_passkey))
+                .route(web::get().to(passkeys::list_passkeys)),
         )
-        .service(web::resource("/auth/me/passkeys/{passkey_id}").route(web::delete().to(passkeys::remove)))
+        .service(web::resource("/auth/me/passkeys/{passkey_id}").route(web::delete().to(passkeys::remove_passkey)))
         .service(web::resource("/auth/token").route(web::post().to(sign_in::refresh)))
         .service(web::resource("/auth/sign-out").route(web::post().to(sign_in::sign_out)))
         .service(web::resource("/auth/password/forgot").route(web::post().to(password::forgot_password)))

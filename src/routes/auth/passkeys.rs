@@ -69,7 +69,7 @@ impl From<Ceremony> for PasskeyCeremonyView {
         (status = 403, description = "`aal2_required`: the application's `require_aal2_for` names `register_passkey`"),
         (status = 409, description = "`passkeys_not_configured`"), (status = 422, description = "the user has 20 passkeys")),
     security(("access_token" = [])))]
-pub async fn registration_options(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+pub async fn passkey_registration_options(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
     user.require_aal2_for("register_passkey")?;
     body.no_fields().await?;
     let account = crate::service::users::find(&user.scope, user.session.user_id).await?;
@@ -100,7 +100,7 @@ pub struct RegisterPasskeyRequest {
         (status = 409, description = "`passkeys_not_configured`, or `conflict`: the passkey is registered already"),
         (status = 422, description = "the credential does not verify")),
     security(("access_token" = [])))]
-pub async fn register(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+pub async fn register_passkey(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
     user.require_aal2_for("register_passkey")?;
     let request: RegisterPasskeyRequest = body.json().await?;
     let mut issues = Issues::default();
@@ -115,7 +115,7 @@ pub async fn register(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
 /// The signed-in user's passkeys, oldest first.
 #[utoipa::path(get, path = "/v1/auth/me/passkeys", tag = "auth",
     responses((status = 200, body = [PasskeyView]), (status = 401)), security(("access_token" = [])))]
-pub async fn list(user: EndUser) -> ApiResult<HttpResponse> {
+pub async fn list_passkeys(user: EndUser) -> ApiResult<HttpResponse> {
     let rows = passkeys::list(&user.scope, user.session.user_id).await?;
     Ok(envelope::page(rows.iter().map(PasskeyView::from).collect(), false))
 }
@@ -126,7 +126,7 @@ pub async fn list(user: EndUser) -> ApiResult<HttpResponse> {
     params(("passkey_id" = Uuid, Path, description = "The passkey's id.")),
     responses((status = 200, description = "`data: {}`"), (status = 401), (status = 403, description = "`aal2_required`"), (status = 404)),
     security(("access_token" = [])))]
-pub async fn remove(user: EndUser, path: web::Path<String>) -> ApiResult<HttpResponse> {
+pub async fn remove_passkey(user: EndUser, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("passkey", &path)?;
     passkeys::remove(&user.scope, &user.session, id).await?;
     Ok(envelope::ok(json!({})))
@@ -138,7 +138,11 @@ pub async fn remove(user: EndUser, path: web::Path<String>) -> ApiResult<HttpRes
 #[utoipa::path(post, path = "/v1/auth/passkeys/options", tag = "auth",
     responses((status = 200, body = PasskeyCeremonyView), (status = 401),
         (status = 409, description = "`passkeys_not_configured`"), (status = 429)))]
-pub async fn sign_in_options(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
+pub async fn passkey_sign_in_options(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: Body,
+) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     body.no_fields().await?;
     limit_per_ip(&state, &req, &scope).await?;
@@ -165,7 +169,7 @@ pub struct PasskeySignInRequest {
         (status = 401, description = "`invalid_credentials`: the passkey is unknown here or its assertion does not verify"),
         (status = 403, description = "`email_not_verified`"), (status = 409, description = "`passkeys_not_configured`"),
         (status = 429)))]
-pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
+pub async fn sign_in_with_passkey(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: PasskeySignInRequest = body.json().await?;
     limit_per_ip(&state, &req, &scope).await?;
@@ -197,7 +201,11 @@ pub struct SecondStepOptionsRequest {
         (status = 400, description = "`invalid_grant`: the challenge is unknown, expired or used"),
         (status = 404, description = "the user has no passkey"), (status = 409, description = "`passkeys_not_configured`"),
         (status = 429)))]
-pub async fn second_step_options(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
+pub async fn passkey_second_step_options(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    body: Body,
+) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: SecondStepOptionsRequest = body.json().await?;
     limit_per_ip(&state, &req, &scope).await?;
@@ -215,7 +223,7 @@ pub async fn second_step_options(state: web::Data<AppState>, req: HttpRequest, b
     responses((status = 200, body = PasskeyCeremonyView), (status = 401),
         (status = 404, description = "the user has no passkey"), (status = 409, description = "`passkeys_not_configured`")),
     security(("access_token" = [])))]
-pub async fn step_up_options(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+pub async fn passkey_step_up_options(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
     body.no_fields().await?;
     let ceremony = passkeys::start_authentication(&user.scope, Some(user.session.user_id)).await?;
     Ok(envelope::ok(PasskeyCeremonyView::from(ceremony)))
