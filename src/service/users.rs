@@ -1,7 +1,10 @@
 //! End users: created by sign-up or with a secret key, listed, changed and
 //! deleted. Emails are unique per application, compared in one normal form
 //! ([`normalize_email`]).
-use entity::{membership, oauth_flow, password_reset, refresh_token, session, user, user_api_key, user_identity};
+use entity::{
+    email_verification, membership, mfa_challenge, mfa_factor, oauth_flow, passkey, passkey_ceremony, password_reset,
+    recovery_code, refresh_token, session, user, user_api_key, user_identity,
+};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Map, Value};
 use uuid::Uuid;
@@ -185,7 +188,8 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> Result<u
 }
 
 /// Deletes a user with everything that is theirs: sessions (and so every
-/// refresh token), memberships and personal keys.
+/// refresh token), memberships, personal keys, identities, second factors
+/// (TOTP, recovery codes, passkeys) and pending codes and ceremonies.
 pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), UserError> {
     let mut txn = scope.begin().await?;
     let user = find(&txn, id).await?;
@@ -204,6 +208,12 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), UserError> {
     txn.delete::<user_identity::Entity>(user_identity::Column::UserId.eq(id)).await?;
     txn.delete::<oauth_flow::Entity>(oauth_flow::Column::UserId.eq(id)).await?;
     txn.delete::<password_reset::Entity>(password_reset::Column::UserId.eq(id)).await?;
+    txn.delete::<email_verification::Entity>(email_verification::Column::UserId.eq(id)).await?;
+    txn.delete::<mfa_factor::Entity>(mfa_factor::Column::UserId.eq(id)).await?;
+    txn.delete::<recovery_code::Entity>(recovery_code::Column::UserId.eq(id)).await?;
+    txn.delete::<mfa_challenge::Entity>(mfa_challenge::Column::UserId.eq(id)).await?;
+    txn.delete::<passkey::Entity>(passkey::Column::UserId.eq(id)).await?;
+    txn.delete::<passkey_ceremony::Entity>(passkey_ceremony::Column::UserId.eq(id)).await?;
     txn.delete::<user::Entity>(user::Column::Id.eq(id)).await?;
     txn.audit("user.deleted", Some(id), json!({"email": user.email})).await?;
     txn.commit().await?;

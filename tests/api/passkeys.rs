@@ -222,3 +222,25 @@ async fn a_passkey_of_one_application_or_user_is_refused_by_another() {
     let other_failures = app.send(&other, Method::GET, "/v1/audit-logs/export?type=sign_in.failed", None).await;
     assert_eq!(other_failures.data()[0]["data"]["reason"], "unknown_passkey");
 }
+
+#[actix_web::test]
+async fn deleting_a_user_deletes_their_passkeys() {
+    let app = spawn_app().await;
+    turn_on_passkeys(&app, &app.caller).await;
+    let signed_up = sign_up(&app, &app.caller, "gone@example.com").await;
+    let user = as_user(&app.caller, signed_up["access_token"].as_str().unwrap());
+    let options = app.send(&user, Method::POST, "/v1/auth/me/passkeys/options", None).await;
+    let (mut passkey, credential) = SoftPasskey::create(&options.data()["options"], ORIGIN);
+    let body = json!({"ceremony": options.data()["ceremony"], "credential": credential});
+    assert_eq!(app.send(&user, Method::POST, "/v1/auth/me/passkeys", Some(&body)).await.status, 201);
+
+    let deleted = app
+        .send(&app.caller, Method::DELETE, &format!("/v1/users/{}", signed_up["user"]["id"].as_str().unwrap()), None)
+        .await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    let ceremony = sign_in_options(&app, &app.caller).await;
+    let refused = passkey_sign_in(&app, &app.caller, &ceremony, &passkey.get(&ceremony["options"], ORIGIN)).await;
+
+    assert_eq!((refused.status, refused.error_code()), (401, "invalid_credentials"));
+    assert_eq!(failure_reasons(&app).await, vec![json!("unknown_passkey")], "the passkey went with the user");
+}
