@@ -14,6 +14,8 @@ pub mod recovery;
 pub mod step_up;
 pub mod totp;
 
+use chrono::Duration;
+use entity::session;
 use sea_orm::DbErr;
 use uuid::Uuid;
 
@@ -28,6 +30,16 @@ use crate::{
 /// How long after a second factor was proven a session counts as fresh
 /// enough to remove factors.
 pub const FRESH_AAL2_MINUTES: i64 = 15;
+
+/// Refuses a session that did not prove a second factor in the last
+/// [`FRESH_AAL2_MINUTES`] (removing a factor needs one that did).
+pub fn require_fresh_aal2(session: &session::Model) -> Result<(), SecondFactorError> {
+    let fresh = crate::clock::now() - Duration::minutes(FRESH_AAL2_MINUTES);
+    if session.aal != "aal2" || session.aal2_at.is_none_or(|at| at < fresh) {
+        return Err(SecondFactorError::Aal2Required);
+    }
+    Ok(())
+}
 
 /// What a user offers as a second factor.
 pub enum Proof {

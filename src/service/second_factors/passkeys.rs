@@ -21,7 +21,7 @@ use webauthn_rs::prelude::{
     RegisterPublicKeyCredential, Url, Webauthn, WebauthnBuilder, WebauthnError,
 };
 
-use super::{SecondFactorError, FRESH_AAL2_MINUTES};
+use super::SecondFactorError;
 use crate::{
     crypto::sha256,
     service::unless_unique,
@@ -260,10 +260,7 @@ pub async fn assert(
 /// Removes one of the user's passkeys; only from a session that proved a
 /// second factor in the last minutes.
 pub async fn remove(scope: &TenantScope, session: &session::Model, passkey_id: Uuid) -> Result<(), SecondFactorError> {
-    let fresh = crate::clock::now() - Duration::minutes(FRESH_AAL2_MINUTES);
-    if session.aal != "aal2" || session.aal2_at.is_none_or(|at| at < fresh) {
-        return Err(SecondFactorError::Aal2Required);
-    }
+    super::require_fresh_aal2(session)?;
     let mut txn = scope.begin().await?;
     let user_id = session.user_id;
     let removed = txn

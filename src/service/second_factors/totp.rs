@@ -4,7 +4,6 @@
 //! before or after (clock drift); a step is accepted once per factor
 //! (`last_used_step` only moves forward, by a conditional update), so a
 //! code cannot be replayed inside its window.
-use chrono::Duration;
 use entity::{mfa_factor, recovery_code, session};
 use rand::{rngs::OsRng, RngCore};
 use sea_orm::{sea_query::Expr, ColumnTrait, Condition, IntoActiveModel, QueryFilter, UpdateMany};
@@ -12,7 +11,7 @@ use serde_json::json;
 use totp_rs::{Algorithm, TOTP};
 use uuid::Uuid;
 
-use super::{recovery, SecondFactorError, FRESH_AAL2_MINUTES};
+use super::{recovery, SecondFactorError};
 use crate::{
     crypto::{master_key::MasterKey, seal},
     storage::{TenantConn, TenantScope, TenantTxn},
@@ -169,10 +168,7 @@ pub async fn accept_code(
 /// Removes the user's factor and recovery codes; only from a session that
 /// proved a second factor in the last minutes.
 pub async fn remove(scope: &TenantScope, session: &session::Model) -> Result<(), SecondFactorError> {
-    let fresh = crate::clock::now() - Duration::minutes(FRESH_AAL2_MINUTES);
-    if session.aal != "aal2" || session.aal2_at.is_none_or(|at| at < fresh) {
-        return Err(SecondFactorError::Aal2Required);
-    }
+    super::require_fresh_aal2(session)?;
     let mut txn = scope.begin().await?;
     let user_id = session.user_id;
     let removed = txn
