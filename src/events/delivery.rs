@@ -12,14 +12,20 @@
 //! on the claimed row's `application_id`; its writes are delivery
 //! bookkeeping, except the audited disabling of an endpoint.
 #![allow(clippy::disallowed_methods)]
-use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
+use std::{
+    collections::{HashMap, HashSet},
+    net::SocketAddr,
+    sync::Arc,
+    time::Duration,
+};
 
 use actix_web::{rt::task::JoinHandle, web};
 use chrono::{DateTime, Utc};
 use entity::{webhook, webhook_attempt, webhook_message};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use sea_orm::{
-    sea_query::Expr, ActiveValue::Set, ColumnTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect, Statement,
+    sea_query::Expr, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
+    QuerySelect, Statement,
 };
 use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
@@ -354,12 +360,46 @@ pub fn secret_context(application_id: Uuid, webhook_id: Uuid) -> String {
 
 async fn record(delays: &[Duration], shard: &Db, batch: &[Recorded]) -> Result<(), DbErr> {
     let now = clock::now();
+    let decided: Vec<Decided> = batch.iter().map(|recorded| Decided::new(delays, now, recorded)).collect();
     let txn = shard.begin_write().await?;
-    let mut attempts = Vec::with_capacity(batch.len());
-    for (endpoint, message, outcome) in batch {
+    // Only while the claim is still ours: a message whose lease expired
+    // (or was retried by hand) belongs to its new owner, who records it.
+    let updated = match shard.backend() {
+        DbBackend::Postgres => settle_all(&*txn, &decided).await?,
+        _ => settle_each(&*txn, &decided).await?,
+    };
+    for decided in &decided {
+        // A message failing its last scheduled attempt disables the endpoint;
+        // a failed manual retry beyond the schedule does not, again.
+        let (endpoint, message, _) = decided.recorded;
+        if decided.status == FAILED && decided.exhausted_now && updated.contains(&message.id) {
+            let reason =
+                if decided.gone { "endpoint answered 410 Gone" } else { "a message exhausted the retry schedule" };
+            disable(&*txn, endpoint, reason).await?;
+        }
+    }
+    let attempts = decided.iter().map(|d| d.attempt(now));
+    webhook_attempt::Entity::insert_many(attempts).exec_without_returning(&*txn).await?;
+    txn.commit().await
+}
+
+/// What one outcome makes of its message.
+struct Decided<'a> {
+    recorded: &'a Recorded,
+    status: &'static str,
+    attempts_made: i32,
+    next_attempt_at: Option<DateTime<Utc>>,
+    gone: bool,
+    /// This attempt was the schedule's last (or the endpoint is gone).
+    exhausted_now: bool,
+}
+
+impl<'a> Decided<'a> {
+    fn new(delays: &[Duration], now: DateTime<Utc>, recorded: &'a Recorded) -> Self {
+        let (_, message, outcome) = recorded;
         let attempts_made = message.attempts_made + 1;
         let gone = outcome.status == Some(410);
-        let (status, next_attempt_at): (&str, Option<DateTime<Utc>>) = if outcome.succeeded() {
+        let (status, next_attempt_at) = if outcome.succeeded() {
             (SUCCEEDED, None)
         } else if gone || attempts_made as usize >= delays.len() {
             (FAILED, None)
@@ -368,38 +408,88 @@ async fn record(delays: &[Duration], shard: &Db, batch: &[Recorded]) -> Result<(
                 schedule::with_jitter(delays[attempts_made as usize]).max(outcome.retry_after.unwrap_or_default());
             (outbox::PENDING, Some(now + chrono::Duration::from_std(delay).unwrap_or_default()))
         };
-        attempts.push(webhook_attempt::ActiveModel {
+        let exhausted_now = attempts_made as usize == delays.len() || gone;
+        Decided { recorded, status, attempts_made, next_attempt_at, gone, exhausted_now }
+    }
+
+    fn attempt(&self, now: DateTime<Utc>) -> webhook_attempt::ActiveModel {
+        let (_, message, outcome) = self.recorded;
+        webhook_attempt::ActiveModel {
             id: Set(Uuid::now_v7()),
             application_id: Set(message.application_id),
             message_id: Set(message.id),
-            attempt: Set(attempts_made),
+            attempt: Set(self.attempts_made),
             response_status: Set(outcome.status.map(i32::from)),
             duration_ms: Set(outcome.duration_ms),
             error: Set(outcome.error.map(str::to_owned)),
             attempted_at: Set(now),
-        });
-        // Only while the claim is still ours: a message whose lease expired
-        // (or was retried by hand) belongs to its new owner, who records it.
-        let updated = webhook_message::Entity::update_many()
-            .col_expr(webhook_message::Column::Status, Expr::value(status))
-            .col_expr(webhook_message::Column::AttemptsMade, Expr::value(attempts_made))
-            .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(next_attempt_at))
+        }
+    }
+}
+
+/// Settles each message with its own `UPDATE` by primary key (SQLite: in
+/// process, and its planner scans an application's messages for an `IN`
+/// list); answers the ids still under this claim.
+async fn settle_each(db: &impl ConnectionTrait, decided: &[Decided<'_>]) -> Result<HashSet<Uuid>, DbErr> {
+    let mut updated = HashSet::new();
+    for d in decided {
+        let (_, message, _) = d.recorded;
+        let changed = webhook_message::Entity::update_many()
+            .col_expr(webhook_message::Column::Status, Expr::value(d.status))
+            .col_expr(webhook_message::Column::AttemptsMade, Expr::value(d.attempts_made))
+            .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(d.next_attempt_at))
             .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<DateTime<Utc>>::None))
             .filter(webhook_message::Column::ApplicationId.eq(message.application_id))
             .filter(webhook_message::Column::Id.eq(message.id))
             .filter(webhook_message::Column::LeaseUntil.eq(message.lease_until))
-            .exec(&*txn)
+            .exec(db)
             .await?;
-        // A message failing its last scheduled attempt disables the endpoint;
-        // a failed manual retry beyond the schedule does not, again.
-        let exhausted_now = attempts_made as usize == delays.len() || gone;
-        if status == FAILED && exhausted_now && updated.rows_affected > 0 {
-            let reason = if gone { "endpoint answered 410 Gone" } else { "a message exhausted the retry schedule" };
-            disable(&*txn, endpoint, reason).await?;
+        if changed.rows_affected > 0 {
+            updated.insert(message.id);
         }
     }
-    webhook_attempt::Entity::insert_many(attempts).exec_without_returning(&*txn).await?;
-    txn.commit().await
+    Ok(updated)
+}
+
+/// Settles the whole batch with one `UPDATE … FROM (VALUES …)` on
+/// PostgreSQL (one round trip instead of one per message); answers the ids
+/// still under this claim.
+async fn settle_all(db: &impl ConnectionTrait, decided: &[Decided<'_>]) -> Result<HashSet<Uuid>, DbErr> {
+    use std::fmt::Write;
+    let mut sql = String::from(
+        "UPDATE webhook_messages AS m SET status = v.status, attempts_made = v.attempts_made, \
+         next_attempt_at = v.next_attempt_at, lease_until = NULL FROM (VALUES ",
+    );
+    let mut values: Vec<sea_orm::Value> = Vec::with_capacity(decided.len() * 6);
+    for (i, d) in decided.iter().enumerate() {
+        let (_, message, _) = d.recorded;
+        let n = i * 6;
+        let separator = if i == 0 { "" } else { ", " };
+        let _ = write!(
+            sql,
+            "{separator}(${}::uuid, ${}::uuid, ${}::timestamptz, ${}::text, ${}::integer, ${}::timestamptz)",
+            n + 1,
+            n + 2,
+            n + 3,
+            n + 4,
+            n + 5,
+            n + 6
+        );
+        values.extend([
+            message.application_id.into(),
+            message.id.into(),
+            message.lease_until.into(),
+            d.status.into(),
+            d.attempts_made.into(),
+            d.next_attempt_at.into(),
+        ]);
+    }
+    sql.push_str(
+        ") AS v(application_id, id, lease_until, status, attempts_made, next_attempt_at) \
+         WHERE m.application_id = v.application_id AND m.id = v.id AND m.lease_until = v.lease_until RETURNING m.id",
+    );
+    let rows = db.query_all(Statement::from_sql_and_values(DbBackend::Postgres, sql, values)).await?;
+    rows.iter().map(|row| row.try_get::<Uuid>("", "id")).collect()
 }
 
 /// Disables an active endpoint and records why (a system change).

@@ -23,34 +23,65 @@ pub mod team;
 pub mod users;
 pub mod webhooks;
 
-use actix_web::web;
+use actix_web::{guard, web};
+
+/// A module's routes.
+type Configure = fn(&mut web::ServiceConfig);
+
+/// The `/v1` routes by their first path segment. A request is matched only
+/// against the resources of its segment's group: actix tests every dynamic
+/// resource it passes with a regular expression (and allocates its
+/// captures), so one flat list made each request pay for every route
+/// registered before its own (a tenth of an authenticated read's CPU).
+/// Public documents first: the most requested routes match soonest.
+const GROUPS: &[(&[&str], &[Configure])] = &[
+    (
+        &["applications"],
+        &[
+            signing_keys::configure,
+            machine_tokens::configure,
+            applications::configure,
+            messaging::configure,
+            oauth_providers::configure,
+        ],
+    ),
+    (&["auth"], &[auth::configure, team::configure]),
+    (&["api-keys"], &[api_keys::configure]),
+    (&["users", "sessions"], &[users::configure]),
+    (&["organizations", "features", "plans"], &[organizations::configure, entitlements::configure]),
+    (&["security"], &[region::configure]),
+    (&["audit-logs"], &[audit_logs::configure]),
+    (&["webhooks"], &[webhooks::configure]),
+    (&["hooks"], &[hooks::configure]),
+    (&["billing"], &[billing::configure]),
+    (&["profile-fields"], &[profile_fields::configure]),
+    (&["sod-policies"], &[sod_policies::configure]),
+    (&["access-reviews", "access-review-items"], &[access_reviews::configure]),
+    (&["dashboard"], &[team::configure, sso_domains::configure]),
+    (&["os"], &[enrollment::configure]),
+    (&["service-accounts"], &[service_accounts::configure]),
+];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.configure(ops::configure).service(
-        web::scope("/v1")
-            // Public documents first: the most requested routes match soonest.
-            .configure(signing_keys::configure)
-            .configure(machine_tokens::configure)
-            .configure(auth::configure)
-            .configure(applications::configure)
-            .configure(region::configure)
-            .configure(api_keys::configure)
-            .configure(audit_logs::configure)
-            .configure(webhooks::configure)
-            .configure(hooks::configure)
-            .configure(billing::configure)
-            .configure(messaging::configure)
-            .configure(oauth_providers::configure)
-            .configure(profile_fields::configure)
-            .configure(users::configure)
-            .configure(organizations::configure)
-            .configure(sod_policies::configure)
-            .configure(access_reviews::configure)
-            .configure(entitlements::configure)
-            .configure(team::configure)
-            .configure(sso_domains::configure)
-            .configure(enrollment::configure)
-            .configure(service_accounts::configure)
-            .service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))),
-    );
+    let mut v1 = web::scope("/v1");
+    for (segments, modules) in GROUPS {
+        v1 = v1.service(group(segments, modules));
+    }
+    cfg.configure(ops::configure)
+        .service(v1.service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))));
+}
+
+/// The resources of `modules` (registered with their whole `/v1`-relative
+/// paths), tried only for a path whose first segment is one of `segments`;
+/// any other path passes on to the next group.
+fn group(segments: &'static [&'static str], modules: &[Configure]) -> actix_web::Scope {
+    let in_group = move |ctx: &guard::GuardContext<'_>| {
+        first_segment(ctx.head().uri.path()).is_some_and(|s| segments.contains(&s))
+    };
+    modules.iter().fold(web::scope("").guard(guard::fn_guard(in_group)), |scope, module| scope.configure(*module))
+}
+
+/// `users` of `/v1/users/…`.
+fn first_segment(path: &str) -> Option<&str> {
+    path.strip_prefix("/v1/")?.split('/').next()
 }

@@ -6,7 +6,8 @@
 //! takes everything queued into one transaction (a few statements for the
 //! whole batch plus one audit row each) and one commit. Under light load a
 //! batch is one rotation; under heavy load the batch grows and the cost of
-//! the commit is shared. Nothing is answered before its commit.
+//! the commit is shared. Nothing is answered before its commit. On
+//! PostgreSQL two batches are in flight ([`rotators`]).
 //!
 //! The batch spans applications, so it cannot use one application's
 //! `TenantTxn`: its queries are raw and each names the application of every
@@ -20,9 +21,9 @@ use std::{
 
 use chrono::Duration;
 use entity::{refresh_token, session};
-use sea_orm::{sea_query::Expr, ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter};
+use sea_orm::{sea_query::Expr, ColumnTrait, Condition, DbBackend, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, Mutex};
 use uuid::Uuid;
 
 use super::sessions::{self, Opened, RefreshRefused};
@@ -82,7 +83,10 @@ impl Rotations {
         for region in Region::ALL {
             if let Some(shard) = storage.shard(region) {
                 let (sender, receiver) = mpsc::channel(QUEUE);
-                actix_web::rt::spawn(run(shard.clone(), ttl, receiver));
+                let receiver = Arc::new(Mutex::new(receiver));
+                for _ in 0..rotators(shard) {
+                    actix_web::rt::spawn(run(shard.clone(), ttl, receiver.clone()));
+                }
                 queues.insert(region, sender);
             }
         }
@@ -117,15 +121,33 @@ impl Rotations {
     }
 }
 
-async fn run(shard: Db, ttl: Duration, mut queue: mpsc::Receiver<Job>) {
-    while let Some(first) = queue.recv().await {
-        let mut batch = vec![first];
-        while batch.len() < MAX_BATCH {
-            match queue.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
-            }
+/// Batches in flight at once per region. On PostgreSQL, two: while one
+/// holds the audit chain's head and waits for its commit to be flushed, the
+/// next does its first statements (rotating the tokens, reading the
+/// sessions, issuing) and then queues on the head. SQLite has one writer.
+fn rotators(shard: &Db) -> usize {
+    match shard.backend() {
+        DbBackend::Postgres => 2,
+        _ => 1,
+    }
+}
+
+/// Takes whatever is queued (up to [`MAX_BATCH`]) as one batch; `None`
+/// once the node stops.
+async fn next_batch(queue: &Mutex<mpsc::Receiver<Job>>) -> Option<Vec<Job>> {
+    let mut queue = queue.lock().await;
+    let mut batch = vec![queue.recv().await?];
+    while batch.len() < MAX_BATCH {
+        match queue.try_recv() {
+            Ok(job) => batch.push(job),
+            Err(_) => break,
         }
+    }
+    Some(batch)
+}
+
+async fn run(shard: Db, ttl: Duration, queue: Arc<Mutex<mpsc::Receiver<Job>>>) {
+    while let Some(batch) = next_batch(&queue).await {
         metrics::histogram!("refresh_batch_size").record(batch.len() as f64);
         let presented: Vec<(Uuid, Vec<u8>)> = batch.iter().map(|j| (j.application_id, j.hash.clone())).collect();
         match rotate_batch(&shard, &presented, ttl).await {
