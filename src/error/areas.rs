@@ -355,7 +355,9 @@ impl From<SecondFactorError> for ApiError {
             }
             SecondFactorError::InvalidCode => ApiError::new(Code::InvalidCredentials, capitalized(&message)),
             SecondFactorError::Aal2Required => ApiError::new(Code::Aal2Required, capitalized(&message)),
-            SecondFactorError::SecretUnreadable | SecondFactorError::PasskeyUnreadable => ApiError::internal(message),
+            SecondFactorError::SecretUnreadable
+            | SecondFactorError::PasskeyUnreadable
+            | SecondFactorError::CeremonyFailed(_) => ApiError::internal(message),
             SecondFactorError::SessionEnded => ApiError::unauthenticated(),
             SecondFactorError::Db(err) => err.into(),
         }

@@ -41,6 +41,12 @@ pub fn require_fresh_aal2(session: &session::Model) -> Result<(), SecondFactorEr
     Ok(())
 }
 
+impl SecondFactorError {
+    fn ceremony(err: webauthn_rs::prelude::WebauthnError) -> Self {
+        SecondFactorError::CeremonyFailed(err.to_string())
+    }
+}
+
 /// What a user offers as a second factor.
 pub enum Proof {
     /// A TOTP code or a recovery code.
@@ -136,6 +142,9 @@ pub enum SecondFactorError {
     /// A stored passkey or ceremony state does not parse (a row edited by hand).
     #[error("a stored passkey cannot be read")]
     PasskeyUnreadable,
+    /// `webauthn-rs` could not begin a ceremony (not a caller's mistake).
+    #[error("the passkey ceremony could not be begun: {0}")]
+    CeremonyFailed(String),
     #[error(transparent)]
     Db(#[from] DbErr),
 }

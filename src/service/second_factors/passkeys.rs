@@ -114,7 +114,7 @@ pub async fn start_registration(scope: &TenantScope, user: &user::Model) -> Resu
         registered.iter().map(credential_of).map(|c| c.map(|c| c.cred_id().clone())).collect::<Result<_, _>>()?;
     let (challenge, state) = rp
         .start_passkey_registration(user.id, &user.email, &user.email, Some(exclude))
-        .map_err(|_| SecondFactorError::NoOriginOnRpId)?;
+        .map_err(SecondFactorError::ceremony)?;
     let mut options = serde_json::to_value(challenge).map_err(|_| SecondFactorError::PasskeyUnreadable)?;
     let selection = &mut options["publicKey"]["authenticatorSelection"];
     selection["residentKey"] = json!("required");
@@ -176,13 +176,11 @@ pub async fn start_authentication(scope: &TenantScope, user_id: Option<Uuid>) ->
             if passkeys.is_empty() {
                 return Err(SecondFactorError::NoPasskey);
             }
-            let (challenge, state) =
-                rp.start_passkey_authentication(&passkeys).map_err(|_| SecondFactorError::NoOriginOnRpId)?;
+            let (challenge, state) = rp.start_passkey_authentication(&passkeys).map_err(SecondFactorError::ceremony)?;
             (serde_json::to_value(challenge), begin(scope, Some(user_id), Purpose::Verify, &state).await?)
         }
         None => {
-            let (mut challenge, state) =
-                rp.start_discoverable_authentication().map_err(|_| SecondFactorError::NoOriginOnRpId)?;
+            let (mut challenge, state) = rp.start_discoverable_authentication().map_err(SecondFactorError::ceremony)?;
             // A modal prompt behind a button; a page that wants the autofill
             // (conditional) prompt asks for it in its own call.
             challenge.mediation = None;
