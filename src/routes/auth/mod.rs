@@ -88,6 +88,13 @@ async fn limit(state: &AppState, req: &HttpRequest, key: String, per_minute: u32
     state.limiter.take_for(req, &key, f64::from(per_minute) / 60.0, f64::from(per_minute)).await
 }
 
+/// Takes one attempt from the client address's sign-in bucket of the
+/// application (password and passkey sign-ins share it).
+async fn limit_sign_ins_per_ip(state: &AppState, req: &HttpRequest, scope: &TenantScope) -> ApiResult<()> {
+    let per_minute = state.settings.rate_limits.sign_in_per_ip_per_minute;
+    limit(state, req, format!("sign_in:ip:{}:{}", scope.tenant().id, client_ip(req)), per_minute).await
+}
+
 fn client_ip(req: &HttpRequest) -> String {
     req.peer_addr().map(|a| a.ip().to_string()).unwrap_or_default()
 }

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use utoipa::ToSchema;
 use webauthn_rs::prelude::{PublicKeyCredential, RegisterPublicKeyCredential};
 
-use super::{client_ip, limit, public_caller, sign_in::session_ttl};
+use super::{limit_sign_ins_per_ip, public_caller, sign_in::session_ttl};
 use crate::{
     auth::end_user::EndUser,
     error::ApiResult,
@@ -24,7 +24,6 @@ use crate::{
         validate::Issues,
     },
     state::AppState,
-    storage::TenantScope,
 };
 
 #[derive(Serialize, ToSchema)]
@@ -145,7 +144,7 @@ pub async fn passkey_sign_in_options(
 ) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     body.no_fields().await?;
-    limit_per_ip(&state, &req, &scope).await?;
+    limit_sign_ins_per_ip(&state, &req, &scope).await?;
     let ceremony = passkeys::start_authentication(&scope, None).await?;
     Ok(envelope::ok(PasskeyCeremonyView::from(ceremony)))
 }
@@ -172,7 +171,7 @@ pub struct PasskeySignInRequest {
 pub async fn sign_in_with_passkey(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: PasskeySignInRequest = body.json().await?;
-    limit_per_ip(&state, &req, &scope).await?;
+    limit_sign_ins_per_ip(&state, &req, &scope).await?;
     let (signer, user, opened) = auth::sign_in_with_passkey(
         &scope,
         &state.issuer(),
@@ -208,7 +207,7 @@ pub async fn passkey_second_step_options(
 ) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: SecondStepOptionsRequest = body.json().await?;
-    limit_per_ip(&state, &req, &scope).await?;
+    limit_sign_ins_per_ip(&state, &req, &scope).await?;
     let user_id = challenges::user_of(&scope, &request.challenge)
         .await?
         .ok_or(crate::service::second_factors::SecondFactorError::InvalidChallenge)?;
@@ -227,10 +226,4 @@ pub async fn passkey_step_up_options(user: EndUser, body: Body) -> ApiResult<Htt
     body.no_fields().await?;
     let ceremony = passkeys::start_authentication(&user.scope, Some(user.session.user_id)).await?;
     Ok(envelope::ok(PasskeyCeremonyView::from(ceremony)))
-}
-
-/// A passkey ceremony takes from the client address's sign-in budget.
-async fn limit_per_ip(state: &AppState, req: &HttpRequest, scope: &TenantScope) -> ApiResult<()> {
-    let per_minute = state.settings.rate_limits.sign_in_per_ip_per_minute;
-    limit(state, req, format!("sign_in:ip:{}:{}", scope.tenant().id, client_ip(req)), per_minute).await
 }

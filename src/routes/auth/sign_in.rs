@@ -5,7 +5,7 @@ use entity::user;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::{client_ip, limit, public_caller};
+use super::{client_ip, limit, limit_sign_ins_per_ip, public_caller};
 use crate::{
     auth::end_user::EndUser,
     error::ApiResult,
@@ -147,8 +147,7 @@ pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -
     let scope = public_caller(&req, &state)?;
     let application_id = scope.tenant().id;
     let limits = &state.settings.rate_limits;
-    limit(&state, &req, format!("sign_in:ip:{application_id}:{}", client_ip(&req)), limits.sign_in_per_ip_per_minute)
-        .await?;
+    limit_sign_ins_per_ip(&state, &req, &scope).await?;
     let request: SignInRequest = body.json().await?;
     let email = users::normalize_email(&request.email).unwrap_or_default();
     if email.is_empty() || email.chars().count() > 254 || request.password.len() > 4 * users::MAX_PASSWORD {
