@@ -221,6 +221,8 @@ async fn a_passkey_of_one_application_or_user_is_refused_by_another() {
     assert_eq!(finished.status, 201, "the ceremony was not spent by the other user: {:?}", finished.body);
     let other_failures = app.send(&other, Method::GET, "/v1/audit-logs/export?type=sign_in.failed", None).await;
     assert_eq!(other_failures.data()[0]["data"]["reason"], "unknown_passkey");
+    let step_up_failures = app.get("/v1/audit-logs/export?type=mfa.challenge_failed").await;
+    assert_eq!(step_up_failures.data()[0]["data"]["reason"], "unknown_passkey", "why the passkey was refused");
 }
 
 #[actix_web::test]

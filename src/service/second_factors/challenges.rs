@@ -12,7 +12,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter,
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{Proof, SecondFactorError};
+use super::{Proof, Proved, SecondFactorError};
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, sha256},
@@ -116,11 +116,14 @@ pub async fn complete(
         return Err(SecondFactorError::InvalidChallenge);
     };
     let user_id = counted.user_id;
-    let Some(factor) = super::prove(&mut txn, scope.tenant(), master_key, user_id, proof).await? else {
-        let data = json!({"method": counted.method, "attempts": counted.attempts, "attempts_left": MAX_ATTEMPTS - counted.attempts});
-        txn.audit("mfa.challenge_failed", Some(user_id), data).await?;
-        txn.commit().await?;
-        return Err(SecondFactorError::InvalidCode);
+    let factor = match super::prove(&mut txn, scope.tenant(), master_key, user_id, proof).await? {
+        Proved::Factor(factor) => factor,
+        Proved::Not { reason } => {
+            let attempts = json!({"method": counted.method, "attempts": counted.attempts, "attempts_left": MAX_ATTEMPTS - counted.attempts});
+            txn.audit("mfa.challenge_failed", Some(user_id), Proved::failure(reason, attempts)).await?;
+            txn.commit().await?;
+            return Err(SecondFactorError::InvalidCode);
+        }
     };
     let used = txn
         .update_many(|q: UpdateMany<mfa_challenge::Entity>| {

@@ -68,29 +68,49 @@ pub async fn factors_of(conn: &impl TenantConn, user_id: Uuid) -> Result<Vec<&'s
     Ok(factors)
 }
 
-/// Which of the user's factors `proof` proves (`totp`, `recovery_code` or
-/// `passkey`), taking it so it is never accepted again; `None`: none does.
+/// What a proof came to.
+pub enum Proved {
+    /// The factor it proved (`totp`, `recovery_code` or `passkey`), taken
+    /// so it is never accepted again.
+    Factor(&'static str),
+    /// None: for a passkey, why (`counter_not_increased`, …), for the
+    /// audit row; a wrong code has no reason to give.
+    Not { reason: Option<&'static str> },
+}
+
+impl Proved {
+    /// The audit data of a failed try, with the reason when there is one.
+    pub fn failure(reason: Option<&'static str>, mut data: serde_json::Value) -> serde_json::Value {
+        if let Some(reason) = reason {
+            data["reason"] = serde_json::json!(reason);
+        }
+        data
+    }
+}
+
+/// Which of the user's factors `proof` proves.
 pub async fn prove(
     txn: &mut TenantTxn,
     tenant: &Tenant,
     master_key: &MasterKey,
     user_id: Uuid,
     proof: &Proof,
-) -> Result<Option<&'static str>, SecondFactorError> {
+) -> Result<Proved, SecondFactorError> {
     match proof {
         Proof::Code(code) => {
             if totp::accept_code(txn, master_key, user_id, code).await? {
-                return Ok(Some("totp"));
+                return Ok(Proved::Factor("totp"));
             }
             if recovery::consume(txn, master_key, user_id, code).await? {
-                return Ok(Some("recovery_code"));
+                return Ok(Proved::Factor("recovery_code"));
             }
-            Ok(None)
+            Ok(Proved::Not { reason: None })
         }
         Proof::Passkey { ceremony, credential } => {
-            let asserted =
-                passkeys::assert(txn, tenant, ceremony, passkeys::Purpose::Verify, Some(user_id), credential).await?;
-            Ok(matches!(asserted, passkeys::Asserted::Proven { .. }).then_some("passkey"))
+            match passkeys::assert(txn, tenant, ceremony, passkeys::Purpose::Verify, Some(user_id), credential).await? {
+                passkeys::Asserted::Proven { .. } => Ok(Proved::Factor("passkey")),
+                passkeys::Asserted::Refused { reason, .. } => Ok(Proved::Not { reason: Some(reason) }),
+            }
         }
     }
 }

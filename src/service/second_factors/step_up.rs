@@ -5,7 +5,7 @@ use entity::session;
 use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
 use serde_json::json;
 
-use super::{Proof, SecondFactorError};
+use super::{Proof, Proved, SecondFactorError};
 use crate::{crypto::master_key::MasterKey, storage::TenantScope};
 
 /// Proves `proof` for the session's user and raises the session to `aal2`;
@@ -18,11 +18,14 @@ pub async fn step_up(
 ) -> Result<session::Model, SecondFactorError> {
     let user_id = session.user_id;
     let mut txn = scope.begin().await?;
-    let Some(factor) = super::prove(&mut txn, scope.tenant(), master_key, user_id, proof).await? else {
-        txn.audit("mfa.challenge_failed", Some(user_id), json!({"method": "step_up", "session_id": session.id}))
-            .await?;
-        txn.commit().await?;
-        return Err(SecondFactorError::InvalidCode);
+    let factor = match super::prove(&mut txn, scope.tenant(), master_key, user_id, proof).await? {
+        Proved::Factor(factor) => factor,
+        Proved::Not { reason } => {
+            let data = Proved::failure(reason, json!({"method": "step_up", "session_id": session.id}));
+            txn.audit("mfa.challenge_failed", Some(user_id), data).await?;
+            txn.commit().await?;
+            return Err(SecondFactorError::InvalidCode);
+        }
     };
     let now = crate::clock::now();
     let raised = txn
