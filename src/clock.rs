@@ -12,27 +12,40 @@ pub fn now() -> DateTime<Utc> {
 
 /// `YYYY-MM-DDTHH:MM:SS.ffffffZ`.
 pub fn format(at: DateTime<Utc>) -> String {
-    let mut out = *b"0000-00-00T00:00:00.000000Z";
-    let mut put = |at: usize, width: usize, mut value: u32| {
-        for slot in out[at..at + width].iter_mut().rev() {
-            *slot = b'0' + (value % 10) as u8;
-            value /= 10;
-        }
-    };
-    put(0, 4, at.year().clamp(0, 9999) as u32);
-    put(5, 2, at.month());
-    put(8, 2, at.day());
-    put(11, 2, at.hour());
-    put(14, 2, at.minute());
-    put(17, 2, at.second());
-    // A leap second carries nanoseconds past 1e9: write its last microsecond.
-    put(20, 6, (at.nanosecond() / 1000).min(999_999));
-    String::from_utf8(out.to_vec()).expect("ASCII digits")
+    Stamp::of(at).as_str().to_owned()
+}
+
+/// A formatted time on the stack, for writing without an allocation.
+pub struct Stamp([u8; 27]);
+
+impl Stamp {
+    pub fn of(at: DateTime<Utc>) -> Stamp {
+        let mut out = *b"0000-00-00T00:00:00.000000Z";
+        let mut put = |at: usize, width: usize, mut value: u32| {
+            for slot in out[at..at + width].iter_mut().rev() {
+                *slot = b'0' + (value % 10) as u8;
+                value /= 10;
+            }
+        };
+        put(0, 4, at.year().clamp(0, 9999) as u32);
+        put(5, 2, at.month());
+        put(8, 2, at.day());
+        put(11, 2, at.hour());
+        put(14, 2, at.minute());
+        put(17, 2, at.second());
+        // A leap second carries nanoseconds past 1e9: write its last microsecond.
+        put(20, 6, (at.nanosecond() / 1000).min(999_999));
+        Stamp(out)
+    }
+
+    pub fn as_str(&self) -> &str {
+        std::str::from_utf8(&self.0).expect("ASCII digits")
+    }
 }
 
 /// `#[serde(serialize_with = "clock::serialize")]` for API timestamps.
 pub fn serialize<S: Serializer>(at: &DateTime<Utc>, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(&format(*at))
+    serializer.serialize_str(Stamp::of(*at).as_str())
 }
 
 /// The same for optional timestamps (`null` when absent).

@@ -107,9 +107,12 @@ impl CachedKey {
 
 /// Key records by (application, secret hash) for authentication and by
 /// (application, id) for reads. Concurrent misses of one entry share a
-/// single database read.
+/// single database read. A handle: every authenticated request holds one,
+/// so cloning it is one reference count, not one per cache inside.
 #[derive(Clone)]
-pub struct KeyCache {
+pub struct KeyCache(Arc<KeyCaches>);
+
+struct KeyCaches {
     bus: Bus,
     records: Records,
     /// Refusals recorded in the last minute, so a flood of a revoked key
@@ -167,11 +170,11 @@ impl KeyCache {
             Invalidation::All => heard.forget_all(),
             _ => {}
         });
-        Self {
+        Self(Arc::new(KeyCaches {
             bus,
             records,
             refusals: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(60)).build(),
-        }
+        }))
     }
 }
 
@@ -182,6 +185,7 @@ impl KeyCache {
         let load = async { api_keys::find_optional(scope, id).await.map(|k| k.map(Arc::new)) };
         // A missing key is not cached: it may be created a moment later.
         match self
+            .0
             .records
             .by_id
             .try_get_with((application_id, id), async { load.await?.ok_or(LoadError::Missing) })
@@ -198,10 +202,10 @@ impl KeyCache {
     /// Writes `api_key.use_refused` for a known key, off the request path and
     /// at most once a minute per key and reason on this node.
     pub fn record_refusal(&self, scope: &TenantScope, key_id: Uuid, reason: &'static str) {
-        if self.refusals.contains_key(&(key_id, reason)) {
+        if self.0.refusals.contains_key(&(key_id, reason)) {
             return;
         }
-        self.refusals.insert((key_id, reason), ());
+        self.0.refusals.insert((key_id, reason), ());
         let scope = scope.acting_as(Actor::api_key(key_id));
         actix_web::rt::spawn(async move {
             let write = async {
@@ -218,8 +222,8 @@ impl KeyCache {
     /// Forgets a changed key (a revocation) at once on this node, and on
     /// the others through the bus.
     pub async fn forget(&self, key: &api_key::Model) {
-        self.records.forget(key.application_id, key.id).await;
-        self.bus.publish(Invalidation::ApiKey { application_id: key.application_id, key_id: key.id }).await;
+        self.0.records.forget(key.application_id, key.id).await;
+        self.0.bus.publish(Invalidation::ApiKey { application_id: key.application_id, key_id: key.id }).await;
     }
 }
 
@@ -254,34 +258,48 @@ impl FromRequest for SecretKey {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let state = req.app_data::<web::Data<AppState>>().cloned();
         let tenant = req.extensions().get::<Tenant>().cloned();
-        let token = bearer_token(req).map(str::to_owned);
+        // Checked and hashed here, so the token itself is not kept.
+        let presented = bearer_token(req).map(Presented::check);
         let req = req.clone();
         Box::pin(async move {
-            let (Some(state), Some(tenant), Some(token)) = (state, tenant, token) else {
+            let (Some(state), Some(tenant), Some(presented)) = (state, tenant, presented) else {
                 return Err(ApiError::unauthenticated());
             };
-            let key = authenticate(&state, tenant, &token).await?;
+            let key = authenticate(&state, tenant, presented?).await?;
             let rate = f64::from(state.settings.rate_limits.management_per_application_per_second);
-            state.limiter.take_for(&req, &format!("management:{}", key.tenant().id), rate, 2.0 * rate).await?;
+            if rate > 0.0 {
+                state.limiter.take_for(&req, &format!("management:{}", key.tenant().id), rate, 2.0 * rate).await?;
+            }
             Ok(key)
         })
     }
 }
 
-async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResult<SecretKey> {
-    let Some(live) = key_format::parse(key_format::KeyKind::Secret, token) else {
-        metrics::counter!("auth_rejected_total", "reason" => "malformed").increment(1);
-        return Err(ApiError::unauthenticated());
-    };
-    if live != tenant.environment.is_live() {
+/// A bearer token shaped as a secret key: whether it is a live one, and its SHA-256.
+struct Presented {
+    live: bool,
+    hash: [u8; 32],
+}
+
+impl Presented {
+    fn check(token: &str) -> ApiResult<Presented> {
+        let Some(live) = key_format::parse(key_format::KeyKind::Secret, token) else {
+            metrics::counter!("auth_rejected_total", "reason" => "malformed").increment(1);
+            return Err(ApiError::unauthenticated());
+        };
+        Ok(Presented { live, hash: sha256(token) })
+    }
+}
+
+async fn authenticate(state: &AppState, tenant: Tenant, presented: Presented) -> ApiResult<SecretKey> {
+    if presented.live != tenant.environment.is_live() {
         return Err(ApiError::unauthenticated());
     }
     let application_id = tenant.id;
     // Public until the key is proven; then acting as the key.
     let scope = super::public_scope(state, tenant).ok_or_else(ApiError::unauthenticated)?;
-    let hash = sha256(token);
-    let cache_key = (application_id, hash);
-    let records = &state.keys.records;
+    let cache_key = (application_id, presented.hash);
+    let records = &state.keys.0.records;
     let load = async {
         let found = api_keys::find_by_hash(&scope, &cache_key.1).await?.map(CachedKey::from_model);
         if let Some(key) = &found {
@@ -309,7 +327,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, token: &str) -> ApiResul
         let (scope, keys, key_id) = (scope.clone(), state.keys.clone(), key.id);
         actix_web::rt::spawn(async move {
             match api_keys::touch(&scope, key_id, now).await {
-                Ok(()) => keys.records.by_id.invalidate(&(application_id, key_id)).await,
+                Ok(()) => keys.0.records.by_id.invalidate(&(application_id, key_id)).await,
                 Err(err) => tracing::warn!(error = %err, "could not record last_used_at"),
             }
         });

@@ -1,6 +1,13 @@
 //! The response envelope: `{success, data, error, meta}` (contract §2),
 //! serialised straight from typed values.
-use actix_web::{http::StatusCode, HttpResponse, ResponseError};
+use actix_web::{
+    http::{
+        header::{HeaderValue, CONTENT_TYPE},
+        StatusCode,
+    },
+    HttpResponse, ResponseError,
+};
+use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::request_id;
@@ -24,15 +31,16 @@ struct ErrorBody<'a> {
 
 #[derive(Serialize)]
 struct Meta {
-    timestamp: String,
-    request_id: String,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    timestamp: DateTime<Utc>,
+    request_id: request_id::Current,
     #[serde(skip_serializing_if = "Option::is_none")]
     has_more: Option<bool>,
 }
 
 impl Meta {
     fn new(has_more: Option<bool>) -> Meta {
-        Meta { timestamp: crate::clock::format(crate::clock::now()), request_id: request_id::current(), has_more }
+        Meta { timestamp: crate::clock::now(), request_id: request_id::Current, has_more }
     }
 }
 
@@ -49,12 +57,15 @@ fn respond(status: StatusCode, data: impl Serialize, meta: Meta) -> HttpResponse
     json(status, &Envelope { success: true, data: Some(data), error: None, meta })
 }
 
+/// A static header value: set without copying it per response.
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
+
 /// Serialises into a buffer sized for a typical answer, sparing the
 /// reallocations of growing one from empty.
 pub fn json(status: StatusCode, body: &impl Serialize) -> HttpResponse {
     let mut buffer = Vec::with_capacity(1024);
     match serde_json::to_writer(&mut buffer, body) {
-        Ok(()) => HttpResponse::build(status).content_type("application/json").body(buffer),
+        Ok(()) => HttpResponse::build(status).insert_header((CONTENT_TYPE, JSON)).body(buffer),
         Err(err) => crate::error::ApiError::internal_error(&err).error_response(),
     }
 }

@@ -2,7 +2,7 @@
 //! label comes from a closed set, so no client can grow the metrics store:
 //! methods outside RFC 9110's are `other`, paths that match no route are
 //! `unmatched` (never the path itself).
-use std::time::Instant;
+use std::{cell::RefCell, collections::HashMap, time::Instant};
 
 use actix_web::{
     body::MessageBody,
@@ -11,6 +11,7 @@ use actix_web::{
     middleware::Next,
     Error,
 };
+use metrics::{Counter, Histogram};
 
 pub async fn middleware(
     req: ServiceRequest,
@@ -20,10 +21,33 @@ pub async fn middleware(
     let method = method_label(req.method());
     let response = next.call(req).await?;
     let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
-    let labels = [("method", method.to_owned()), ("route", route), ("status", response.status().as_u16().to_string())];
-    metrics::counter!("http_requests_total", &labels).increment(1);
-    metrics::histogram!("http_request_duration_seconds", &labels).record(started.elapsed().as_secs_f64());
+    let (count, duration) = handles(method, route, response.status().as_u16());
+    count.increment(1);
+    duration.record(started.elapsed().as_secs_f64());
     Ok(response)
+}
+
+thread_local! {
+    /// This worker's handles by (method, route pattern, status): a request
+    /// takes its two handles from here rather than building their labels
+    /// and looking them up in the recorder. Bounded as the labels are.
+    static HANDLES: RefCell<HashMap<(&'static str, String, u16), (Counter, Histogram)>> = RefCell::default();
+}
+
+fn handles(method: &'static str, route: String, status: u16) -> (Counter, Histogram) {
+    HANDLES.with_borrow_mut(|handles| {
+        handles
+            .entry((method, route, status))
+            .or_insert_with_key(|(method, route, status)| {
+                let labels =
+                    [("method", (*method).to_owned()), ("route", route.clone()), ("status", status.to_string())];
+                (
+                    metrics::counter!("http_requests_total", &labels),
+                    metrics::histogram!("http_request_duration_seconds", &labels),
+                )
+            })
+            .clone()
+    })
 }
 
 /// The method as a label: one of RFC 9110's methods or PATCH, else `other`.

@@ -7,18 +7,29 @@ use actix_web::{
     middleware::Next,
     Error,
 };
+use serde::{Serialize, Serializer};
 use tracing::Instrument;
 use uuid::Uuid;
 
 tokio::task_local! {
-    static REQUEST_ID: String;
+    static REQUEST_ID: HeaderValue;
 }
 
 const HEADER: &str = "x-request-id";
 
-/// The id of the request being answered ("" outside a request).
-pub fn current() -> String {
-    REQUEST_ID.try_with(Clone::clone).unwrap_or_default()
+/// The id of the request being answered, serialised as a string ("" outside
+/// a request) straight from the request's own copy.
+pub struct Current;
+
+impl Serialize for Current {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut serializer = Some(serializer);
+        let mut write = |id: &str| serializer.take().expect("written once").serialize_str(id);
+        match REQUEST_ID.try_with(|id| write(id.to_str().unwrap_or_default())) {
+            Ok(written) => written,
+            Err(_) => write(""),
+        }
+    }
 }
 
 fn acceptable(id: &str) -> bool {
@@ -29,20 +40,19 @@ pub async fn middleware(
     req: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, Error> {
-    let id = req
-        .headers()
-        .get(HEADER)
-        .and_then(|v| v.to_str().ok())
-        .filter(|id| acceptable(id))
-        .map(str::to_owned)
-        .unwrap_or_else(|| Uuid::now_v7().to_string());
+    let id = match req.headers().get(HEADER).filter(|v| v.to_str().is_ok_and(acceptable)) {
+        Some(given) => given.clone(),
+        None => {
+            let new = Uuid::now_v7();
+            HeaderValue::from_str(new.hyphenated().encode_lower(&mut Uuid::encode_buffer()))
+                .expect("a UUID is a header value")
+        }
+    };
     // Every event logged while answering carries the request's id (the
     // JSON log format writes the span's fields on each line).
-    let span = tracing::info_span!("request", request_id = %id);
+    let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or_default());
     let mut response = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await?;
     span.in_scope(|| tracing::debug!(status = response.status().as_u16(), "answered"));
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        response.headers_mut().insert(HeaderName::from_static(HEADER), value);
-    }
+    response.headers_mut().insert(HeaderName::from_static(HEADER), id);
     Ok(response)
 }
