@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Memory under sign-ins: the release binary on SQLite, idle, then after 200
-# password sign-ins four at a time; VmRSS and RssAnon from /proc.
+# password sign-ins four at a time (ROUNDS of four; 50 by default); VmRSS and
+# RssAnon from /proc.
 #
 #   bash bench/memory.sh
+#   ROUNDS=250 bash bench/memory.sh   # 1,000 sign-ins
 #   GATEHOUSE__SECURITY__PASSWORD_HASH_CONCURRENCY=1 bash bench/memory.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,10 +28,10 @@ memory() { grep -E '^(VmRSS|RssAnon)' "/proc/$pid/status" | tr -s ' \t' ' ' | pa
 echo "| idle | $(memory) |"
 body='{"email": "memory@example.com", "password": "correct horse battery"}'
 curl -sf -o /dev/null -X POST "$base/v1/auth/sign-up" -H "x-application-id: $app" -H 'content-type: application/json' -d "$body"
-for _ in $(seq 50); do
+for _ in $(seq "${ROUNDS:-50}"); do
   for _ in 1 2 3 4; do
     curl -sf -o /dev/null -X POST "$base/v1/auth/sign-in" -H "x-application-id: $app" -H 'content-type: application/json' -d "$body" &
   done
   wait $(jobs -p | grep -v "^$pid$")
 done
-echo "| after 200 sign-ins | $(memory) |"
+echo "| after $((${ROUNDS:-50} * 4)) sign-ins | $(memory) |"
