@@ -27,11 +27,14 @@ pub async fn middleware(
     Ok(response)
 }
 
+/// A series' labels: method, route pattern, status.
+type Labels = (&'static str, String, u16);
+
 thread_local! {
-    /// This worker's handles by (method, route pattern, status): a request
-    /// takes its two handles from here rather than building their labels
-    /// and looking them up in the recorder. Bounded as the labels are.
-    static HANDLES: RefCell<HashMap<(&'static str, String, u16), (Counter, Histogram)>> = RefCell::default();
+    /// This worker's handles by their labels: a request takes its two
+    /// handles from here rather than building the labels and looking them
+    /// up in the recorder. Bounded as the labels are.
+    static HANDLES: RefCell<HashMap<Labels, (Counter, Histogram)>> = RefCell::default();
 }
 
 fn handles(method: &'static str, route: String, status: u16) -> (Counter, Histogram) {
