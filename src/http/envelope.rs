@@ -33,14 +33,15 @@ struct ErrorBody<'a> {
 struct Meta {
     #[serde(serialize_with = "crate::clock::serialize")]
     timestamp: DateTime<Utc>,
-    request_id: request_id::Current,
+    #[serde(serialize_with = "request_id::serialize")]
+    request_id: HeaderValue,
     #[serde(skip_serializing_if = "Option::is_none")]
     has_more: Option<bool>,
 }
 
 impl Meta {
     fn new(has_more: Option<bool>) -> Meta {
-        Meta { timestamp: crate::clock::now(), request_id: request_id::Current, has_more }
+        Meta { timestamp: crate::clock::now(), request_id: request_id::current(), has_more }
     }
 }
 

@@ -21,9 +21,7 @@ pub async fn middleware(
     let method = method_label(req.method());
     let response = next.call(req).await?;
     let route = response.request().match_pattern().unwrap_or_else(|| "unmatched".to_owned());
-    let (count, duration) = handles(method, route, response.status().as_u16());
-    count.increment(1);
-    duration.record(started.elapsed().as_secs_f64());
+    record((method, route, response.status().as_u16()), started.elapsed().as_secs_f64());
     Ok(response)
 }
 
@@ -37,19 +35,18 @@ thread_local! {
     static HANDLES: RefCell<HashMap<Labels, (Counter, Histogram)>> = RefCell::default();
 }
 
-fn handles(method: &'static str, route: String, status: u16) -> (Counter, Histogram) {
+/// Counts one request of the series and records how long it took.
+fn record(labels: Labels, seconds: f64) {
     HANDLES.with_borrow_mut(|handles| {
-        handles
-            .entry((method, route, status))
-            .or_insert_with_key(|(method, route, status)| {
-                let labels =
-                    [("method", (*method).to_owned()), ("route", route.clone()), ("status", status.to_string())];
-                (
-                    metrics::counter!("http_requests_total", &labels),
-                    metrics::histogram!("http_request_duration_seconds", &labels),
-                )
-            })
-            .clone()
+        let (count, duration) = handles.entry(labels).or_insert_with_key(|(method, route, status)| {
+            let labels = [("method", (*method).to_owned()), ("route", route.clone()), ("status", status.to_string())];
+            (
+                metrics::counter!("http_requests_total", &labels),
+                metrics::histogram!("http_request_duration_seconds", &labels),
+            )
+        });
+        count.increment(1);
+        duration.record(seconds);
     })
 }
 

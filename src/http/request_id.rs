@@ -7,7 +7,7 @@ use actix_web::{
     middleware::Next,
     Error,
 };
-use serde::{Serialize, Serializer};
+use serde::Serializer;
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -17,19 +17,16 @@ tokio::task_local! {
 
 const HEADER: &str = "x-request-id";
 
-/// The id of the request being answered, serialised as a string ("" outside
-/// a request) straight from the request's own copy.
-pub struct Current;
+/// The id of the request being answered (empty outside a request): a copy
+/// of the request's own header value, which shares its bytes.
+pub fn current() -> HeaderValue {
+    REQUEST_ID.try_with(HeaderValue::clone).unwrap_or_else(|_| HeaderValue::from_static(""))
+}
 
-impl Serialize for Current {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut serializer = Some(serializer);
-        let mut write = |id: &str| serializer.take().expect("written once").serialize_str(id);
-        match REQUEST_ID.try_with(|id| write(id.to_str().unwrap_or_default())) {
-            Ok(written) => written,
-            Err(_) => write(""),
-        }
-    }
+/// `#[serde(serialize_with = "request_id::serialize")]` for an id kept as
+/// a header value (always visible ASCII: see [`acceptable`]).
+pub fn serialize<S: Serializer>(id: &HeaderValue, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(id.to_str().unwrap_or_default())
 }
 
 fn acceptable(id: &str) -> bool {
