@@ -58,8 +58,8 @@ fn respond(status: StatusCode, data: impl Serialize, meta: Meta) -> HttpResponse
     json(status, &Envelope { success: true, data: Some(data), error: None, meta })
 }
 
-/// A static header value: set without copying it per response.
-const JSON: HeaderValue = HeaderValue::from_static("application/json");
+/// The JSON content type, static: set without copying it per response.
+pub const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// Serialises into a buffer sized for a typical answer, sparing the
 /// reallocations of growing one from empty.

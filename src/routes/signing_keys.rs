@@ -1,7 +1,10 @@
 //! Public token-verification documents (JWKS, OpenID discovery) and signing
 //! key rotation. The documents need no credential; the application is named
 //! in the path, and the region router forwards by that id.
-use actix_web::{http::header, web, HttpMessage, HttpRequest, HttpResponse};
+use actix_web::{
+    http::header::{self, HeaderValue},
+    web, HttpMessage, HttpRequest, HttpResponse,
+};
 use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
@@ -45,8 +48,8 @@ pub(crate) async fn tenant_in_path(state: &AppState, req: &HttpRequest, raw: &st
 fn public_document() -> actix_web::HttpResponseBuilder {
     let mut builder = HttpResponse::Ok();
     builder
-        .insert_header((header::CACHE_CONTROL, "public, max-age=300"))
-        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, "*"));
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")))
+        .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*")));
     builder
 }
 
@@ -60,7 +63,7 @@ pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<
     let id = tenant.id;
     let scope = public_scope(&state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
     let document = state.tenants.jwks(&scope).await?;
-    Ok(public_document().content_type("application/json").body(document.0))
+    Ok(public_document().insert_header((header::CONTENT_TYPE, envelope::JSON)).body(document.0))
 }
 
 /// OpenID Provider metadata for the application's issuer.
