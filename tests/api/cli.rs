@@ -1,6 +1,8 @@
 //! The `gatehouse` commands, run as a user would run them.
 use std::process::Command;
 
+use crate::oidc::free_port;
+
 fn gatehouse(data_dir: &std::path::Path) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
     command.env("GATEHOUSE__STORAGE__DATA_DIR", data_dir).env("RUST_LOG", "error");
@@ -75,10 +77,6 @@ fn http_get(port: u16, path: &str, headers: &[(&str, &str)]) -> Option<String> {
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
     answer.lines().next().map(str::to_owned)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn wait_until_serving(port: u16) {

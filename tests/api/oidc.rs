@@ -18,8 +18,24 @@ pub const APP_ORIGIN: &str = "http://127.0.0.1:3999";
 /// A second client at the provider, for codes issued to someone else.
 pub const OTHER_CLIENT: &str = "another-client";
 
+/// A port for another process to listen on, chosen below the kernel's
+/// ephemeral range (Linux: 32768 and up). A port from `bind(0)` comes from
+/// that range, where an outgoing connection of a test running alongside
+/// can take it before the process meant to listen on it starts (seen once:
+/// the OpenID provider could not listen). Handed out in turn from a start
+/// that differs per process; each is checked free when handed out.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    use std::sync::atomic::{AtomicU32, Ordering};
+    const FIRST: u32 = 20_000;
+    const COUNT: u32 = 12_000;
+    static NEXT: AtomicU32 = AtomicU32::new(0);
+    loop {
+        let turn = NEXT.fetch_add(1, Ordering::Relaxed);
+        let port = (FIRST + (std::process::id() * 7 + turn) % COUNT) as u16;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 pub fn no_redirects() -> reqwest::Client {

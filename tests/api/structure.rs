@@ -8,7 +8,7 @@ use gatehouse::{auth::public_scope, region::Region, storage::tenant_tables};
 use sea_orm::{ActiveValue::Set, ConnectionTrait, DbBackend, Statement};
 use serde_json::{json, Value};
 
-use crate::helpers::spawn_app;
+use crate::{helpers::spawn_app, oidc::free_port};
 
 #[actix_web::test]
 async fn every_regional_table_with_an_application_id_is_a_registered_tenant_table() {
@@ -57,10 +57,6 @@ async fn a_change_without_an_audit_row_refuses_to_commit_and_leaves_nothing() {
     // The same change with its audit row commits.
     let created = app.post("/v1/organizations", &json!({"name": "Audited"})).await;
     assert_eq!(created.status, 201);
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 fn serve(dir: &std::path::Path, port: u16, failpoint: Option<&str>) -> std::process::Child {
