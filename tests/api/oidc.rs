@@ -21,9 +21,10 @@ pub const OTHER_CLIENT: &str = "another-client";
 /// A port for another process to listen on, chosen below the kernel's
 /// ephemeral range (Linux: 32768 and up). A port from `bind(0)` comes from
 /// that range, where an outgoing connection of a test running alongside
-/// can take it before the process meant to listen on it starts (seen once:
-/// the OpenID provider could not listen). Handed out in turn from a start
-/// that differs per process; each is checked free when handed out.
+/// can take it before the process meant to listen on it starts (the likely
+/// cause of the OpenID provider failing to start once in CI). Handed out in
+/// turn from a start that differs per process; each is checked free when
+/// handed out.
 pub fn free_port() -> u16 {
     use std::sync::atomic::{AtomicU32, Ordering};
     const FIRST: u32 = 20_000;
