@@ -181,16 +181,15 @@ impl KeyCache {
 impl KeyCache {
     /// A key record of the application; a miss costs one indexed read.
     pub async fn find(&self, scope: &TenantScope, id: Uuid) -> ApiResult<Arc<api_key::Model>> {
-        let application_id = scope.tenant().id;
-        let load = async { api_keys::find_optional(scope, id).await.map(|k| k.map(Arc::new)) };
+        let cache_key = (scope.tenant().id, id);
+        let by_id = &self.0.records.by_id;
+        if let Some(key) = by_id.get(&cache_key).await {
+            return Ok(key);
+        }
         // A missing key is not cached: it may be created a moment later.
-        match self
-            .0
-            .records
-            .by_id
-            .try_get_with((application_id, id), async { load.await?.ok_or(LoadError::Missing) })
-            .await
-        {
+        let load = async { api_keys::find_optional(scope, id).await?.map(Arc::new).ok_or(LoadError::Missing) };
+        // Boxed: inline, the load would make every hit's future kilobytes larger.
+        match Box::pin(by_id.try_get_with(cache_key, load)).await {
             Ok(key) => Ok(key),
             Err(err) => match &*err {
                 LoadError::Missing => Err(ApiError::not_found("API key", id)),
@@ -268,7 +267,9 @@ impl FromRequest for SecretKey {
             let key = authenticate(&state, tenant, presented?).await?;
             let rate = f64::from(state.settings.rate_limits.management_per_application_per_second);
             if rate > 0.0 {
-                state.limiter.take_for(&req, &format!("management:{}", key.tenant().id), rate, 2.0 * rate).await?;
+                // Boxed: inline, the Redis round trip would make every request's future larger.
+                let bucket = format!("management:{}", key.tenant().id);
+                Box::pin(state.limiter.take_for(&req, &bucket, rate, 2.0 * rate)).await?;
             }
             Ok(key)
         })
@@ -291,6 +292,25 @@ impl Presented {
     }
 }
 
+/// A cache miss of `authenticate`: one database read shared by the
+/// concurrent misses of the same secret. Kept out of `authenticate`, whose
+/// future every request boxes, so a hit does not carry the read's state.
+async fn load_by_secret(
+    records: &Records,
+    scope: &TenantScope,
+    cache_key: (Uuid, [u8; 32]),
+) -> ApiResult<Option<CachedKey>> {
+    let (application_id, hash) = cache_key;
+    let load = async {
+        let found = api_keys::find_by_hash(scope, &hash).await?.map(CachedKey::from_model);
+        if let Some(key) = &found {
+            records.hash_of.insert((application_id, key.id), key.hash);
+        }
+        Ok::<_, sea_orm::DbErr>(found)
+    };
+    records.by_secret.try_get_with(cache_key, load).await.map_err(|err| ApiError::from(&*err))
+}
+
 async fn authenticate(state: &AppState, tenant: Tenant, presented: Presented) -> ApiResult<SecretKey> {
     if presented.live != tenant.environment.is_live() {
         return Err(ApiError::unauthenticated());
@@ -300,14 +320,10 @@ async fn authenticate(state: &AppState, tenant: Tenant, presented: Presented) ->
     let scope = super::public_scope(state, tenant).ok_or_else(ApiError::unauthenticated)?;
     let cache_key = (application_id, presented.hash);
     let records = &state.keys.0.records;
-    let load = async {
-        let found = api_keys::find_by_hash(&scope, &cache_key.1).await?.map(CachedKey::from_model);
-        if let Some(key) = &found {
-            records.hash_of.insert((application_id, key.id), key.hash);
-        }
-        Ok::<_, sea_orm::DbErr>(found)
+    let found = match records.by_secret.get(&cache_key).await {
+        Some(found) => found,
+        None => Box::pin(load_by_secret(records, &scope, cache_key)).await?,
     };
-    let found = records.by_secret.try_get_with(cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
     let now = crate::clock::now();
     let key = match found {
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,

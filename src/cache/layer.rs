@@ -61,10 +61,16 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         }
     }
 
-    /// This node's copy first; on a miss Redis, then `load`, whose value is
-    /// written to Redis. Either is kept locally.
-    pub async fn get_with<E, F>(&self, key: Uuid, load: F) -> Result<V, Arc<E>>
+    /// This node's copy first; on a miss Redis, then the future `load`
+    /// makes, whose value is written to Redis. Either is kept locally.
+    ///
+    /// The miss path lives in its own allocation and `load` is a closure, not
+    /// a future: a hit's future stays a few words instead of carrying the
+    /// Redis read and the database query inline (kilobytes that every
+    /// request copied when its handler's future was boxed).
+    pub async fn get_with<E, F, L>(&self, key: Uuid, load: L) -> Result<V, Arc<E>>
     where
+        L: FnOnce() -> F,
         F: Future<Output = Result<V, E>>,
         E: Send + Sync + 'static,
     {
@@ -74,7 +80,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
             return Ok(value.clone());
         }
         self.count("local", "miss");
-        slot.get_or_try_init(|| self.fill(key, load)).await.cloned().map_err(Arc::new)
+        Box::pin(async move { slot.get_or_try_init(|| self.fill(key, load())).await.cloned().map_err(Arc::new) }).await
     }
 
     /// The writer's path, after its commit: Redis first, so that this node
@@ -185,6 +191,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
 #[cfg(test)]
 mod tests {
     use std::{
+        future::Ready,
         sync::{
             atomic::{AtomicUsize, Ordering},
             Mutex,
@@ -199,14 +206,16 @@ mod tests {
 
     const TTL: Duration = Duration::from_secs(60);
 
-    /// A loader that counts its calls.
-    fn counting(calls: &AtomicUsize, value: &str) -> impl Future<Output = Result<String, String>> {
-        calls.fetch_add(1, Ordering::SeqCst);
-        std::future::ready(Ok(value.to_string()))
+    /// A loader that counts the loads it makes.
+    fn counting<'a>(calls: &'a AtomicUsize, value: &'a str) -> impl FnOnce() -> Ready<Result<String, String>> + 'a {
+        move || {
+            calls.fetch_add(1, Ordering::SeqCst);
+            std::future::ready(Ok(value.to_string()))
+        }
     }
 
-    fn must_not_load() -> impl Future<Output = Result<String, String>> {
-        std::future::ready(Err("the loader was called".to_string()))
+    fn must_not_load() -> impl FnOnce() -> Ready<Result<String, String>> {
+        || std::future::ready(Err("the loader was called".to_string()))
     }
 
     #[tokio::test]
@@ -228,7 +237,7 @@ mod tests {
     async fn a_failed_load_is_returned_and_not_kept() {
         let cache = ReadThrough::<String>::new("test_failure", None, TTL, TTL);
         let key = Uuid::now_v7();
-        let failed = cache.get_with(key, std::future::ready(Err::<String, _>("database down"))).await;
+        let failed = cache.get_with(key, || std::future::ready(Err::<String, _>("database down"))).await;
         assert_eq!(*failed.unwrap_err(), "database down");
         let calls = AtomicUsize::new(0);
         assert_eq!(cache.get_with(key, counting(&calls, "a")).await.unwrap(), "a");
@@ -241,7 +250,7 @@ mod tests {
         let readers = (0..8).map(|_| {
             let (cache, calls) = (cache.clone(), calls.clone());
             tokio::spawn(async move {
-                let load = async move {
+                let load = move || async move {
                     calls.fetch_add(1, Ordering::SeqCst);
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     Ok::<_, String>("a".to_string())
@@ -264,7 +273,7 @@ mod tests {
         let slow = {
             let cache = cache.clone();
             tokio::spawn(async move {
-                let load = async move {
+                let load = move || async move {
                     released.await.unwrap();
                     Ok::<_, String>("old".to_string())
                 };
@@ -383,9 +392,9 @@ mod tests {
         // Act
         metrics::with_local_recorder(&recorder, || {
             runtime.block_on(async {
-                local.get_with(key, std::future::ready(Ok::<_, String>("a".into()))).await.unwrap();
+                local.get_with(key, || std::future::ready(Ok::<_, String>("a".into()))).await.unwrap();
                 local.get_with(key, must_not_load()).await.unwrap();
-                let _ = behind_redis.get_with(key, std::future::ready(Err::<String, _>("down"))).await;
+                let _ = behind_redis.get_with(key, || std::future::ready(Err::<String, _>("down"))).await;
             })
         });
         // Assert

@@ -60,7 +60,8 @@ pub async fn middleware<B: MessageBody + 'static>(
         req.extensions_mut().insert(tenant);
         return Ok(next.call(req).await?.map_into_left_body());
     }
-    let response = match forward(&state, &mut req, tenant.region).await {
+    // Boxed: inline, the proxy's state would make every request's future kilobytes larger.
+    let response = match Box::pin(forward(&state, &mut req, tenant.region)).await {
         Ok(response) => response,
         Err(err) => err.error_response(),
     };

@@ -87,7 +87,7 @@ impl Directory {
     /// The application `id`: this node's copy, Redis's, or (once, however
     /// many ask at the same moment) the catalog's.
     pub async fn resolve(&self, id: Uuid) -> ApiResult<Option<Tenant>> {
-        let load = async {
+        let load = || async {
             match self.router.send(Load(id)).await {
                 Ok(loaded) => loaded.map_err(|err| ApiError::from(&err)),
                 Err(err) => Err(ApiError::internal_error(&err)),

@@ -207,7 +207,7 @@ pub async fn connect_status(
     scope: &TenantScope,
 ) -> Result<ConnectStatus, BillingError> {
     let application_id = scope.tenant().id;
-    let load = async {
+    let load = || async {
         let linked = catalog::application_processor_account(&storage.catalog, application_id).await?;
         let row = scope.find_by_id::<connect_status::Entity>(application_id).one(scope.conn()).await?;
         Ok::<_, DbErr>(project(linked, row))

@@ -172,7 +172,7 @@ impl TenantRegistry {
     /// The application's JWKS document: this node's copy, else the one
     /// another node put in Redis, else rendered from the state.
     pub async fn jwks(&self, scope: &TenantScope) -> ApiResult<JwksDocument> {
-        let load = async {
+        let load = || async {
             let state = self.state(scope).await?;
             Ok::<_, ApiError>(JwksDocument(state.keys.jwks.clone()))
         };

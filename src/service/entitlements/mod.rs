@@ -234,7 +234,7 @@ impl OrganizationEntitlements {
         let key = pair_key(scope.tenant().id, organization_id);
         let found = self
             .cache
-            .get_with(key, async {
+            .get_with(key, || async {
                 Ok::<_, sea_orm::DbErr>(assignments::load_inputs(scope, organization_id).await?.map(Arc::new))
             })
             .await
