@@ -8,19 +8,23 @@
 //! seconds behind a flood of sign-ins. Each hashing thread owns its argon2
 //! memory (19 MiB) and reuses it for every hash: allocating it per hash
 //! made glibc keep the freed blocks, and the process grew by tens of MiB
-//! under sign-ins.
+//! under sign-ins. A thread that has had no work for a second gives its
+//! block's pages back to the kernel, so a quiet service does not hold
+//! 19 MiB per core; the next hash faults them in again once.
 use std::{
     cell::RefCell,
     sync::{
         atomic::{AtomicUsize, Ordering},
-        mpsc, Arc, Mutex, OnceLock,
+        Arc, OnceLock,
     },
+    time::Duration,
 };
 
 use argon2::{
     password_hash::{rand_core::OsRng, Output, ParamsString, PasswordHash, PasswordVerifier, SaltString},
     Algorithm, Argon2, Block, Params, Version,
 };
+use crossbeam_channel::{RecvTimeoutError, Sender};
 use tokio::sync::oneshot;
 
 /// Why a password was not hashed or checked.
@@ -40,6 +44,11 @@ pub enum PasswordError {
 
 /// CPU priority of the hashing threads: below the HTTP workers' 0.
 const HASHING_NICE: i32 = 10;
+
+/// How long a hashing thread waits for work before it releases its memory.
+/// A burst of sign-ins keeps reusing the block; faulting it in again costs
+/// a few milliseconds once, after a quiet second.
+const RELEASE_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
 
 fn argon2() -> Argon2<'static> {
     let params = Params::new(19_456, 2, 1, None).expect("the argon2 parameters are valid");
@@ -62,6 +71,34 @@ fn hash_raw(argon: &Argon2<'_>, password: &[u8], salt: &[u8], out: &mut [u8]) ->
         }
         argon.hash_password_into_with_memory(password, salt, out, &mut memory[..blocks])
     })
+}
+
+/// Gives this thread's argon2 pages back to the kernel, keeping the
+/// allocation: the pages read as zeros until a hash writes them again.
+fn release_memory() {
+    MEMORY.with(|memory| {
+        let mut memory = memory.borrow_mut();
+        let (start, len) = whole_pages(memory.as_mut_ptr() as usize, std::mem::size_of_val(&memory[..]));
+        if len == 0 {
+            return;
+        }
+        #[cfg(target_os = "linux")]
+        // SAFETY: the range lies inside the vector this thread exclusively
+        // borrows; MADV_DONTNEED on private anonymous memory leaves it mapped
+        // and zero-filled, and all zeros is a valid `Block`. Argon2 writes
+        // every block before it reads it, so the contents are not relied on.
+        unsafe {
+            libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED);
+        }
+    });
+}
+
+/// The whole pages inside `[address, address + len)`: (first page, bytes).
+fn whole_pages(address: usize, len: usize) -> (usize, usize) {
+    const PAGE: usize = 4096;
+    let start = address.next_multiple_of(PAGE);
+    let end = (address + len) / PAGE * PAGE;
+    (start, end.saturating_sub(start))
 }
 
 /// The PHC string of `password` with a new random salt.
@@ -117,7 +154,7 @@ type Job = Box<dyn FnOnce() + Send>;
 
 #[derive(Clone)]
 pub struct PasswordHasher {
-    jobs: mpsc::Sender<Job>,
+    jobs: Sender<Job>,
     /// Hashes admitted (running or queued).
     admitted: Arc<AtomicUsize>,
     max_admitted: usize,
@@ -127,7 +164,7 @@ pub struct PasswordHasher {
 /// request that asked for it has gone away).
 pub struct Admission {
     admitted: Arc<AtomicUsize>,
-    jobs: mpsc::Sender<Job>,
+    jobs: Sender<Job>,
 }
 
 impl Drop for Admission {
@@ -141,8 +178,7 @@ impl PasswordHasher {
     pub fn new(threads: usize, queue: usize) -> Self {
         let threads =
             if threads == 0 { std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) } else { threads };
-        let (jobs, receiver) = mpsc::channel::<Job>();
-        let receiver = Arc::new(Mutex::new(receiver));
+        let (jobs, receiver) = crossbeam_channel::unbounded::<Job>();
         for index in 0..threads {
             let receiver = receiver.clone();
             std::thread::Builder::new()
@@ -150,14 +186,16 @@ impl PasswordHasher {
                 .spawn(move || {
                     lower_priority();
                     loop {
-                        let job = match receiver.lock() {
-                            Ok(receiver) => receiver.recv(),
-                            Err(_) => return,
+                        let job = match receiver.recv_timeout(RELEASE_WHEN_IDLE_FOR) {
+                            Err(RecvTimeoutError::Timeout) => {
+                                release_memory();
+                                receiver.recv().ok()
+                            }
+                            received => received.ok(),
                         };
-                        match job {
-                            Ok(job) => job(),
-                            Err(_) => return,
-                        }
+                        // None: every sender is gone.
+                        let Some(job) = job else { return };
+                        job();
                     }
                 })
                 .expect("a hashing thread starts");
@@ -301,6 +339,24 @@ mod tests {
         let other = cheap.hash_password(b"pw", &salt).unwrap().to_string();
         assert!(matches(b"pw", &other) && !matches(b"px", &other));
         assert!(!matches(b"pw", "not a hash"));
+    }
+
+    #[test]
+    fn memory_given_back_to_the_kernel_hashes_as_before() {
+        let stored = hash_phc(b"correct horse").unwrap();
+        release_memory();
+        assert!(matches(b"correct horse", &stored));
+        release_memory();
+        release_memory();
+        assert!(!matches(b"wrong horse", &stored));
+    }
+
+    #[test]
+    fn only_whole_pages_are_given_back() {
+        assert_eq!(whole_pages(4096, 8192), (4096, 8192));
+        assert_eq!(whole_pages(4097, 8192), (8192, 4096));
+        assert_eq!(whole_pages(100, 4000), (4096, 0));
+        assert_eq!(whole_pages(0, 0), (0, 0));
     }
 
     #[actix_web::test]
