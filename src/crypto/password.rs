@@ -8,7 +8,7 @@
 //! seconds behind a flood of sign-ins. Each hashing thread owns its argon2
 //! memory (19 MiB) and reuses it for every hash: allocating it per hash
 //! made glibc keep the freed blocks, and the process grew by tens of MiB
-//! under sign-ins. A thread that has had no work for a second gives its
+//! under sign-ins. A thread that has had no work for ten seconds gives its
 //! block's pages back to the kernel, so a quiet service does not hold
 //! 19 MiB per core; the next hash faults them in again once.
 use std::{
@@ -45,10 +45,12 @@ pub enum PasswordError {
 /// CPU priority of the hashing threads: below the HTTP workers' 0.
 const HASHING_NICE: i32 = 10;
 
-/// How long a hashing thread waits for work before it releases its memory.
-/// A burst of sign-ins keeps reusing the block; faulting it in again costs
-/// a few milliseconds once, after a quiet second.
-const RELEASE_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
+/// How long a hashing thread waits for work before it releases its memory
+/// (jemalloc's default decay of unused pages is also ten seconds). Sign-ins
+/// closer together keep reusing the block; faulting it in again costs the
+/// next hash about 14 ms once (a 21 ms sign-in took 35 ms on the 2-core
+/// benchmark machine).
+const RELEASE_WHEN_IDLE_FOR: Duration = Duration::from_secs(10);
 
 fn argon2() -> Argon2<'static> {
     let params = Params::new(19_456, 2, 1, None).expect("the argon2 parameters are valid");
