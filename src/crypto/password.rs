@@ -83,15 +83,12 @@ fn hash_raw(argon: &Argon2<'_>, password: &[u8], salt: &[u8], out: &mut [u8]) ->
 /// the TLB) a few at a time instead of thousands of 4 KiB ones.
 fn advise_huge_pages(memory: &mut Vec<Block>) {
     let bytes = memory.capacity() * std::mem::size_of::<Block>();
-    let (start, len) = whole_pages(memory.as_mut_ptr() as usize, bytes);
-    if len == 0 {
-        return;
-    }
     #[cfg(target_os = "linux")]
-    // SAFETY: the range lies inside the vector's allocation; MADV_HUGEPAGE is
-    // a hint about how to back it and changes no contents.
+    // SAFETY: the range is the vector's allocation, which this thread
+    // exclusively borrows; MADV_HUGEPAGE is a hint about how to back it and
+    // changes no contents.
     unsafe {
-        libc::madvise(start as *mut libc::c_void, len, libc::MADV_HUGEPAGE);
+        advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_HUGEPAGE);
     }
 }
 
@@ -100,19 +97,31 @@ fn advise_huge_pages(memory: &mut Vec<Block>) {
 fn release_memory() {
     MEMORY.with(|memory| {
         let mut memory = memory.borrow_mut();
-        let (start, len) = whole_pages(memory.as_mut_ptr() as usize, std::mem::size_of_val(&memory[..]));
-        if len == 0 {
-            return;
-        }
+        let bytes = std::mem::size_of_val(&memory[..]);
         #[cfg(target_os = "linux")]
-        // SAFETY: the range lies inside the vector this thread exclusively
-        // borrows; MADV_DONTNEED on private anonymous memory leaves it mapped
-        // and zero-filled, and all zeros is a valid `Block`. Argon2 writes
-        // every block before it reads it, so the contents are not relied on.
+        // SAFETY: the range is the vector's initialised blocks, which this
+        // thread exclusively borrows; MADV_DONTNEED on private anonymous
+        // memory leaves it mapped and zero-filled, and all zeros is a valid
+        // `Block`. Argon2 writes every block before it reads it, so the
+        // contents are not relied on.
         unsafe {
-            libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED);
+            advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_DONTNEED);
         }
     });
+}
+
+/// `madvise(advice)` over the whole pages inside `[address, address + bytes)`.
+///
+/// # Safety
+/// The caller owns the range, nothing else uses it meanwhile, and what
+/// `advice` does to its contents is acceptable to the caller.
+#[cfg(target_os = "linux")]
+unsafe fn advise(address: usize, bytes: usize, advice: libc::c_int) {
+    let (start, len) = whole_pages(address, bytes);
+    if len > 0 {
+        // SAFETY: the caller's contract; the range only shrinks to whole pages.
+        unsafe { libc::madvise(start as *mut libc::c_void, len, advice) };
+    }
 }
 
 /// The whole pages inside `[address, address + len)`: (first page, bytes).
