@@ -24,7 +24,10 @@ use uuid::Uuid;
 use super::Scope;
 use crate::{
     audit::Actor,
-    cache::bus::{Bus, Invalidation},
+    cache::{
+        bus::{Bus, Invalidation},
+        get_or_try_load,
+    },
     crypto::{constant_time_eq, key_format, sha256},
     error::{ApiError, ApiResult, Code},
     service::api_keys,
@@ -181,15 +184,9 @@ impl KeyCache {
 impl KeyCache {
     /// A key record of the application; a miss costs one indexed read.
     pub async fn find(&self, scope: &TenantScope, id: Uuid) -> ApiResult<Arc<api_key::Model>> {
-        let cache_key = (scope.tenant().id, id);
-        let by_id = &self.0.records.by_id;
-        if let Some(key) = by_id.get(&cache_key).await {
-            return Ok(key);
-        }
         // A missing key is not cached: it may be created a moment later.
-        let load = async { api_keys::find_optional(scope, id).await?.map(Arc::new).ok_or(LoadError::Missing) };
-        // Boxed: inline, the load would make every hit's future kilobytes larger.
-        match Box::pin(by_id.try_get_with(cache_key, load)).await {
+        let load = || async { api_keys::find_optional(scope, id).await?.map(Arc::new).ok_or(LoadError::Missing) };
+        match get_or_try_load(&self.0.records.by_id, (scope.tenant().id, id), load).await {
             Ok(key) => Ok(key),
             Err(err) => match &*err {
                 LoadError::Missing => Err(ApiError::not_found("API key", id)),
@@ -292,23 +289,18 @@ impl Presented {
     }
 }
 
-/// A cache miss of `authenticate`: one database read shared by the
-/// concurrent misses of the same secret. Kept out of `authenticate`, whose
-/// future every request boxes, so a hit does not carry the read's state.
+/// The key whose secret hashes to `hash`, read on a cache miss; indexed by
+/// id in `hash_of` so a revocation can find its record.
 async fn load_by_secret(
     records: &Records,
     scope: &TenantScope,
-    cache_key: (Uuid, [u8; 32]),
-) -> ApiResult<Option<CachedKey>> {
-    let (application_id, hash) = cache_key;
-    let load = async {
-        let found = api_keys::find_by_hash(scope, &hash).await?.map(CachedKey::from_model);
-        if let Some(key) = &found {
-            records.hash_of.insert((application_id, key.id), key.hash);
-        }
-        Ok::<_, sea_orm::DbErr>(found)
-    };
-    records.by_secret.try_get_with(cache_key, load).await.map_err(|err| ApiError::from(&*err))
+    hash: [u8; 32],
+) -> Result<Option<CachedKey>, sea_orm::DbErr> {
+    let found = api_keys::find_by_hash(scope, &hash).await?.map(CachedKey::from_model);
+    if let Some(key) = &found {
+        records.hash_of.insert((scope.tenant().id, key.id), key.hash);
+    }
+    Ok(found)
 }
 
 async fn authenticate(state: &AppState, tenant: Tenant, presented: Presented) -> ApiResult<SecretKey> {
@@ -320,10 +312,8 @@ async fn authenticate(state: &AppState, tenant: Tenant, presented: Presented) ->
     let scope = super::public_scope(state, tenant).ok_or_else(ApiError::unauthenticated)?;
     let cache_key = (application_id, presented.hash);
     let records = &state.keys.0.records;
-    let found = match records.by_secret.get(&cache_key).await {
-        Some(found) => found,
-        None => Box::pin(load_by_secret(records, &scope, cache_key)).await?,
-    };
+    let load = || load_by_secret(records, &scope, presented.hash);
+    let found = get_or_try_load(&records.by_secret, cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
     let now = crate::clock::now();
     let key = match found {
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,

@@ -13,8 +13,29 @@ pub mod redis;
 #[cfg(test)]
 mod testing;
 
+use std::{future::Future, hash::Hash, sync::Arc};
+
 pub use self::{
     bus::{Bus, Invalidation},
     layer::{pair_key, ReadThrough},
     redis::SharedRedis,
 };
+
+/// A hit in this node's `cache`, else the value of the future `load` makes
+/// (concurrent misses of a key share one load). The miss is boxed and
+/// `load` is a closure, so a hit's future does not carry the load's state:
+/// request-path futures are boxed, and a load inline made every hit copy
+/// kilobytes.
+pub async fn get_or_try_load<K, V, E, F, L>(cache: &moka::future::Cache<K, V>, key: K, load: L) -> Result<V, Arc<E>>
+where
+    K: Hash + Eq + Send + Sync + 'static,
+    V: Clone + Send + Sync + 'static,
+    E: Send + Sync + 'static,
+    L: FnOnce() -> F,
+    F: Future<Output = Result<V, E>>,
+{
+    if let Some(value) = cache.get(&key).await {
+        return Ok(value);
+    }
+    Box::pin(cache.try_get_with(key, load())).await
+}
