@@ -1,5 +1,5 @@
 //! The audit log: one hash chain per application, appended in the same
-//! transaction as the change it records. [`append`] is the writer (used
+//! transaction as the change it records. [`Appender`] is the writer (used
 //! through [`crate::storage::TenantTxn::audit`]),
 //! [`chain`] the hash and its verification, [`query`] the filters of the
 //! list and export operations.
@@ -87,72 +87,132 @@ pub struct Entry<'a> {
 
 /// Appends rows to the application's chain in the given order, and their
 /// webhook messages to the outbox, with a fixed number of statements
-/// however many rows.
+/// however many rows: an [`Appender`] used once.
 ///
-/// The first statement bumps the chain head by the number of rows and
-/// returns the previous hash; that row stays locked until the transaction
-/// ends, so concurrent writers (on any node) take turns and the chain never
-/// forks. A transaction appending to several chains must do so in order of
+/// A transaction appending to several chains must do so in order of
 /// application id, so two such transactions cannot deadlock.
 ///
 /// Changes record their rows through [`crate::storage::TenantTxn::audit`],
-/// which calls this; the only other caller is the group-committed refresh
-/// rotator, whose one transaction spans applications (clippy's
-/// `disallowed_methods` refuses any other).
-#[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
+/// which holds an [`Appender`] for its transaction; the other callers are
+/// the group-committed refresh rotator, whose one transaction spans
+/// applications, and the delivery worker (clippy's `disallowed_methods`
+/// refuses any other).
+#[allow(clippy::disallowed_methods)] // the one-shot form of the chain writer
 pub async fn append(
     db: &impl ConnectionTrait,
     application_id: Uuid,
     entries: Vec<Entry<'_>>,
 ) -> Result<Vec<audit_event::Model>, DbErr> {
-    if entries.is_empty() {
-        return Ok(Vec::new());
+    let mut appender = Appender::new(application_id);
+    let rows = appender.append(db, entries).await?;
+    appender.finish(db).await?;
+    Ok(rows)
+}
+
+/// One transaction's writer of an application's chain.
+///
+/// Its first append bumps the chain's head and reads the previous hash;
+/// that row then stays locked until the transaction ends, so concurrent
+/// writers (on any node) take turns and the chain never forks. Holding the
+/// locked head, later appends in the same transaction chain on from it
+/// without reading it again, fan out to the endpoints the first one read,
+/// and [`Appender::finish`] writes the head once, before the commit.
+pub struct Appender {
+    application_id: Uuid,
+    held: Option<Held>,
+}
+
+/// What the first append read: the head as this transaction has moved it,
+/// and the active webhook endpoints.
+struct Held {
+    seq: i64,
+    hash: String,
+    endpoints: Vec<crate::events::outbox::Endpoint>,
+}
+
+impl Appender {
+    pub fn new(application_id: Uuid) -> Appender {
+        Appender { application_id, held: None }
     }
-    let count = entries.len() as i64;
-    let head = audit_head::Entity::update_many()
-        .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(count))
-        .filter(audit_head::Column::ApplicationId.eq(application_id))
-        .exec_with_returning(db)
-        .await?
-        .into_iter()
-        .next()
-        .ok_or_else(|| DbErr::RecordNotFound(format!("audit chain of application {application_id}")))?;
-    let mut prev_hash = head.hash;
-    let mut models = Vec::with_capacity(entries.len());
-    for (seq, entry) in (head.seq - count + 1..).zip(entries) {
-        let row = chain::ChainedRow::new(
-            entry.id.unwrap_or_else(Uuid::now_v7),
-            seq,
-            prev_hash,
-            entry.event_type,
-            entry.actor,
-            entry.aggregate_id,
-            &entry.data,
-        )
-        .map_err(|e| DbErr::Custom(format!("audit data cannot be canonicalised: {e}")))?;
-        prev_hash = row.hash.clone();
-        models.push(audit_event::Model {
-            id: row.id,
-            application_id,
-            seq: row.seq,
-            event_type: entry.event_type.to_string(),
-            actor_kind: entry.actor.kind.as_str().to_string(),
-            actor_id: entry.actor.id.clone(),
-            aggregate_id: entry.aggregate_id,
-            occurred_at: row.occurred_at,
-            data: row.data,
-            prev_hash: row.prev_hash,
-            hash: row.hash,
-        });
+
+    /// Appends rows in order (see the type's comment).
+    #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
+    pub async fn append(
+        &mut self,
+        db: &impl ConnectionTrait,
+        entries: Vec<Entry<'_>>,
+    ) -> Result<Vec<audit_event::Model>, DbErr> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let application_id = self.application_id;
+        let count = entries.len() as i64;
+        let held = match &mut self.held {
+            Some(held) => held,
+            None => {
+                let head = audit_head::Entity::update_many()
+                    .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(count))
+                    .filter(audit_head::Column::ApplicationId.eq(application_id))
+                    .exec_with_returning(db)
+                    .await?
+                    .into_iter()
+                    .next()
+                    .ok_or_else(|| DbErr::RecordNotFound(format!("audit chain of application {application_id}")))?;
+                let endpoints = crate::events::outbox::active_endpoints(db, application_id).await?;
+                // As if nothing were appended yet: the loop below counts these rows.
+                self.held.insert(Held { seq: head.seq - count, hash: head.hash, endpoints })
+            }
+        };
+        let mut prev_hash = held.hash.clone();
+        let mut models = Vec::with_capacity(entries.len());
+        for (seq, entry) in (held.seq + 1..).zip(entries) {
+            let row = chain::ChainedRow::new(
+                entry.id.unwrap_or_else(Uuid::now_v7),
+                seq,
+                prev_hash,
+                entry.event_type,
+                entry.actor,
+                entry.aggregate_id,
+                &entry.data,
+            )
+            .map_err(|e| DbErr::Custom(format!("audit data cannot be canonicalised: {e}")))?;
+            prev_hash = row.hash.clone();
+            models.push(audit_event::Model {
+                id: row.id,
+                application_id,
+                seq: row.seq,
+                event_type: entry.event_type.to_string(),
+                actor_kind: entry.actor.kind.as_str().to_string(),
+                actor_id: entry.actor.id.clone(),
+                aggregate_id: entry.aggregate_id,
+                occurred_at: row.occurred_at,
+                data: row.data,
+                prev_hash: row.prev_hash,
+                hash: row.hash,
+            });
+        }
+        audit_event::Entity::insert_many(models.iter().cloned().map(audit_event::ActiveModel::from))
+            .exec_without_returning(db)
+            .await?;
+        crate::events::outbox::enqueue(db, &held.endpoints, &models).await?;
+        held.seq += count;
+        held.hash = prev_hash;
+        Ok(models)
     }
-    audit_head::Entity::update_many()
-        .col_expr(audit_head::Column::Hash, Expr::value(prev_hash))
-        .filter(audit_head::Column::ApplicationId.eq(application_id))
-        .exec(db)
-        .await?;
-    audit_event::Entity::insert_many(models.iter().cloned().map(audit_event::ActiveModel::from))
-        .exec_without_returning(db)
-        .await?;
-    crate::events::outbox::enqueue(db, &models).await?;
-    Ok(models)
+
+    /// Writes the head this transaction moved (nothing if it appended
+    /// nothing); the transaction must commit after this, not before.
+    #[allow(clippy::disallowed_methods)] // the chain writer: the statement names the chain's application
+    pub async fn finish(&self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
+        let Some(held) = &self.held else {
+            return Ok(());
+        };
+        audit_head::Entity::update_many()
+            .col_expr(audit_head::Column::Seq, Expr::value(held.seq))
+            .col_expr(audit_head::Column::Hash, Expr::value(held.hash.clone()))
+            .filter(audit_head::Column::ApplicationId.eq(self.application_id))
+            .exec(db)
+            .await?;
+        Ok(())
+    }
 }

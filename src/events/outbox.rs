@@ -3,8 +3,8 @@
 //! transaction. A filter entry takes a type equal to it or starting with it
 //! followed by a dot; no entries take every type.
 //!
-//! Part of the audit writer (`audit::append` calls it for the rows it just
-//! appended, in their transaction), so its queries are raw and filter on
+//! Part of the audit writer (`audit::Appender` calls it for the rows it
+//! just appended, in their transaction), so its queries are raw and filter on
 //! the rows' own `application_id`.
 #![allow(clippy::disallowed_methods)]
 use entity::{audit_event, webhook, webhook_message};
@@ -40,30 +40,42 @@ pub fn payload(event: &audit_event::Model) -> String {
     .to_string()
 }
 
-/// Queues a message per event for every active endpoint whose filter takes
-/// it; `events` are rows of one application, in the caller's transaction.
-pub async fn enqueue(db: &impl ConnectionTrait, events: &[audit_event::Model]) -> Result<(), DbErr> {
-    let Some(first) = events.first() else {
-        return Ok(());
-    };
+/// An active endpoint of the application: where its messages go and which
+/// types it takes.
+pub struct Endpoint {
+    id: Uuid,
+    filter: Vec<String>,
+}
+
+/// The application's active endpoints, read in the caller's transaction.
+pub async fn active_endpoints(db: &impl ConnectionTrait, application_id: Uuid) -> Result<Vec<Endpoint>, DbErr> {
     let endpoints = webhook::Entity::find()
-        .filter(webhook::Column::ApplicationId.eq(first.application_id))
+        .filter(webhook::Column::ApplicationId.eq(application_id))
         .filter(webhook::Column::Status.eq(ACTIVE))
         .all(db)
         .await?;
+    Ok(endpoints
+        .into_iter()
+        .map(|e| Endpoint { id: e.id, filter: serde_json::from_value(e.event_types).unwrap_or_default() })
+        .collect())
+}
+
+/// Queues a message per event for every endpoint whose filter takes it;
+/// `events` are rows of the endpoints' application, in the caller's
+/// transaction.
+pub async fn enqueue(
+    db: &impl ConnectionTrait,
+    endpoints: &[Endpoint],
+    events: &[audit_event::Model],
+) -> Result<(), DbErr> {
     if endpoints.is_empty() {
         return Ok(());
     }
     let now = crate::clock::now();
-    let filters: Vec<Vec<String>> =
-        endpoints.iter().map(|e| serde_json::from_value(e.event_types.clone()).unwrap_or_default()).collect();
     let mut messages: Vec<webhook_message::ActiveModel> = Vec::new();
     for event in events {
         let payload = payload(event);
-        for (endpoint, filter) in endpoints.iter().zip(&filters) {
-            if !filter_takes(filter, &event.event_type) {
-                continue;
-            }
+        for endpoint in endpoints.iter().filter(|e| filter_takes(&e.filter, &event.event_type)) {
             messages.push(
                 webhook_message::Model {
                     id: Uuid::now_v7(),

@@ -98,10 +98,13 @@ impl TenantScope {
 
     /// A write transaction on the application's shard.
     pub async fn begin(&self) -> Result<TenantTxn, DbErr> {
+        #[allow(clippy::disallowed_methods)] // the handle is the writer the lint points to
+        let chain = audit::Appender::new(self.tenant.id);
         Ok(TenantTxn {
             txn: self.db.begin_write().await?,
             application_id: self.tenant.id,
             actor: self.actor.clone(),
+            chain,
             changed: false,
             audited: false,
             unaudited: None,
@@ -126,6 +129,8 @@ pub struct TenantTxn {
     txn: WriteTxn,
     application_id: Uuid,
     actor: Actor,
+    /// The transaction's writer of the application's audit chain.
+    chain: audit::Appender,
     changed: bool,
     audited: bool,
     unaudited: Option<Unaudited>,
@@ -263,10 +268,11 @@ impl TenantTxn {
         Ok(rows.pop().expect("one entry makes one row"))
     }
 
-    /// Several audit rows, in order, with one chain-head bump.
+    /// Several audit rows, in order. A transaction reads and locks the
+    /// chain's head once, however many times it appends, and writes it
+    /// once, in [`Self::commit`].
     pub async fn audit_many(&mut self, entries: Vec<Entry<'_>>) -> Result<Vec<entity::audit_event::Model>, DbErr> {
-        #[allow(clippy::disallowed_methods)] // the handle is the writer the lint points to
-        let rows = audit::append(&*self.txn, self.application_id, entries).await?;
+        let rows = self.chain.append(&*self.txn, entries).await?;
         self.audited |= !rows.is_empty();
         Ok(rows)
     }
@@ -294,6 +300,7 @@ impl TenantTxn {
                 self.application_id
             )));
         }
+        self.chain.finish(&*self.txn).await?;
         self.txn.commit().await
     }
 }

@@ -1,7 +1,7 @@
 //! Operation 10: the hash chain, its filters, and its verification.
-use entity::audit_event;
+use entity::{audit_event, webhook_message};
 use reqwest::Method;
-use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
@@ -125,6 +125,39 @@ async fn concurrent_writers_never_fork_the_chain_and_a_tampered_row_is_named() {
         .unwrap();
     let broken = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap_err();
     assert_eq!(broken.seq, 7);
+}
+
+/// A sign-in appends twice in one transaction (`session.created`, then
+/// `sign_in.succeeded`): the second append chains on from the head the
+/// first one locked, and the head is written once, at the commit.
+#[actix_web::test]
+async fn transactions_appending_twice_at_once_keep_one_chain_and_fan_out_every_row() {
+    use crate::end_users::{public_post, sign_up, PASSWORD};
+    let app = spawn_app().await;
+    assert_eq!(app.post("/v1/webhooks", &json!({"url": "http://127.0.0.1:1/hook"})).await.status, 201);
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let body = json!({"email": "ada@example.com", "password": PASSWORD});
+    let sign_ins = (0..6).map(|_| public_post(&app, &app.caller, "/v1/auth/sign-in", &body));
+    assert!(futures_util::future::join_all(sign_ins).await.iter().all(|r| r.status == 200));
+
+    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
+    let rows = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap();
+    // Every row from the endpoint's own `webhook.created` (after the
+    // bootstrap's two) has a message.
+    let from_the_endpoint_on = audit_event::Entity::find()
+        .filter(audit_event::Column::ApplicationId.eq(application_id))
+        .filter(audit_event::Column::Seq.gt(2))
+        .count(shard)
+        .await
+        .unwrap();
+    assert!(from_the_endpoint_on >= 2 + 2 * 6, "{from_the_endpoint_on} rows from the endpoint on, {rows} in all");
+    let messages = webhook_message::Entity::find()
+        .filter(webhook_message::Column::ApplicationId.eq(application_id))
+        .count(shard)
+        .await
+        .unwrap();
+    assert_eq!(messages, from_the_endpoint_on);
 }
 
 #[actix_web::test]
