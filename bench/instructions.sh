@@ -5,7 +5,7 @@
 # be compared in one line each where wrk's rates move by 20% between runs.
 # The kernel's share (the socket calls, the same for every route) is not in
 # them. SQLite, one HTTP worker, one keep-alive connection, the management
-# rate limit off; the server runs under valgrind (about 50 times slower).
+# rate limit off; the server runs under valgrind.
 #
 #   bash bench/instructions.sh
 #   BIN=/tmp/old-gatehouse REQUESTS=5000 bash bench/instructions.sh
