@@ -18,7 +18,6 @@ use std::{
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
 use chrono::{DateTime, Utc};
 use entity::api_key;
-use moka::future::Cache;
 use uuid::Uuid;
 
 use super::Scope;
@@ -26,7 +25,7 @@ use crate::{
     audit::Actor,
     cache::{
         bus::{Bus, Invalidation},
-        get_or_try_load,
+        LoadedCache,
     },
     crypto::{constant_time_eq, key_format, sha256},
     error::{ApiError, ApiResult, Code},
@@ -131,8 +130,8 @@ struct KeyCaches {
 /// authenticated request a little dearer for a while.)
 #[derive(Clone)]
 struct Records {
-    by_secret: Cache<(Uuid, [u8; 32]), Option<CachedKey>>,
-    by_id: Cache<(Uuid, Uuid), Arc<api_key::Model>>,
+    by_secret: LoadedCache<(Uuid, [u8; 32]), Option<CachedKey>>,
+    by_id: LoadedCache<(Uuid, Uuid), Arc<api_key::Model>>,
     /// (application, key id) → secret hash of the records in `by_secret`;
     /// outlives them (2 s against 1 s), so no record is left unindexed.
     hash_of: moka::sync::Cache<(Uuid, Uuid), [u8; 32]>,
@@ -158,8 +157,8 @@ impl KeyCache {
     /// bus says a key changed (the 1 s TTL is the fallback without Redis).
     pub fn new(bus: Bus) -> Self {
         let records = Records {
-            by_secret: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
-            by_id: Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(1)).build(),
+            by_secret: LoadedCache::new(100_000, Duration::from_secs(1)),
+            by_id: LoadedCache::new(100_000, Duration::from_secs(1)),
             hash_of: moka::sync::Cache::builder().max_capacity(100_000).time_to_live(Duration::from_secs(2)).build(),
         };
         // The listener holds the records, not the cache (which holds the bus).
@@ -186,7 +185,7 @@ impl KeyCache {
     pub async fn find(&self, scope: &TenantScope, id: Uuid) -> ApiResult<Arc<api_key::Model>> {
         // A missing key is not cached: it may be created a moment later.
         let load = || async { api_keys::find_optional(scope, id).await?.map(Arc::new).ok_or(LoadError::Missing) };
-        match get_or_try_load(&self.0.records.by_id, (scope.tenant().id, id), load).await {
+        match self.0.records.by_id.get_or_try_load((scope.tenant().id, id), load).await {
             Ok(key) => Ok(key),
             Err(err) => match &*err {
                 LoadError::Missing => Err(ApiError::not_found("API key", id)),
@@ -313,7 +312,7 @@ async fn authenticate(state: &AppState, tenant: Tenant, presented: Presented) ->
     let cache_key = (application_id, presented.hash);
     let records = &state.keys.0.records;
     let load = || load_by_secret(records, &scope, presented.hash);
-    let found = get_or_try_load(&records.by_secret, cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
+    let found = records.by_secret.get_or_try_load(cache_key, load).await.map_err(|err| ApiError::from(&*err))?;
     let now = crate::clock::now();
     let key = match found {
         Some(key) if constant_time_eq(&key.hash, &cache_key.1) && key.usable(now) => key,

@@ -5,7 +5,7 @@
 use std::{
     future::Future,
     sync::{Arc, OnceLock},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use moka::sync::Cache;
@@ -14,7 +14,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use super::redis::SharedRedis;
+use super::{hot::HotCopies, redis::SharedRedis};
 
 const LOCAL_CAPACITY: u64 = 100_000;
 
@@ -35,15 +35,23 @@ pub fn pair_key(first: Uuid, second: Uuid) -> Uuid {
 /// before the invalidation back in the cache. A plain `moka::future::Cache`
 /// could not do that, and its `invalidate` is async where the bus's listeners
 /// are not.
-type Slot<V> = Arc<OnceCell<V>>;
+struct Slot<V> {
+    cell: OnceCell<V>,
+    /// When moka drops the entry (its time to live from now): the bound on
+    /// a per-thread copy of the value.
+    expires: Instant,
+}
 
 #[derive(Clone)]
-pub struct ReadThrough<V> {
+pub struct ReadThrough<V: Send> {
     name: &'static str,
     /// The counter of the hot path, looked up once (a labelled look-up per
     /// read was a measurable part of a JWKS request).
     local_hits: Arc<OnceLock<metrics::Counter>>,
-    local: Cache<Uuid, Slot<V>>,
+    /// Each worker's copies of `local`'s values, read first.
+    hot: Arc<HotCopies<Uuid, V>>,
+    local: Cache<Uuid, Arc<Slot<V>>>,
+    local_ttl: Duration,
     redis: Option<SharedRedis>,
     shared_ttl: Duration,
 }
@@ -55,14 +63,17 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         Self {
             name,
             local_hits: Arc::default(),
+            hot: Arc::default(),
             local: Cache::builder().name(name).max_capacity(LOCAL_CAPACITY).time_to_live(local_ttl).build(),
+            local_ttl,
             redis,
             shared_ttl,
         }
     }
 
-    /// This node's copy first; on a miss Redis, then the future `load`
-    /// makes, whose value is written to Redis. Either is kept locally.
+    /// This node's copy first (this thread's, then the node's); on a miss
+    /// Redis, then the future `load` makes, whose value is written to Redis.
+    /// Either is kept locally.
     ///
     /// The miss path lives in its own allocation and `load` is a closure, not
     /// a future: a hit's future stays a few words instead of carrying the
@@ -74,13 +85,26 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         F: Future<Output = Result<V, E>>,
         E: Send + Sync + 'static,
     {
-        let slot = self.local.get_with(key, Slot::default);
-        if let Some(value) = slot.get() {
-            self.local_hits.get_or_init(|| self.counter("local", "hit")).increment(1);
+        let generation = match self.hot.get(&key) {
+            Ok(value) => {
+                self.count_local_hit();
+                return Ok(value);
+            }
+            Err(generation) => generation,
+        };
+        let slot = self.local.get_with(key, || Arc::new(Slot { cell: OnceCell::new(), expires: self.expiry() }));
+        if let Some(value) = slot.cell.get() {
+            self.count_local_hit();
+            self.hot.keep(key, value.clone(), generation, slot.expires);
             return Ok(value.clone());
         }
         self.count("local", "miss");
-        Box::pin(async move { slot.get_or_try_init(|| self.fill(key, load())).await.cloned().map_err(Arc::new) }).await
+        Box::pin(async move {
+            let value = slot.cell.get_or_try_init(|| self.fill(key, load())).await.cloned().map_err(Arc::new)?;
+            self.hot.keep(key, value.clone(), generation, slot.expires);
+            Ok(value)
+        })
+        .await
     }
 
     /// The writer's path, after its commit: Redis first, so that this node
@@ -90,7 +114,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
             let shared_key = self.shared_key(key);
             redis.run(self.name, |mut c| async move { c.del::<_, ()>(shared_key).await }).await;
         }
-        self.local.invalidate(&key);
+        self.invalidate_local(key);
     }
 
     /// The writer's path when it has the new value: Redis and this node
@@ -100,16 +124,23 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         if let Some(redis) = &self.redis {
             self.write_shared(redis, self.shared_key(key), &value).await;
         }
-        self.local.insert(key, Arc::new(OnceCell::new_with(Some(value))));
+        self.local.insert(key, Arc::new(Slot { cell: OnceCell::new_with(Some(value)), expires: self.expiry() }));
+        self.hot.retire_all();
     }
 
     /// On a bus message: another node already dropped the shared copy.
     pub fn invalidate_local(&self, key: Uuid) {
         self.local.invalidate(&key);
+        self.hot.retire_all();
     }
 
     pub fn invalidate_all_local(&self) {
         self.local.invalidate_all();
+        self.hot.retire_all();
+    }
+
+    fn expiry(&self) -> Instant {
+        Instant::now() + self.local_ttl
     }
 
     async fn fill<E, F>(&self, key: Uuid, load: F) -> Result<V, E>
@@ -179,6 +210,10 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         format!("gatehouse:cache:{}:{key}", self.name)
     }
 
+    fn count_local_hit(&self) {
+        self.local_hits.get_or_init(|| self.counter("local", "hit")).increment(1);
+    }
+
     fn count(&self, layer: &'static str, outcome: &'static str) {
         self.counter(layer, outcome).increment(1);
     }
@@ -231,6 +266,24 @@ mod tests {
         // Assert
         assert_eq!((first.as_str(), second.as_str(), third.as_str()), ("a", "a", "b"));
         assert_eq!(calls.load(Ordering::SeqCst), 2);
+    }
+
+    #[tokio::test]
+    async fn a_change_made_on_another_thread_replaces_this_threads_copy() {
+        // Arrange: this thread has read the value (and keeps a copy of it).
+        let cache = ReadThrough::<String>::new("test_threads", None, TTL, TTL);
+        let (key, calls) = (Uuid::now_v7(), AtomicUsize::new(0));
+        assert_eq!(cache.get_with(key, counting(&calls, "a")).await.unwrap(), "a");
+        // Act: a writer on another thread puts a new value, then another drops it.
+        let writer = cache.clone();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        std::thread::spawn(move || runtime.block_on(writer.put(key, "b".into()))).join().unwrap();
+        let put = cache.get_with(key, must_not_load()).await.unwrap();
+        let dropper = cache.clone();
+        std::thread::spawn(move || dropper.invalidate_local(key)).join().unwrap();
+        let reloaded = cache.get_with(key, counting(&calls, "c")).await.unwrap();
+        // Assert
+        assert_eq!((put.as_str(), reloaded.as_str()), ("b", "c"));
     }
 
     #[tokio::test]
