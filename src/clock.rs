@@ -20,6 +20,9 @@ pub struct Stamp([u8; 27]);
 
 impl Stamp {
     pub fn of(at: DateTime<Utc>) -> Stamp {
+        // The stored UTC fields, not the local view (which adds the zero offset field by field).
+        let (date, time) = (at.naive_utc().date(), at.naive_utc().time());
+        let seconds = time.num_seconds_from_midnight();
         let mut out = *b"0000-00-00T00:00:00.000000Z";
         let mut put = |at: usize, width: usize, mut value: u32| {
             for slot in out[at..at + width].iter_mut().rev() {
@@ -27,14 +30,14 @@ impl Stamp {
                 value /= 10;
             }
         };
-        put(0, 4, at.year().clamp(0, 9999) as u32);
-        put(5, 2, at.month());
-        put(8, 2, at.day());
-        put(11, 2, at.hour());
-        put(14, 2, at.minute());
-        put(17, 2, at.second());
+        put(0, 4, date.year().clamp(0, 9999) as u32);
+        put(5, 2, date.month());
+        put(8, 2, date.day());
+        put(11, 2, seconds / 3600);
+        put(14, 2, seconds / 60 % 60);
+        put(17, 2, seconds % 60);
         // A leap second carries nanoseconds past 1e9: write its last microsecond.
-        put(20, 6, (at.nanosecond() / 1000).min(999_999));
+        put(20, 6, (time.nanosecond() / 1000).min(999_999));
         Stamp(out)
     }
 
@@ -62,7 +65,13 @@ mod tests {
 
     #[test]
     fn times_are_written_with_six_fractional_digits_like_chrono_micros() {
-        for text in ["2026-11-22T04:28:30.411227Z", "2026-01-02T03:04:05.000000Z", "0999-12-31T23:59:59.999999Z"] {
+        let texts = [
+            "2026-11-22T04:28:30.411227Z",
+            "2026-01-02T03:04:05.000000Z",
+            "0999-12-31T23:59:59.999999Z",
+            "2024-02-29T12:00:00.000001Z",
+        ];
+        for text in texts {
             let at = DateTime::parse_from_rfc3339(text).unwrap().to_utc();
             assert_eq!(format(at), text);
             assert_eq!(format(at), at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true));
