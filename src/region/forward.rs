@@ -3,7 +3,9 @@
 //! the tenant is attached to the request, otherwise the request is sent
 //! unchanged to `node.peers.<region>` and the peer's answer returned. While
 //! the application moves to another region its requests are answered 503
-//! `region_migration_in_progress` here, on every node.
+//! `region_migration_in_progress` here, on every node. The JWKS of an
+//! application held here is answered here too, before routing
+//! ([`signing_keys::answer_jwks`]).
 //! Inbound processor events carry no header: their route finds the
 //! application from the body and forwards with [`to_peer`] itself.
 use actix_web::{
@@ -16,7 +18,7 @@ use actix_web::{
 use futures_util::StreamExt;
 use uuid::Uuid;
 
-use crate::{error::ApiError, http::body::MAX_BODY, region::Region, state::AppState};
+use crate::{error::ApiError, http::body::MAX_BODY, region::Region, routes::signing_keys, state::AppState};
 
 pub const APPLICATION_HEADER: &str = "x-application-id";
 /// Marks a request already forwarded once, so two misconfigured nodes cannot
@@ -57,6 +59,9 @@ pub async fn middleware<B: MessageBody + 'static>(
         return Ok(req.into_response(held).map_into_right_body());
     }
     if state.storage.holds(tenant.region) {
+        if let Some(document) = signing_keys::answer_jwks(&state, req.request(), &tenant).await {
+            return Ok(req.into_response(document).map_into_right_body());
+        }
         req.extensions_mut().insert(tenant);
         return Ok(next.call(req).await?.map_into_left_body());
     }

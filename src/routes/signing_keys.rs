@@ -2,8 +2,11 @@
 //! key rotation. The documents need no credential; the application is named
 //! in the path, and the region router forwards by that id.
 use actix_web::{
-    http::header::{self, HeaderValue},
-    web, HttpMessage, HttpRequest, HttpResponse,
+    http::{
+        header::{self, HeaderValue},
+        Method,
+    },
+    web, HttpMessage, HttpRequest, HttpResponse, ResponseError,
 };
 use serde::Serialize;
 use serde_json::json;
@@ -60,8 +63,30 @@ fn public_document() -> actix_web::HttpResponseBuilder {
     responses((status = 200, description = "RFC 7517 key set"), (status = 404)))]
 pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let tenant = tenant_in_path(&state, &req, &path).await?;
+    jwks_of(&state, tenant).await
+}
+
+/// The JWKS of an application this node holds, answered by the region
+/// router as soon as it has resolved the application from the path
+/// (`region::forward`), before routing: every verifier of the
+/// application's tokens fetches it, and it needs nothing the later stages
+/// add (no credential, no body, no CORS check, since any origin may read
+/// it). The route above answers what this leaves: an application the
+/// router did not resolve, and the methods other than GET and HEAD.
+pub async fn answer_jwks(state: &AppState, req: &HttpRequest, tenant: &Tenant) -> Option<HttpResponse> {
+    let is_jwks = |path: &str| {
+        let rest = path.strip_prefix("/v1/applications/").and_then(|p| p.split_once('/')).map(|(_, rest)| rest);
+        rest == Some(".well-known/jwks.json")
+    };
+    if !matches!(*req.method(), Method::GET | Method::HEAD) || !is_jwks(req.path()) {
+        return None;
+    }
+    Some(jwks_of(state, tenant.clone()).await.unwrap_or_else(|err| err.error_response()))
+}
+
+async fn jwks_of(state: &AppState, tenant: Tenant) -> ApiResult<HttpResponse> {
     let id = tenant.id;
-    let scope = public_scope(&state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
+    let scope = public_scope(state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
     let document = state.tenants.jwks(&scope).await?;
     Ok(public_document().insert_header((header::CONTENT_TYPE, envelope::JSON)).body(document.0))
 }

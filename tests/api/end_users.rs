@@ -70,6 +70,10 @@ async fn sign_up_answers_a_user_a_session_and_a_token_with_exactly_the_contract_
         .await;
     assert_eq!(jwks.status, 200);
     assert_eq!(jwks.header("cache-control"), Some("public, max-age=300"));
+    // Answered by the region router before routing: the same headers as every public document.
+    assert_eq!(jwks.header("access-control-allow-origin"), Some("*"));
+    assert_eq!(jwks.header("content-type"), Some("application/json"));
+    assert!(jwks.header("x-request-id").is_some());
     assert_eq!(jwks.body["keys"][0]["kid"], header["kid"]);
     assert_eq!(jwks.body["keys"][0]["crv"], "Ed25519");
 

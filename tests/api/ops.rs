@@ -48,9 +48,14 @@ async fn a_lost_database_gives_503_with_retry_after_and_readiness_names_it() {
 async fn metrics_count_requests_by_route_and_status() {
     let app = spawn_app().await;
     app.get("/v1/api-keys").await;
+    // The JWKS is answered before routing, and counted under its route all the same.
+    let jwks = format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id);
+    assert_eq!(app.raw(app.client.get(app.url(&jwks))).await.status, 200);
     let text = app.raw(app.client.get(app.url("/metrics"))).await.body;
     let text = text.as_str().unwrap();
     assert!(text.contains("http_requests_total{method=\"GET\",route=\"/v1/api-keys\",status=\"200\"}"), "{text}");
+    let jwks_series = "route=\"/v1/applications/{application_id}/.well-known/jwks.json\",status=\"200\"}";
+    assert!(text.contains(&format!("http_requests_total{{method=\"GET\",{jwks_series}")), "{text}");
     assert!(text.contains("http_request_duration_seconds_bucket"));
 }
 
