@@ -6,12 +6,17 @@
 # threads, 64 connections): the issuer's JWKS, its discovery document, and
 # machine tokens by client_credentials (HTTP Basic, scope "a b"). Gatehouse
 # runs on SQLite with 2 HTTP workers; its /healthz is its own ceiling.
+# Then refresh-token rotation, 16 connections each rotating its own token:
+# Gatehouse on PostgreSQL (each rotation and its audit row committed before
+# the answer) against the peer's one process (its tokens in memory; a
+# cluster's processes would not share them).
 #
 #   bash bench/peer.sh                 # DURATION=10s by default
 #   BIN=target/release/gatehouse bash bench/peer.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-10s}"
+PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 
 command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
 if [ -z "${BIN:-}" ]; then
@@ -34,6 +39,9 @@ load() { # url [wrk args...]
 }
 tokens() { # url basic
   BASIC="$2" wrk -t2 -c64 -d"$DURATION" -s bench/machine_token.lua "$1" | grep '^RESULT' | cut -d' ' -f2-
+}
+refresh() { # url tokens-file [basic]
+  TOKENS_FILE="$2" BASIC="${3:-}" wrk -t16 -c16 -d"$DURATION" -s bench/refresh.lua "$1" | grep '^RESULT' | cut -d' ' -f2-
 }
 declare -A result
 
@@ -58,16 +66,41 @@ result[gatehouse_discovery]=$(load "$issuer/.well-known/openid-configuration")
 result[gatehouse_tokens]=$(tokens "$issuer/oauth/token" "$(printf '%s:%s' "$account" "$secret" | base64 -w0)")
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 
+# Gatehouse on PostgreSQL, for refresh: 16 sessions of one user.
+for db in catalog us eu ap; do
+  psql "$PG_URL" -qc "DROP DATABASE IF EXISTS gh_bench_$db" -c "CREATE DATABASE gh_bench_$db" >/dev/null
+done
+port=$(free_port)
+export GATEHOUSE__STORAGE__DATA_DIR="$scratch/postgres" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" \
+  GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0 \
+  GATEHOUSE__STORAGE__CATALOG_URL="${PG_URL%/*}/gh_bench_catalog" GATEHOUSE__REGIONS__US__DATABASE_URL="${PG_URL%/*}/gh_bench_us" \
+  GATEHOUSE__REGIONS__EU__DATABASE_URL="${PG_URL%/*}/gh_bench_eu" GATEHOUSE__REGIONS__AP__DATABASE_URL="${PG_URL%/*}/gh_bench_ap"
+export APP
+APP=$("$BIN" bootstrap --name Peer | json_field '["application_id"]')
+"$BIN" serve >/dev/null 2>&1 &
+pid=$!
+base="http://127.0.0.1:$port"
+for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
+user() { curl -sf -X POST -H 'content-type: application/json' -H "x-application-id: $APP" -d '{"email": "peer@example.com", "password": "correct horse battery"}' "$base$1"; }
+user /v1/auth/sign-up >/dev/null
+for _ in $(seq 16); do user /v1/auth/sign-in | json_field '["data"]["refresh_token"]'; done >"$scratch/gatehouse_tokens"
+result[gatehouse_refresh]=$(refresh "$base/v1/auth/token" "$scratch/gatehouse_tokens")
+kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+
 # The peer, one process and a cluster of two.
 for workers in 1 2; do
   port=$(free_port)
-  node "$scratch/server.mjs" "$port" "$workers" bench-client bench-client-secret >"$scratch/peer.out" 2>/dev/null &
+  refresh_tokens=""
+  [ "$workers" = 1 ] && refresh_tokens="$scratch/peer_tokens"
+  node "$scratch/server.mjs" "$port" "$workers" bench-client bench-client-secret $refresh_tokens >"$scratch/peer.out" 2>/dev/null &
   pid=$!
   for _ in $(seq 100); do grep -q ready "$scratch/peer.out" 2>/dev/null && break; sleep 0.1; done
   base="http://127.0.0.1:$port"
+  basic=$(printf 'bench-client:bench-client-secret' | base64 -w0)
   result[peer${workers}_jwks]=$(load "$base/jwks")
   result[peer${workers}_discovery]=$(load "$base/.well-known/openid-configuration")
-  result[peer${workers}_tokens]=$(tokens "$base/token" "$(printf 'bench-client:bench-client-secret' | base64 -w0)")
+  result[peer${workers}_tokens]=$(tokens "$base/token" "$basic")
+  [ -n "$refresh_tokens" ] && result[peer1_refresh]=$(refresh "$base/token" "$refresh_tokens" "$basic")
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 done
 
@@ -79,3 +112,5 @@ for what in jwks discovery tokens; do
   g=$(echo "${result[gatehouse_$what]}" | rps); p2=$(echo "${result[peer2_$what]}" | rps)
   echo "| $what | ${result[gatehouse_$what]} | ${result[peer1_$what]} | ${result[peer2_$what]} | $(ratio "$g" "$p2") |"
 done
+g=$(echo "${result[gatehouse_refresh]}" | rps); p1=$(echo "${result[peer1_refresh]}" | rps)
+echo "| refresh with rotation (16 conn; Gatehouse on PostgreSQL, the peer in memory) | ${result[gatehouse_refresh]} | ${result[peer1_refresh]} | (tokens in each process's memory) | $(ratio "$g" "$p1") of the one process |"

@@ -1,7 +1,9 @@
 -- Refresh-token rotation under load: each wrk thread drives one connection
 -- and one session, presenting the refresh token the previous answer gave
 -- (a token presented twice would revoke its session). Tokens come one per
--- line from $TOKENS_FILE; the application from $APP.
+-- line from $TOKENS_FILE. Gatehouse's route takes JSON and the application
+-- from $APP; with $BASIC (a client's id and secret, already base64) the
+-- request is an OAuth 2.0 refresh_token grant instead (the peer's /token).
 dofile("bench/report.lua")
 
 dofile("bench/threads.lua")
@@ -13,9 +15,16 @@ function init(args)
     if line == index then token = value end
   end
   app = os.getenv("APP")
+  basic = os.getenv("BASIC")
+  if basic == "" then basic = nil end
 end
 
 function request()
+  if basic then
+    return wrk.format("POST", nil,
+      {["content-type"] = "application/x-www-form-urlencoded", ["authorization"] = "Basic " .. basic},
+      "grant_type=refresh_token&refresh_token=" .. token)
+  end
   return wrk.format("POST", nil, {["content-type"] = "application/json", ["x-application-id"] = app},
     '{"refresh_token":"' .. token .. '"}')
 end
