@@ -16,13 +16,16 @@ use uuid::Uuid;
 use crate::{
     auth::{public_scope, secret_key::SecretKey, Scope},
     error::{ApiError, ApiResult},
-    http::{body::Body, envelope, path_id},
+    http::{body::Body, envelope, metrics::RouteLabel, path_id},
     state::AppState,
     tenancy::Tenant,
 };
 
+/// The JWKS route: its metrics label, and its path under `/v1`.
+const JWKS_ROUTE: &str = "/v1/applications/{application_id}/.well-known/jwks.json";
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/applications/{application_id}/.well-known/jwks.json").route(web::get().to(jwks)))
+    cfg.service(web::resource(&JWKS_ROUTE["/v1".len()..]).route(web::get().to(jwks)))
         .service(
             web::resource("/applications/{application_id}/.well-known/openid-configuration")
                 .route(web::get().to(discovery)),
@@ -81,6 +84,7 @@ pub async fn answer_jwks(state: &AppState, req: &HttpRequest, tenant: &Tenant) -
     if !matches!(*req.method(), Method::GET | Method::HEAD) || !is_jwks(req.path()) {
         return None;
     }
+    req.extensions_mut().insert(RouteLabel(JWKS_ROUTE));
     Some(jwks_of(state, tenant.clone()).await.unwrap_or_else(|err| err.error_response()))
 }
 
