@@ -14,26 +14,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${ROUNDS:-7}"
 DURATION="${DURATION:-3s}"
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
-dir=$(mktemp -d)
-port=$(free_port)
-export GATEHOUSE__STORAGE__DATA_DIR="$dir" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" GATEHOUSE__SERVER__WORKERS=2 \
-  GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 RUST_LOG=warn
-creds=$("$BIN" bootstrap --name Bench)
-app=$(echo "$creds" | json_field '["application_id"]')
-key=$(echo "$creds" | json_field '["secret_key"]')
-"$BIN" serve >/dev/null 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null; rm -rf "$dir"' EXIT
-base="http://127.0.0.1:$port"
-for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
-key_id=$(curl -sf -H "Authorization: Bearer $key" -H "x-application-id: $app" "$base/v1/api-keys" | json_field '["data"][0]["id"]')
+source bench/sqlite_server.sh
+start_server
+trap stop_server EXIT
 # A signing key, so the JWKS answered is a real one (the first token makes it).
 curl -sf -X POST -H "Authorization: Bearer $key" -H "x-application-id: $app" -H 'content-type: application/json' \
   -d '{}' "$base/v1/applications/$app/signing-keys/rotate" >/dev/null
