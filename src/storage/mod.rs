@@ -8,8 +8,8 @@ use std::future::Future;
 
 use migration::MigratorTrait;
 use sea_orm::{
-    ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    TransactionTrait,
+    sqlx, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
+    RuntimeErr, SqlxPostgresConnector, TransactionTrait,
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
@@ -83,19 +83,14 @@ impl Db {
     /// Connects; a failure names the database (`catalog`, `us`…) and where
     /// it was looked for, never the URL's password.
     pub async fn connect(url: &str, label: &'static str, max_connections: u32) -> Result<Db, DbErr> {
-        let url_for_errors = url;
         let sqlite = url.starts_with("sqlite:");
-        let url = if sqlite { prepare_sqlite(url)? } else { url.to_string() };
-        let mut options = ConnectOptions::new(url);
-        options
-            .max_connections(max_connections)
-            .min_connections(1)
-            .acquire_timeout(Duration::from_secs(3))
-            .connect_timeout(Duration::from_secs(3))
-            .sqlx_logging(false);
-        let conn = Database::connect(options)
-            .await
-            .map_err(|err| DbErr::Custom(format!("the {label} database ({}): {err}", describe_url(url_for_errors))))?;
+        let connected = if sqlite {
+            connect_sqlite(url, max_connections).await
+        } else {
+            connect_postgres(url, max_connections).await.map_err(|err| DbErr::Conn(RuntimeErr::SqlxError(err)))
+        };
+        let conn =
+            connected.map_err(|err| DbErr::Custom(format!("the {label} database ({}): {err}", describe_url(url))))?;
         if !sqlite {
             warn_without_autovacuum(&conn, label).await;
         }
@@ -117,6 +112,52 @@ impl Db {
         };
         Ok(WriteTxn { txn: Some(self.conn.begin().await?), guard })
     }
+}
+
+/// How long a pooled PostgreSQL connection may sit idle before it is
+/// pinged on its way out of the pool (HikariCP's rule). sqlx pings every
+/// connection given back to it, so one that waited less than this was alive
+/// a moment ago; pinging it again, sqlx's default, adds a round trip to
+/// every query (BENCHMARKS.md: machine tokens, one query each). One that
+/// waited longer (the database restarted meanwhile, a proxy dropped it) is
+/// pinged, and a dead one is replaced before any query is sent on it.
+const PING_WHEN_IDLE_FOR: Duration = Duration::from_secs(1);
+/// How long a query waits for a connection (pooled or new) before it is
+/// answered 503.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
+async fn connect_postgres(url: &str, max_connections: u32) -> Result<DatabaseConnection, sqlx::Error> {
+    use sqlx::ConnectOptions as _;
+    let options = url.parse::<sqlx::postgres::PgConnectOptions>()?.disable_statement_logging();
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .max_connections(max_connections)
+        .min_connections(1)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .test_before_acquire(false)
+        .before_acquire(|conn, meta| {
+            Box::pin(async move {
+                if meta.idle_for >= PING_WHEN_IDLE_FOR {
+                    sqlx::Connection::ping(conn).await?;
+                }
+                Ok(true)
+            })
+        })
+        .connect_with(options)
+        .await?;
+    Ok(SqlxPostgresConnector::from_sqlx_postgres_pool(pool))
+}
+
+/// SQLite's connections are the file's: none dies while idle, so none is
+/// pinged before use (a ping is a round trip to the connection's thread).
+async fn connect_sqlite(url: &str, max_connections: u32) -> Result<DatabaseConnection, DbErr> {
+    let mut options = ConnectOptions::new(prepare_sqlite(url)?);
+    options
+        .max_connections(max_connections)
+        .min_connections(1)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .test_before_acquire(false)
+        .sqlx_logging(false);
+    Database::connect(options).await
 }
 
 /// PostgreSQL without autovacuum never refreshes its statistics: as an
@@ -305,5 +346,34 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("the eu database (postgres://127.0.0.1:1/gatehouse_eu)"), "{text}");
         assert!(!text.contains("s3cret"), "{text}");
+    }
+
+    /// PostgreSQL only (no background worker here to use the dead
+    /// connections up first): every connection of a pool is dropped by the
+    /// server while idle, and the next queries, as many as the pool holds,
+    /// all succeed on connections that replaced them.
+    #[tokio::test]
+    async fn connections_the_server_dropped_while_idle_are_replaced_before_a_query_uses_them() {
+        let Ok(admin_url) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") else {
+            return; // SQLite's connections cannot be dropped.
+        };
+        let admin = Database::connect(&admin_url).await.unwrap();
+        let name = format!("gh_test_idle_{}", uuid::Uuid::new_v4().simple());
+        admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
+        let url = format!("{}/{name}", admin_url.rsplit_once('/').unwrap().0);
+        let db = Db::connect(&url, "us", 4).await.unwrap();
+        // Four at once: the pool opens all four of its connections.
+        let four_at_once =
+            || futures_util::future::join_all((0..4).map(|_| db.conn.execute_unprepared("SELECT pg_sleep(0.05)")));
+        assert!(four_at_once().await.iter().all(Result::is_ok));
+        let terminate = format!("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}'");
+        admin.execute_unprepared(&terminate).await.unwrap();
+        tokio::time::sleep(PING_WHEN_IDLE_FOR + Duration::from_millis(200)).await;
+
+        let after = four_at_once().await;
+
+        db.conn.close().await.unwrap();
+        admin.execute_unprepared(&format!("DROP DATABASE {name} WITH (FORCE)")).await.unwrap();
+        assert!(after.iter().all(Result::is_ok), "{after:?}");
     }
 }
