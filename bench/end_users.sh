@@ -16,14 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION="${DURATION:-10s}"
 PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-# BIN=/path/to/gatehouse measures another build (an earlier commit, side by side).
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+source bench/common.sh
 result() { grep '^RESULT' | cut -d' ' -f2-; }
 rps() { echo "$1" | sed 's/.*rps=\([0-9]*\).*/\1/'; }
 

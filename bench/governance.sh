@@ -21,14 +21,8 @@ BACKENDS=(${BACKENDS[*]})
 USERS="${USERS:-500}"
 ORGS="${ORGS:-60}"
 
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
+source bench/common.sh
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 rps() { sed 's/.*rps=\([0-9]*\).*/\1/'; }
 
 bench_backend() {

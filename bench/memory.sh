@@ -9,11 +9,7 @@
 #   GATEHOUSE__SECURITY__PASSWORD_HASH_CONCURRENCY=1 bash bench/memory.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+source bench/common.sh
 dir=$(mktemp -d)
 port=$(free_port)
 export GATEHOUSE__STORAGE__DATA_DIR="$dir" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" RUST_LOG=warn \

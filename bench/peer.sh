@@ -18,11 +18,7 @@ cd "$(dirname "$0")/.."
 DURATION="${DURATION:-10s}"
 PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
+source bench/common.sh
 scratch="$(mktemp -d)"
 pid=""
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$scratch"; }
@@ -30,8 +26,6 @@ trap cleanup EXIT
 cp bench/peer/package.json bench/peer/package-lock.json bench/peer/server.mjs "$scratch/"
 npm ci --prefix "$scratch" --no-audit --no-fund --silent
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 rps() { sed 's/.*rps=\([0-9]*\).*/\1/'; }
 load() { # url [wrk args...]
   local url=$1; shift

@@ -9,12 +9,7 @@ SECONDS_RUN="${SECONDS_RUN:-10}"
 PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 BACKENDS=("${@:-sqlite postgres}")
 BACKENDS=(${BACKENDS[*]})
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+source bench/common.sh
 secret="whsec_bench_$(date +%s)"
 
 for backend in "${BACKENDS[@]}"; do

@@ -20,13 +20,7 @@ AUDIT="${AUDIT:-100000}"
 PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
 PG="${PG_URL%/*}"
 
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+source bench/common.sh
 
 for db in catalog us eu ap; do
   psql "$PG_URL" -qc "DROP DATABASE IF EXISTS gh_bench_$db WITH (FORCE)" -c "CREATE DATABASE gh_bench_$db" >/dev/null

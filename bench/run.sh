@@ -21,15 +21,8 @@ PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgr
 BACKENDS=("${@:-sqlite postgres}")
 BACKENDS=(${BACKENDS[*]})
 
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-# BIN=/path/to/gatehouse measures another build (an earlier commit, side by side).
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
+source bench/common.sh
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 
 load() { # connections url [header...]
   local connections=$1 url=$2; shift 2

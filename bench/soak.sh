@@ -30,15 +30,9 @@ REDIS_URL="${GATEHOUSE_TEST_REDIS_URL:-redis://127.0.0.1:6379}"
 BACKENDS=("${@:-postgres sqlite}")
 BACKENDS=(${BACKENDS[*]})
 
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+source bench/common.sh
 command -v node >/dev/null || { echo "soak: node is needed for the webhook receiver (bench/receiver.mjs)" >&2; exit 1; }
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 field() { echo "$1" | sed "s/.*$2=\([0-9.]*\).*/\1/"; }
 
 backend_kib() { # the summed private memory of the PostgreSQL backends serving the soak's databases

@@ -5,13 +5,7 @@
 # the caller's EXIT trap stops the server (`stop_server`).
 #
 #   WORKERS=1 start_server valgrind --tool=callgrind …   # under a runner
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+source bench/common.sh
 # The server's data (and whatever a runner writes there).
 dir=$(mktemp -d)
 

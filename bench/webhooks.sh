@@ -12,14 +12,7 @@ cd "$(dirname "$0")/.."
 PRODUCE="${PRODUCE:-5s}"
 BACKEND="${BACKEND:-sqlite}"
 PG_URL="${GATEHOUSE_TEST_POSTGRES_URL:-postgres://postgres@127.0.0.1:5432/postgres}"
-command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
-# BIN=/path/to/gatehouse measures another build (an earlier commit, side by side).
-if [ -z "${BIN:-}" ]; then
-  cargo build --release --quiet
-  BIN="$PWD/target/release/gatehouse"
-fi
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-json_field() { python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
+source bench/common.sh
 
 dir=$(mktemp -d)
 port=$(free_port)
