@@ -21,7 +21,8 @@ pub struct Stamp([u8; 27]);
 impl Stamp {
     pub fn of(at: DateTime<Utc>) -> Stamp {
         // The stored UTC fields, not the local view (which adds the zero offset field by field).
-        let (date, time) = (at.naive_utc().date(), at.naive_utc().time());
+        let utc = at.naive_utc();
+        let (date, time) = (utc.date(), utc.time());
         let seconds = time.num_seconds_from_midnight();
         let mut out = *b"0000-00-00T00:00:00.000000Z";
         let mut put = |at: usize, width: usize, mut value: u32| {
