@@ -45,6 +45,10 @@ impl Stamp {
     pub fn as_str(&self) -> &str {
         std::str::from_utf8(&self.0).expect("ASCII digits")
     }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
 }
 
 /// `#[serde(serialize_with = "clock::serialize")]` for API timestamps.

@@ -270,7 +270,7 @@ impl ResponseError for ApiError {
 
     fn error_response(&self) -> HttpResponse {
         use actix_web::http::header::{HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
-        let mut answer = envelope::json(self.status_code(), &envelope::failure(self));
+        let mut answer = envelope::failure(self);
         if self.code == Code::Unauthenticated {
             answer.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
         }

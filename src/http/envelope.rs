@@ -1,5 +1,9 @@
-//! The response envelope: `{success, data, error, meta}` (contract §2),
-//! serialised straight from typed values.
+//! The response envelope: `{success, data, error, meta}` (contract §2).
+//! Its frame is written as bytes around the serialised data or error: the
+//! keys and the timestamp need no escaping, and serde_json would spend more
+//! on the frame's fields than on a small answer's own.
+use std::io::Write;
+
 use actix_web::{
     http::{
         header::{HeaderValue, CONTENT_TYPE},
@@ -11,15 +15,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::request_id;
-use crate::error::{ApiError, FieldIssue};
-
-#[derive(Serialize)]
-pub struct Envelope<'a, T: Serialize> {
-    success: bool,
-    data: Option<T>,
-    error: Option<ErrorBody<'a>>,
-    meta: Meta,
-}
+use crate::{
+    clock::Stamp,
+    error::{ApiError, FieldIssue},
+};
 
 #[derive(Serialize)]
 struct ErrorBody<'a> {
@@ -29,61 +28,121 @@ struct ErrorBody<'a> {
     details: &'a [FieldIssue],
 }
 
-#[derive(Serialize)]
+/// What `meta` says besides the request's id.
 struct Meta {
-    #[serde(serialize_with = "crate::clock::serialize")]
     timestamp: DateTime<Utc>,
-    #[serde(serialize_with = "request_id::serialize")]
-    request_id: HeaderValue,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// Whether a page has more after it; absent for a single object.
     has_more: Option<bool>,
 }
 
-impl Meta {
-    fn new(has_more: Option<bool>) -> Meta {
-        Meta { timestamp: crate::clock::now(), request_id: request_id::current(), has_more }
+/// `{"success":…,"data":…,"error":…,"meta":{"timestamp":…,"request_id":…[,"has_more":…]}}`.
+/// serde_json writes the data, the error and the request id (a caller's
+/// id may hold `"` or `\`).
+fn write_envelope(
+    out: &mut Vec<u8>,
+    data: &impl Serialize,
+    error: Option<&ErrorBody<'_>>,
+    meta: &Meta,
+    request_id: &str,
+) -> serde_json::Result<()> {
+    out.extend_from_slice(if error.is_none() { br#"{"success":true,"data":"# } else { br#"{"success":false,"data":"# });
+    serde_json::to_writer(&mut *out, data)?;
+    out.extend_from_slice(br#","error":"#);
+    serde_json::to_writer(&mut *out, &error)?;
+    out.extend_from_slice(br#","meta":{"timestamp":""#);
+    out.extend_from_slice(Stamp::of(meta.timestamp).as_bytes());
+    out.extend_from_slice(br#"","request_id":"#);
+    serde_json::to_writer(&mut *out, request_id)?;
+    if let Some(more) = meta.has_more {
+        write!(out, r#","has_more":{more}"#).map_err(serde_json::Error::io)?;
     }
+    out.extend_from_slice(b"}}");
+    Ok(())
 }
 
-pub fn failure(err: &ApiError) -> Envelope<'_, ()> {
-    Envelope {
-        success: false,
-        data: None,
-        error: Some(ErrorBody { code: err.code.as_str(), message: &err.message, details: &err.details }),
-        meta: Meta::new(None),
+fn respond(
+    status: StatusCode,
+    data: &impl Serialize,
+    error: Option<&ErrorBody<'_>>,
+    has_more: Option<bool>,
+) -> HttpResponse {
+    // Sized for a typical answer, sparing the reallocations of growing from empty.
+    let mut body = Vec::with_capacity(1024);
+    let meta = Meta { timestamp: crate::clock::now(), has_more };
+    let id = request_id::current();
+    match write_envelope(&mut body, data, error, &meta, id.to_str().unwrap_or_default()) {
+        Ok(()) => HttpResponse::build(status).insert_header((CONTENT_TYPE, JSON)).body(body),
+        // Only data can fail (a map with keys that are not strings); an error
+        // body is text, and writing into memory cannot fail.
+        Err(err) => ApiError::internal_error(&err).error_response(),
     }
-}
-
-fn respond(status: StatusCode, data: impl Serialize, meta: Meta) -> HttpResponse {
-    json(status, &Envelope { success: true, data: Some(data), error: None, meta })
 }
 
 /// The JSON content type, static: set without copying it per response.
 pub const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
-/// Serialises into a buffer sized for a typical answer, sparing the
-/// reallocations of growing one from empty.
-pub fn json(status: StatusCode, body: &impl Serialize) -> HttpResponse {
-    let mut buffer = Vec::with_capacity(1024);
-    match serde_json::to_writer(&mut buffer, body) {
-        Ok(()) => HttpResponse::build(status).insert_header((CONTENT_TYPE, JSON)).body(buffer),
-        Err(err) => crate::error::ApiError::internal_error(&err).error_response(),
-    }
+/// The answer to a request that failed.
+pub fn failure(err: &ApiError) -> HttpResponse {
+    let error = ErrorBody { code: err.code.as_str(), message: &err.message, details: &err.details };
+    respond(err.code.status(), &(), Some(&error), None)
 }
 
 pub fn ok(data: impl Serialize) -> HttpResponse {
-    respond(StatusCode::OK, data, Meta::new(None))
+    respond(StatusCode::OK, &data, None, None)
 }
 
 pub fn created(data: impl Serialize) -> HttpResponse {
-    respond(StatusCode::CREATED, data, Meta::new(None))
+    respond(StatusCode::CREATED, &data, None, None)
 }
 
 pub fn accepted(data: impl Serialize) -> HttpResponse {
-    respond(StatusCode::ACCEPTED, data, Meta::new(None))
+    respond(StatusCode::ACCEPTED, &data, None, None)
 }
 
 /// A page of a list: `data` is the array, `meta` says whether more follow.
 pub fn page<T: Serialize>(items: Vec<T>, has_more: bool) -> HttpResponse {
-    respond(StatusCode::OK, items, Meta::new(Some(has_more)))
+    respond(StatusCode::OK, &items, None, Some(has_more))
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use super::*;
+
+    fn written(data: &impl Serialize, error: Option<&ErrorBody<'_>>, has_more: Option<bool>, id: &str) -> Value {
+        let at = "2026-11-26T14:05:06.123456Z".parse().unwrap();
+        let mut out = Vec::new();
+        write_envelope(&mut out, data, error, &Meta { timestamp: at, has_more }, id).unwrap();
+        serde_json::from_slice(&out).expect("the envelope is JSON")
+    }
+
+    #[test]
+    fn the_frame_parses_as_the_contracts_envelope_for_an_object_a_page_and_an_error() {
+        let meta = json!({"timestamp": "2026-11-26T14:05:06.123456Z", "request_id": "r-1"});
+        assert_eq!(
+            written(&json!({"id": 7}), None, None, "r-1"),
+            json!({"success": true, "data": {"id": 7}, "error": null, "meta": meta})
+        );
+        let mut paged = meta.clone();
+        paged["has_more"] = json!(false);
+        assert_eq!(
+            written(&[1, 2], None, Some(false), "r-1"),
+            json!({"success": true, "data": [1, 2], "error": null, "meta": paged})
+        );
+        let details = [FieldIssue { field: "name".into(), issue: "required".into() }];
+        let error = ErrorBody { code: "validation_failed", message: "Check \"name\".", details: &details };
+        assert_eq!(
+            written(&(), Some(&error), None, "r-1"),
+            json!({"success": false, "data": null, "meta": meta, "error": {
+                "code": "validation_failed", "message": "Check \"name\".",
+                "details": [{"field": "name", "issue": "required"}]}})
+        );
+    }
+
+    #[test]
+    fn a_callers_request_id_with_quotes_and_backslashes_stays_one_json_string() {
+        let id = r#"a"b\c"#;
+        assert_eq!(written(&(), None, None, id)["meta"]["request_id"], json!(id));
+    }
 }

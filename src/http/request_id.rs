@@ -7,7 +7,6 @@ use actix_web::{
     middleware::Next,
     Error,
 };
-use serde::Serializer;
 use tracing::Instrument;
 use uuid::Uuid;
 
@@ -21,12 +20,6 @@ const HEADER: &str = "x-request-id";
 /// of the request's own header value, which shares its bytes.
 pub fn current() -> HeaderValue {
     REQUEST_ID.try_with(HeaderValue::clone).unwrap_or_else(|_| HeaderValue::from_static(""))
-}
-
-/// `#[serde(serialize_with = "request_id::serialize")]` for an id kept as
-/// a header value (always visible ASCII: see [`acceptable`]).
-pub fn serialize<S: Serializer>(id: &HeaderValue, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.serialize_str(id.to_str().unwrap_or_default())
 }
 
 fn acceptable(id: &str) -> bool {

@@ -111,13 +111,13 @@ impl From<&service_account::Model> for ServiceAccountView {
 }
 
 /// A service-account key answers the API-key object; its scopes are its account's.
-fn key_view(account: &service_account::Model, key: &service_account_key::Model) -> ApiKeyView {
+fn key_view<'a>(account: &'a service_account::Model, key: &'a service_account_key::Model) -> ApiKeyView<'a> {
     ApiKeyView {
         active: is_usable(key.revoked_at, key.expires_at, Utc::now()),
         id: key.id,
-        name: key.name.clone(),
-        prefix: key.prefix.clone(),
-        scopes: account_scopes(account),
+        name: &key.name,
+        prefix: &key.prefix,
+        scopes: &account.scopes,
         expires_at: key.expires_at,
         created_at: key.created_at,
         last_used_at: key.last_used_at,

@@ -29,9 +29,9 @@ pub struct CreatePersonalKeyRequest {
 }
 
 #[derive(Serialize, ToSchema)]
-pub struct IssuedPersonalKeyView {
+pub struct IssuedPersonalKeyView<'a> {
     #[serde(flatten)]
-    pub key: ApiKeyView,
+    pub key: ApiKeyView<'a>,
     /// `uk_…`, shown this once.
     pub secret: String,
 }
