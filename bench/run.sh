@@ -23,7 +23,6 @@ BACKENDS=(${BACKENDS[*]})
 
 source bench/common.sh
 
-
 load() { # connections url [header...]
   local connections=$1 url=$2; shift 2
   local headers=()

@@ -88,7 +88,7 @@ impl CachedKey {
             id: row.id,
             last_used_at: row.last_used_at,
             touch_claimed: Arc::default(),
-            scopes: api_keys::scopes(&row).collect(),
+            scopes: api_keys::scope_list(&row.scopes).collect(),
             expires_at: row.expires_at,
             revoked: row.revoked_at.is_some(),
             hash: row.secret_hash.as_slice().try_into().unwrap_or([0; 32]),

@@ -28,9 +28,10 @@ struct ErrorBody<'a> {
     details: &'a [FieldIssue],
 }
 
-/// What `meta` says besides the request's id.
-struct Meta {
+/// `meta`: when the answer was written and which request it answers.
+struct Meta<'a> {
     timestamp: DateTime<Utc>,
+    request_id: &'a str,
     /// Whether a page has more after it; absent for a single object.
     has_more: Option<bool>,
 }
@@ -42,8 +43,7 @@ fn write_envelope(
     out: &mut Vec<u8>,
     data: &impl Serialize,
     error: Option<&ErrorBody<'_>>,
-    meta: &Meta,
-    request_id: &str,
+    meta: &Meta<'_>,
 ) -> serde_json::Result<()> {
     out.extend_from_slice(if error.is_none() { br#"{"success":true,"data":"# } else { br#"{"success":false,"data":"# });
     serde_json::to_writer(&mut *out, data)?;
@@ -52,7 +52,7 @@ fn write_envelope(
     out.extend_from_slice(br#","meta":{"timestamp":""#);
     out.extend_from_slice(Stamp::of(meta.timestamp).as_bytes());
     out.extend_from_slice(br#"","request_id":"#);
-    serde_json::to_writer(&mut *out, request_id)?;
+    serde_json::to_writer(&mut *out, meta.request_id)?;
     if let Some(more) = meta.has_more {
         write!(out, r#","has_more":{more}"#).map_err(serde_json::Error::io)?;
     }
@@ -68,9 +68,11 @@ fn respond(
 ) -> HttpResponse {
     // Sized for a typical answer, sparing the reallocations of growing from empty.
     let mut body = Vec::with_capacity(1024);
-    let meta = Meta { timestamp: crate::clock::now(), has_more };
-    let id = request_id::current();
-    match write_envelope(&mut body, data, error, &meta, id.to_str().unwrap_or_default()) {
+    let timestamp = crate::clock::now();
+    let written = request_id::with_current(|request_id| {
+        write_envelope(&mut body, data, error, &Meta { timestamp, request_id, has_more })
+    });
+    match written {
         Ok(()) => HttpResponse::build(status).insert_header((CONTENT_TYPE, JSON)).body(body),
         // Only data can fail (a map with keys that are not strings); an error
         // body is text, and writing into memory cannot fail.
@@ -113,7 +115,7 @@ mod tests {
     fn written(data: &impl Serialize, error: Option<&ErrorBody<'_>>, has_more: Option<bool>, id: &str) -> Value {
         let at = "2026-11-26T14:05:06.123456Z".parse().unwrap();
         let mut out = Vec::new();
-        write_envelope(&mut out, data, error, &Meta { timestamp: at, has_more }, id).unwrap();
+        write_envelope(&mut out, data, error, &Meta { timestamp: at, request_id: id, has_more }).unwrap();
         serde_json::from_slice(&out).expect("the envelope is JSON")
     }
 

@@ -16,10 +16,10 @@ tokio::task_local! {
 
 const HEADER: &str = "x-request-id";
 
-/// The id of the request being answered (empty outside a request): a copy
-/// of the request's own header value, which shares its bytes.
-pub fn current() -> HeaderValue {
-    REQUEST_ID.try_with(HeaderValue::clone).unwrap_or_else(|_| HeaderValue::from_static(""))
+/// Calls `f` with the id of the request being answered (empty outside a
+/// request), borrowed: always visible ASCII (see [`acceptable`]).
+pub fn with_current<R>(mut f: impl FnMut(&str) -> R) -> R {
+    REQUEST_ID.try_with(|id| f(id.to_str().unwrap_or_default())).unwrap_or_else(|_| f(""))
 }
 
 fn acceptable(id: &str) -> bool {

@@ -108,11 +108,6 @@ pub async fn create(scope: &TenantScope, new: &NewApiKey, max_active: u64) -> Re
     Ok(issued)
 }
 
-/// The scopes of a stored key.
-pub fn scopes(key: &api_key::Model) -> impl Iterator<Item = String> + '_ {
-    scope_list(&key.scopes)
-}
-
 /// A key (of any kind) works until it is revoked or its expiry passes.
 pub fn is_usable(revoked_at: Option<DateTime<Utc>>, expires_at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> bool {
     revoked_at.is_none() && expires_at.is_none_or(|at| at > now)
