@@ -88,7 +88,7 @@ fn advise_huge_pages(memory: &mut Vec<Block>) {
     // exclusively borrows; MADV_HUGEPAGE is a hint about how to back it and
     // changes no contents.
     unsafe {
-        advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_HUGEPAGE);
+        crate::memory::advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_HUGEPAGE);
     }
 }
 
@@ -105,31 +105,9 @@ fn release_memory() {
         // `Block`. Argon2 writes every block before it reads it, so the
         // contents are not relied on.
         unsafe {
-            advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_DONTNEED);
+            crate::memory::advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_DONTNEED);
         }
     });
-}
-
-/// `madvise(advice)` over the whole pages inside `[address, address + bytes)`.
-///
-/// # Safety
-/// The caller owns the range, nothing else uses it meanwhile, and what
-/// `advice` does to its contents is acceptable to the caller.
-#[cfg(target_os = "linux")]
-unsafe fn advise(address: usize, bytes: usize, advice: libc::c_int) {
-    let (start, len) = whole_pages(address, bytes);
-    if len > 0 {
-        // SAFETY: the caller's contract; the range only shrinks to whole pages.
-        unsafe { libc::madvise(start as *mut libc::c_void, len, advice) };
-    }
-}
-
-/// The whole pages inside `[address, address + len)`: (first page, bytes).
-fn whole_pages(address: usize, len: usize) -> (usize, usize) {
-    const PAGE: usize = 4096;
-    let start = address.next_multiple_of(PAGE);
-    let end = (address + len) / PAGE * PAGE;
-    (start, end.saturating_sub(start))
 }
 
 /// The PHC string of `password` with a new random salt.
@@ -386,14 +364,6 @@ mod tests {
         release_memory();
         release_memory();
         assert!(!matches(b"wrong horse", &stored));
-    }
-
-    #[test]
-    fn only_whole_pages_are_given_back() {
-        assert_eq!(whole_pages(4096, 8192), (4096, 8192));
-        assert_eq!(whole_pages(4097, 8192), (8192, 4096));
-        assert_eq!(whole_pages(100, 4000), (4096, 0));
-        assert_eq!(whole_pages(0, 0), (0, 0));
     }
 
     #[actix_web::test]
