@@ -33,9 +33,9 @@ user=(-H "x-application-id: $app" -H 'content-type: application/json')
 credentials='{"email": "hot@example.com", "password": "correct horse battery"}'
 sleep 3 # the pollers' rounds
 curl -sf -o /dev/null -X POST "${user[@]}" -d "$credentials" "$base/v1/auth/sign-up"
-for _ in 1 2; do
-  for _ in 1 2 3 4; do
-    curl -sf -o "$dir/session-$RANDOM" -X POST "${user[@]}" -d "$credentials" "$base/v1/auth/sign-in" &
+for round in 1 2; do
+  for i in 1 2 3 4; do
+    curl -sf -o "$dir/session-$round-$i" -X POST "${user[@]}" -d "$credentials" "$base/v1/auth/sign-in" &
   done
   wait $(jobs -p | grep -v "^$pid$")
 done
@@ -61,7 +61,7 @@ sleep 3
 callgrind_control --dump=serving "$pid" >/dev/null
 
 # The functions of the binary itself that ran, most instructions first.
-python3 - "$dir" "$(basename "$BIN")" >src/hot_code.order <<'PY'
+python3 - "$dir" "$(basename "$BIN")" >"$dir/hot_code.order" <<'PY'
 import collections, glob, sys
 directory, binary = sys.argv[1], sys.argv[2]
 cost = collections.Counter()
@@ -89,4 +89,6 @@ for path in glob.glob(f"{directory}/callgrind.out*"):
 for name, _ in cost.most_common():
     print(name)
 PY
+[ -s "$dir/hot_code.order" ] || { echo "callgrind's dump named no function of $BIN" >&2; exit 1; }
+mv "$dir/hot_code.order" src/hot_code.order
 echo "src/hot_code.order: $(wc -l <src/hot_code.order) functions"
