@@ -3,8 +3,8 @@
 # runs, which the release link lays out first and together (lld's
 # --symbol-ordering-file, see src/build.rs). The kernel maps a binary's code
 # 64 KiB around each page it faults in: spread over the 23 MB of .text,
-# the few hundred kilobytes that serve requests keep about 15 MiB resident;
-# together they keep a few MiB.
+# the 3.7 MB that serve requests kept 15 MiB of mapped files resident after
+# 1,000 sign-ins; together, 8.6 MiB (BENCHMARKS.md, "Hot code first").
 #
 # Callgrind lists every function that runs, however rarely: the server
 # runs under it on SQLite, counters zeroed once it listens (start-up code
