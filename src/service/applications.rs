@@ -465,10 +465,11 @@ pub(crate) async fn relay(
             aggregate_id: pending.aggregate_id,
             data: pending.data.clone(),
         };
-        match txn.audit_many(vec![entry]).await {
-            Ok(_) => txn.commit().await?,
+        txn.audit_many(vec![entry]).await?;
+        match txn.commit().await {
+            Ok(()) => {}
             // Another node appended it between our check and our insert.
-            Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => drop(txn),
+            Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => {}
             Err(err) => return Err(err.into()),
         }
     }

@@ -269,8 +269,8 @@ impl TenantTxn {
     }
 
     /// Several audit rows, in order. A transaction reads and locks the
-    /// chain's head once, however many times it appends, and writes it
-    /// once, in [`Self::commit`].
+    /// chain's head once, however many times it appends, and writes its
+    /// rows and the head once, in [`Self::commit`].
     pub async fn audit_many(&mut self, entries: Vec<Entry<'_>>) -> Result<Vec<entity::audit_event::Model>, DbErr> {
         let rows = self.chain.append(&*self.txn, entries).await?;
         self.audited |= !rows.is_empty();

@@ -138,6 +138,47 @@ async fn a_settings_change_killed_between_its_two_databases_keeps_its_audit_row(
     let _ = server.wait();
 }
 
+/// Two nodes relaying the same catalog audit row at once: the row is in the
+/// chain once, and the relay that finds it already appended (by its id, at
+/// the commit, on PostgreSQL) leaves quietly rather than failing.
+#[actix_web::test]
+async fn two_relays_of_one_pending_audit_row_append_it_once() {
+    use entity::{audit_event, pending_audit_event};
+    use gatehouse::service::applications::relay_pending_audit;
+    use sea_orm::{ColumnTrait, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter};
+    let app = spawn_app().await;
+    let storage = &app.state.storage;
+    let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
+    let id = uuid::Uuid::now_v7();
+    let pending = pending_audit_event::Model {
+        id,
+        application_id,
+        event_type: "application.updated".into(),
+        actor_kind: "system".into(),
+        actor_id: None,
+        aggregate_id: Some(application_id),
+        data: json!({"changed": ["name"]}),
+        created_at: chrono::Utc::now() - chrono::Duration::minutes(1),
+    };
+    pending_audit_event::Entity::insert(pending.into_active_model())
+        .exec_without_returning(&storage.catalog.conn)
+        .await
+        .unwrap();
+
+    let (first, second) = futures_util::future::join(
+        relay_pending_audit(storage, chrono::Duration::zero()),
+        relay_pending_audit(storage, chrono::Duration::zero()),
+    )
+    .await;
+
+    assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
+    let shard = &storage.shard(Region::Us).unwrap().conn;
+    let rows = audit_event::Entity::find().filter(audit_event::Column::Id.eq(id)).count(shard).await.unwrap();
+    assert_eq!(rows, 1);
+    assert!(gatehouse::audit::query::verify(shard, application_id).await.unwrap().is_ok());
+    assert_eq!(pending_audit_event::Entity::find().count(&storage.catalog.conn).await.unwrap(), 0);
+}
+
 /// Nodes of one deployment starting together on fresh PostgreSQL databases
 /// take turns: every one migrates without error, and exactly one makes the
 /// first-start application. (SQLite has one node per file: nothing to race.)

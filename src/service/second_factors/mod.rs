@@ -15,8 +15,8 @@ pub mod step_up;
 pub mod totp;
 
 use chrono::Duration;
-use entity::session;
-use sea_orm::DbErr;
+use entity::{session, user};
+use sea_orm::{sea_query::Expr, DbErr, QuerySelect};
 use uuid::Uuid;
 
 use webauthn_rs::prelude::PublicKeyCredential;
@@ -56,13 +56,23 @@ pub enum Proof {
 }
 
 /// The second factors a user can prove (`totp`, `recovery_code`,
-/// `passkey`); empty: a first factor is enough.
+/// `passkey`); empty: a first factor is enough. One statement: `SELECT EXISTS(<active TOTP>), EXISTS(<passkey>)` on the
+/// user's row (a user deleted meanwhile has none).
 pub async fn factors_of(conn: &impl TenantConn, user_id: Uuid) -> Result<Vec<&'static str>, DbErr> {
+    let (totp, passkey): (bool, bool) = conn
+        .find_by_id::<user::Entity>(user_id)
+        .select_only()
+        .expr(Expr::exists(totp::active_of(conn, user_id)))
+        .expr(Expr::exists(passkeys::of_user(conn, user_id)))
+        .into_tuple()
+        .one(conn.conn())
+        .await?
+        .unwrap_or_default();
     let mut factors = Vec::new();
-    if totp::is_enrolled(conn, user_id).await? {
+    if totp {
         factors.extend(["totp", "recovery_code"]);
     }
-    if passkeys::has_any(conn, user_id).await? {
+    if passkey {
         factors.push("passkey");
     }
     Ok(factors)

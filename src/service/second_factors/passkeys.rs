@@ -12,7 +12,10 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Duration;
 use entity::{passkey, passkey_ceremony, session, user};
 use rand::{rngs::OsRng, RngCore};
-use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, UpdateMany};
+use sea_orm::{
+    sea_query::{Expr, SelectStatement},
+    ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, QueryTrait, UpdateMany,
+};
 use serde::{de::DeserializeOwned, Serialize};
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -93,9 +96,10 @@ pub async fn list(conn: &impl TenantConn, user_id: Uuid) -> Result<Vec<passkey::
         .await
 }
 
-/// Whether the user has a passkey (a password sign-in then needs a second step).
-pub async fn has_any(conn: &impl TenantConn, user_id: Uuid) -> Result<bool, DbErr> {
-    Ok(conn.find::<passkey::Entity>().filter(passkey::Column::UserId.eq(user_id)).one(conn.conn()).await?.is_some())
+/// The user's passkeys, as a query: a password sign-in asks whether one
+/// exists (it then needs a second step).
+pub fn of_user(conn: &impl TenantConn, user_id: Uuid) -> SelectStatement {
+    conn.find::<passkey::Entity>().filter(passkey::Column::UserId.eq(user_id)).into_query()
 }
 
 fn credential_of(row: &passkey::Model) -> Result<Passkey, SecondFactorError> {

@@ -6,7 +6,10 @@
 //! code cannot be replayed inside its window.
 use entity::{mfa_factor, recovery_code, session};
 use rand::{rngs::OsRng, RngCore};
-use sea_orm::{sea_query::Expr, ColumnTrait, Condition, IntoActiveModel, QueryFilter, UpdateMany};
+use sea_orm::{
+    sea_query::{Expr, SelectStatement},
+    ColumnTrait, Condition, IntoActiveModel, QueryFilter, QueryTrait, UpdateMany,
+};
 use serde_json::json;
 use totp_rs::{Algorithm, TOTP};
 use uuid::Uuid;
@@ -61,9 +64,14 @@ pub async fn find(conn: &impl TenantConn, user_id: Uuid) -> Result<Option<mfa_fa
         .await
 }
 
-/// Whether the user has an active factor (a sign-in then needs it).
-pub async fn is_enrolled(conn: &impl TenantConn, user_id: Uuid) -> Result<bool, sea_orm::DbErr> {
-    Ok(find(conn, user_id).await?.is_some_and(|f| f.status == ACTIVE))
+/// The user's active factor, as a query: a sign-in asks whether it exists
+/// (it then needs the factor).
+pub fn active_of(conn: &impl TenantConn, user_id: Uuid) -> SelectStatement {
+    conn.find::<mfa_factor::Entity>()
+        .filter(mfa_factor::Column::UserId.eq(user_id))
+        .filter(mfa_factor::Column::Kind.eq(KIND))
+        .filter(mfa_factor::Column::Status.eq(ACTIVE))
+        .into_query()
 }
 
 /// Starts (or restarts) enrolment with a new secret; an active factor must
