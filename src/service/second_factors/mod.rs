@@ -56,8 +56,9 @@ pub enum Proof {
 }
 
 /// The second factors a user can prove (`totp`, `recovery_code`,
-/// `passkey`); empty: a first factor is enough. One statement: `SELECT EXISTS(<active TOTP>), EXISTS(<passkey>)` on the
-/// user's row (a user deleted meanwhile has none).
+/// `passkey`); empty: a first factor is enough. One statement: `SELECT
+/// EXISTS(<active TOTP>), EXISTS(<passkey>)` on the user's row (a user
+/// deleted meanwhile has none).
 pub async fn factors_of(conn: &impl TenantConn, user_id: Uuid) -> Result<Vec<&'static str>, DbErr> {
     let (totp, passkey): (bool, bool) = conn
         .find_by_id::<user::Entity>(user_id)
