@@ -12,9 +12,11 @@
 # service does: its pollers idle, sign-up, sign-ins on both hashing
 # threads, refresh, sign-out, the authenticated reads, the JWKS and
 # discovery documents, a service account's machine tokens, healthz and
-# metrics. Symbol names carry a hash of the crate's build settings, so
-# regenerate it after dependency, feature or toolchain changes (a stale
-# name is skipped; bench/memory.sh shows what is lost).
+# metrics. Symbol names carry a hash of the crate's build settings, and
+# link-time optimisation inlines differently as the code changes, so
+# regenerate it after dependency, feature or toolchain changes and after
+# changes on the serving path (a stale name is skipped; bench/memory.sh
+# shows what is lost: RssFile).
 #
 #   bash bench/hot_code.sh
 #   BIN=target/release/gatehouse bash bench/hot_code.sh
