@@ -211,18 +211,21 @@ impl Appender {
     /// already in the chain fails here, as a unique violation.
     #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
     pub async fn finish(self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
-        let Some(held) = self.held else {
+        let Some(Held { seq, hash, endpoints, mut rows }) = self.held else {
             return Ok(());
         };
-        for rows in held.rows.chunks(ROWS_PER_INSERT) {
-            audit_event::Entity::insert_many(rows.iter().cloned().map(audit_event::ActiveModel::from))
+        while !rows.is_empty() {
+            let later = rows.split_off(rows.len().min(ROWS_PER_INSERT));
+            // The messages first: they read the rows the INSERT then takes.
+            crate::events::outbox::enqueue(db, &endpoints, &rows).await?;
+            audit_event::Entity::insert_many(rows.into_iter().map(audit_event::ActiveModel::from))
                 .exec_without_returning(db)
                 .await?;
-            crate::events::outbox::enqueue(db, &held.endpoints, rows).await?;
+            rows = later;
         }
         audit_head::Entity::update_many()
-            .col_expr(audit_head::Column::Seq, Expr::value(held.seq))
-            .col_expr(audit_head::Column::Hash, Expr::value(held.hash.clone()))
+            .col_expr(audit_head::Column::Seq, Expr::value(seq))
+            .col_expr(audit_head::Column::Hash, Expr::value(hash))
             .filter(audit_head::Column::ApplicationId.eq(self.application_id))
             .exec(db)
             .await?;

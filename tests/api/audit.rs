@@ -160,6 +160,47 @@ async fn transactions_appending_twice_at_once_keep_one_chain_and_fan_out_every_r
     assert_eq!(messages, from_the_endpoint_on);
 }
 
+/// A transaction appending more rows than one `INSERT` takes (the chain
+/// writer writes them 256 to a statement at the commit): every row is in
+/// the chain, in order, and every one has its webhook message.
+#[actix_web::test]
+async fn a_transaction_appending_hundreds_of_rows_keeps_them_all_in_one_chain() {
+    use gatehouse::audit::{Actor, Entry};
+    let app = spawn_app().await;
+    assert_eq!(app.post("/v1/webhooks", &json!({"url": "http://127.0.0.1:1/hook"})).await.status, 201);
+    let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
+    let tenant = app.state.directory.resolve(application_id).await.unwrap().unwrap();
+    let scope = gatehouse::auth::public_scope(&app.state, tenant).unwrap();
+    let mut txn = scope.begin().await.unwrap();
+    let actor = Actor::system();
+    let entry = |i: usize| Entry {
+        id: None,
+        actor: &actor,
+        event_type: "test.appended",
+        aggregate_id: None,
+        data: json!({ "i": i }),
+    };
+    txn.audit_many((0..200).map(entry).collect()).await.unwrap();
+    txn.audit_many((200..600).map(entry).collect()).await.unwrap();
+    txn.commit().await.unwrap();
+
+    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let rows = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap();
+    let appended = audit_event::Entity::find()
+        .filter(audit_event::Column::ApplicationId.eq(application_id))
+        .filter(audit_event::Column::EventType.eq("test.appended"))
+        .count(shard)
+        .await
+        .unwrap();
+    assert_eq!(appended, 600, "{rows} rows in the chain");
+    let messages = webhook_message::Entity::find()
+        .filter(webhook_message::Column::ApplicationId.eq(application_id))
+        .count(shard)
+        .await
+        .unwrap();
+    assert!(messages >= 600, "{messages} messages");
+}
+
 #[actix_web::test]
 async fn a_deleted_row_or_a_cut_tail_is_detected() {
     let app = spawn_app().await;

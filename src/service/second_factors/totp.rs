@@ -8,7 +8,7 @@ use entity::{mfa_factor, recovery_code, session};
 use rand::{rngs::OsRng, RngCore};
 use sea_orm::{
     sea_query::{Expr, SelectStatement},
-    ColumnTrait, Condition, IntoActiveModel, QueryFilter, QueryTrait, UpdateMany,
+    ColumnTrait, Condition, IntoActiveModel, QueryFilter, QueryTrait, Select, UpdateMany,
 };
 use serde_json::json;
 use totp_rs::{Algorithm, TOTP};
@@ -57,21 +57,19 @@ pub fn matching_step(secret: &[u8], code: &str, now: i64) -> Option<i64> {
 
 /// The user's TOTP factor, in any state.
 pub async fn find(conn: &impl TenantConn, user_id: Uuid) -> Result<Option<mfa_factor::Model>, sea_orm::DbErr> {
+    of_user(conn, user_id).one(conn.conn()).await
+}
+
+fn of_user(conn: &impl TenantConn, user_id: Uuid) -> Select<mfa_factor::Entity> {
     conn.find::<mfa_factor::Entity>()
         .filter(mfa_factor::Column::UserId.eq(user_id))
         .filter(mfa_factor::Column::Kind.eq(KIND))
-        .one(conn.conn())
-        .await
 }
 
 /// The user's active factor, as a query: a sign-in asks whether it exists
 /// (it then needs the factor).
 pub fn active_of(conn: &impl TenantConn, user_id: Uuid) -> SelectStatement {
-    conn.find::<mfa_factor::Entity>()
-        .filter(mfa_factor::Column::UserId.eq(user_id))
-        .filter(mfa_factor::Column::Kind.eq(KIND))
-        .filter(mfa_factor::Column::Status.eq(ACTIVE))
-        .into_query()
+    of_user(conn, user_id).filter(mfa_factor::Column::Status.eq(ACTIVE)).into_query()
 }
 
 /// Starts (or restarts) enrolment with a new secret; an active factor must
