@@ -217,6 +217,10 @@ pub struct TokenSettings {
     pub access_ttl_seconds: u64,
     /// A session ends when its refresh token goes unused this long.
     pub refresh_ttl_seconds: u64,
+    /// How long a verifier may cache the JWKS (`Cache-Control: max-age`);
+    /// a scheduled key rotation publishes the next key this long (and the
+    /// server's own cache time) before it signs.
+    pub jwks_max_age_seconds: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -269,6 +273,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("storage.max_connections", "16"),
     ("tokens.access_ttl_seconds", "300"),
     ("tokens.refresh_ttl_seconds", "2592000"),
+    ("tokens.jwks_max_age_seconds", "300"),
     ("security.password_hash_concurrency", "0"),
     ("security.password_hash_queue", "16"),
     ("webhooks.retry_schedule", "0s,5s,5m,30m,2h,5h,10h,10h"),

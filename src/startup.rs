@@ -103,7 +103,11 @@ impl Application {
             storage.clone(),
             directory.clone(),
             bus.clone(),
-            SigningKeys::new(master_key.clone(), settings.tokens.access_ttl_seconds),
+            SigningKeys::new(
+                master_key.clone(),
+                settings.tokens.access_ttl_seconds,
+                settings.tokens.jwks_max_age_seconds,
+            ),
             master_key.clone(),
             shared.clone(),
             Duration::from_secs(settings.node.move_lease_seconds.max(1)),
@@ -121,7 +125,11 @@ impl Application {
                 settings.security.password_hash_concurrency,
                 settings.security.password_hash_queue,
             ),
-            tokens: AccessTokens::new(settings.public_url(), settings.tokens.access_ttl_seconds),
+            tokens: AccessTokens::new(
+                settings.public_url(),
+                settings.tokens.access_ttl_seconds,
+                settings.tokens.jwks_max_age_seconds,
+            ),
             cors: OriginUnion::new(&bus),
             connect_statuses: crate::service::billing::ConnectStatuses::new(shared.clone(), &bus),
             entitlements: crate::service::entitlements::OrganizationEntitlements::new(shared.clone(), &bus),
@@ -151,6 +159,7 @@ impl Application {
                 .wrap(from_fn(gh_http::cors::middleware))
                 .wrap(from_fn(forward::middleware))
                 .wrap(from_fn(gh_http::metrics::middleware))
+                .wrap(from_fn(gh_http::caching::no_store_unless_declared))
                 .wrap(from_fn(gh_http::request_id::middleware))
                 .configure(routes::configure)
                 .default_service(web::to(errors::unknown_route))

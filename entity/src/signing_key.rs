@@ -12,14 +12,18 @@ pub struct Model {
     pub public_key: Vec<u8>,
     pub private_key_sealed: Vec<u8>,
     pub created_at: DateTimeUtc,
+    /// Stops signing (and, after the grace, being published) from then.
     pub retired_at: Option<DateTimeUtc>,
+    /// Signs from then; null: from its creation. A scheduled rotation
+    /// publishes its key ahead of this, so every verifier holds it first.
+    pub signs_from: Option<DateTimeUtc>,
 }
 
 /// Written by hand so that `{:?}` never shows the secret; the pattern
 /// names every field, so a new column does not compile until it is listed.
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self { id, application_id, public_key, private_key_sealed: _, created_at, retired_at } = self;
+        let Self { id, application_id, public_key, private_key_sealed: _, created_at, retired_at, signs_from } = self;
         f.debug_struct("Model")
             .field("id", id)
             .field("application_id", application_id)
@@ -27,6 +31,7 @@ impl std::fmt::Debug for Model {
             .field("private_key_sealed", &crate::REDACTED)
             .field("created_at", created_at)
             .field("retired_at", retired_at)
+            .field("signs_from", signs_from)
             .finish()
     }
 }

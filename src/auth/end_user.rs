@@ -11,6 +11,7 @@ use super::secret_key::bearer_token;
 use crate::{
     audit::Actor,
     error::{ApiError, ApiResult},
+    openapi::security,
     service::sessions,
     state::AppState,
     storage::TenantScope,
@@ -51,7 +52,9 @@ impl FromRequest for EndUser {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let state = req.app_data::<web::Data<AppState>>().cloned();
         let tenant = req.extensions().get::<Tenant>().cloned();
-        let token = bearer_token(req).map(str::to_owned);
+        // Only on an operation that declares an end user's access token.
+        let declared = security::of_request(req).is_some_and(|d| d.accepts(security::ACCESS_TOKEN));
+        let token = bearer_token(req).filter(|_| declared).map(str::to_owned);
         Box::pin(async move {
             let (Some(state), Some(tenant), Some(token)) = (state, tenant, token) else {
                 return Err(ApiError::unauthenticated());

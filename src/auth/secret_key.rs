@@ -20,7 +20,7 @@ use chrono::{DateTime, Utc};
 use entity::api_key;
 use uuid::Uuid;
 
-use super::Scope;
+use super::ADMIN_SCOPE;
 use crate::{
     audit::Actor,
     cache::{
@@ -29,6 +29,7 @@ use crate::{
     },
     crypto::{constant_time_eq, key_format, sha256},
     error::{ApiError, ApiResult, Code},
+    openapi::security,
     service::api_keys,
     state::AppState,
     storage::TenantScope,
@@ -45,13 +46,20 @@ pub struct SecretKey {
 }
 
 impl SecretKey {
-    pub fn require(&self, scope: Scope) -> ApiResult<()> {
-        if self.scopes.iter().any(|s| s == Scope::Admin.as_str() || s == scope.as_str()) {
-            Ok(())
-        } else {
-            self.keys.record_refusal(&self.scope, self.id, "insufficient_scope");
-            Err(ApiError::new(Code::InsufficientScope, format!("This operation needs the `{}` scope.", scope.as_str())))
+    /// Whether this key holds `scope`: itself, or `admin`, which implies
+    /// every scope. Other scope strings a key carries grant nothing here.
+    fn holds(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == ADMIN_SCOPE || s == scope)
+    }
+
+    /// Refuses a key without the scope its operation declares (403), and
+    /// records the refusal.
+    fn authorize(self, scope: &str) -> ApiResult<SecretKey> {
+        if self.holds(scope) {
+            return Ok(self);
         }
+        self.keys.record_refusal(&self.scope, self.id, "insufficient_scope");
+        Err(ApiError::new(Code::InsufficientScope, format!("This operation needs the `{scope}` scope.")))
     }
 
     pub fn tenant(&self) -> &Tenant {
@@ -255,12 +263,15 @@ impl FromRequest for SecretKey {
         let tenant = req.extensions().get::<Tenant>().cloned();
         // Checked and hashed here, so the token itself is not kept.
         let presented = bearer_token(req).map(Presented::check);
+        // The scope the operation declares; none where it takes no secret key.
+        let required = security::of_request(req).and_then(security::Declared::secret_key_scope);
         let req = req.clone();
         Box::pin(async move {
-            let (Some(state), Some(tenant), Some(presented)) = (state, tenant, presented) else {
+            let (Some(state), Some(tenant), Some(presented), Some(required)) = (state, tenant, presented, required)
+            else {
                 return Err(ApiError::unauthenticated());
             };
-            let key = authenticate(&state, tenant, presented?).await?;
+            let key = authenticate(&state, tenant, presented?).await?.authorize(required)?;
             let rate = f64::from(state.settings.rate_limits.management_per_application_per_second);
             if rate > 0.0 {
                 // Boxed: inline, the Redis round trip would make every request's future larger.

@@ -54,6 +54,7 @@ fn models_with_secret_columns_print_a_placeholder() {
         private_key_sealed: SEALED.to_vec(),
         created_at: at,
         retired_at: None,
+        signs_from: None,
     };
     let refresh_token = refresh_token::Model {
         token_hash: HASH.as_bytes().to_vec(),

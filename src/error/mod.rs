@@ -38,6 +38,7 @@ pub enum Code {
     Aal2Required,
     PasskeysNotConfigured,
     PayloadTooLarge,
+    RequestTimeout,
     UnsupportedMediaType,
     ValidationFailed,
     InvalidUrl,
@@ -54,7 +55,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 40] = [
+    pub const ALL: [Code; 41] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -83,6 +84,7 @@ impl Code {
         Code::Aal2Required,
         Code::PasskeysNotConfigured,
         Code::PayloadTooLarge,
+        Code::RequestTimeout,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
         Code::InvalidUrl,
@@ -123,6 +125,7 @@ impl Code {
             | Code::DomainTaken
             | Code::PasskeysNotConfigured => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
+            Code::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::ValidationFailed
             | Code::InvalidUrl
@@ -169,6 +172,7 @@ impl Code {
             Code::Aal2Required => "aal2_required",
             Code::PasskeysNotConfigured => "passkeys_not_configured",
             Code::PayloadTooLarge => "payload_too_large",
+            Code::RequestTimeout => "request_timeout",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",
             Code::InvalidUrl => "invalid_url",

@@ -13,10 +13,16 @@ use crate::error::{ApiError, ApiResult, Code, FieldIssue};
 /// Bodies up to 1 MiB (contract §7).
 pub const MAX_BODY: usize = 1024 * 1024;
 
+/// How long a body may take to arrive once the handler reads it: a client
+/// trickling bytes cannot hold a connection (and its worker's memory) open.
+const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
+
 pub struct Body {
     payload: Payload,
     content_type: Option<String>,
     content_length: Option<usize>,
+    /// `Content-Encoding`, when not `identity`: nothing here decodes one.
+    content_encoding: Option<String>,
 }
 
 impl FromRequest for Body {
@@ -29,6 +35,11 @@ impl FromRequest for Body {
             payload: payload.take(),
             content_type: header_str(header::CONTENT_TYPE).map(str::to_ascii_lowercase),
             content_length: header_str(header::CONTENT_LENGTH).and_then(|v| v.parse().ok()),
+            content_encoding: req
+                .headers()
+                .get(header::CONTENT_ENCODING)
+                .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
+                .filter(|v| v != "identity"),
         }))
     }
 }
@@ -62,28 +73,45 @@ impl Body {
         Ok(self.bytes().await?.freeze())
     }
 
-    /// Reads the whole body, refusing it as soon as it passes the limit.
+    /// Reads the whole body within [`BODY_DEADLINE`], refusing it as soon
+    /// as it passes the limit.
     async fn bytes(mut self) -> ApiResult<web::BytesMut> {
         let too_large = || ApiError::new(Code::PayloadTooLarge, "The body is larger than 1 MiB.");
         if self.content_length.is_some_and(|n| n > MAX_BODY) {
             return Err(too_large());
         }
-        let mut body = web::BytesMut::new();
-        while let Some(chunk) = self.payload.next().await {
-            let chunk = chunk.map_err(|_| ApiError::new(Code::MalformedJson, "The body could not be read."))?;
-            if body.len() + chunk.len() > MAX_BODY {
-                return Err(too_large());
-            }
-            body.extend_from_slice(&chunk);
+        if let Some(encoding) = &self.content_encoding {
+            let message =
+                format!("`Content-Encoding: {}` is not accepted: send the body as it is.", encoding.escape_debug());
+            return Err(ApiError::new(Code::UnsupportedMediaType, message));
         }
-        Ok(body)
+        let read = async {
+            let mut body = web::BytesMut::new();
+            while let Some(chunk) = self.payload.next().await {
+                let chunk = chunk.map_err(|_| ApiError::new(Code::MalformedJson, "The body could not be read."))?;
+                if body.len() + chunk.len() > MAX_BODY {
+                    return Err(too_large());
+                }
+                body.extend_from_slice(&chunk);
+            }
+            Ok(body)
+        };
+        tokio::time::timeout(BODY_DEADLINE, read)
+            .await
+            .unwrap_or_else(|_| Err(ApiError::new(Code::RequestTimeout, "The body did not arrive in time.")))
     }
 }
 
 fn check_content_type(content_type: Option<&str>) -> ApiResult<()> {
+    // RFC 9110 §8.3: `application/json`, with at most a `charset` of UTF-8,
+    // its value a token or a quoted string (`charset="utf-8"`).
+    let utf8 = |parameter: &str| {
+        let (name, value) = parameter.split_once('=').unwrap_or((parameter, ""));
+        name.trim_end() == "charset" && matches!(value.trim_start(), "utf-8" | "\"utf-8\"")
+    };
     let acceptable = content_type.is_some_and(|ct| {
         let mut parts = ct.split(';').map(str::trim);
-        parts.next() == Some("application/json") && parts.all(|p| p.is_empty() || p == "charset=utf-8")
+        parts.next() == Some("application/json") && parts.all(|p| p.is_empty() || utf8(p))
     });
     if acceptable {
         Ok(())

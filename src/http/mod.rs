@@ -1,6 +1,7 @@
 //! HTTP plumbing shared by every route: the envelope, request ids, JSON
 //! bodies and query strings parsed into 4xx answers, metrics.
 pub mod body;
+pub mod caching;
 pub mod cors;
 pub mod envelope;
 pub mod errors;

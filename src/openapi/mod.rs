@@ -3,6 +3,7 @@
 pub mod fields;
 mod links;
 mod objects;
+pub mod security;
 mod wire;
 use wire::Wire;
 

@@ -95,6 +95,7 @@ fn shape(operation: &mut Operation, kind: Kind) {
         parameters.insert(0, application_header());
     }
     let writes = operation.request_body.is_some();
+    let operation_security = &serde_json::to_value(&operation.security).unwrap_or_default();
 
     let mut shared: Vec<&str> = vec!["503"];
     if kind == Kind::Enveloped {
@@ -133,12 +134,25 @@ fn shape(operation: &mut Operation, kind: Kind) {
             }
         }
     }
+    if let Some(scope) = secret_key_scope(operation_security) {
+        let refusal = format!("`insufficient_scope`: the key holds neither `{scope}` nor `admin`.");
+        let mut response = Response::new(refusal);
+        response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
+        responses.insert("403".into(), RefOr::T(response));
+    }
     for status in shared {
         if !responses.contains_key(status) {
             let (_, name, _) = SHARED.iter().find(|(s, _, _)| *s == status).expect("a shared status");
             responses.insert(status.to_string(), RefOr::Ref(utoipa::openapi::Ref::from_response_name(*name)));
         }
     }
+}
+
+/// The one scope a secret-key operation declares (its 403's cause).
+fn secret_key_scope(security: &Value) -> Option<String> {
+    let requirements = security.as_array()?;
+    let scopes = requirements.iter().find_map(|requirement| requirement.get("secret_key"))?.as_array()?;
+    scopes.first().and_then(Value::as_str).map(str::to_owned)
 }
 
 fn has_scheme(operation: &Operation, scheme: &str) -> bool {

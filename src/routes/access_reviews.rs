@@ -102,7 +102,7 @@ pub struct CreateAccessReviewRequest {
 /// Start a review: one item per membership as it is now.
 #[utoipa::path(post, path = "/v1/access-reviews", tag = "governance", request_body = CreateAccessReviewRequest,
     responses((status = 201, body = AccessReviewView), (status = 404, description = "no such organization"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["access_reviews:write"])))]
 pub async fn create_access_review(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateAccessReviewRequest = body.json().await?;
     let review = access_reviews::create(&key.scope, &request.name, request.organization_id).await?;
@@ -110,7 +110,7 @@ pub async fn create_access_review(key: SecretKey, body: Body) -> ApiResult<HttpR
 }
 
 #[utoipa::path(get, path = "/v1/access-reviews", tag = "governance", params(ListQuery),
-    responses((status = 200, body = [AccessReviewView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [AccessReviewView])), security(("secret_key" = ["access_reviews:read"])))]
 pub async fn list_access_reviews(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (found, has_more) = access_reviews::list(&key.scope, page).await?;
@@ -119,7 +119,7 @@ pub async fn list_access_reviews(key: SecretKey, query: Query<ListQuery>) -> Api
 
 #[utoipa::path(get, path = "/v1/access-reviews/{review_id}", tag = "governance",
     params(("review_id" = Uuid, Path, description = "The review's id.")),
-    responses((status = 200, body = AccessReviewView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = AccessReviewView), (status = 404)), security(("secret_key" = ["access_reviews:read"])))]
 pub async fn find_access_review(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Access review", &path)?;
     Ok(envelope::ok(AccessReviewView::from(&access_reviews::find(&key.scope, id).await?)))
@@ -127,7 +127,7 @@ pub async fn find_access_review(key: SecretKey, path: web::Path<String>) -> ApiR
 
 #[utoipa::path(get, path = "/v1/access-reviews/{review_id}/items", tag = "governance",
     params(("review_id" = Uuid, Path, description = "The review's id."), ListQuery),
-    responses((status = 200, body = [AccessReviewItemView]), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = [AccessReviewItemView]), (status = 404)), security(("secret_key" = ["access_reviews:read"])))]
 pub async fn list_review_items(
     key: SecretKey,
     path: web::Path<String>,
@@ -154,7 +154,7 @@ pub struct DecideRequest {
     responses((status = 200, body = AccessReviewItemView), (status = 404),
         (status = 409, description = "already_decided; or last_owner: the revocation would remove the organization's last owner"),
         (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["access_reviews:write"])))]
 pub async fn decide_review_item(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Access review item", &path)?;
     let request: DecideRequest = body.json().await?;
@@ -177,7 +177,7 @@ pub struct CloseRequest {
     params(("review_id" = Uuid, Path, description = "The review's id.")), request_body(content = CloseRequest, description = "Optional: no body or `{}` approves every pending item."),
     responses((status = 200, body = AccessReviewView), (status = 404),
         (status = 409, description = "already_decided: the review is closed; or last_owner"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["access_reviews:write"])))]
 pub async fn close_access_review(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Access review", &path)?;
     let request: CloseRequest = body.optional_json().await?;

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
-    auth::{secret_key::SecretKey, Scope},
+    auth::secret_key::SecretKey,
     error::ApiResult,
     http::{
         body::Body,
@@ -109,10 +109,9 @@ pub struct IssuedApiKeyView<'a> {
 
 /// Create an application secret key. The secret is in the answer once.
 #[utoipa::path(post, path = "/v1/api-keys", tag = "api-keys", request_body = CreateApiKeyRequest,
-    responses((status = 201, body = IssuedApiKeyView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 409, description = "name in use"), (status = 422)),
-    security(("secret_key" = [])))]
+    responses((status = 201, body = IssuedApiKeyView), (status = 409, description = "name in use"), (status = 422)),
+    security(("secret_key" = ["admin"])))]
 pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     let request: CreateApiKeyRequest = body.json().await?;
     let new = NewApiKey::parse(&request.name, request.scopes, request.expires_in_days)?;
     let limit = state.settings.limits.active_secret_keys_per_application;
@@ -122,7 +121,7 @@ pub async fn create_api_key(state: web::Data<AppState>, key: SecretKey, body: Bo
 
 /// List the application's secret keys, newest first.
 #[utoipa::path(get, path = "/v1/api-keys", tag = "api-keys", params(ListQuery),
-    responses((status = 200, body = [ApiKeyView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [ApiKeyView])), security(("secret_key" = ["api_keys:read"])))]
 pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (keys, has_more) = api_keys::list(&key.scope, page).await?;
@@ -132,7 +131,7 @@ pub async fn list_api_keys(key: SecretKey, query: Query<ListQuery>) -> ApiResult
 /// Get one secret key (never its secret).
 #[utoipa::path(get, path = "/v1/api-keys/{key_id}", tag = "api-keys",
     params(("key_id" = Uuid, Path, description = "The key's id.")),
-    responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = ["api_keys:read"])))]
 pub async fn find_api_key(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -147,15 +146,14 @@ pub async fn find_api_key(
 /// second on every other.
 #[utoipa::path(post, path = "/v1/api-keys/{key_id}/revoke", tag = "api-keys",
     params(("key_id" = Uuid, Path, description = "The key's id.")),
-    responses((status = 200, body = ApiKeyView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 404)),
-    security(("secret_key" = [])))]
+    responses((status = 200, body = ApiKeyView), (status = 404)),
+    security(("secret_key" = ["admin"])))]
 pub async fn revoke_api_key(
     state: web::Data<AppState>,
     key: SecretKey,
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     let id = path_id("API key", &path)?;
     body.no_fields().await?;
     let revoked = api_keys::revoke(&key.scope, &state.keys, id).await?;
@@ -186,7 +184,7 @@ pub struct VerifiedKeyView {
 /// revoked or expired key, or a key of a disabled or deleted service
 /// account, is `{valid: false}` with 200.
 #[utoipa::path(post, path = "/v1/api-keys/verify", tag = "api-keys", request_body = VerifyApiKeyRequest,
-    responses((status = 200, body = VerifiedKeyView)), security(("secret_key" = [])))]
+    responses((status = 200, body = VerifiedKeyView)), security(("secret_key" = ["api_keys:read"])))]
 pub async fn verify_api_key(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: VerifyApiKeyRequest = body.json().await?;
     let live = key.tenant().environment.is_live();

@@ -8,7 +8,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
-    auth::{secret_key::SecretKey, Scope},
+    auth::secret_key::SecretKey,
     error::{ApiError, ApiResult, Code},
     http::{
         body::Body,
@@ -144,9 +144,8 @@ pub struct CreatedApplicationView {
 
 /// Create an application in the caller's account, with a first admin key.
 #[utoipa::path(post, path = "/v1/applications", tag = "applications", request_body = CreateApplicationRequest,
-    responses((status = 201, body = CreatedApplicationView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 201, body = CreatedApplicationView), (status = 422)), security(("secret_key" = ["admin"])))]
 pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     let request: CreateApplicationRequest = body.json().await?;
     let mut issues = Issues::default();
     let name = issues.text("name", &request.name, 255);
@@ -195,7 +194,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
 
 /// List the account's applications, oldest first.
 #[utoipa::path(get, path = "/v1/applications", tag = "applications", params(ListQuery),
-    responses((status = 200, body = [ApplicationView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [ApplicationView])), security(("secret_key" = ["applications:read"])))]
 pub async fn list_applications(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -209,7 +208,7 @@ pub async fn list_applications(
 /// Get an application of the caller's account.
 #[utoipa::path(get, path = "/v1/applications/{application_id}", tag = "applications",
     params(("application_id" = Uuid, Path, description = "The application's id.")),
-    responses((status = 200, body = ApplicationView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = ApplicationView), (status = 404)), security(("secret_key" = ["applications:read"])))]
 pub async fn get_application(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -228,7 +227,7 @@ pub async fn get_application(
 /// refresh-token reuse interval.
 #[utoipa::path(patch, path = "/v1/applications/{application_id}", tag = "applications",
     params(("application_id" = Uuid, Path, description = "The application's id.")), request_body = UpdateApplicationRequest,
-    responses((status = 200, body = ApplicationView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = ApplicationView), (status = 404), (status = 422)), security(("secret_key" = ["applications:write"])))]
 pub async fn update_application(
     state: web::Data<AppState>,
     key: SecretKey,

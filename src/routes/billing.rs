@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{public_scope, secret_key::SecretKey, Scope},
+    auth::{public_scope, secret_key::SecretKey},
     error::{ApiError, ApiResult},
     events::processor_signature,
     http::{body::Body, envelope},
@@ -120,10 +120,9 @@ pub struct ReceivedView {
 /// Attach or replace the application's payment method (operation 11). The
 /// token is stored sealed and never returned; the previous one is not kept.
 #[utoipa::path(put, path = "/v1/billing/payment-method", tag = "billing", request_body = SetPaymentMethodRequest,
-    responses((status = 200, body = PaymentMethodView), (status = 403, description = "needs `admin`"), (status = 422)),
-    security(("secret_key" = [])))]
+    responses((status = 200, body = PaymentMethodView), (status = 422)),
+    security(("secret_key" = ["admin"])))]
 pub async fn set_payment_method(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     let request: SetPaymentMethodRequest = body.json().await?;
     let mut issues = Issues::default();
     let method = PaymentMethod::check(&mut issues, request.brand, request.last4, request.token, request.billing_email);
@@ -134,7 +133,7 @@ pub async fn set_payment_method(state: web::Data<AppState>, key: SecretKey, body
 
 /// The payment-method summary (never the token).
 #[utoipa::path(get, path = "/v1/billing/payment-method", tag = "billing",
-    responses((status = 200, body = PaymentMethodView)), security(("secret_key" = [])))]
+    responses((status = 200, body = PaymentMethodView)), security(("secret_key" = ["billing:read"])))]
 pub async fn get_payment_method(key: SecretKey) -> ApiResult<HttpResponse> {
     let summary = billing::payment_method(&key.scope).await?;
     Ok(envelope::ok(PaymentMethodView::from(summary)))
@@ -143,11 +142,9 @@ pub async fn get_payment_method(key: SecretKey) -> ApiResult<HttpResponse> {
 /// Link the application to its account at the payment processor; linking
 /// another account replaces the link. An account belongs to one application.
 #[utoipa::path(post, path = "/v1/billing/connect", tag = "billing", request_body = ConnectRequest,
-    responses((status = 200, body = ConnectStatusView), (status = 403, description = "needs `admin`"),
-        (status = 409, description = "`conflict`: the account is connected to another application"), (status = 422)),
-    security(("secret_key" = [])))]
+    responses((status = 200, body = ConnectStatusView), (status = 409, description = "`conflict`: the account is connected to another application"), (status = 422)),
+    security(("secret_key" = ["admin"])))]
 pub async fn connect_account(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     let request: ConnectRequest = body.json().await?;
     let valid = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     let id = request.processor_account_id;
@@ -161,7 +158,7 @@ pub async fn connect_account(state: web::Data<AppState>, key: SecretKey, body: B
 /// The connected account's status (operation 19), kept current by the
 /// processor's events and cached across nodes.
 #[utoipa::path(get, path = "/v1/billing/connect/status", tag = "billing",
-    responses((status = 200, body = ConnectStatusView)), security(("secret_key" = [])))]
+    responses((status = 200, body = ConnectStatusView)), security(("secret_key" = ["billing:read"])))]
 pub async fn connect_status(state: web::Data<AppState>, key: SecretKey) -> ApiResult<HttpResponse> {
     let status = billing::connect_status(&state.storage, &state.connect_statuses, &key.scope).await?;
     Ok(envelope::ok(ConnectStatusView::from(status)))

@@ -168,7 +168,7 @@ impl From<&host::Model> for HostView {
 /// Create a host group.
 #[utoipa::path(post, path = "/v1/os/host-groups", tag = "enrollment", request_body = CreateHostGroupRequest,
     responses((status = 201, body = HostGroupView), (status = 409, description = "`conflict`: a host group of this name exists")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["enrollment:write"])))]
 pub async fn create_host_group(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateHostGroupRequest = body.json().await?;
     let name = enrollment::group_name(&request.name)?;
@@ -178,7 +178,7 @@ pub async fn create_host_group(key: SecretKey, body: Body) -> ApiResult<HttpResp
 
 /// The application's host groups, newest first.
 #[utoipa::path(get, path = "/v1/os/host-groups", tag = "enrollment", params(ListQuery),
-    responses((status = 200, body = [HostGroupView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [HostGroupView])), security(("secret_key" = ["enrollment:read"])))]
 pub async fn list_host_groups(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (rows, has_more) = enrollment::list_groups(&key.scope, page).await?;
@@ -189,7 +189,7 @@ pub async fn list_host_groups(key: SecretKey, query: Query<ListQuery>) -> ApiRes
 #[utoipa::path(post, path = "/v1/os/enrollment-tokens", tag = "enrollment", request_body = CreateEnrollmentTokenRequest,
     responses((status = 201, body = IssuedEnrollmentTokenView),
         (status = 404, description = "`host_group_not_found`: no such host group in this application")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["enrollment:write"])))]
 pub async fn create_enrollment_token(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateEnrollmentTokenRequest = body.json().await?;
     let new = NewToken::parse(
@@ -205,7 +205,7 @@ pub async fn create_enrollment_token(key: SecretKey, body: Body) -> ApiResult<Ht
 
 /// The application's enrollment tokens, newest first (never their secrets).
 #[utoipa::path(get, path = "/v1/os/enrollment-tokens", tag = "enrollment", params(ListQuery),
-    responses((status = 200, body = [EnrollmentTokenView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [EnrollmentTokenView])), security(("secret_key" = ["enrollment:read"])))]
 pub async fn list_enrollment_tokens(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (rows, has_more) = enrollment::list_tokens(&key.scope, page).await?;
@@ -216,7 +216,7 @@ pub async fn list_enrollment_tokens(key: SecretKey, query: Query<ListQuery>) -> 
 /// token answers it unchanged.
 #[utoipa::path(post, path = "/v1/os/enrollment-tokens/{token_id}/revoke", tag = "enrollment",
     params(("token_id" = Uuid, Path, description = "The enrollment token's id.")),
-    responses((status = 200, body = EnrollmentTokenView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = EnrollmentTokenView), (status = 404)), security(("secret_key" = ["enrollment:write"])))]
 pub async fn revoke_enrollment_token(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Enrollment token", &path)?;
     body.no_fields().await?;
@@ -244,7 +244,7 @@ pub async fn enroll_host(state: web::Data<AppState>, req: HttpRequest, body: Bod
 
 /// The application's enrolled hosts, newest first.
 #[utoipa::path(get, path = "/v1/os/hosts", tag = "enrollment", params(ListQuery),
-    responses((status = 200, body = [HostView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [HostView])), security(("secret_key" = ["enrollment:read"])))]
 pub async fn list_hosts(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (rows, has_more) = enrollment::list_hosts(&key.scope, page).await?;

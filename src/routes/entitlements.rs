@@ -122,7 +122,7 @@ pub struct PutFeatureRequest {
     params(("feature_key" = String, Path, pattern = r"^[a-z][a-z0-9_:.-]{0,63}$", description = "The feature's key.")),
     request_body = PutFeatureRequest,
     responses((status = 200, body = FeatureView), (status = 409, description = "conflict: the kind of a feature in use"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["entitlements:write"])))]
 pub async fn put_feature(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -138,7 +138,7 @@ pub async fn put_feature(
 }
 
 #[utoipa::path(get, path = "/v1/features", tag = "entitlements", params(ListQuery),
-    responses((status = 200, body = [FeatureView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [FeatureView])), security(("secret_key" = ["entitlements:read"])))]
 pub async fn list_features(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -152,7 +152,7 @@ pub async fn list_features(
 /// Delete a feature nothing grants or overrides (409 otherwise).
 #[utoipa::path(delete, path = "/v1/features/{feature_key}", tag = "entitlements",
     params(("feature_key" = String, Path, description = "The feature's key.")),
-    responses((status = 200), (status = 404), (status = 409)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404), (status = 409)), security(("secret_key" = ["entitlements:write"])))]
 pub async fn delete_feature(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -176,7 +176,7 @@ pub struct PutPlanRequest {
 #[utoipa::path(put, path = "/v1/plans/{plan_key}", tag = "entitlements",
     params(("plan_key" = String, Path, pattern = r"^[a-z][a-z0-9_:.-]{0,63}$", description = "The plan's key.")),
     request_body = PutPlanRequest, responses((status = 200, body = PlanView), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["entitlements:write"])))]
 pub async fn put_plan(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -190,7 +190,7 @@ pub async fn put_plan(
 }
 
 #[utoipa::path(get, path = "/v1/plans", tag = "entitlements", params(ListQuery),
-    responses((status = 200, body = [PlanView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [PlanView])), security(("secret_key" = ["entitlements:read"])))]
 pub async fn list_plans(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -206,7 +206,7 @@ pub async fn list_plans(
 /// Delete a plan no organization is on (409 otherwise).
 #[utoipa::path(delete, path = "/v1/plans/{plan_key}", tag = "entitlements",
     params(("plan_key" = String, Path, description = "The plan's key.")),
-    responses((status = 200), (status = 404), (status = 409)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404), (status = 409)), security(("secret_key" = ["entitlements:write"])))]
 pub async fn delete_plan(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -229,7 +229,7 @@ pub struct SetPlanRequest {
 #[utoipa::path(put, path = "/v1/organizations/{organization_id}/plan", tag = "entitlements",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")), request_body = SetPlanRequest,
     responses((status = 200, body = OrganizationView), (status = 404), (status = 422, description = "no such plan")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["entitlements:write"])))]
 pub async fn set_organization_plan(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -264,7 +264,7 @@ pub struct OverrideView {
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("feature_key" = String, Path, description = "A defined feature.")),
     request_body = PutOverrideRequest,
     responses((status = 200, body = OverrideView), (status = 404, description = "no such organization or feature"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["entitlements:write"])))]
 pub async fn put_override(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -284,7 +284,7 @@ pub async fn put_override(
 
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}/entitlement-overrides/{feature_key}", tag = "entitlements",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("feature_key" = String, Path, description = "The overridden feature.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["entitlements:write"])))]
 pub async fn delete_override(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -299,7 +299,7 @@ pub async fn delete_override(
 /// defined feature, sorted by `feature_key`; override, else plan, else default.
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}/entitlements", tag = "entitlements",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
-    responses((status = 200, body = [Entitlement]), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = [Entitlement]), (status = 404)), security(("secret_key" = ["entitlements:read"])))]
 pub async fn org_entitlements(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -315,7 +315,7 @@ pub async fn org_entitlements(
 /// organization, in precedence order, and which one won.
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}/entitlements/{feature_key}/explain", tag = "entitlements",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("feature_key" = String, Path, description = "A defined feature.")),
-    responses((status = 200, body = Explanation), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = Explanation), (status = 404)), security(("secret_key" = ["entitlements:read"])))]
 pub async fn explain_entitlement(
     state: web::Data<AppState>,
     key: SecretKey,

@@ -87,7 +87,7 @@ pub struct CreateHookRequest {
 }
 
 #[utoipa::path(post, path = "/v1/hooks", tag = "hooks", request_body = CreateHookRequest,
-    responses((status = 201, body = HookWithSecretView), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 201, body = HookWithSecretView), (status = 422)), security(("secret_key" = ["hooks:write"])))]
 pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let r: CreateHookRequest = body.json().await?;
     let new = NewHook {
@@ -104,7 +104,7 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
 }
 
 #[utoipa::path(get, path = "/v1/hooks", tag = "hooks", params(ListQuery),
-    responses((status = 200, body = [HookView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [HookView])), security(("secret_key" = ["hooks:read"])))]
 pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (found, has_more) = hooks::list(&key.scope, page).await?;
@@ -113,7 +113,7 @@ pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<Ht
 
 #[utoipa::path(get, path = "/v1/hooks/{hook_id}", tag = "hooks",
     params(("hook_id" = Uuid, Path, description = "The hook's id.")),
-    responses((status = 200, body = HookView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = HookView), (status = 404)), security(("secret_key" = ["hooks:read"])))]
 pub async fn find_hook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
     Ok(envelope::ok(HookView::from(&hooks::find(&key.scope, id).await?)))
@@ -136,7 +136,7 @@ pub struct UpdateHookRequest {
 /// Update a hook (operation 8); its `point` cannot change.
 #[utoipa::path(patch, path = "/v1/hooks/{hook_id}", tag = "hooks",
     params(("hook_id" = Uuid, Path, description = "The hook's id.")), request_body = UpdateHookRequest,
-    responses((status = 200, body = HookView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = HookView), (status = 404), (status = 422)), security(("secret_key" = ["hooks:write"])))]
 pub async fn update_hook(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -158,7 +158,7 @@ pub async fn update_hook(
 
 #[utoipa::path(delete, path = "/v1/hooks/{hook_id}", tag = "hooks",
     params(("hook_id" = Uuid, Path, description = "The hook's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["hooks:write"])))]
 pub async fn delete_hook(
     state: web::Data<AppState>,
     key: SecretKey,

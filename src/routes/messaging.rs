@@ -9,7 +9,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
-    auth::{secret_key::SecretKey, Scope},
+    auth::secret_key::SecretKey,
     error::ApiResult,
     http::{
         body::Body,
@@ -100,17 +100,15 @@ impl From<&messaging_provider::Model> for MessagingProviderView {
     params(("application_id" = Uuid, Path, description = "The caller's application.")),
     request_body = UpsertMessagingProviderRequest,
     responses((status = 200, body = MessagingProviderView),
-        (status = 403, description = "`insufficient_scope`: the key lacks `admin`"),
         (status = 404, description = "`not_found`: not the caller's application"),
         (status = 422, description = "`validation_failed`, or `production_shared_sender_forbidden`: a production application may not use the shared sender")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["providers:write"])))]
 pub async fn upsert_messaging_provider(
     state: web::Data<AppState>,
     key: SecretKey,
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     key.own_application(&path)?;
     let r: UpsertMessagingProviderRequest = body.json().await?;
     let update = ProviderUpdate { channel: r.channel, kind: r.kind, config: r.config, secret: r.secret };
@@ -124,7 +122,7 @@ pub async fn upsert_messaging_provider(
     params(("application_id" = Uuid, Path, description = "The caller's application.")),
     responses((status = 200, body = [MessagingProviderView]),
         (status = 404, description = "`not_found`: not the caller's application")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["providers:read"])))]
 pub async fn list_messaging_providers(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     key.own_application(&path)?;
     let rows = messaging::all(&key.scope).await.map_err(MessagingError::from)?;
@@ -148,17 +146,15 @@ pub struct TestMessagingProviderRequest {
     params(("application_id" = Uuid, Path, description = "The caller's application.")),
     request_body = TestMessagingProviderRequest,
     responses((status = 200, body = MessagingProviderView),
-        (status = 403, description = "`insufficient_scope`: the key lacks `admin`"),
         (status = 404, description = "`not_found`: not the caller's application, or no provider for the channel"),
         (status = 503, description = "`unavailable`: the provider did not take the message; its status is now `failing`")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["providers:write"])))]
 pub async fn test_messaging_provider(
     state: web::Data<AppState>,
     key: SecretKey,
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     key.own_application(&path)?;
     let r: TestMessagingProviderRequest = body.json().await?;
     let mut issues = Issues::default();
@@ -206,16 +202,14 @@ impl From<&messaging_outbox::Model> for OutboxMessageView {
 #[utoipa::path(get, path = "/v1/applications/{application_id}/providers/messaging/outbox", tag = "providers",
     params(("application_id" = Uuid, Path, description = "The caller's application."), ListQuery),
     responses((status = 200, body = [OutboxMessageView]),
-        (status = 403, description = "`insufficient_scope`: the key lacks `admin`"),
         (status = 404, description = "`not_found`: not the caller's application")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["admin"])))]
 pub async fn messaging_outbox(
     key: SecretKey,
     path: web::Path<String>,
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     // What was recorded may carry links meant for the recipient alone.
-    key.require(Scope::Admin)?;
     key.own_application(&path)?;
     let page = query.parsed()?.page()?;
     let (rows, has_more) = messaging::outbox(&key.scope, page).await.map_err(MessagingError::from)?;

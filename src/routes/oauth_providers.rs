@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{secret_key::SecretKey, Scope},
+    auth::secret_key::SecretKey,
     error::ApiResult,
     http::{body::Body, envelope},
     service::oauth_providers::{self, OAuthProviderError, ProviderUpdate},
@@ -87,17 +87,15 @@ impl From<&oauth_provider::Model> for OAuthProviderView {
     params(("application_id" = Uuid, Path, description = "The caller's application.")),
     request_body = UpsertOAuthProviderRequest,
     responses((status = 200, body = OAuthProviderView),
-        (status = 403, description = "`insufficient_scope`: the key lacks `admin`"),
         (status = 404, description = "`not_found`: not the caller's application"),
         (status = 422, description = "`validation_failed`, or `production_requires_own_credentials`: a production application may not use the shared development credentials, nor enable a provider without a `client_id` and a stored or supplied `client_secret`")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["providers:write"])))]
 pub async fn upsert_oauth_provider(
     state: web::Data<AppState>,
     key: SecretKey,
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     key.own_application(&path)?;
     let r: UpsertOAuthProviderRequest = body.json().await?;
     let update = ProviderUpdate {
@@ -119,7 +117,7 @@ pub async fn upsert_oauth_provider(
     params(("application_id" = Uuid, Path, description = "The caller's application.")),
     responses((status = 200, body = [OAuthProviderView]),
         (status = 404, description = "`not_found`: not the caller's application")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["providers:read"])))]
 pub async fn list_oauth_providers(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     key.own_application(&path)?;
     let rows = oauth_providers::all(&key.scope).await.map_err(OAuthProviderError::from)?;

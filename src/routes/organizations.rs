@@ -100,7 +100,7 @@ pub struct CreateOrganizationRequest {
 
 #[utoipa::path(post, path = "/v1/organizations", tag = "organizations", request_body = CreateOrganizationRequest,
     responses((status = 201, body = OrganizationView), (status = 409, description = "slug in use"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["organizations:write"])))]
 pub async fn create_organization(key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateOrganizationRequest = body.json().await?;
     let created = organizations::create(&key.scope, &request.name, request.slug).await?;
@@ -108,7 +108,7 @@ pub async fn create_organization(key: SecretKey, body: Body) -> ApiResult<HttpRe
 }
 
 #[utoipa::path(get, path = "/v1/organizations", tag = "organizations", params(ListQuery),
-    responses((status = 200, body = [OrganizationView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [OrganizationView])), security(("secret_key" = ["organizations:read"])))]
 pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (found, has_more) = organizations::list(&key.scope, page).await?;
@@ -117,7 +117,7 @@ pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiR
 
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
-    responses((status = 200, body = OrganizationView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = OrganizationView), (status = 404)), security(("secret_key" = ["organizations:read"])))]
 pub async fn find_organization(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
     Ok(envelope::ok(OrganizationView::from(&organizations::find(&key.scope, id).await?)))
@@ -136,7 +136,7 @@ pub struct UpdateOrganizationRequest {
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     request_body = UpdateOrganizationRequest,
     responses((status = 200, body = OrganizationView), (status = 404), (status = 409), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["organizations:write"])))]
 pub async fn update_organization(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Organization", &path)?;
     let request: UpdateOrganizationRequest = body.json().await?;
@@ -147,7 +147,7 @@ pub async fn update_organization(key: SecretKey, path: web::Path<String>, body: 
 /// Delete an organization and its memberships.
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["organizations:write"])))]
 pub async fn delete_organization(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -172,7 +172,7 @@ pub struct AddMembershipRequest {
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     request_body = AddMembershipRequest,
     responses((status = 201, body = MembershipView), (status = 404), (status = 409, description = "already_member, or sod_violation: an enforced separation-of-duties policy forbids the role for this user"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["organizations:write"])))]
 pub async fn add_membership(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -187,7 +187,7 @@ pub async fn add_membership(
 }
 
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations", params(("organization_id" = Uuid, Path, description = "The organization's id."), ListQuery),
-    responses((status = 200, body = [MembershipView]), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = [MembershipView]), (status = 404)), security(("secret_key" = ["organizations:read"])))]
 pub async fn list_memberships(
     key: SecretKey,
     path: web::Path<String>,
@@ -209,7 +209,7 @@ pub struct UpdateMembershipRequest {
 #[utoipa::path(patch, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
     request_body = UpdateMembershipRequest,
-    responses((status = 200, body = MembershipView), (status = 404), (status = 409, description = "sod_violation, or last_owner: the organization's last owner cannot be demoted"), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = MembershipView), (status = 404), (status = 409, description = "sod_violation, or last_owner: the organization's last owner cannot be demoted"), (status = 422)), security(("secret_key" = ["organizations:write"])))]
 pub async fn update_membership(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -226,7 +226,7 @@ pub async fn update_membership(
 
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
-    responses((status = 200), (status = 404), (status = 409, description = "last_owner: the organization's last owner cannot be removed")), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404), (status = 409, description = "last_owner: the organization's last owner cannot be removed")), security(("secret_key" = ["organizations:write"])))]
 pub async fn remove_membership(key: SecretKey, path: web::Path<(String, String)>) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path.0)?;
     let user_id = path_id("Membership", &path.1)?;

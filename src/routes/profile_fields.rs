@@ -86,7 +86,7 @@ pub struct CreateProfileFieldRequest {
 /// Add a profile field (operation 5).
 #[utoipa::path(post, path = "/v1/profile-fields", tag = "profile-fields", request_body = CreateProfileFieldRequest,
     responses((status = 201, body = ProfileFieldView), (status = 409, description = "key_in_use"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["profile_fields:write"])))]
 pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let r: CreateProfileFieldRequest = body.json().await?;
     let new = NewField {
@@ -104,7 +104,7 @@ pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, bo
 
 /// The schema, in display order.
 #[utoipa::path(get, path = "/v1/profile-fields", tag = "profile-fields", params(ListQuery),
-    responses((status = 200, body = [ProfileFieldView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [ProfileFieldView])), security(("secret_key" = ["profile_fields:read"])))]
 pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (fields, has_more) = profile_fields::list(&key.scope, page).await?;
@@ -113,7 +113,7 @@ pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> Api
 
 #[utoipa::path(get, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
     params(("field_id" = Uuid, Path, description = "The profile field's id.")),
-    responses((status = 200, body = ProfileFieldView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = ProfileFieldView), (status = 404)), security(("secret_key" = ["profile_fields:read"])))]
 pub async fn find_profile_field(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
     Ok(envelope::ok(ProfileFieldView::from(&profile_fields::find(&key.scope, id).await?)))
@@ -136,7 +136,7 @@ pub struct UpdateProfileFieldRequest {
 /// type are fixed: stored profiles depend on them).
 #[utoipa::path(patch, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
     params(("field_id" = Uuid, Path, description = "The profile field's id.")), request_body = UpdateProfileFieldRequest,
-    responses((status = 200, body = ProfileFieldView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = ProfileFieldView), (status = 404), (status = 422)), security(("secret_key" = ["profile_fields:write"])))]
 pub async fn update_profile_field(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
     let r: UpdateProfileFieldRequest = body.json().await?;
@@ -147,7 +147,7 @@ pub async fn update_profile_field(key: SecretKey, path: web::Path<String>, body:
 
 #[utoipa::path(delete, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
     params(("field_id" = Uuid, Path, description = "The profile field's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["profile_fields:write"])))]
 pub async fn delete_profile_field(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
     profile_fields::delete(&key.scope, id).await?;

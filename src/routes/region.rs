@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
-    auth::{secret_key::SecretKey, Scope},
+    auth::secret_key::SecretKey,
     error::{ApiError, ApiResult, Code},
     http::{body::Body, envelope},
     region::Region,
@@ -33,7 +33,7 @@ pub struct SetRegionRequest {
 /// The application's data-residency region.
 #[utoipa::path(get, path = "/v1/security/region", tag = "applications",
     responses((status = 200, body = RegionView), (status = 503, description = "`region_migration_in_progress`, with `Retry-After`")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["applications:read"])))]
 pub async fn get_region(key: SecretKey) -> ApiResult<HttpResponse> {
     Ok(envelope::ok(RegionView { region: key.tenant().region }))
 }
@@ -43,11 +43,9 @@ pub async fn get_region(key: SecretKey) -> ApiResult<HttpResponse> {
 /// application's other requests get 503 `region_migration_in_progress`
 /// with `Retry-After`. The same region changes nothing.
 #[utoipa::path(post, path = "/v1/security/region", tag = "applications", request_body = SetRegionRequest,
-    responses((status = 200, body = RegionView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"),
-        (status = 422, description = "`unknown_region`"), (status = 503, description = "`region_migration_in_progress` or the new region's database is unreachable from this node, with `Retry-After`")),
-    security(("secret_key" = [])))]
+    responses((status = 200, body = RegionView), (status = 422, description = "`unknown_region`"), (status = 503, description = "`region_migration_in_progress` or the new region's database is unreachable from this node, with `Retry-After`")),
+    security(("secret_key" = ["admin"])))]
 pub async fn set_region(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     let request: SetRegionRequest = body.json().await?;
     let to = Region::parse(&request.region).ok_or_else(|| {
         ApiError::new(

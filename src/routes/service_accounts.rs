@@ -134,7 +134,7 @@ fn checked_scopes(issues: &mut Issues, scopes: Option<Vec<String>>) -> Option<Ve
 #[utoipa::path(post, path = "/v1/service-accounts", tag = "service-accounts",
     request_body = CreateServiceAccountRequest,
     responses((status = 201, body = ServiceAccountView), (status = 422, description = "validation_failed, or the limit of service accounts is reached")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["service_accounts:write"])))]
 pub async fn create_service_account(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateServiceAccountRequest = body.json().await?;
     let mut issues = Issues::default();
@@ -150,7 +150,7 @@ pub async fn create_service_account(state: web::Data<AppState>, key: SecretKey, 
 
 /// List the application's service accounts, newest first.
 #[utoipa::path(get, path = "/v1/service-accounts", tag = "service-accounts", params(ListQuery),
-    responses((status = 200, body = [ServiceAccountView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [ServiceAccountView])), security(("secret_key" = ["service_accounts:read"])))]
 pub async fn list_service_accounts(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (rows, has_more) = service_accounts::list(&key.scope, page).await?;
@@ -160,7 +160,7 @@ pub async fn list_service_accounts(key: SecretKey, query: Query<ListQuery>) -> A
 /// Get a service account.
 #[utoipa::path(get, path = "/v1/service-accounts/{account_id}", tag = "service-accounts",
     params(("account_id" = Uuid, Path, description = "The service account's id.")),
-    responses((status = 200, body = ServiceAccountView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = ServiceAccountView), (status = 404)), security(("secret_key" = ["service_accounts:read"])))]
 pub async fn find_service_account(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Service account", &path)?;
     let row = service_accounts::find(&key.scope, id).await?;
@@ -172,7 +172,7 @@ pub async fn find_service_account(key: SecretKey, path: web::Path<String>) -> Ap
 #[utoipa::path(patch, path = "/v1/service-accounts/{account_id}", tag = "service-accounts",
     params(("account_id" = Uuid, Path, description = "The service account's id.")),
     request_body = UpdateServiceAccountRequest,
-    responses((status = 200, body = ServiceAccountView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = ServiceAccountView), (status = 404), (status = 422)), security(("secret_key" = ["service_accounts:write"])))]
 pub async fn update_service_account(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Service account", &path)?;
     let request: UpdateServiceAccountRequest = body.json().await?;
@@ -189,7 +189,7 @@ pub async fn update_service_account(key: SecretKey, path: web::Path<String>, bod
 /// Delete a service account and its keys.
 #[utoipa::path(delete, path = "/v1/service-accounts/{account_id}", tag = "service-accounts",
     params(("account_id" = Uuid, Path, description = "The service account's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["service_accounts:write"])))]
 pub async fn delete_service_account(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Service account", &path)?;
     service_accounts::delete(&key.scope, id).await?;
@@ -201,7 +201,7 @@ pub async fn delete_service_account(key: SecretKey, path: web::Path<String>) -> 
     params(("account_id" = Uuid, Path, description = "The service account's id.")),
     request_body = CreateServiceAccountKeyRequest,
     responses((status = 201, body = IssuedApiKeyView), (status = 404), (status = 422, description = "validation_failed, or the limit of the account's active keys is reached")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["service_accounts:write"])))]
 pub async fn create_service_account_key(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -219,7 +219,7 @@ pub async fn create_service_account_key(
 /// List the service account's keys, newest first (never their secrets).
 #[utoipa::path(get, path = "/v1/service-accounts/{account_id}/keys", tag = "service-accounts",
     params(("account_id" = Uuid, Path, description = "The service account's id."), ListQuery),
-    responses((status = 200, body = [ApiKeyView]), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = [ApiKeyView]), (status = 404)), security(("secret_key" = ["service_accounts:read"])))]
 pub async fn list_service_account_keys(
     key: SecretKey,
     path: web::Path<String>,
@@ -235,7 +235,7 @@ pub async fn list_service_account_keys(
 #[utoipa::path(post, path = "/v1/service-accounts/{account_id}/keys/{key_id}/revoke", tag = "service-accounts",
     params(("account_id" = Uuid, Path, description = "The service account's id."),
         ("key_id" = Uuid, Path, description = "The key's id.")),
-    responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = ApiKeyView), (status = 404)), security(("secret_key" = ["service_accounts:write"])))]
 pub async fn revoke_service_account_key(
     key: SecretKey,
     path: web::Path<(String, String)>,

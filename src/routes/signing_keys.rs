@@ -4,17 +4,18 @@
 use actix_web::{
     http::{
         header::{self, HeaderValue},
-        Method,
+        Method, StatusCode,
     },
     web, HttpMessage, HttpRequest, HttpResponse, ResponseError,
 };
-use serde::Serialize;
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
 use serde_json::json;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
-    auth::{public_scope, secret_key::SecretKey, Scope},
+    auth::{public_scope, secret_key::SecretKey},
     error::{ApiError, ApiResult},
     http::{body::Body, envelope, metrics::RouteLabel, path_id},
     state::AppState,
@@ -51,10 +52,12 @@ pub(crate) async fn tenant_in_path(state: &AppState, req: &HttpRequest, raw: &st
     }
 }
 
-fn public_document() -> actix_web::HttpResponseBuilder {
+/// A public document's answer: cacheable for the configured JWKS max-age
+/// (a scheduled key rotation waits that long before its key signs).
+fn public_document(state: &AppState) -> actix_web::HttpResponseBuilder {
     let mut builder = HttpResponse::Ok();
     builder
-        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")))
+        .insert_header((header::CACHE_CONTROL, state.tokens.documents_cache_control()))
         .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, HeaderValue::from_static("*")));
     builder
 }
@@ -66,7 +69,7 @@ fn public_document() -> actix_web::HttpResponseBuilder {
     responses((status = 200, description = "RFC 7517 key set"), (status = 404)))]
 pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let tenant = tenant_in_path(&state, &req, &path).await?;
-    jwks_of(&state, tenant).await
+    jwks_of(&state, &req, tenant).await
 }
 
 /// The JWKS of an application this node holds, answered by the region
@@ -85,14 +88,25 @@ pub async fn answer_jwks(state: &AppState, req: &HttpRequest, tenant: &Tenant) -
         return None;
     }
     req.extensions_mut().insert(RouteLabel(JWKS_ROUTE));
-    Some(jwks_of(state, tenant.clone()).await.unwrap_or_else(|err| err.error_response()))
+    Some(jwks_of(state, req, tenant.clone()).await.unwrap_or_else(|err| err.error_response()))
 }
 
-async fn jwks_of(state: &AppState, tenant: Tenant) -> ApiResult<HttpResponse> {
+async fn jwks_of(state: &AppState, req: &HttpRequest, tenant: Tenant) -> ApiResult<HttpResponse> {
     let id = tenant.id;
     let scope = public_scope(state, tenant).ok_or_else(|| ApiError::not_found("Application", id))?;
     let document = state.tenants.jwks(&scope).await?;
-    Ok(public_document().insert_header((header::CONTENT_TYPE, envelope::JSON)).body(document.0))
+    let mut answer = public_document(state);
+    answer.insert_header((header::ETAG, document.etag.as_str()));
+    if if_none_match(req, &document.etag) {
+        return Ok(answer.status(StatusCode::NOT_MODIFIED).finish());
+    }
+    Ok(answer.insert_header((header::CONTENT_TYPE, envelope::JSON)).body(document.text))
+}
+
+/// Whether `If-None-Match` names `etag` (or is `*`): RFC 9110 §13.1.2, weak comparison.
+fn if_none_match(req: &HttpRequest, etag: &str) -> bool {
+    let values = req.headers().get_all(header::IF_NONE_MATCH).filter_map(|v| v.to_str().ok());
+    values.flat_map(|v| v.split(',')).map(str::trim).any(|tag| tag == "*" || tag.trim_start_matches("W/") == etag)
 }
 
 /// OpenID Provider metadata for the application's issuer.
@@ -107,7 +121,7 @@ pub async fn discovery(
     let tenant = tenant_in_path(&state, &req, &path).await?;
     let issuer = state.tokens.issuer(tenant.id);
     let base = state.settings.public_url();
-    Ok(public_document().json(json!({
+    Ok(public_document(&state).json(json!({
         "issuer": issuer,
         "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
         "token_endpoint": format!("{issuer}/oauth/token"),
@@ -121,27 +135,46 @@ pub async fn discovery(
     })))
 }
 
-#[derive(Serialize, ToSchema)]
-pub struct RotatedView {
-    /// The `kid` of the new signing key.
-    pub kid: Uuid,
+/// `{}` or no body: a scheduled rotation. `{"immediate": true}`: a key compromise.
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotateRequest {
+    /// Delete every key the application has and sign with a new one at once.
+    /// Every access token issued so far stops verifying (each client's next
+    /// refresh gets a new one), and a verifier holding a cached JWKS refuses
+    /// new tokens until it refetches. For a compromised key only.
+    #[serde(default)]
+    pub immediate: bool,
 }
 
-/// Rotate the application's signing key (admin). New tokens are signed with
-/// the new key at once; the old key stays in the JWKS until its last token
-/// has expired.
+#[derive(Serialize, ToSchema)]
+pub struct RotatedView {
+    /// The `kid` of the new signing key, published in the JWKS at once.
+    pub kid: Uuid,
+    /// When it starts signing: one JWKS max-age (and this service's cache
+    /// time) from now for a scheduled rotation, now for an immediate one.
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub signs_from: DateTime<Utc>,
+}
+
+/// Rotate the application's signing key (admin). Scheduled (no body): the
+/// next key is published in the JWKS at once and signs only after every
+/// verifier's cached JWKS holds it; the old key signs until then and stays
+/// published until its last token has expired, so no verifier refuses a
+/// token. A rotation already scheduled is answered as it is.
+/// `{"immediate": true}` is for a compromised key (see `RotateRequest`).
 #[utoipa::path(post, path = "/v1/applications/{application_id}/signing-keys/rotate", tag = "tokens",
     params(("application_id" = Uuid, Path, description = "The application's id.")),
-    responses((status = 200, body = RotatedView), (status = 403, description = "`insufficient_scope`: the key lacks `admin`"), (status = 404)), security(("secret_key" = [])))]
+    request_body(content = RotateRequest, description = "Optional: no body or `{}` schedules the rotation."),
+    responses((status = 200, body = RotatedView), (status = 404)), security(("secret_key" = ["admin"])))]
 pub async fn rotate_signing_key(
     state: web::Data<AppState>,
     key: SecretKey,
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    key.require(Scope::Admin)?;
     key.own_application(&path)?;
-    body.no_fields().await?;
-    let kid = state.tenants.rotate_signing_key(&key.scope).await?;
-    Ok(envelope::ok(RotatedView { kid }))
+    let request: RotateRequest = body.optional_json().await?;
+    let rotation = state.tenants.rotate_signing_key(&key.scope, request.immediate).await?;
+    Ok(envelope::ok(RotatedView { kid: rotation.kid, signs_from: rotation.signs_from }))
 }

@@ -88,7 +88,7 @@ impl From<SodPolicyRequest> for PolicyInput {
 }
 
 #[utoipa::path(post, path = "/v1/sod-policies", tag = "governance", request_body = SodPolicyRequest,
-    responses((status = 201, body = SodPolicyView), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 201, body = SodPolicyView), (status = 422)), security(("secret_key" = ["sod_policies:write"])))]
 pub async fn create_sod_policy(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: SodPolicyRequest = body.json().await?;
     let limit = state.settings.limits.sod_policies_per_application;
@@ -97,7 +97,7 @@ pub async fn create_sod_policy(state: web::Data<AppState>, key: SecretKey, body:
 }
 
 #[utoipa::path(get, path = "/v1/sod-policies", tag = "governance", params(ListQuery),
-    responses((status = 200, body = [SodPolicyView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [SodPolicyView])), security(("secret_key" = ["sod_policies:read"])))]
 pub async fn list_sod_policies(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (found, has_more) = sod::list(&key.scope, page).await?;
@@ -106,7 +106,7 @@ pub async fn list_sod_policies(key: SecretKey, query: Query<ListQuery>) -> ApiRe
 
 #[utoipa::path(get, path = "/v1/sod-policies/{policy_id}", tag = "governance",
     params(("policy_id" = Uuid, Path, description = "The policy's id.")),
-    responses((status = 200, body = SodPolicyView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = SodPolicyView), (status = 404)), security(("secret_key" = ["sod_policies:read"])))]
 pub async fn find_sod_policy(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Separation-of-duties policy", &path)?;
     Ok(envelope::ok(SodPolicyView::from(&sod::find(&key.scope, id).await?)))
@@ -116,7 +116,7 @@ pub async fn find_sod_policy(key: SecretKey, path: web::Path<String>) -> ApiResu
 /// already break it stay; they are listed under its violations.
 #[utoipa::path(patch, path = "/v1/sod-policies/{policy_id}", tag = "governance",
     params(("policy_id" = Uuid, Path, description = "The policy's id.")), request_body = SodPolicyRequest,
-    responses((status = 200, body = SodPolicyView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = SodPolicyView), (status = 404), (status = 422)), security(("secret_key" = ["sod_policies:write"])))]
 pub async fn update_sod_policy(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -131,7 +131,7 @@ pub async fn update_sod_policy(
 
 #[utoipa::path(delete, path = "/v1/sod-policies/{policy_id}", tag = "governance",
     params(("policy_id" = Uuid, Path, description = "The policy's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["sod_policies:write"])))]
 pub async fn delete_sod_policy(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -156,7 +156,7 @@ pub struct ViolationView {
 /// while it was not enforced, or before it existed.
 #[utoipa::path(get, path = "/v1/sod-policies/{policy_id}/violations", tag = "governance",
     params(("policy_id" = Uuid, Path, description = "The policy's id."), ListQuery),
-    responses((status = 200, body = [ViolationView]), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = [ViolationView]), (status = 404)), security(("secret_key" = ["sod_policies:read"])))]
 pub async fn list_violations(
     key: SecretKey,
     path: web::Path<String>,
@@ -198,7 +198,7 @@ pub struct CheckGrantView {
 /// Whether granting a role to a user would break a policy; changes nothing.
 #[utoipa::path(post, path = "/v1/sod-policies/check", tag = "governance", request_body = CheckGrantRequest,
     responses((status = 200, body = CheckGrantView), (status = 404, description = "no such user"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["sod_policies:read"])))]
 pub async fn check_grant(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CheckGrantRequest = body.json().await?;
     let mut issues = crate::service::validate::Issues::default();

@@ -117,7 +117,7 @@ pub struct CreateUserRequest {
 /// Create a user (no session is opened).
 #[utoipa::path(post, path = "/v1/users", tag = "users", request_body = CreateUserRequest,
     responses((status = 201, body = UserView), (status = 409, description = "email in use"), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["users:write"])))]
 pub async fn create_user(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateUserRequest = body.json().await?;
     let mut issues = Issues::default();
@@ -152,7 +152,7 @@ pub struct UserListQuery {
 
 /// List users, newest first.
 #[utoipa::path(get, path = "/v1/users", tag = "users", params(UserListQuery),
-    responses((status = 200, body = [UserView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [UserView])), security(("secret_key" = ["users:read"])))]
 pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResult<HttpResponse> {
     let query = query.parsed()?;
     let page = ListQuery { limit: query.limit, offset: query.offset }.page()?;
@@ -162,7 +162,7 @@ pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResul
 
 #[utoipa::path(get, path = "/v1/users/{user_id}", tag = "users",
     params(("user_id" = Uuid, Path, description = "The user's id.")),
-    responses((status = 200, body = UserView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = UserView), (status = 404)), security(("secret_key" = ["users:read"])))]
 pub async fn find_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
     Ok(envelope::ok(UserView::from(&users::find(&key.scope, id).await?)))
@@ -183,7 +183,7 @@ pub struct UpdateUserRequest {
 #[utoipa::path(patch, path = "/v1/users/{user_id}", tag = "users",
     params(("user_id" = Uuid, Path, description = "The user's id.")), request_body = UpdateUserRequest,
     responses((status = 200, body = UserView), (status = 404), (status = 409), (status = 422)),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["users:write"])))]
 pub async fn update_user(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -220,7 +220,7 @@ pub async fn update_user(
 /// Delete a user with their sessions, memberships and personal keys.
 #[utoipa::path(delete, path = "/v1/users/{user_id}", tag = "users",
     params(("user_id" = Uuid, Path, description = "The user's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["users:write"])))]
 pub async fn delete_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("User", &path)?;
     users::delete(&key.scope, id).await?;
@@ -229,7 +229,7 @@ pub async fn delete_user(key: SecretKey, path: web::Path<String>) -> ApiResult<H
 
 /// A user's sessions, newest first.
 #[utoipa::path(get, path = "/v1/users/{user_id}/sessions", tag = "users", params(("user_id" = Uuid, Path, description = "The user's id."), ListQuery),
-    responses((status = 200, body = [SessionView]), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = [SessionView]), (status = 404)), security(("secret_key" = ["users:read"])))]
 pub async fn list_user_sessions(
     key: SecretKey,
     path: web::Path<String>,
@@ -245,7 +245,7 @@ pub async fn list_user_sessions(
 /// Revoke a session: its refresh token and access tokens stop working at once.
 #[utoipa::path(post, path = "/v1/sessions/{session_id}/revoke", tag = "users",
     params(("session_id" = Uuid, Path, description = "The session's id.")),
-    responses((status = 200, body = SessionView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = SessionView), (status = 404)), security(("secret_key" = ["users:write"])))]
 pub async fn revoke_session(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Session", &path)?;
     body.no_fields().await?;

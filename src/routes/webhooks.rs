@@ -150,7 +150,7 @@ impl DeliveryView {
 /// Register a webhook endpoint. The signing secret is in the answer once.
 #[utoipa::path(post, path = "/v1/webhooks", tag = "webhooks", request_body = CreateWebhookRequest,
     responses((status = 201, body = WebhookWithSecretView), (status = 422, description = "invalid_url or validation_failed")),
-    security(("secret_key" = [])))]
+    security(("secret_key" = ["webhooks:write"])))]
 pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateWebhookRequest = body.json().await?;
     let url = webhooks::checked_url(&request.url, key.tenant().environment.is_live())?;
@@ -166,7 +166,7 @@ pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Bo
 
 /// List the application's webhook endpoints, oldest first.
 #[utoipa::path(get, path = "/v1/webhooks", tag = "webhooks", params(ListQuery),
-    responses((status = 200, body = [WebhookView])), security(("secret_key" = [])))]
+    responses((status = 200, body = [WebhookView])), security(("secret_key" = ["webhooks:read"])))]
 pub async fn list_webhooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
     let (rows, has_more) = webhooks::list(&key.scope, page).await?;
@@ -176,7 +176,7 @@ pub async fn list_webhooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult
 /// Get a webhook endpoint (never its secret).
 #[utoipa::path(get, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
     params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")),
-    responses((status = 200, body = WebhookView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = WebhookView), (status = 404)), security(("secret_key" = ["webhooks:read"])))]
 pub async fn find_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     let row = webhooks::find(&key.scope, id).await?;
@@ -186,7 +186,7 @@ pub async fn find_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<
 /// Change an endpoint's url, description, event types or status.
 #[utoipa::path(patch, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
     params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")), request_body = UpdateWebhookRequest,
-    responses((status = 200, body = WebhookView), (status = 404), (status = 422)), security(("secret_key" = [])))]
+    responses((status = 200, body = WebhookView), (status = 404), (status = 422)), security(("secret_key" = ["webhooks:write"])))]
 pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     let request: UpdateWebhookRequest = body.json().await?;
@@ -208,7 +208,7 @@ pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body)
 /// Delete an endpoint and its delivery history.
 #[utoipa::path(delete, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
     params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")),
-    responses((status = 200), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200), (status = 404)), security(("secret_key" = ["webhooks:write"])))]
 pub async fn delete_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     webhooks::delete(&key.scope, id).await?;
@@ -219,7 +219,7 @@ pub async fn delete_webhook(key: SecretKey, path: web::Path<String>) -> ApiResul
 /// under both the new and the previous secret.
 #[utoipa::path(post, path = "/v1/webhooks/{webhook_id}/rotate-secret", tag = "webhooks",
     params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")),
-    responses((status = 200, body = WebhookWithSecretView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = WebhookWithSecretView), (status = 404)), security(("secret_key" = ["webhooks:write"])))]
 pub async fn rotate_webhook_secret(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -234,7 +234,7 @@ pub async fn rotate_webhook_secret(
 
 /// The endpoint's messages, newest first, with every attempt.
 #[utoipa::path(get, path = "/v1/webhooks/{webhook_id}/deliveries", tag = "webhooks", params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id."), ListQuery),
-    responses((status = 200, body = [DeliveryView]), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = [DeliveryView]), (status = 404)), security(("secret_key" = ["webhooks:read"])))]
 pub async fn list_deliveries(
     key: SecretKey,
     path: web::Path<String>,
@@ -249,7 +249,7 @@ pub async fn list_deliveries(
 /// Send a message again now.
 #[utoipa::path(post, path = "/v1/webhooks/{webhook_id}/deliveries/{message_id}/retry", tag = "webhooks",
     params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id."), ("message_id" = Uuid, Path, description = "The delivery's message id (`webhook-id`).")),
-    responses((status = 200, body = DeliveryView), (status = 404)), security(("secret_key" = [])))]
+    responses((status = 200, body = DeliveryView), (status = 404)), security(("secret_key" = ["webhooks:write"])))]
 pub async fn retry_delivery(key: SecretKey, path: web::Path<(String, String)>, body: Body) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path.0)?;
     let message_id = path_id("Delivery", &path.1)?;

@@ -14,7 +14,7 @@ use super::{
 };
 use crate::{
     audit::{self, Actor, ActorKind, Entry},
-    auth::Scope,
+    auth::ADMIN_SCOPE,
     events::url_safety,
     region::Region,
     storage::{catalog, Page, Storage, TenantConn, TenantScope},
@@ -292,7 +292,7 @@ pub async fn create(
     };
     let first_key = NewApiKey {
         name: "Default secret key".to_string(),
-        scopes: vec![Scope::Admin.as_str().to_string(), Scope::AuditRead.as_str().to_string()],
+        scopes: vec![ADMIN_SCOPE.to_string(), "audit:read".to_string()],
         expires_at: None,
     };
     let tenant = snapshot(row.clone())?;

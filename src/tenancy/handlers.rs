@@ -3,7 +3,6 @@ use std::sync::Arc;
 
 use actix::prelude::*;
 use entity::{feature, hook, messaging_provider, oauth_provider, plan, sod_policy};
-use uuid::Uuid;
 
 use super::{
     actor::TenantActor,
@@ -15,6 +14,7 @@ use crate::{
     error::ApiResult,
     region::{moves::Mover, Region},
     service::{applications, entitlements::definitions, sod},
+    tokens::keys::Rotation,
 };
 
 impl Handler<Load> for TenantActor {
@@ -98,7 +98,7 @@ impl Handler<EnsureSigningKey> for TenantActor {
         let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
         AtomicResponse::new(Box::pin(
             async move {
-                if let Some(state) = published.load_full().filter(|s| s.keys.current.is_some()) {
+                if let Some(state) = published.load_full().filter(|s| s.keys.current().is_some()) {
                     return Ok(state);
                 }
                 let system = msg.scope.acting_as(crate::audit::Actor::system());
@@ -121,11 +121,17 @@ impl Handler<EnsureSigningKey> for TenantActor {
 }
 
 impl Handler<RotateSigningKey> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<Uuid>>;
+    type Result = AtomicResponse<Self, ApiResult<Rotation>>;
 
     fn handle(&mut self, msg: RotateSigningKey, _: &mut Context<Self>) -> Self::Result {
         let keys = self.deps.keys.clone();
-        self.change(async move { keys.rotate(&msg.scope).await })
+        self.change(async move {
+            if msg.immediate {
+                keys.rotate_immediately(&msg.scope).await
+            } else {
+                keys.rotate(&msg.scope).await
+            }
+        })
     }
 }
 

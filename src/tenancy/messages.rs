@@ -59,9 +59,11 @@ pub struct MoveRegion {
 pub struct ResumeMove;
 
 #[derive(Message)]
-#[rtype(result = "ApiResult<Uuid>")]
+#[rtype(result = "ApiResult<crate::tokens::keys::Rotation>")]
 pub struct RotateSigningKey {
     pub scope: TenantScope,
+    /// A key compromise: the old keys are deleted and the new one signs now.
+    pub immediate: bool,
 }
 
 #[derive(Message)]

@@ -37,7 +37,7 @@ use crate::{
         sod::PolicyInput,
     },
     storage::{Storage, TenantScope},
-    tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
+    tokens::keys::{JwksDocument, Rotation, SigningKeys, CACHE_SECONDS},
 };
 
 #[derive(Clone)]
@@ -143,7 +143,7 @@ impl TenantRegistry {
     /// system, with its audit row).
     pub async fn signing_state(&self, scope: &TenantScope) -> ApiResult<Arc<TenantState>> {
         let state = self.state(scope).await?;
-        if state.keys.current.is_some() {
+        if state.keys.current().is_some() {
             return Ok(state);
         }
         self.send(scope.tenant().id, EnsureSigningKey { scope: scope.clone() }).await
@@ -152,7 +152,7 @@ impl TenantRegistry {
     /// The key that signs the application's tokens now.
     pub async fn current_signing_key(&self, scope: &TenantScope) -> ApiResult<(Uuid, SecretKey)> {
         let state = self.signing_state(scope).await?;
-        state.keys.current.clone().ok_or_else(|| ApiError::internal("a signing key was created but cannot be loaded"))
+        state.keys.current().ok_or_else(|| ApiError::internal("a signing key was created but cannot be loaded"))
     }
 
     /// The public key of `kid`, reloading the set once if it is not known
@@ -174,7 +174,7 @@ impl TenantRegistry {
     pub async fn jwks(&self, scope: &TenantScope) -> ApiResult<JwksDocument> {
         let load = || async {
             let state = self.state(scope).await?;
-            Ok::<_, ApiError>(JwksDocument(state.keys.jwks.clone()))
+            Ok::<_, ApiError>(state.keys.jwks.clone())
         };
         self.deps.documents.get_with(scope.tenant().id, load).await.map_err(|err| (*err).clone())
     }
@@ -217,8 +217,8 @@ impl TenantRegistry {
         });
     }
 
-    pub async fn rotate_signing_key(&self, scope: &TenantScope) -> ApiResult<Uuid> {
-        self.send(scope.tenant().id, RotateSigningKey { scope: scope.clone() }).await
+    pub async fn rotate_signing_key(&self, scope: &TenantScope, immediate: bool) -> ApiResult<Rotation> {
+        self.send(scope.tenant().id, RotateSigningKey { scope: scope.clone(), immediate }).await
     }
 
     pub async fn create_hook(&self, scope: &TenantScope, new: NewHook, limit: u64) -> ApiResult<(hook::Model, String)> {

@@ -24,6 +24,8 @@ pub struct NoSigningKey;
 pub struct AccessTokens {
     public_url: String,
     ttl_seconds: i64,
+    /// `Cache-Control` of the JWKS and discovery documents.
+    documents_cache_control: actix_web::http::header::HeaderValue,
 }
 
 /// What a token says of its session's active organization.
@@ -96,8 +98,17 @@ pub struct Issued {
 }
 
 impl AccessTokens {
-    pub fn new(public_url: String, ttl_seconds: u64) -> Self {
-        Self { public_url, ttl_seconds: ttl_seconds as i64 }
+    pub fn new(public_url: String, ttl_seconds: u64, jwks_max_age_seconds: u64) -> Self {
+        let cache_control = format!("public, max-age={jwks_max_age_seconds}");
+        let documents_cache_control =
+            actix_web::http::header::HeaderValue::from_str(&cache_control).expect("digits are a valid header value");
+        Self { public_url, ttl_seconds: ttl_seconds as i64, documents_cache_control }
+    }
+
+    /// `public, max-age=…`: how long a verifier may keep the JWKS (a
+    /// scheduled rotation waits that long before its key signs).
+    pub fn documents_cache_control(&self) -> actix_web::http::header::HeaderValue {
+        self.documents_cache_control.clone()
     }
 
     pub fn issuer(&self, application_id: Uuid) -> String {
@@ -108,7 +119,7 @@ impl AccessTokens {
     /// request commits anything: nothing that can fail is left for after the
     /// commit.
     pub fn signer(&self, application_id: Uuid, keys: &keys::KeySet) -> Result<Signer, NoSigningKey> {
-        let (kid, key) = keys.current.clone().ok_or(NoSigningKey)?;
+        let (kid, key) = keys.current().ok_or(NoSigningKey)?;
         Ok(Signer { kid, key, issuer: self.issuer(application_id), ttl_seconds: self.ttl_seconds })
     }
 

@@ -40,7 +40,7 @@ async fn a_created_key_is_shown_once_stored_hashed_and_works() {
 #[actix_web::test]
 async fn a_key_without_admin_may_read_but_not_create_keys() {
     let app = spawn_app().await;
-    let reader = app.key_with_scopes(json!([])).await;
+    let reader = app.key_with_scopes(json!(["api_keys:read"])).await;
     assert_eq!(app.send(&reader, Method::GET, "/v1/api-keys", None).await.status, 200);
     let refused = app.send(&reader, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await;
     assert_eq!((refused.status, refused.error_code()), (403, "insufficient_scope"));
@@ -208,7 +208,7 @@ async fn a_key_revoked_on_one_node_is_refused_by_another_within_a_second() {
     let b_node = gatehouse::startup::Application::build(a.storage.settings.clone()).await.expect("second node");
     let b = format!("http://127.0.0.1:{}", b_node.port());
     actix_web::rt::spawn(b_node.run_until_stopped());
-    let victim = a.key_with_scopes(json!([])).await;
+    let victim = a.key_with_scopes(json!(["api_keys:read"])).await;
     // Node B has looked the key up and holds it in its cache.
     assert_eq!(a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status, 200);
     let id = a.get("/v1/api-keys").await.data()[0]["id"].as_str().unwrap().to_string();

@@ -77,7 +77,7 @@ async fn a_signing_key_rotation_reaches_the_other_nodes_jwks_in_milliseconds() {
     let mut seen = Vec::new();
     for _ in 0..rounds {
         jwks_kids(&a.client, &b, &id).await; // B holds the current document
-        let rotated = a.post(&format!("/v1/applications/{id}/signing-keys/rotate"), &json!({})).await;
+        let rotated = a.post(&format!("/v1/applications/{id}/signing-keys/rotate"), &json!({"immediate": true})).await;
         assert_eq!(rotated.status, 200, "{:?}", rotated.body);
         let kid = rotated.data()["kid"].as_str().unwrap().to_string();
         seen.push(time_until(|| async { jwks_kids(&a.client, &b, &id).await.contains(&kid) }).await);
@@ -95,7 +95,7 @@ async fn a_revocation_and_a_settings_change_reach_the_other_node_in_milliseconds
     let a = spawn_app().await;
     let (b, _) = second_node(&a).await;
     // A key B has cached is refused by B right after A revokes it.
-    let victim = a.key_with_scopes(json!([])).await;
+    let victim = a.key_with_scopes(json!(["api_keys:read"])).await;
     assert_eq!(a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status, 200);
     let listed = a.get("/v1/api-keys").await;
     let id = listed.data()[0]["id"].as_str().unwrap().to_string();
@@ -130,7 +130,7 @@ async fn a_cold_node_routes_and_serves_the_jwks_from_redis_without_its_databases
     }
     let a = spawn_app().await;
     let id = a.caller.application_id.clone();
-    let rotated = a.post(&format!("/v1/applications/{id}/signing-keys/rotate"), &json!({})).await;
+    let rotated = a.post(&format!("/v1/applications/{id}/signing-keys/rotate"), &json!({"immediate": true})).await;
     let kid = rotated.data()["kid"].as_str().unwrap().to_string();
     assert!(jwks_kids(&a.client, &a.address, &id).await.contains(&kid), "A loaded it into Redis");
     let (b, b_state) = second_node(&a).await;
@@ -220,7 +220,7 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
         }
     };
     // Under the 1 s fallback TTL by a margin: the bus carried it (alone it takes milliseconds).
-    let before = revoke_seen_by_b(a.key_with_scopes(json!([])).await).await;
+    let before = revoke_seen_by_b(a.key_with_scopes(json!(["api_keys:read"])).await).await;
     assert!(before < Duration::from_millis(500), "{before:?}");
 
     // Redis stops: both nodes say degraded, and a revocation still holds
@@ -228,7 +228,7 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
     redis.stop();
     time_until(|| async { readiness(&a.client, &a.address).await == "degraded" }).await;
     time_until(|| async { b_state.bus.connected() == Some(false) }).await;
-    let victim = a.key_with_scopes(json!([])).await;
+    let victim = a.key_with_scopes(json!(["api_keys:read"])).await;
     let during = revoke_seen_by_b(victim).await;
     assert!(during < Duration::from_millis(2500), "{during:?}");
 
@@ -236,7 +236,7 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
     assert!(redis.resume());
     time_until(|| async { readiness(&a.client, &a.address).await == "ready" }).await;
     time_until(|| async { b_state.bus.connected() == Some(true) }).await;
-    let after = revoke_seen_by_b(a.key_with_scopes(json!([])).await).await;
+    let after = revoke_seen_by_b(a.key_with_scopes(json!(["api_keys:read"])).await).await;
     eprintln!(
         "revocation seen by the other node: {before:?} with Redis, {during:?} without, {after:?} after it came back"
     );

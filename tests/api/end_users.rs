@@ -369,30 +369,92 @@ async fn a_secret_key_is_not_an_access_token_and_an_access_token_is_not_a_secret
     assert_eq!(app.send(&user, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await.status, 401);
 }
 
+fn kid_of(token: &str) -> String {
+    let header: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(token.split('.').next().unwrap()).unwrap()).unwrap();
+    header["kid"].as_str().unwrap().to_string()
+}
+
+async fn jwks_kids(app: &TestApp) -> Vec<String> {
+    let path = format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id);
+    let jwks = app.raw(app.client.get(app.url(&path))).await;
+    jwks.body["keys"].as_array().unwrap().iter().map(|k| k["kid"].as_str().unwrap().to_string()).collect()
+}
+
 #[actix_web::test]
-async fn rotation_signs_new_tokens_with_a_new_key_and_keeps_the_old_one_valid() {
+async fn a_scheduled_rotation_publishes_the_next_key_before_it_signs_and_keeps_the_old_one_valid() {
+    // A JWKS max-age of 0 leaves the lead at this service's own 10 s cache.
+    let app = spawn_with(|settings| settings.tokens.jwks_max_age_seconds = 0).await;
+    let before = token_of(&sign_up(&app, &app.caller, "ada@example.com").await);
+    let path = format!("/v1/applications/{}/signing-keys/rotate", app.caller.application_id);
+    let rotated = app
+        .raw(
+            app.client
+                .post(app.url(&path))
+                .header("x-application-id", &app.caller.application_id)
+                .bearer_auth(&app.caller.key),
+        )
+        .await;
+    assert_eq!(rotated.status, 200, "no body is a scheduled rotation: {:?}", rotated.body);
+    let kid = rotated.data()["kid"].as_str().unwrap().to_string();
+    let signs_from = chrono::DateTime::parse_from_rfc3339(rotated.data()["signs_from"].as_str().unwrap()).unwrap();
+    let lead = signs_from.signed_duration_since(chrono::Utc::now()).num_milliseconds();
+    assert!((8_000..=10_000).contains(&lead), "signs in {lead} ms");
+    assert_eq!(jwks_kids(&app).await, [kid.clone(), kid_of(&before)], "published at once, beside the current key");
+    let again = app.post(&path, &json!({})).await;
+    assert_eq!(again.data()["kid"], kid.as_str(), "a rotation already scheduled is answered as it is");
+
+    let during = token_of(&sign_up(&app, &app.caller, "bob@example.com").await);
+    assert_eq!(kid_of(&during), kid_of(&before), "the old key signs until the new one's time");
+    tokio::time::sleep(std::time::Duration::from_millis(lead as u64 + 100)).await;
+    let after = token_of(&sign_up(&app, &app.caller, "cy@example.com").await);
+    assert_eq!(kid_of(&after), kid);
+    for token in [&before, &during, &after] {
+        assert_eq!(app.send(&as_user(&app.caller, token), Method::GET, "/v1/auth/me", None).await.status, 200);
+    }
+    assert_eq!(jwks_kids(&app).await.len(), 2, "the old key stays published while its tokens live");
+    let plain = app.key_with_scopes(json!(["users:write"])).await;
+    assert_eq!(app.send(&plain, Method::POST, &path, Some(&json!({}))).await.status, 403, "needs admin");
+}
+
+#[actix_web::test]
+async fn an_immediate_rotation_retires_every_old_key_at_once() {
     let app = spawn_app().await;
     let before = token_of(&sign_up(&app, &app.caller, "ada@example.com").await);
     let path = format!("/v1/applications/{}/signing-keys/rotate", app.caller.application_id);
-    let rotated = app.post(&path, &json!({})).await;
+    app.post(&path, &json!({})).await; // a scheduled key, not signing yet: it goes too
+    let rotated = app.post(&path, &json!({"immediate": true})).await;
     assert_eq!(rotated.status, 200, "{:?}", rotated.body);
-    let kid = rotated.data()["kid"].as_str().unwrap();
+    let kid = rotated.data()["kid"].as_str().unwrap().to_string();
     let after = token_of(&sign_up(&app, &app.caller, "bob@example.com").await);
-    let kid_of = |t: &str| -> Value {
-        serde_json::from_slice::<Value>(&URL_SAFE_NO_PAD.decode(t.split('.').next().unwrap()).unwrap()).unwrap()["kid"]
-            .clone()
-    };
     assert_eq!(kid_of(&after), kid);
-    assert_ne!(kid_of(&before), kid);
-    for token in [&before, &after] {
-        assert_eq!(app.send(&as_user(&app.caller, token), Method::GET, "/v1/auth/me", None).await.status, 200);
-    }
-    let jwks = app
-        .raw(app.client.get(app.url(&format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id))))
-        .await;
-    assert_eq!(jwks.body["keys"].as_array().unwrap().len(), 2, "{:?}", jwks.body);
-    let plain = app.key_with_scopes(json!([])).await;
-    assert_eq!(app.send(&plain, Method::POST, &path, Some(&json!({}))).await.status, 403, "needs admin");
+    assert_eq!(jwks_kids(&app).await, [kid]);
+    assert_eq!(app.send(&as_user(&app.caller, &before), Method::GET, "/v1/auth/me", None).await.status, 401);
+    assert_eq!(app.send(&as_user(&app.caller, &after), Method::GET, "/v1/auth/me", None).await.status, 200);
+    let types = app.audit_types().await;
+    assert_eq!(types.iter().filter(|t| *t == "signing_key.rotated").count(), 2);
+    let unknown = app.post(&path, &json!({"immediate": "yes"})).await;
+    assert_eq!(unknown.status, 422, "{:?}", unknown.body);
+}
+
+#[actix_web::test]
+async fn the_jwks_has_an_etag_and_answers_304_to_a_verifier_that_holds_it() {
+    let app = spawn_app().await;
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let url = app.url(&format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id));
+    let first = app.raw(app.client.get(&url)).await;
+    let etag = first.header("etag").expect("an ETag").to_string();
+    assert_eq!(first.header("cache-control"), Some("public, max-age=300"));
+    let same = app.raw(app.client.get(&url).header("if-none-match", &etag)).await;
+    assert_eq!((same.status, same.header("etag")), (304, Some(etag.as_str())));
+    assert_eq!(same.body, Value::String(String::new()));
+    let listed = app.raw(app.client.get(&url).header("if-none-match", format!("\"other\", W/{etag}"))).await;
+    assert_eq!(listed.status, 304);
+    let path = format!("/v1/applications/{}/signing-keys/rotate", app.caller.application_id);
+    app.post(&path, &json!({})).await;
+    let changed = app.raw(app.client.get(&url).header("if-none-match", &etag)).await;
+    assert_eq!(changed.status, 200, "a new key is a new document");
+    assert_ne!(changed.header("etag"), Some(etag.as_str()));
 }
 
 #[actix_web::test]
@@ -716,13 +778,15 @@ async fn many_sessions_refreshing_at_once_are_group_committed_and_the_chain_stil
 }
 
 #[actix_web::test]
-async fn rotations_at_the_same_moment_all_succeed_and_leave_one_current_key() {
+async fn rotations_at_the_same_moment_all_succeed_and_schedule_one_key() {
     let app = spawn_app().await;
     sign_up(&app, &app.caller, "ada@example.com").await;
     let path = format!("/v1/applications/{}/signing-keys/rotate", app.caller.application_id);
     let empty = json!({});
     let rotations = futures_util::future::join_all((0..4).map(|_| app.post(&path, &empty))).await;
     assert!(rotations.iter().all(|r| r.status == 200), "{:?}", rotations.iter().map(|r| &r.body).collect::<Vec<_>>());
+    let kids: std::collections::HashSet<_> = rotations.iter().map(|r| r.data()["kid"].clone()).collect();
+    assert_eq!(kids.len(), 1, "one scheduled rotation, answered to all four");
     let id: Uuid = app.caller.application_id.parse().unwrap();
     let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
     let current = entity::signing_key::Entity::find()
@@ -735,5 +799,5 @@ async fn rotations_at_the_same_moment_all_succeed_and_leave_one_current_key() {
     let jwks = app
         .raw(app.client.get(app.url(&format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id))))
         .await;
-    assert_eq!(jwks.body["keys"].as_array().unwrap().len(), 5, "the first key and four rotations, all in grace");
+    assert_eq!(jwks.body["keys"].as_array().unwrap().len(), 2, "the first key and the scheduled one");
 }

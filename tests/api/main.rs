@@ -5,6 +5,7 @@ mod api_keys;
 mod applications;
 mod audit;
 mod authenticator;
+mod authorization;
 mod billing;
 mod binary;
 mod cli;

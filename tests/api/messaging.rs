@@ -310,8 +310,8 @@ async fn another_applications_providers_are_not_found() {
     let reply = app.send(&app.caller, Method::GET, &format!("{path}/outbox"), None).await;
     assert_eq!(reply.status, 404);
     assert!(providers(&app, &app.caller).await.is_empty());
-    // A key without `admin` may list but not change.
-    let reader = app.key_with_scopes(json!(["users:read"])).await;
+    // A key with `providers:read` may list but not change.
+    let reader = app.key_with_scopes(json!(["providers:read"])).await;
     let refused = put(&app, &reader, json!({"channel": "email", "kind": "log"})).await;
     assert_eq!(refused.status, 403, "{:?}", refused.body);
 }

@@ -194,8 +194,8 @@ async fn another_applications_providers_are_not_found() {
     assert_eq!(changed.status, 404, "{:?}", changed.body);
     assert!(providers(&app, &app.caller).await.is_empty());
     assert_eq!(providers(&app, &other).await.len(), 1);
-    // A key without `admin` may list but not change.
-    let reader = app.key_with_scopes(json!(["users:read"])).await;
+    // A key with `providers:read` may list but not change.
+    let reader = app.key_with_scopes(json!(["providers:read"])).await;
     let refused = put(&app, &reader, json!({"provider": "github", "enabled": false})).await;
     assert_eq!(refused.status, 403, "{:?}", refused.body);
     assert_eq!(refused.error_code(), "insufficient_scope");

@@ -1,0 +1,117 @@
+//! What each operation requires of its caller. An operation says it once,
+//! in its `#[utoipa::path(security(...))]`: the credential it takes and,
+//! for a secret key, the one scope it needs (`("secret_key" = ["users:write"])`).
+//! The credential extractors read that declaration here and enforce it, so
+//! a handler can neither skip its scope nor take a credential its operation
+//! does not declare, and the document a client reads states the same rule.
+use std::{collections::HashMap, sync::OnceLock};
+
+use actix_web::{http::Method, HttpRequest};
+use serde_json::Value;
+
+/// The security scheme names of the document.
+pub const SECRET_KEY: &str = "secret_key";
+pub const ACCESS_TOKEN: &str = "access_token";
+
+/// One operation's declaration: for each scheme it accepts, the scopes it
+/// lists (an empty list where the scheme has none).
+#[derive(Debug, Default)]
+pub struct Declared {
+    schemes: Vec<(String, Vec<String>)>,
+}
+
+impl Declared {
+    /// Whether the operation takes this kind of credential.
+    pub fn accepts(&self, scheme: &str) -> bool {
+        self.schemes.iter().any(|(name, _)| name == scheme)
+    }
+
+    /// The scope a secret key needs here; `None` when the operation takes
+    /// no secret key or declares no single scope (so no key passes).
+    pub fn secret_key_scope(&self) -> Option<&str> {
+        match self.schemes.iter().find(|(name, _)| name == SECRET_KEY) {
+            Some((_, scopes)) if scopes.len() == 1 => Some(&scopes[0]),
+            _ => None,
+        }
+    }
+}
+
+/// The declaration of the operation a request was routed to; `None` for a
+/// route the document does not describe.
+pub fn of_request(req: &HttpRequest) -> Option<&'static Declared> {
+    let pattern = req.match_pattern()?;
+    // `HEAD` is routed as the `GET` of the same route.
+    let method = if req.method() == Method::HEAD { &Method::GET } else { req.method() };
+    of(method, &pattern)
+}
+
+/// The declaration of `method` on a route pattern (`/v1/users/{user_id}`).
+pub fn of(method: &Method, pattern: &str) -> Option<&'static Declared> {
+    table().get(pattern)?.iter().find(|(m, _)| m == method).map(|(_, declared)| declared)
+}
+
+/// Every operation of the document: `(path, method, declaration)`.
+pub fn operations() -> impl Iterator<Item = (&'static str, &'static Method, &'static Declared)> {
+    table().iter().flat_map(|(path, ops)| ops.iter().map(move |(method, declared)| (path.as_str(), method, declared)))
+}
+
+type Table = HashMap<String, Vec<(Method, Declared)>>;
+
+fn table() -> &'static Table {
+    static TABLE: OnceLock<Table> = OnceLock::new();
+    TABLE.get_or_init(|| {
+        let document: Value = serde_json::from_str(super::json()).expect("the served document is JSON");
+        let mut table = Table::new();
+        let paths = document["paths"].as_object().into_iter().flatten();
+        for (path, item) in paths {
+            let operations = item.as_object().into_iter().flatten();
+            for (method, operation) in operations {
+                let Ok(method) = method.to_uppercase().parse::<Method>() else { continue };
+                table.entry(path.clone()).or_default().push((method, declared(operation)));
+            }
+        }
+        table
+    })
+}
+
+/// `security: [{"secret_key": ["users:write"]}, {}]` as its schemes and scopes.
+fn declared(operation: &Value) -> Declared {
+    let requirements = operation["security"].as_array().into_iter().flatten();
+    let schemes = requirements
+        .filter_map(Value::as_object)
+        .flatten()
+        .map(|(scheme, scopes)| {
+            let scopes = scopes.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned);
+            (scheme.clone(), scopes.collect())
+        })
+        .collect();
+    Declared { schemes }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_secret_key_operation_declares_one_well_formed_scope() {
+        let mut secret_key_operations = 0;
+        for (path, method, declared) in operations() {
+            if !declared.accepts(SECRET_KEY) {
+                continue;
+            }
+            secret_key_operations += 1;
+            let scope =
+                declared.secret_key_scope().unwrap_or_else(|| panic!("{method} {path} declares no single scope"));
+            let (area, access) = scope.split_once(':').unwrap_or((scope, ""));
+            assert!(
+                scope == crate::auth::ADMIN_SCOPE || scope == "audit:read" || matches!(access, "read" | "write"),
+                "{method} {path}: `{scope}` is not `admin`, `audit:read` or `<area>:read|write`"
+            );
+            assert!(area.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{method} {path}: area `{area}`");
+            if *method == Method::GET {
+                assert!(access != "write", "{method} {path} reads but declares `{scope}`");
+            }
+        }
+        assert!(secret_key_operations > 90, "{secret_key_operations} secret-key operations");
+    }
+}
