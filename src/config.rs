@@ -132,6 +132,9 @@ pub struct ServerSettings {
     /// On SIGTERM: how long requests in flight, then the background
     /// workers' deliveries in flight, may take to finish.
     pub shutdown_timeout_seconds: u64,
+    /// How long a request body may take to arrive once it is read: a client
+    /// trickling bytes cannot hold a connection open (408 after that).
+    pub body_timeout_seconds: u64,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -269,6 +272,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("server.listen", "127.0.0.1:8080"),
     ("server.workers", "0"),
     ("server.shutdown_timeout_seconds", "10"),
+    ("server.body_timeout_seconds", "30"),
     ("storage.data_dir", "./data"),
     ("storage.max_connections", "16"),
     ("tokens.access_ttl_seconds", "300"),

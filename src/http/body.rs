@@ -8,14 +8,13 @@ use futures_util::StreamExt;
 use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
-use crate::error::{ApiError, ApiResult, Code, FieldIssue};
+use crate::{
+    error::{ApiError, ApiResult, Code, FieldIssue},
+    state::AppState,
+};
 
 /// Bodies up to 1 MiB (contract §7).
 pub const MAX_BODY: usize = 1024 * 1024;
-
-/// How long a body may take to arrive once the handler reads it: a client
-/// trickling bytes cannot hold a connection (and its worker's memory) open.
-const BODY_DEADLINE: std::time::Duration = std::time::Duration::from_secs(30);
 
 pub struct Body {
     payload: Payload,
@@ -23,6 +22,9 @@ pub struct Body {
     content_length: Option<usize>,
     /// `Content-Encoding`, when not `identity`: nothing here decodes one.
     content_encoding: Option<String>,
+    /// How long the body may take to arrive (`server.body_timeout_seconds`):
+    /// a client trickling bytes cannot hold a connection open.
+    deadline: std::time::Duration,
 }
 
 impl FromRequest for Body {
@@ -40,6 +42,9 @@ impl FromRequest for Body {
                 .get(header::CONTENT_ENCODING)
                 .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
                 .filter(|v| v != "identity"),
+            deadline: std::time::Duration::from_secs(
+                req.app_data::<web::Data<AppState>>().map_or(30, |state| state.settings.server.body_timeout_seconds),
+            ),
         }))
     }
 }
@@ -73,8 +78,8 @@ impl Body {
         Ok(self.bytes().await?.freeze())
     }
 
-    /// Reads the whole body within [`BODY_DEADLINE`], refusing it as soon
-    /// as it passes the limit.
+    /// Reads the whole body within its deadline, refusing it as soon as it
+    /// passes the limit.
     async fn bytes(mut self) -> ApiResult<web::BytesMut> {
         let too_large = || ApiError::new(Code::PayloadTooLarge, "The body is larger than 1 MiB.");
         if self.content_length.is_some_and(|n| n > MAX_BODY) {
@@ -85,6 +90,7 @@ impl Body {
                 format!("`Content-Encoding: {}` is not accepted: send the body as it is.", encoding.escape_debug());
             return Err(ApiError::new(Code::UnsupportedMediaType, message));
         }
+        let deadline = self.deadline;
         let read = async {
             let mut body = web::BytesMut::new();
             while let Some(chunk) = self.payload.next().await {
@@ -96,7 +102,7 @@ impl Body {
             }
             Ok(body)
         };
-        tokio::time::timeout(BODY_DEADLINE, read)
+        tokio::time::timeout(deadline, read)
             .await
             .unwrap_or_else(|_| Err(ApiError::new(Code::RequestTimeout, "The body did not arrive in time.")))
     }

@@ -137,6 +137,11 @@ async fn bad_bodies_get_their_own_4xx_and_store_nothing() {
         (post(deep.into_bytes(), "application/json"), 422, "validation_failed"),
         (post(b"{\"name\": \"a\"}".to_vec(), "text/plain"), 415, "unsupported_media_type"),
         (post(b"{\"name\": \"a\"}".to_vec(), "application/json; charset=utf-16"), 415, "unsupported_media_type"),
+        (post(b"{\"name\": \"a\"}".to_vec(), "application/json; charset=\"utf-16\""), 415, "unsupported_media_type"),
+        (post(b"{\"name\": \"a\"}".to_vec(), "application/json; boundary=x"), 415, "unsupported_media_type"),
+        (post(b"{}".to_vec(), "application/json; charset=\"UTF-8\""), 422, "validation_failed"),
+        (post(b"{}".to_vec(), "Application/JSON;charset=utf-8"), 422, "validation_failed"),
+        (post(b"{}".to_vec(), "application/json").header("content-encoding", "gzip"), 415, "unsupported_media_type"),
         (post(vec![b' '; 1024 * 1024 + 1], "application/json"), 413, "payload_too_large"),
         (post(b"{}".to_vec(), "application/json"), 422, "validation_failed"),
         (post(b"{\"name\": 5}".to_vec(), "application/json"), 422, "validation_failed"),
@@ -179,4 +184,49 @@ async fn query_parameters_out_of_range_are_422_and_a_path_id_that_is_no_uuid_is_
     }
     let reply = app.get("/v1/api-keys/'%20OR%201=1--").await;
     assert_eq!((reply.status, reply.error_code()), (404, "not_found"));
+}
+
+#[actix_web::test]
+async fn a_quoted_charset_is_json_too() {
+    let app = spawn_app().await;
+    let reply = app
+        .raw(
+            app.client
+                .post(app.url("/v1/api-keys"))
+                .header("x-application-id", &app.caller.application_id)
+                .bearer_auth(&app.caller.key)
+                .header("content-type", "application/json; charset=\"utf-8\"")
+                .body(r#"{"name": "quoted"}"#),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{:?}", reply.body);
+}
+
+#[actix_web::test]
+async fn a_trickled_body_is_cut_off_at_the_deadline_with_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let app = crate::helpers::spawn_with(|settings| settings.server.body_timeout_seconds = 1).await;
+    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    let head = format!(
+        "POST /v1/api-keys HTTP/1.1\r\nhost: x\r\nx-application-id: {}\r\nauthorization: Bearer {}\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{{",
+        app.caller.application_id, app.caller.key
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let started = std::time::Instant::now();
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 4096];
+    // One more byte every half second: the body never completes in time.
+    while !answer.windows(4).any(|w| w == b"\r\n\r\n") && started.elapsed() < std::time::Duration::from_secs(10) {
+        let _ = stream.write_all(b" ").await;
+        if let Ok(Ok(n)) = tokio::time::timeout(std::time::Duration::from_millis(500), stream.read(&mut buffer)).await {
+            if n == 0 {
+                break;
+            }
+            answer.extend_from_slice(&buffer[..n]);
+        }
+    }
+    let answer = String::from_utf8_lossy(&answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("request_timeout"), "{answer}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
 }
