@@ -182,6 +182,10 @@ mod tests {
     }
 
     #[actix_web::test]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn nodes_that_share_redis_share_a_bucket() {
         let Ok(url) = std::env::var("GATEHOUSE_TEST_REDIS_URL") else {
             eprintln!("skipped: GATEHOUSE_TEST_REDIS_URL is not set");

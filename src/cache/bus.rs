@@ -305,6 +305,10 @@ mod tests {
     }
 
     #[tokio::test]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn another_node_hears_a_publish_and_the_publisher_hears_it_once() {
         let Some(url) = redis_url() else { return };
         // Arrange
@@ -323,6 +327,10 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn a_node_that_loses_redis_resubscribes_and_drops_everything() {
         let Some(mut server) = PrivateRedis::start() else { return };
         // Arrange
@@ -358,6 +366,10 @@ mod tests {
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn a_node_notices_a_redis_that_stops_answering() {
         let Some(server) = PrivateRedis::start() else { return };
         let bus = Bus::start(shared(&server.url()));

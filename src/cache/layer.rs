@@ -345,6 +345,10 @@ mod tests {
     }
 
     #[tokio::test]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn a_value_in_redis_is_read_by_another_node_until_invalidated() {
         let Some(url) = redis_url() else { return };
         // Arrange: two nodes, one name; a key of this run only.
@@ -366,6 +370,10 @@ mod tests {
     }
 
     #[tokio::test]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn a_value_that_no_longer_deserialises_is_a_miss() {
         let Some(url) = redis_url() else { return };
         let redis = shared(&url);

@@ -119,6 +119,10 @@ mod tests {
     }
 
     #[tokio::test]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn a_redis_that_answers_runs_the_command() {
         let Some(url) = redis_url() else { return };
         let redis = shared(&url);

@@ -353,6 +353,10 @@ mod tests {
     /// server while idle, and the next queries, as many as the pool holds,
     /// all succeed on connections that replaced them.
     #[tokio::test]
+    #[cfg_attr(
+        not(gatehouse_test_postgres),
+        ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test"
+    )]
     async fn connections_the_server_dropped_while_idle_are_replaced_before_a_query_uses_them() {
         let Ok(admin_url) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") else {
             return; // SQLite's connections cannot be dropped.

@@ -359,6 +359,10 @@ async fn an_event_for_another_regions_application_is_applied_by_that_regions_nod
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn after_an_event_a_second_node_reads_the_new_status() {
     if std::env::var("GATEHOUSE_TEST_REDIS_URL").is_err() {
         eprintln!("skipped: GATEHOUSE_TEST_REDIS_URL is not set");

@@ -66,6 +66,10 @@ async fn jwks_kids(client: &reqwest::Client, base: &str, application: &str) -> V
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn a_signing_key_rotation_reaches_the_other_nodes_jwks_in_milliseconds() {
     if !with_redis() {
         return;
@@ -88,6 +92,10 @@ async fn a_signing_key_rotation_reaches_the_other_nodes_jwks_in_milliseconds() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn a_revocation_and_a_settings_change_reach_the_other_node_in_milliseconds() {
     if !with_redis() {
         return;
@@ -124,6 +132,10 @@ async fn a_revocation_and_a_settings_change_reach_the_other_node_in_milliseconds
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn a_cold_node_routes_and_serves_the_jwks_from_redis_without_its_databases() {
     if !with_redis() {
         return;
@@ -197,6 +209,10 @@ async fn readiness(client: &reqwest::Client, base: &str) -> String {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_arrive_in_milliseconds_again() {
     let Some(mut redis) = PrivateRedis::start() else { return };
     let url = redis.url();
@@ -244,6 +260,10 @@ async fn with_redis_stopped_answers_stay_correct_and_after_its_return_changes_ar
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn a_disabled_or_deleted_service_account_is_refused_by_the_other_node_within_200_ms() {
     if !with_redis() {
         return;
@@ -287,6 +307,10 @@ async fn a_disabled_or_deleted_service_account_is_refused_by_the_other_node_with
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn a_policy_created_on_one_node_is_enforced_by_the_other_within_200_ms() {
     if !with_redis() {
         return;
@@ -332,6 +356,10 @@ async fn a_policy_created_on_one_node_is_enforced_by_the_other_within_200_ms() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn an_entitlement_change_on_one_node_is_resolved_by_the_other_within_200_ms() {
     if !with_redis() {
         return;

@@ -153,6 +153,10 @@ async fn every_acknowledged_event_is_delivered_across_a_sigkill() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_postgres),
+    ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test"
+)]
 async fn two_nodes_on_one_postgresql_send_each_message_once() {
     if std::env::var("GATEHOUSE_TEST_POSTGRES_URL").is_err() {
         eprintln!("GATEHOUSE_TEST_POSTGRES_URL is not set: the two-node delivery test needs PostgreSQL (CI sets it)");

@@ -254,6 +254,10 @@ async fn emails_that_look_the_same_are_one_user() {
 /// PostgreSQL only: backends terminated under load are 503 with
 /// `Retry-After`, never 500, and nothing half-done is acknowledged.
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_postgres),
+    ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test"
+)]
 async fn lost_database_connections_are_503_never_500() {
     let Ok(admin_url) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") else {
         return; // SQLite has no connections to lose.

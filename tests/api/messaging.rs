@@ -108,6 +108,10 @@ impl Drop for SmtpSink {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_smtp),
+    ignore = "needs aiosmtpd: pip3 install aiosmtpd==1.4.6, then GATEHOUSE_TEST_REQUIRE_SMTP=1 cargo test"
+)]
 async fn an_smtp_provider_really_sends_and_its_status_follows_the_sends() {
     // Arrange: a real SMTP server that accepts one username and password.
     let Some(mut sink) = SmtpSink::start("mailer", "smtp-password-1") else { return };
@@ -164,6 +168,10 @@ async fn an_smtp_provider_really_sends_and_its_status_follows_the_sends() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_smtp),
+    ignore = "needs aiosmtpd: pip3 install aiosmtpd==1.4.6, then GATEHOUSE_TEST_REQUIRE_SMTP=1 cargo test"
+)]
 async fn a_wrong_password_makes_the_provider_failing() {
     let Some(sink) = SmtpSink::start("mailer", "right-password") else { return };
     let app = spawn_app().await;
@@ -317,6 +325,10 @@ async fn another_applications_providers_are_not_found() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_smtp),
+    ignore = "needs aiosmtpd: pip3 install aiosmtpd==1.4.6, then GATEHOUSE_TEST_REQUIRE_SMTP=1 cargo test"
+)]
 async fn a_sealed_secret_copied_to_another_application_does_not_open() {
     let Some(sink) = SmtpSink::start("mailer", "copied-password") else { return };
     let app = spawn_app().await;
@@ -346,6 +358,10 @@ async fn a_sealed_secret_copied_to_another_application_does_not_open() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_smtp),
+    ignore = "needs aiosmtpd: pip3 install aiosmtpd==1.4.6, then GATEHOUSE_TEST_REQUIRE_SMTP=1 cargo test"
+)]
 async fn a_canary_secret_never_appears_in_answers_or_the_audit_export() {
     const CANARY: &str = "canary-7f3a9c1e-smtp-password";
     let sink = SmtpSink::start("mailer", CANARY);

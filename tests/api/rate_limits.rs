@@ -46,6 +46,10 @@ async fn with_redis_unreachable_requests_go_on_under_the_nodes_own_buckets() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_redis),
+    ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+)]
 async fn with_redis_two_nodes_share_one_budget() {
     if std::env::var("GATEHOUSE_TEST_REDIS_URL").is_err() {
         eprintln!("GATEHOUSE_TEST_REDIS_URL is not set: the shared-budget test needs Redis (CI sets it)");

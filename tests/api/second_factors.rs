@@ -65,6 +65,10 @@ async fn second_step(app: &TestApp, challenge: &Value, code: &str) -> crate::hel
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_totp),
+    ignore = "needs pyotp: pip3 install pyotp==2.9.0, then GATEHOUSE_TEST_REQUIRE_TOTP=1 cargo test"
+)]
 async fn a_user_with_totp_signs_in_in_two_steps_and_gets_aal2_and_a_code_works_once() {
     let app = spawn_app().await;
     let Some(enrolled) = enrol(&app, "ada@example.com").await else { return };
@@ -99,6 +103,10 @@ async fn a_user_with_totp_signs_in_in_two_steps_and_gets_aal2_and_a_code_works_o
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_totp),
+    ignore = "needs pyotp: pip3 install pyotp==2.9.0, then GATEHOUSE_TEST_REQUIRE_TOTP=1 cargo test"
+)]
 async fn recovery_codes_are_single_use_and_removal_needs_a_fresh_aal2_session() {
     let app = spawn_app().await;
     let Some(enrolled) = enrol(&app, "grace@example.com").await else { return };
@@ -138,6 +146,10 @@ async fn recovery_codes_are_single_use_and_removal_needs_a_fresh_aal2_session() 
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_totp),
+    ignore = "needs pyotp: pip3 install pyotp==2.9.0, then GATEHOUSE_TEST_REQUIRE_TOTP=1 cargo test"
+)]
 async fn a_challenge_takes_five_tries_and_another_application_cannot_use_it() {
     let app = spawn_app().await;
     let Some(enrolled) = enrol(&app, "alan@example.com").await else { return };
@@ -163,6 +175,10 @@ async fn a_challenge_takes_five_tries_and_another_application_cannot_use_it() {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_totp),
+    ignore = "needs pyotp: pip3 install pyotp==2.9.0, then GATEHOUSE_TEST_REQUIRE_TOTP=1 cargo test"
+)]
 async fn a_session_steps_up_to_aal2_and_require_aal2_for_guards_personal_keys() {
     let app = spawn_app().await;
     let Some(enrolled) = enrol(&app, "edsger@example.com").await else { return };

@@ -22,6 +22,10 @@ async fn verify(app: &TestApp, caller: &Caller, id: &str) -> Reply {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_dns),
+    ignore = "needs dnsmasq: apt-get install dnsmasq-base, then GATEHOUSE_TEST_REQUIRE_DNS=1 cargo test"
+)]
 async fn a_domain_is_claimed_verified_by_its_txt_record_and_used_for_auto_join() {
     if !dns::available() {
         return;

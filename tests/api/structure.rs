@@ -183,6 +183,10 @@ async fn two_relays_of_one_pending_audit_row_append_it_once() {
 /// take turns: every one migrates without error, and exactly one makes the
 /// first-start application. (SQLite has one node per file: nothing to race.)
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_postgres),
+    ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test"
+)]
 async fn nodes_starting_together_migrate_in_turn_and_make_one_first_application() {
     if std::env::var("GATEHOUSE_TEST_POSTGRES_URL").is_err() {
         eprintln!("skipped: GATEHOUSE_TEST_POSTGRES_URL is not set");
