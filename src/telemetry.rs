@@ -1,18 +1,68 @@
 //! Logs (tracing, to stderr) and the Prometheus metrics recorder.
-use std::sync::OnceLock;
+use std::{
+    sync::{
+        atomic::{AtomicU64, Ordering},
+        Arc, OnceLock,
+    },
+    time::Duration,
+};
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use tracing_subscriber::{filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, Layer};
 
 use crate::config::LogFormat;
+
+/// Where actix-http logs, at ERROR, each request it refuses itself before
+/// any handler runs ("stream error: …": a malformed request line, header or
+/// chunk). A stranger decides how many of those there are.
+const HTTP_PARSER: &str = "actix_http::h1::dispatcher";
+/// How often the refused requests are summed up in one WARN line.
+const MALFORMED_SUMMARY_EVERY: Duration = Duration::from_secs(10);
 
 pub fn init_logging(format: LogFormat) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sea_orm_migration=warn".into());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
-    let _ = match format {
-        LogFormat::Text => builder.try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+    // The parser's lines are counted below instead of written.
+    let filter = filter.add_directive(format!("{HTTP_PARSER}=off").parse().expect("a valid directive"));
+    let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let output = match format {
+        LogFormat::Text => output.boxed(),
+        LogFormat::Json => output.json().flatten_event(true).boxed(),
     };
+    let malformed = MalformedRequests::start();
+    let parser_errors = filter_fn(|meta| meta.target() == HTTP_PARSER && *meta.level() == tracing::Level::ERROR);
+    let _ = tracing_subscriber::registry()
+        .with(output.with_filter(filter))
+        .with(malformed.with_filter(parser_errors))
+        .try_init();
+}
+
+/// Counts the requests the HTTP parser refused (metric
+/// `http_malformed_requests_total`) and writes one WARN line with their
+/// number every ten seconds at most, so no client can fill the error log.
+#[derive(Clone)]
+struct MalformedRequests(Arc<AtomicU64>);
+
+impl MalformedRequests {
+    fn start() -> Self {
+        let counted = MalformedRequests(Arc::default());
+        let summary = counted.clone();
+        std::thread::spawn(move || loop {
+            std::thread::sleep(MALFORMED_SUMMARY_EVERY);
+            let count = summary.0.swap(0, Ordering::Relaxed);
+            if count > 0 {
+                tracing::warn!(count, "malformed requests refused by the HTTP parser in the last 10 s");
+            }
+        });
+        counted
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for MalformedRequests {
+    fn on_event(&self, _: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+        metrics::counter!("http_malformed_requests_total").increment(1);
+    }
 }
 
 /// How often histogram samples are folded into their buckets.
