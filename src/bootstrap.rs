@@ -5,6 +5,7 @@ use uuid::Uuid;
 
 use crate::{
     audit::Actor,
+    config::Settings,
     error::ApiResult,
     region::Region,
     service::{
@@ -55,17 +56,35 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
     Ok(Bootstrapped { account_id, application_id: app.id, secret_key: key.secret })
 }
 
-/// On first start: a development application, when the catalog has none,
-/// in the first region this node holds (`us` unless the node holds only
-/// others). Nodes starting together take turns on the catalog, so one of
-/// them makes it.
-pub async fn first_start(storage: &Storage) -> ApiResult<Option<Bootstrapped>> {
-    let Some(region) = Region::ALL.into_iter().find(|r| storage.holds(*r)) else { return Ok(None) };
+/// What the first start found and did.
+pub enum FirstStart {
+    /// The catalog has an application: nothing to do.
+    NotEmpty,
+    /// The catalog is empty and the settings create nothing
+    /// (`bootstrap.first_start_application`): `gatehouse bootstrap` is the way.
+    LeftEmpty,
+    /// A development application, whose secret key `serve` prints once.
+    Created(Bootstrapped),
+}
+
+/// On first start, when the catalog has no application: a development
+/// application, in the first region this node holds (`us` unless the node
+/// holds only others), if the settings ask for one
+/// ([`Settings::creates_first_start_application`]: by default only on the
+/// embedded SQLite default, never on PostgreSQL, where a printed admin key
+/// would land in a container's logs). Nodes starting together take turns
+/// on the catalog, so one of them makes it.
+pub async fn first_start(storage: &Storage, settings: &Settings) -> ApiResult<FirstStart> {
+    if !settings.creates_first_start_application() {
+        let empty = catalog::count_applications(&storage.catalog).await? == 0;
+        return Ok(if empty { FirstStart::LeftEmpty } else { FirstStart::NotEmpty });
+    }
+    let Some(region) = Region::ALL.into_iter().find(|r| storage.holds(*r)) else { return Ok(FirstStart::NotEmpty) };
     storage
         .catalog
         .exclusively(async {
             if catalog::count_applications(&storage.catalog).await? > 0 {
-                return Ok(None);
+                return Ok(FirstStart::NotEmpty);
             }
             let request = BootstrapRequest {
                 name: "Development".to_string(),
@@ -73,7 +92,7 @@ pub async fn first_start(storage: &Storage) -> ApiResult<Option<Bootstrapped>> {
                 region,
                 allowed_origins: Vec::new(),
             };
-            bootstrap(storage, request).await.map(Some)
+            bootstrap(storage, request).await.map(FirstStart::Created)
         })
         .await
 }

@@ -31,6 +31,31 @@ pub struct Settings {
     pub oauth: OAuthSettings,
     #[serde(default)]
     pub dns: DnsSettings,
+    #[serde(default)]
+    pub bootstrap: BootstrapSettings,
+}
+
+/// What `serve` does on its first start, with an empty catalog.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct BootstrapSettings {
+    pub first_start_application: FirstStartApplication,
+}
+
+/// Whether the first start creates a development application and prints
+/// its secret key on standard output.
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum FirstStartApplication {
+    /// Only on the embedded default: every database SQLite
+    /// ([`Settings::is_embedded`]). A deployment on PostgreSQL creates
+    /// nothing: `gatehouse bootstrap` creates its first application.
+    #[default]
+    Auto,
+    /// On any storage.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// The resolver of SSO domain verification (TXT lookups).
@@ -349,6 +374,23 @@ impl Settings {
         }
     }
 
+    /// The embedded default: the catalog and every region this node holds
+    /// on SQLite files (no PostgreSQL URL configured for any of them).
+    pub fn is_embedded(&self) -> bool {
+        let sqlite = |url: String| url.starts_with("sqlite:");
+        sqlite(self.catalog_url()) && self.node.regions.iter().all(|r| sqlite(self.region_url(*r)))
+    }
+
+    /// Whether the first start on an empty catalog creates a development
+    /// application (`bootstrap.first_start_application`).
+    pub fn creates_first_start_application(&self) -> bool {
+        match self.bootstrap.first_start_application {
+            FirstStartApplication::Auto => self.is_embedded(),
+            FirstStartApplication::Always => true,
+            FirstStartApplication::Never => false,
+        }
+    }
+
     pub fn catalog_url(&self) -> String {
         self.storage.catalog_url.clone().unwrap_or_else(|| self.sqlite_url("catalog"))
     }
@@ -447,5 +489,21 @@ mod tests {
         assert_eq!(settings.region_url(Region::Eu), "sqlite://./data/eu.db");
         assert_eq!(settings.region_url(Region::Ap), "sqlite://./data/ap.db");
         assert_eq!(settings.hooks.total_timeout_ms, 5000);
+    }
+
+    #[test]
+    fn the_first_start_application_is_created_by_default_only_on_the_embedded_default() {
+        let mut settings = Settings::defaults();
+        assert!(settings.is_embedded() && settings.creates_first_start_application());
+        settings.regions.eu.database_url = Some("postgres://db.internal/eu".into());
+        assert!(!settings.is_embedded() && !settings.creates_first_start_application());
+        settings.regions.eu.database_url = None;
+        settings.storage.catalog_url = Some("postgres://db.internal/catalog".into());
+        assert!(!settings.creates_first_start_application());
+        settings.bootstrap.first_start_application = FirstStartApplication::Always;
+        assert!(settings.creates_first_start_application());
+        let mut embedded = Settings::defaults();
+        embedded.bootstrap.first_start_application = FirstStartApplication::Never;
+        assert!(!embedded.creates_first_start_application());
     }
 }

@@ -3,7 +3,7 @@ use std::{path::PathBuf, process::ExitCode};
 use clap::{Parser, Subcommand};
 use gatehouse::{
     audit,
-    bootstrap::{self, BootstrapRequest},
+    bootstrap::{self, BootstrapRequest, FirstStart},
     config::Settings,
     crypto::master_key::MasterKey,
     region::Region,
@@ -91,11 +91,15 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     match cli.command {
         Command::Serve => {
             let app = Application::build(settings.clone()).await?;
-            if let Some(first) = bootstrap::first_start(&app.state.storage).await? {
-                println!(
+            match bootstrap::first_start(&app.state.storage, &settings).await? {
+                FirstStart::Created(first) => println!(
                     "First start: created a development application.\n  application_id: {}\n  secret_key:     {}\n(The secret key is shown this once.)",
                     first.application_id, first.secret_key
-                );
+                ),
+                FirstStart::LeftEmpty => tracing::info!(
+                    "no application yet: create the first with `gatehouse bootstrap` (this deployment creates none on its first start: bootstrap.first_start_application)"
+                ),
+                FirstStart::NotEmpty => {}
             }
             tracing::info!(port = app.port(), "gatehouse listening");
             actix_web::rt::spawn(release_start_up_code());

@@ -18,6 +18,9 @@ pub struct Model {
     /// Users who sign up with an email at the verified domain join the
     /// organization with this role; none: they do not.
     pub auto_join_role: Option<String>,
+    /// The user who claimed the domain: an auto-join grants its role only
+    /// while they may grant it. None: claimed before this was recorded.
+    pub claimed_by: Option<Uuid>,
     pub created_at: DateTimeUtc,
     pub verified_at: Option<DateTimeUtc>,
 }

@@ -33,6 +33,7 @@ mod m20261128_000028_add_require_aal2_for;
 mod m20261129_000029_create_passkeys;
 mod m20261129_000030_add_passkey_rp_id;
 mod m20261130_000031_add_signs_from;
+mod m20261130_000032_add_sso_domains_claimed_by;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal and the processor accounts that point into it.
@@ -88,6 +89,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261128_000027_create_second_factors::Migration),
             Box::new(m20261129_000029_create_passkeys::Migration),
             Box::new(m20261130_000031_add_signs_from::Migration),
+            Box::new(m20261130_000032_add_sso_domains_claimed_by::Migration),
         ]
     }
 

@@ -271,9 +271,6 @@ impl From<InvitationError> for ApiError {
     fn from(err: InvitationError) -> Self {
         match err {
             InvitationError::Refused(err) => err.into(),
-            InvitationError::InsufficientRole => {
-                ApiError::new(Code::InsufficientRole, "An admin may invite only members; an owner may invite any role.")
-            }
             InvitationError::AlreadyMember => {
                 ApiError::new(Code::AlreadyMember, "The email belongs to a member of the organization.")
             }
@@ -308,6 +305,12 @@ impl From<Refusal> for ApiError {
             Refusal::InsufficientRole => ApiError::new(
                 Code::InsufficientRole,
                 "Only the organization's owners and admins may do this.",
+            ),
+            Refusal::MayNotGrant { granter, role } => ApiError::new(
+                Code::InsufficientRole,
+                format!(
+                    "An {granter} may not grant the role `{role}`: an owner may grant any role, an admin only `member`."
+                ),
             ),
             Refusal::Db(err) => err.into(),
         }

@@ -75,15 +75,17 @@ pub struct ClaimDomainRequest {
     /// A domain such as `example.com` (Unicode names are stored as IDNA); not a consumer mail domain.
     #[schema(min_length = 1, max_length = 253)]
     pub domain: String,
-    /// Users who sign up with an email at the domain, once verified, join with this role.
+    /// Users who sign up with an email at the domain, once verified, join with this role:
+    /// one the caller may grant (an owner any role, an admin only `member`), as for an invitation.
     #[schema(schema_with = crate::openapi::fields::optional_text::<64>)]
     pub auto_join_role: Option<String>,
 }
 
 /// Claim a domain for the caller's active organization (owners and admins);
-/// the answer names the TXT record to publish.
+/// the answer names the TXT record to publish. The auto-join role is one
+/// the caller may grant, as in an invitation: an admin may name only `member`.
 #[utoipa::path(post, path = "/v1/dashboard/sso/domains", tag = "sso", request_body = ClaimDomainRequest,
-    responses((status = 201, body = SsoDomainView), (status = 403, description = "no_active_organization or insufficient_role"),
+    responses((status = 201, body = SsoDomainView), (status = 403, description = "no_active_organization; or insufficient_role: not an owner or admin, or an auto_join_role the caller may not grant (an admin may grant only member)"),
         (status = 409, description = "domain_taken: claimed by this organization, or verified by another"), (status = 422)),
     security(("access_token" = [])))]
 pub async fn claim_domain(user: EndUser, body: Body) -> ApiResult<HttpResponse> {

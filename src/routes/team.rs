@@ -125,7 +125,7 @@ pub struct AcceptRequest {
 #[utoipa::path(post, path = "/v1/auth/invitations/accept", tag = "team", request_body = AcceptRequest,
     responses((status = 200, body = MembershipView),
         (status = 400, description = "invalid_grant: unknown, expired, revoked or used"),
-        (status = 403, description = "invitation_email_mismatch"),
+        (status = 403, description = "invitation_email_mismatch; or insufficient_role: the inviter may no longer grant the role (an owner since demoted)"),
         (status = 409, description = "already_member, or sod_violation")),
     security(("access_token" = [])))]
 pub async fn accept_invitation(state: web::Data<AppState>, user: EndUser, body: Body) -> ApiResult<HttpResponse> {

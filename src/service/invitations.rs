@@ -1,7 +1,8 @@
 //! Team invitations (operation 13, with list, revoke and accept). An end
 //! user invites into the active organization of their session: an `owner`
-//! may invite any role, an `admin` only `member` (their role is read from
-//! the membership as it is now, not from the token). An invitation's token
+//! may invite any role, an `admin` only `member` ([`memberships::may_grant`];
+//! their role is read from the membership as it is now, not from the
+//! token). An invitation's token
 //! is 256 random bits, sent by email through the application's email
 //! provider, stored hashed, valid 7 days, used once. Accepting needs a
 //! signed-in user whose email is the invited one: the token proves the
@@ -16,7 +17,7 @@ use uuid::Uuid;
 
 use super::{
     mailer::{Mailer, Message},
-    memberships::{self, Manager, Refusal, OWNER},
+    memberships::{self, Manager, Refusal},
     organizations::{self, OrganizationError},
     sod::Grant,
     users,
@@ -32,15 +33,11 @@ pub const PENDING: &str = "pending";
 pub const ACCEPTED: &str = "accepted";
 pub const REVOKED: &str = "revoked";
 pub const EXPIRED: &str = "expired";
-const MEMBER: &str = "member";
 
 #[derive(Debug, thiserror::Error)]
 pub enum InvitationError {
     #[error(transparent)]
     Refused(#[from] Refusal),
-    /// An admin inviting another role than `member`.
-    #[error("an admin may invite only members")]
-    InsufficientRole,
     #[error("the email belongs to a member of the organization")]
     AlreadyMember,
     #[error("a pending invitation for this email exists")]
@@ -90,9 +87,7 @@ pub async fn invite(
     organizations::role_issue(&mut issues, "role", &new.role);
     let name = new.name.map(|n| issues.text("name", &n, 255));
     issues.finish()?;
-    if inviter.role != OWNER && new.role != MEMBER {
-        return Err(InvitationError::InsufficientRole);
-    }
+    inviter.may_grant(&new.role)?;
     let mut txn = scope.begin().await?;
     let organization = memberships::lock_organization(&txn, inviter.organization_id).await?;
     if let Some(invitee) = users::find_by_email(&txn, &email).await? {
@@ -191,7 +186,9 @@ pub async fn revoke(scope: &TenantScope, inviter: &Manager, id: Uuid) -> Result<
 }
 
 /// Accepts an invitation as the signed-in `user`: their email must be the
-/// invited one. The token is taken once (of two acceptances one wins), the
+/// invited one, and the inviter must still be allowed to grant its role
+/// (an owner demoted since: 403 `insufficient_role`, the invitation left
+/// pending). The token is taken once (of two acceptances one wins), the
 /// membership written through the grant path, in one transaction.
 pub async fn accept(
     scope: &TenantScope,
@@ -225,6 +222,11 @@ pub async fn accept(
         .await?;
     if taken == 0 {
         return Err(InvitationError::InvalidToken);
+    }
+    // Granted on the inviter's authority, checked again now: an owner demoted since grants no more than an admin.
+    let granter = memberships::granting_role(&txn, found.organization_id, Some(found.invited_by)).await?;
+    if !memberships::may_grant(granter, &found.role) {
+        return Err(Refusal::MayNotGrant { granter: granter.to_string(), role: found.role }.into());
     }
     let grant = Grant { organization_id: found.organization_id, user_id: user.id, role: found.role.clone() };
     let joined = memberships::join_in(&mut txn, policies, grant).await.map_err(|err| match err {

@@ -1,9 +1,11 @@
-//! Memberships: a user's role in an organization. Two rules hold on every
+//! Memberships: a user's role in an organization. Three rules hold on every
 //! path that writes one:
 //!
 //! - a role is granted only through `grant`, which passes the
 //!   separation-of-duties policies ([`super::sod::admit`]) in the same
 //!   transaction;
+//! - where an end user grants the role (an invitation, an SSO domain's
+//!   auto-join), they may grant only what [`may_grant`] allows their role;
 //! - an organization that has an owner never loses its last one (removal,
 //!   role change, an access review's revocation): `keep_an_owner`.
 //!
@@ -27,6 +29,22 @@ use crate::storage::{Page, TenantConn, TenantScope, TenantTxn};
 
 pub const OWNER: &str = "owner";
 pub const ADMIN: &str = "admin";
+pub const MEMBER: &str = "member";
+
+/// Who may grant what, in one place: an `owner` may grant any role, an
+/// `admin` only `member`, any other role nothing. Every path on which an
+/// end user grants a role asks it: inviting (at the invitation), claiming
+/// an SSO domain with an auto-join role (at the claim, and again at each
+/// auto-join: [`super::sso_domains::auto_join`]). The application's own
+/// secret key (`/v1/organizations/{id}/members`) is not an end user of
+/// the organization and is not bound by it.
+pub fn may_grant(granter_role: &str, role: &str) -> bool {
+    match granter_role {
+        OWNER => true,
+        ADMIN => role == MEMBER,
+        _ => false,
+    }
+}
 
 /// An end user acting on their session's active organization as one of
 /// its owners or admins (team invitations, SSO domains).
@@ -44,6 +62,9 @@ pub enum Refusal {
     NoActiveOrganization,
     #[error("the caller's role in the organization does not allow this")]
     InsufficientRole,
+    /// A role above what the caller may grant ([`may_grant`]).
+    #[error("the caller's role `{granter}` may not grant the role `{role}`")]
+    MayNotGrant { granter: String, role: String },
     #[error(transparent)]
     Db(#[from] DbErr),
 }
@@ -61,6 +82,34 @@ pub async fn manager(
         return Err(Refusal::InsufficientRole);
     }
     Ok(Manager { organization_id, user_id, role: membership.role })
+}
+
+/// The role a past grant decision is re-checked with ([`may_grant`]): an
+/// SSO domain's auto-join (its claimer), an invitation's acceptance (its
+/// inviter). `owner` while `granter` is an owner of the organization now;
+/// otherwise (an admin, demoted, gone, or unknown: `None`) `admin`, the
+/// least role that ever grants: such a grant stays good for `member` only.
+pub async fn granting_role(
+    db: &impl TenantConn,
+    organization_id: Uuid,
+    granter: Option<Uuid>,
+) -> Result<&'static str, DbErr> {
+    let Some(granter) = granter else { return Ok(ADMIN) };
+    Ok(match find(db, organization_id, granter).await? {
+        Some(membership) if membership.role == OWNER => OWNER,
+        _ => ADMIN,
+    })
+}
+
+impl Manager {
+    /// Refuses (403 `insufficient_role`) a role this manager may not grant.
+    pub fn may_grant(&self, role: &str) -> Result<(), Refusal> {
+        if may_grant(&self.role, role) {
+            Ok(())
+        } else {
+            Err(Refusal::MayNotGrant { granter: self.role.clone(), role: role.to_string() })
+        }
+    }
 }
 
 fn of_organization(db: &impl TenantConn, organization_id: Uuid) -> sea_orm::Select<membership::Entity> {

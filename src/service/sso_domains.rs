@@ -7,6 +7,9 @@
 //! both win). A verified domain may name a role: users who then sign up with
 //! an email at it join the organization with that role (separation of
 //! duties applying; a refused join leaves the sign-up as it is, audited).
+//! Naming the role grants it, so the claimer may name only a role they may
+//! grant ([`memberships::may_grant`], as for an invitation): an admin only
+//! `member`.
 use entity::{sod_policy, sso_domain};
 use hickory_resolver::{
     config::{NameServerConfig, ResolverConfig, ResolverOpts},
@@ -176,6 +179,9 @@ pub async fn claim(
         organizations::role_issue(&mut issues, "auto_join_role", role);
     }
     issues.finish()?;
+    if let Some(role) = &auto_join_role {
+        manager.may_grant(role)?;
+    }
     let domain = domain.unwrap_or_default();
     let mut txn = scope.begin().await?;
     txn.lock_tenant().await?;
@@ -196,6 +202,7 @@ pub async fn claim(
         verification_token: crate::oauth::random_token(24),
         status: PENDING.to_string(),
         auto_join_role,
+        claimed_by: Some(manager.user_id),
         created_at: crate::clock::now(),
         verified_at: None,
     };
@@ -287,6 +294,15 @@ pub async fn delete(scope: &TenantScope, manager: &Manager, id: Uuid) -> Result<
 /// In a sign-up's transaction: the new user joins the organization that
 /// verified their email's domain and asked for it, with its role. A join
 /// the policies refuse leaves the sign-up as it is, audited.
+///
+/// The role is granted on its claimer's authority, checked again now
+/// ([`memberships::granting_role`], [`memberships::may_grant`]): only a
+/// claimer who is an owner of the organization now grants more than
+/// `member`. A claimer demoted or gone, and a domain claimed before the
+/// claimer was recorded (`claimed_by` null: an admin's `owner` from before
+/// the check at claim time), count as an admin: such a domain still
+/// auto-joins as `member`, and any other role is refused (audited
+/// `sso_domain.auto_join_refused`) until an owner claims the domain again.
 pub async fn auto_join(
     txn: &mut TenantTxn,
     policies: &[sod_policy::Model],
@@ -302,13 +318,26 @@ pub async fn auto_join(
         .await?;
     let Some(domain) = verified else { return Ok(()) };
     let Some(role) = domain.auto_join_role.clone() else { return Ok(()) };
+    let granter = memberships::granting_role(txn, domain.organization_id, domain.claimed_by).await?;
+    if !memberships::may_grant(granter, &role) {
+        let reason = format!("the domain's claimer (as {granter}) may not grant the role `{role}`");
+        return refuse_join(txn, &domain, user_id, reason).await;
+    }
     let grant = Grant { organization_id: domain.organization_id, user_id, role };
     match memberships::join_in(txn, policies, grant).await {
         Ok(_) => Ok(()),
         Err(OrganizationError::Db(err)) => Err(err),
-        Err(refused) => {
-            let data = json!({"sso_domain_id": domain.id, "user_id": user_id, "reason": refused.to_string()});
-            txn.audit("sso_domain.auto_join_refused", Some(domain.organization_id), data).await.map(|_| ())
-        }
+        Err(refusal) => refuse_join(txn, &domain, user_id, refusal.to_string()).await,
     }
+}
+
+/// A refused auto-join: the sign-up stays as it is, the refusal audited.
+async fn refuse_join(
+    txn: &mut TenantTxn,
+    domain: &sso_domain::Model,
+    user_id: Uuid,
+    reason: String,
+) -> Result<(), DbErr> {
+    let data = json!({"sso_domain_id": domain.id, "user_id": user_id, "reason": reason});
+    txn.audit("sso_domain.auto_join_refused", Some(domain.organization_id), data).await.map(|_| ())
 }

@@ -235,12 +235,29 @@ impl Db {
 /// Applies one database's pending migrations, one node at a time: the next
 /// finds nothing pending. Racing, two nodes' `CREATE TABLE IF NOT EXISTS`
 /// fail on PostgreSQL's own catalog (`pg_type_typname_nsp_index`).
+///
+/// On PostgreSQL they run in one transaction with `client_min_messages =
+/// warning`: sea-orm creates its bookkeeping table `IF NOT EXISTS` before
+/// each of its steps (seven times a database), and each time the table
+/// exists PostgreSQL sends a NOTICE ("relation … already exists,
+/// skipping") that sqlx logs at INFO: without this, every start logged
+/// them by the dozen. Warnings and errors still arrive.
 async fn migrate_one<M: MigratorTrait>(db: &Db) -> Result<(), DbErr> {
     let pending = db
         .exclusively(async {
-            let pending = M::get_pending_migrations(&db.conn).await?.len();
-            M::up(&db.conn, None).await?;
-            Ok::<_, DbErr>(pending)
+            if db.backend() != DbBackend::Postgres {
+                let pending = M::get_pending_migrations(&db.conn).await?.len();
+                M::up(&db.conn, None).await?;
+                return Ok::<_, DbErr>(pending);
+            }
+            let txn = db.conn.begin().await?;
+            txn.execute_unprepared("SET LOCAL client_min_messages = warning").await?;
+            let pending = M::get_pending_migrations(&txn).await?.len();
+            if pending > 0 {
+                M::up(&txn, None).await?;
+            }
+            txn.commit().await?;
+            Ok(pending)
         })
         .await?;
     if pending > 0 {

@@ -133,6 +133,99 @@ fn serve_on_an_empty_catalog_prints_a_working_development_key_once() {
     assert!(!again.contains("secret_key"), "a second start prints no key: {again}");
 }
 
+/// `gatehouse serve` on `dir` with `env` until it answers, then stopped:
+/// what it wrote on stdout and on stderr (logs at `info`).
+fn serve_once(dir: &std::path::Path, env: &[(String, String)]) -> (String, String) {
+    use std::io::Read;
+    let port = free_port();
+    let mut child = gatehouse(dir)
+        .arg("serve")
+        .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+        .env("RUST_LOG", "info")
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until_serving(port);
+    // The first-start decision follows the server's start within the same task: give it a moment.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    child.kill().unwrap();
+    let (mut stdout, mut stderr) = (String::new(), String::new());
+    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
+    child.wait().unwrap();
+    (stdout, stderr)
+}
+
+/// The embedded default keeps its first-start key unless the setting says
+/// `never`: then nothing is created, and one log line names the command.
+#[test]
+fn serve_on_an_empty_embedded_catalog_creates_nothing_when_the_setting_says_never() {
+    let dir = tempfile::tempdir().unwrap();
+    let never = [("GATEHOUSE__BOOTSTRAP__FIRST_START_APPLICATION".to_string(), "never".to_string())];
+    let (stdout, stderr) = serve_once(dir.path(), &never);
+    assert!(!stdout.contains("secret_key"), "{stdout}");
+    assert_eq!(stderr.lines().filter(|l| l.contains("`gatehouse bootstrap`")).count(), 1, "{stderr}");
+    let (stdout, _) = serve_once(dir.path(), &[]);
+    assert!(stdout.contains("secret_key:"), "auto on SQLite creates it: {stdout}");
+}
+
+/// A deployment on PostgreSQL prints no admin key on its first start (a
+/// container's logs would keep it): no application is created, one log line
+/// says `gatehouse bootstrap` is the way, and no start logs PostgreSQL's
+/// "already exists" notices (sea-orm's bookkeeping table, created `IF NOT
+/// EXISTS` before each of its steps).
+#[test]
+fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
+    use sea_orm::{ConnectionTrait, Database};
+    if std::env::var("GATEHOUSE_TEST_POSTGRES_URL").is_err() {
+        eprintln!("skipped: GATEHOUSE_TEST_POSTGRES_URL is not set");
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let settings = runtime.block_on(crate::helpers::TestStorage::new()).settings.clone();
+    let catalog_url = settings.storage.catalog_url.clone().unwrap();
+    let env = vec![
+        ("GATEHOUSE__STORAGE__CATALOG_URL".to_string(), catalog_url.clone()),
+        ("GATEHOUSE__REGIONS__US__DATABASE_URL".to_string(), settings.regions.us.database_url.clone().unwrap()),
+        ("GATEHOUSE__REGIONS__EU__DATABASE_URL".to_string(), settings.regions.eu.database_url.clone().unwrap()),
+        ("GATEHOUSE__REGIONS__AP__DATABASE_URL".to_string(), settings.regions.ap.database_url.clone().unwrap()),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    let applications = || {
+        runtime.block_on(async {
+            let catalog = Database::connect(&catalog_url).await.unwrap();
+            let row = catalog.query_one(sea_orm::Statement::from_string(
+                catalog.get_database_backend(),
+                "SELECT count(*) AS n FROM applications",
+            ));
+            let n: i64 = row.await.unwrap().unwrap().try_get("", "n").unwrap();
+            catalog.close().await.unwrap();
+            n
+        })
+    };
+
+    let (stdout, stderr) = serve_once(dir.path(), &env);
+    assert!(
+        !stdout.contains("secret_key") && !stderr.contains("sk_test_") && !stderr.contains("sk_live_"),
+        "{stdout}\n{stderr}"
+    );
+    assert_eq!(applications(), 0);
+    assert_eq!(stderr.lines().filter(|l| l.contains("`gatehouse bootstrap`")).count(), 1, "{stderr}");
+    assert!(!stderr.contains("already exists"), "{stderr}");
+    let (stdout, stderr) = serve_once(dir.path(), &env);
+    assert!(!stdout.contains("secret_key"), "{stdout}");
+    assert!(!stderr.contains("already exists"), "a start with every table in place: {stderr}");
+    assert_eq!(applications(), 0);
+
+    let booted = gatehouse(dir.path()).arg("bootstrap").args(["--name", "Acme"]).envs(env.clone()).output().unwrap();
+    assert!(booted.status.success(), "{}", String::from_utf8_lossy(&booted.stderr));
+    let (_, stderr) = serve_once(dir.path(), &env);
+    assert!(!stderr.contains("gatehouse bootstrap") && !stderr.contains("already exists"), "{stderr}");
+    assert_eq!(applications(), 1);
+}
+
 #[test]
 fn measure_hashing_reports_the_cost_of_a_password_hash() {
     let dir = tempfile::tempdir().unwrap();

@@ -214,3 +214,33 @@ async fn an_invitation_takes_only_an_email_a_user_could_sign_up_with() {
         );
     }
 }
+
+/// An invitation grants on its inviter's authority, checked again at
+/// acceptance: an owner's invitation of an admin, the owner demoted since,
+/// is refused 403 and stays pending.
+#[actix_web::test]
+async fn an_invitation_whose_inviter_may_no_longer_grant_its_role_is_refused_at_acceptance() {
+    let app = spawn_app().await;
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let (owner, owner_id) = member(&app, &org, "owner@example.com", "owner").await;
+    member(&app, &org, "second@example.com", "owner").await;
+    assert_eq!(invite(&app, &owner, "ada@example.com", "admin").await.status, 201);
+    assert_eq!(invite(&app, &owner, "bob@example.com", "member").await.status, 201);
+    let (ada_code, bob_code) =
+        (code_sent_to(&app, "ada@example.com").await, code_sent_to(&app, "bob@example.com").await);
+    let demoted =
+        app.patch(&format!("/v1/organizations/{org}/memberships/{owner_id}"), &json!({"role": "admin"})).await;
+    assert_eq!(demoted.status, 200, "{:?}", demoted.body);
+
+    let ada = sign_up(&app, &app.caller, "ada@example.com").await;
+    let ada = as_user(&app.caller, ada["access_token"].as_str().unwrap());
+    let refused = accept(&app, &ada, &ada_code).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"), "{:?}", refused.body);
+    let bob = sign_up(&app, &app.caller, "bob@example.com").await;
+    let bob = as_user(&app.caller, bob["access_token"].as_str().unwrap());
+    let joined = accept(&app, &bob, &bob_code).await;
+    assert_eq!((joined.status, joined.data()["role"].as_str()), (200, Some("member")), "an admin may grant it");
+    let pending = app.send(&owner, Method::GET, "/v1/dashboard/team/invitations", None).await;
+    let emails: Vec<_> = pending.data().as_array().unwrap().iter().map(|i| i["email"].as_str().unwrap()).collect();
+    assert_eq!(emails, ["ada@example.com"], "the refused one stays pending");
+}

@@ -2,8 +2,9 @@
 //! organization, verification against a real DNS server (dnsmasq on
 //! loopback): a missing record, a wrong value, the right one, the server
 //! gone; consumer domains refused; one verifier per domain; auto-join at
-//! sign-up.
+//! sign-up, with no role above what the domain's claimer may grant.
 use reqwest::Method;
+use sea_orm::ConnectionTrait;
 use serde_json::json;
 
 use crate::{
@@ -132,4 +133,92 @@ async fn a_dns_server_that_does_not_answer_is_a_503_and_changes_nothing() {
     assert_eq!((down.status, down.error_code()), (503, "unavailable"), "{:?}", down.body);
     let listed = app.send(&owner, Method::GET, "/v1/dashboard/sso/domains", None).await;
     assert_eq!(listed.data()[0]["status"], "pending");
+}
+
+/// An auto-join role is a grant: an admin may name only `member`, as in an
+/// invitation; an owner may name any role. (Before the fix an admin's
+/// claim with `owner` was 201, and a sign-up at the domain became an owner.)
+#[actix_web::test]
+async fn an_admin_may_claim_a_domain_only_with_a_role_an_admin_may_invite() {
+    let app = spawn_with(|_| {}).await;
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let (owner, _) = member(&app, &org, "owner@acme.test", "owner").await;
+    let (admin, _) = member(&app, &org, "admin@acme.test", "admin").await;
+
+    for role in ["owner", "admin", "auditor"] {
+        let refused = claim(&app, &admin, json!({"domain": "acme.test", "auto_join_role": role})).await;
+        assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"), "{role}: {:?}", refused.body);
+        let invited = app
+            .send(&admin, Method::POST, "/v1/dashboard/team", Some(&json!({"email": "x@acme.test", "role": role})))
+            .await;
+        assert_eq!((invited.status, invited.error_code()), (403, "insufficient_role"), "the same rule as inviting");
+    }
+    assert!(app
+        .send(&owner, Method::GET, "/v1/dashboard/sso/domains", None)
+        .await
+        .data()
+        .as_array()
+        .unwrap()
+        .is_empty());
+    let as_member = claim(&app, &admin, json!({"domain": "acme.test", "auto_join_role": "member"})).await;
+    assert_eq!(as_member.status, 201, "{:?}", as_member.body);
+    let without_role = claim(&app, &admin, json!({"domain": "beta.test"})).await;
+    assert_eq!(without_role.status, 201, "{:?}", without_role.body);
+    let by_owner = claim(&app, &owner, json!({"domain": "gamma.test", "auto_join_role": "owner"})).await;
+    assert_eq!((by_owner.status, by_owner.data()["auto_join_role"].as_str()), (201, Some("owner")));
+}
+
+/// Marks every claimed domain verified, as a published TXT record would
+/// (no DNS server needed), and sets a column on `domain`'s row.
+async fn verified_with(app: &TestApp, domain: &str, set: &str) {
+    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    shard.execute_unprepared("UPDATE sso_domains SET status = 'verified'").await.unwrap();
+    if !set.is_empty() {
+        shard.execute_unprepared(&format!("UPDATE sso_domains SET {set} WHERE domain = '{domain}'")).await.unwrap();
+    }
+}
+
+async fn role_in(app: &TestApp, org: &str, user_id: &serde_json::Value) -> Option<String> {
+    let memberships = app.get(&format!("/v1/organizations/{org}/memberships")).await;
+    let found = memberships.data().as_array().unwrap().iter().find(|m| &m["user_id"] == user_id).cloned();
+    found.map(|m| m["role"].as_str().unwrap().to_string())
+}
+
+/// At each auto-join the role is checked again against its claimer as they
+/// are now: a claimer demoted since grants no more than an admin may, and a
+/// domain stored before the claimer was recorded (an admin's `owner` claim
+/// from before the fix) grants `member` at most.
+#[actix_web::test]
+async fn auto_join_grants_no_role_above_what_the_domains_claimer_may_grant_now() {
+    let app = spawn_with(|_| {}).await;
+    let org = app.post("/v1/organizations", &json!({"name": "Acme"})).await.data()["id"].as_str().unwrap().to_string();
+    let (owner, owner_id) = member(&app, &org, "owner@acme.test", "owner").await;
+    member(&app, &org, "second-owner@acme.test", "owner").await;
+    let claimed = claim(&app, &owner, json!({"domain": "acme.test", "auto_join_role": "admin"})).await;
+    assert_eq!(claimed.status, 201, "{:?}", claimed.body);
+    let legacy = claim(&app, &owner, json!({"domain": "legacy.test", "auto_join_role": "member"})).await;
+    assert_eq!(legacy.status, 201, "{:?}", legacy.body);
+    let legacy_member = claim(&app, &owner, json!({"domain": "old.test", "auto_join_role": "member"})).await;
+    assert_eq!(legacy_member.status, 201, "{:?}", legacy_member.body);
+    verified_with(&app, "legacy.test", "auto_join_role = 'owner', claimed_by = NULL").await;
+    verified_with(&app, "old.test", "claimed_by = NULL").await;
+
+    let joined = sign_up(&app, &app.caller, "first@acme.test").await;
+    assert_eq!(role_in(&app, &org, &joined["user"]["id"]).await.as_deref(), Some("admin"), "the owner may grant it");
+    let before_fix = sign_up(&app, &app.caller, "new@legacy.test").await;
+    assert_eq!(role_in(&app, &org, &before_fix["user"]["id"]).await, None, "no owner from an unknown claimer");
+    let old = sign_up(&app, &app.caller, "new@old.test").await;
+    assert_eq!(role_in(&app, &org, &old["user"]["id"]).await.as_deref(), Some("member"));
+
+    let demoted =
+        app.patch(&format!("/v1/organizations/{org}/memberships/{owner_id}"), &json!({"role": "member"})).await;
+    assert_eq!(demoted.status, 200, "{:?}", demoted.body);
+    let after = sign_up(&app, &app.caller, "second@acme.test").await;
+    assert_eq!(
+        role_in(&app, &org, &after["user"]["id"]).await,
+        None,
+        "demoted, the claimer grants no more than an admin may"
+    );
+    let refusals = app.audit_types().await.iter().filter(|t| *t == "sso_domain.auto_join_refused").count();
+    assert_eq!(refusals, 2);
 }

@@ -192,11 +192,19 @@ async fn nodes_starting_together_migrate_in_turn_and_make_one_first_application(
         eprintln!("skipped: GATEHOUSE_TEST_POSTGRES_URL is not set");
         return;
     }
-    let fresh = crate::helpers::TestStorage::new().await;
+    let mut fresh = crate::helpers::TestStorage::new().await;
+    // On PostgreSQL only an explicit setting makes one.
+    fresh.settings.bootstrap.first_start_application = gatehouse::config::FirstStartApplication::Always;
     let settings = &fresh.settings;
     let opened = futures_util::future::join_all((0..4).map(|_| gatehouse::startup::open_storage(settings))).await;
     let nodes: Vec<_> = opened.into_iter().map(|node| node.expect("every node migrates")).collect();
-    let first = futures_util::future::join_all(nodes.iter().map(gatehouse::bootstrap::first_start)).await;
-    let made = first.into_iter().map(|made| made.expect("first start")).filter(Option::is_some).count();
+    let first =
+        futures_util::future::join_all(nodes.iter().map(|node| gatehouse::bootstrap::first_start(node, settings)))
+            .await;
+    let made = first
+        .into_iter()
+        .map(|made| made.expect("first start"))
+        .filter(|made| matches!(made, gatehouse::bootstrap::FirstStart::Created(_)))
+        .count();
     assert_eq!(made, 1);
 }
