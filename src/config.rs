@@ -227,6 +227,12 @@ pub struct SecuritySettings {
     pub password_hash_concurrency: usize,
     /// Password hashes that may wait for a core; past that, 503 at once.
     pub password_hash_queue: usize,
+    /// Whether development applications' webhooks, hooks and SMTP provider
+    /// may reach loopback, private and other non-public addresses
+    /// (production applications never do). Unset: allowed only for the
+    /// embedded single-developer default ([`Settings::is_embedded`]); see
+    /// [`Settings::private_destinations_allowed`].
+    pub allow_private_destinations: Option<bool>,
 }
 
 /// The master key never reaches a log line through `Debug`.
@@ -236,6 +242,7 @@ impl std::fmt::Debug for SecuritySettings {
             .field("master_key", &self.master_key.as_ref().map(|_| "[redacted]"))
             .field("password_hash_concurrency", &self.password_hash_concurrency)
             .field("password_hash_queue", &self.password_hash_queue)
+            .field("allow_private_destinations", &self.allow_private_destinations)
             .finish()
     }
 }
@@ -374,11 +381,21 @@ impl Settings {
         }
     }
 
-    /// The embedded default: the catalog and every region this node holds
-    /// on SQLite files (no PostgreSQL URL configured for any of them).
+    /// The embedded single-developer default: SQLite files in `data_dir`
+    /// for the catalog and every region, no Redis, no peers. A deployment
+    /// that configures any of them may serve more than one account.
     pub fn is_embedded(&self) -> bool {
-        let sqlite = |url: String| url.starts_with("sqlite:");
-        sqlite(self.catalog_url()) && self.node.regions.iter().all(|r| sqlite(self.region_url(*r)))
+        self.storage.catalog_url.is_none()
+            && Region::ALL.iter().all(|r| self.configured_region_url(*r).is_none())
+            && self.cache.redis_url.is_none()
+            && Region::ALL.iter().all(|r| self.peer(*r).is_none())
+    }
+
+    /// Whether development applications may reach private destinations
+    /// (`security.allow_private_destinations`; unset: only when
+    /// [`Self::is_embedded`]).
+    pub fn private_destinations_allowed(&self) -> bool {
+        self.security.allow_private_destinations.unwrap_or_else(|| self.is_embedded())
     }
 
     /// Whether the first start on an empty catalog creates a development
@@ -477,6 +494,36 @@ mod tests {
         assert_eq!(shared("github"), Some(("12345", "shared-secret")));
         assert_eq!(shared("google"), None, "a client id without its secret is not usable");
         assert_eq!(shared("slack"), None);
+    }
+
+    #[test]
+    fn private_destinations_are_allowed_by_default_only_on_the_embedded_default() {
+        let mut settings = Settings::defaults();
+        assert!(settings.private_destinations_allowed(), "the embedded default");
+        settings.storage.catalog_url = Some("postgres://db/catalog".into());
+        assert!(!settings.private_destinations_allowed(), "a PostgreSQL catalog");
+        settings.security.allow_private_destinations = Some(true);
+        assert!(settings.private_destinations_allowed(), "the operator's explicit choice");
+        let mut settings = Settings::defaults();
+        settings.cache.redis_url = Some("redis://cache:6379".into());
+        assert!(!settings.private_destinations_allowed(), "a shared cache");
+        settings.cache.redis_url = None;
+        settings.security.allow_private_destinations = Some(false);
+        assert!(!settings.private_destinations_allowed(), "turned off on the embedded default");
+    }
+
+    /// What the operator's example and the deployment files choose.
+    #[test]
+    fn the_production_example_and_the_deployment_files_refuse_private_destinations() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(root.join("config/production.example.toml")).unwrap();
+        assert!(text.lines().any(|l| l.trim().starts_with("allow_private_destinations = false")));
+        for file in ["deploy/kubernetes.yaml", "deploy/local-cluster.sh"] {
+            let text = std::fs::read_to_string(root.join(file)).unwrap();
+            let at = text.find("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS").unwrap_or_else(|| panic!("{file}"));
+            let after: String = text[at..].chars().take(80).collect();
+            assert!(after.contains("false"), "{file}: {after}");
+        }
     }
 
     #[test]

@@ -101,6 +101,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 ),
                 FirstStart::NotEmpty => {}
             }
+            if settings.private_destinations_allowed() {
+                tracing::warn!(
+                    embedded_default = settings.is_embedded(),
+                    "private destinations allowed: development applications' webhooks, hooks and SMTP providers may \
+                     reach loopback, private and link-local addresses (security.allow_private_destinations); set it \
+                     false for any deployment that serves more than one account"
+                );
+            }
             tracing::info!(port = app.port(), "gatehouse listening");
             actix_web::rt::spawn(release_start_up_code());
             app.run_until_stopped().await?;

@@ -113,7 +113,11 @@ impl Application {
             Duration::from_secs(settings.node.move_lease_seconds.max(1)),
         );
         let state = web::Data::new(AppState {
-            mailer: crate::service::mailer::Mailer::new(tenants.clone(), master_key.clone()),
+            mailer: crate::service::mailer::Mailer::new(
+                tenants.clone(),
+                master_key.clone(),
+                settings.private_destinations_allowed(),
+            ),
             domains: crate::service::sso_domains::DomainResolver::new(&settings.dns).map_err(StartupError::Dns)?,
             tenants,
             settings: Arc::new(settings.clone()),
@@ -143,7 +147,10 @@ impl Application {
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
             providers: crate::oauth::client::ProviderClient::new()?,
-            webhooks: delivery::Clients::build(Duration::from_secs(settings.webhooks.timeout_seconds))?,
+            webhooks: delivery::Clients::build(
+                Duration::from_secs(settings.webhooks.timeout_seconds),
+                settings.private_destinations_allowed(),
+            )?,
             shutdown: Shutdown::default(),
         });
         let workers = delivery::start(state.clone());

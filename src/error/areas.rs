@@ -489,6 +489,10 @@ impl From<MessagingError> for ApiError {
                 Code::Unavailable,
                 format!("The message could not be sent through the `{kind}` provider: {reason}. Its status is now `failing`."),
             ),
+            MessagingError::Busy { kind, in_flight } => ApiError::new(
+                Code::Unavailable,
+                format!("{in_flight} messages are already being sent through the `{kind}` provider of this application: try again shortly."),
+            ),
             MessagingError::Invalid(invalid) => invalid.into(),
             MessagingError::Tenant(err) => err,
             MessagingError::Db(err) => err.into(),

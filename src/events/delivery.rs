@@ -31,7 +31,10 @@ use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
 use uuid::Uuid;
 
-use super::{outbox, schedule, signing, url_safety};
+use super::{
+    outbox, schedule, signing,
+    url_safety::{self, Reach},
+};
 use crate::{
     audit::{self, Actor},
     clock,
@@ -50,17 +53,21 @@ pub const SUCCEEDED: &str = "succeeded";
 pub const FAILED: &str = "failed";
 pub const DISABLED: &str = "disabled";
 
-/// The HTTP clients of deliveries: redirects are never followed; for
-/// production applications names resolve to public addresses only, so the
-/// address dialled is the address checked (no DNS rebinding).
+/// The HTTP clients of deliveries and hook calls: redirects are never
+/// followed; unless the application may reach private destinations (a
+/// development application, and the operator allows it), names resolve to
+/// public addresses only, so the address dialled is the address checked (no
+/// DNS rebinding).
 #[derive(Clone)]
 pub struct Clients {
     open: reqwest::Client,
     public_only: reqwest::Client,
+    /// `security.allow_private_destinations`, as [`crate::config::Settings::private_destinations_allowed`] reads it.
+    allow_private: bool,
 }
 
 impl Clients {
-    pub fn build(timeout: Duration) -> Result<Clients, reqwest::Error> {
+    pub fn build(timeout: Duration, allow_private: bool) -> Result<Clients, reqwest::Error> {
         let builder = || {
             reqwest::Client::builder()
                 .timeout(timeout)
@@ -70,16 +77,24 @@ impl Clients {
                 .pool_max_idle_per_host(32)
                 .user_agent("Gatehouse-Webhooks/1")
         };
-        Ok(Clients { open: builder().build()?, public_only: builder().dns_resolver(Arc::new(PublicOnly)).build()? })
+        Ok(Clients {
+            open: builder().build()?,
+            public_only: builder().dns_resolver(Arc::new(PublicOnly)).build()?,
+            allow_private,
+        })
     }
 
-    /// Production applications reach only public addresses, checked again
+    /// What an application of this environment may reach.
+    pub fn reach(&self, production: bool) -> Reach {
+        Reach::of(production, self.allow_private)
+    }
+
+    /// The client for `reach`: public addresses only are checked again
     /// after DNS resolution.
-    pub fn client(&self, production: bool) -> &reqwest::Client {
-        if production {
-            &self.public_only
-        } else {
-            &self.open
+    pub fn client(&self, reach: Reach) -> &reqwest::Client {
+        match reach {
+            Reach::PrivateToo => &self.open,
+            Reach::PublicOnly => &self.public_only,
         }
     }
 }
@@ -298,13 +313,14 @@ async fn attempt(state: &AppState, endpoint: &webhook::Model, message: &webhook_
         Ok(Some(app)) => app.environment.is_live(),
         _ => return failed("application_unavailable"),
     };
-    let Ok(url) = url_safety::check(&endpoint.url, production) else {
+    let reach = state.webhooks.reach(production);
+    let Ok(url) = url_safety::check(&endpoint.url, production, reach) else {
         return failed("blocked_destination");
     };
     let Some(signature) = signatures(state, endpoint, message) else {
         return failed("secret_unavailable");
     };
-    let client = state.webhooks.client(production);
+    let client = state.webhooks.client(reach);
     let response = client
         .post(url)
         .header("content-type", "application/json")
@@ -546,12 +562,16 @@ mod tests {
 
     #[tokio::test]
     async fn a_name_that_resolves_only_to_internal_addresses_is_a_blocked_destination() {
-        let clients = Clients::build(Duration::from_secs(2)).unwrap();
+        let clients = Clients::build(Duration::from_secs(2), true).unwrap();
         // Production: `localhost` resolves, but only to loopback, so nothing is dialled.
-        let err = clients.client(true).post("https://localhost:1/").send().await.unwrap_err();
+        let err = clients.client(clients.reach(true)).post("https://localhost:1/").send().await.unwrap_err();
         assert_eq!(failure_class(&err), "blocked_destination");
-        // Development dials it, and nobody listens there.
-        let err = clients.client(false).post("http://127.0.0.1:1/").send().await.unwrap_err();
+        // Development, where the operator allows it, dials it, and nobody listens there.
+        let err = clients.client(clients.reach(false)).post("http://127.0.0.1:1/").send().await.unwrap_err();
         assert_eq!(failure_class(&err), "connect");
+        // Where the operator does not, a development application is refused as production is.
+        let strict = Clients::build(Duration::from_secs(2), false).unwrap();
+        let err = strict.client(strict.reach(false)).post("http://localhost:1/").send().await.unwrap_err();
+        assert_eq!(failure_class(&err), "blocked_destination");
     }
 }

@@ -5,14 +5,68 @@
 //! URL parser accepts (`2130706433`, `0x7f000001`, `127.1`, `[::ffff:127.0.0.1]`
 //! all parse to the address they mean). At delivery the same rule is applied
 //! to every address the name resolves to, and only those are dialled.
+//!
+//! The same table decides every outbound connection made for an
+//! application: webhooks, hooks and the SMTP messaging provider. Whether a
+//! development application may reach private addresses is the operator's
+//! decision (`security.allow_private_destinations`); a production one never
+//! may. [`Reach`] carries that decision.
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use url::{Host, Url};
 
 pub const MAX_URL: usize = 2048;
 
+/// Which addresses an application's outbound connections may reach.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Reach {
+    /// Public addresses only, checked on every address a name resolves to.
+    #[default]
+    PublicOnly,
+    /// Loopback and private addresses too: a development application, on a
+    /// deployment whose operator allows private destinations.
+    PrivateToo,
+}
+
+impl Reach {
+    /// Production applications reach public addresses only; development
+    /// ones reach private addresses too when the operator allows it.
+    pub fn of(production: bool, operator_allows_private: bool) -> Reach {
+        if !production && operator_allows_private {
+            Reach::PrivateToo
+        } else {
+            Reach::PublicOnly
+        }
+    }
+
+    /// Whether a resolved address may be dialled.
+    pub fn allows(self, ip: IpAddr) -> bool {
+        self == Reach::PrivateToo || is_public(ip)
+    }
+}
+
+/// Whether a host as configured (a name, or an address in any spelling the
+/// URL parser and `getaddrinfo` accept: `2130706433`, `127.1`, `0`) may be
+/// public: an address literal must be public; a name must have a dot and
+/// not be `localhost` or under `.localhost` or `.internal`. A name's
+/// addresses are checked again when it is resolved, at send time.
+pub fn host_may_be_public(host: &str) -> bool {
+    match Host::parse(host) {
+        Ok(Host::Ipv4(ip)) => is_public(IpAddr::V4(ip)),
+        Ok(Host::Ipv6(ip)) => is_public(IpAddr::V6(ip)),
+        Ok(Host::Domain(name)) => public_name(&name),
+        Err(_) => false,
+    }
+}
+
+fn public_name(name: &str) -> bool {
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name.contains('.') && name != "localhost" && !name.ends_with(".localhost") && !name.ends_with(".internal")
+}
+
 /// Parses and checks a webhook URL; `Err` says why it is refused.
-pub fn check(raw: &str, production: bool) -> Result<Url, String> {
+/// `production` requires `https`; `reach` decides which hosts are allowed.
+pub fn check(raw: &str, production: bool, reach: Reach) -> Result<Url, String> {
     if raw.is_empty() || raw.len() > MAX_URL {
         return Err(format!("must be 1 to {MAX_URL} characters"));
     }
@@ -37,17 +91,11 @@ pub fn check(raw: &str, production: bool) -> Result<Url, String> {
         return Err("must not carry user info".into());
     }
     let host = url.host().ok_or_else(|| "has no host".to_string())?;
-    if production {
+    if reach == Reach::PublicOnly {
         let public = match host {
             Host::Ipv4(ip) => is_public(IpAddr::V4(ip)),
             Host::Ipv6(ip) => is_public(IpAddr::V6(ip)),
-            Host::Domain(name) => {
-                let name = name.trim_end_matches('.').to_ascii_lowercase();
-                name.contains('.')
-                    && name != "localhost"
-                    && !name.ends_with(".localhost")
-                    && !name.ends_with(".internal")
-            }
+            Host::Domain(name) => public_name(name),
         };
         if !public {
             return Err("must not point at a loopback, private or otherwise non-public address".into());
@@ -280,9 +328,9 @@ mod tests {
             "gopher://hooks.example.com/",
             "",
         ] {
-            assert!(check(url, true).is_err(), "{url} was allowed");
+            assert!(check(url, true, Reach::PublicOnly).is_err(), "{url} was allowed");
         }
-        assert!(check(&format!("https://example.com/{}", "a".repeat(2048)), true).is_err());
+        assert!(check(&format!("https://example.com/{}", "a".repeat(2048)), true, Reach::PublicOnly).is_err());
     }
 
     /// Every registry row: its first and last address are refused when the
@@ -340,21 +388,21 @@ mod tests {
             "https://[64:ff9b::7f00:1]/",
             "https://[4000::1]/",
         ] {
-            assert!(check(url, true).is_err(), "{url} was allowed");
+            assert!(check(url, true, Reach::PublicOnly).is_err(), "{url} was allowed");
         }
-        assert!(check("https://[2606:4700::1111]/", true).is_ok());
-        assert!(check("https://[64:ff9b::808:808]/", true).is_ok(), "NAT64 of a public address");
-        assert!(check("https://192.0.0.9/", true).is_ok(), "a globally reachable anycast row");
+        assert!(check("https://[2606:4700::1111]/", true, Reach::PublicOnly).is_ok());
+        assert!(check("https://[64:ff9b::808:808]/", true, Reach::PublicOnly).is_ok(), "NAT64 of a public address");
+        assert!(check("https://192.0.0.9/", true, Reach::PublicOnly).is_ok(), "a globally reachable anycast row");
     }
 
     #[test]
     fn public_https_urls_are_allowed_and_development_may_use_local_http() {
-        assert!(check("https://hooks.example.com/gatehouse", true).is_ok());
-        assert!(check("https://93.184.216.34:8443/x", true).is_ok());
-        assert!(check("http://127.0.0.1:9000/hook", false).is_ok());
-        assert!(check("http://user@127.0.0.1:9000/hook", false).is_err());
-        assert!(check("http://127.0.0.1:9000/a\0b", false).is_err());
-        assert!(check("http://127.0.0.1:9000/\r\nX-Injected: 1", false).is_err());
+        assert!(check("https://hooks.example.com/gatehouse", true, Reach::PublicOnly).is_ok());
+        assert!(check("https://93.184.216.34:8443/x", true, Reach::PublicOnly).is_ok());
+        assert!(check("http://127.0.0.1:9000/hook", false, Reach::PrivateToo).is_ok());
+        assert!(check("http://user@127.0.0.1:9000/hook", false, Reach::PrivateToo).is_err());
+        assert!(check("http://127.0.0.1:9000/a\0b", false, Reach::PrivateToo).is_err());
+        assert!(check("http://127.0.0.1:9000/\r\nX-Injected: 1", false, Reach::PrivateToo).is_err());
     }
 
     #[test]
@@ -362,7 +410,7 @@ mod tests {
         for url in
             ["http://localhost:9000/x", "https://Hooks.Example.com/a?b#c", "http://[::1]:80/", "https://a-1.b2.io"]
         {
-            assert!(check(url, false).is_ok(), "{url} was refused");
+            assert!(check(url, false, Reach::PrivateToo).is_ok(), "{url} was refused");
         }
         for url in [
             "https://yt.3kh.org*",
@@ -379,7 +427,43 @@ mod tests {
             "https://a.com\\x",
             "http://127.1/",
         ] {
-            assert!(check(url, false).is_err(), "{url} was allowed");
+            assert!(check(url, false, Reach::PrivateToo).is_err(), "{url} was allowed");
+        }
+    }
+
+    #[test]
+    fn a_development_application_reaches_private_hosts_only_when_the_operator_allows_it() {
+        assert_eq!(Reach::of(true, true), Reach::PublicOnly, "production never does");
+        assert_eq!(Reach::of(false, false), Reach::PublicOnly);
+        assert_eq!(Reach::of(false, true), Reach::PrivateToo);
+        assert!(check("http://127.0.0.1:9000/hook", false, Reach::PublicOnly).is_err());
+        assert!(check("http://localhost:9000/hook", false, Reach::PublicOnly).is_err());
+        assert!(check("http://hooks.example.com/hook", false, Reach::PublicOnly).is_ok(), "http outside production");
+        assert!(!Reach::PublicOnly.allows(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+        assert!(Reach::PrivateToo.allows(IpAddr::V4(Ipv4Addr::LOCALHOST)));
+    }
+
+    #[test]
+    fn every_spelling_of_an_internal_smtp_host_is_refused() {
+        for host in [
+            "127.0.0.1",
+            "localhost",
+            "2130706433",
+            "127.1",
+            "0",
+            "0x7f000001",
+            "0177.0.0.1",
+            "169.254.169.254",
+            "10.255.255.1",
+            "192.168.1.1",
+            "metadata.google.internal",
+            "mail.localhost",
+            "mailhog",
+        ] {
+            assert!(!host_may_be_public(host), "{host} was allowed");
+        }
+        for host in ["smtp.example.com", "93.184.216.34", "SMTP.Example.COM."] {
+            assert!(host_may_be_public(host), "{host} was refused");
         }
     }
 }

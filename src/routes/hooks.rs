@@ -90,7 +90,9 @@ pub struct CreateHookRequest {
     responses((status = 201, body = HookWithSecretView), (status = 422)), security(("secret_key" = ["hooks:write"])))]
 pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let r: CreateHookRequest = body.json().await?;
+    let live = key.tenant().environment.is_live();
     let new = NewHook {
+        reach: state.webhooks.reach(live),
         point: r.point,
         url: r.url,
         description: r.description,
@@ -145,7 +147,9 @@ pub async fn update_hook(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
     let r: UpdateHookRequest = body.json().await?;
+    let live = key.tenant().environment.is_live();
     let patch = HookPatch {
+        reach: state.webhooks.reach(live),
         url: r.url,
         description: r.description,
         enabled: r.enabled,

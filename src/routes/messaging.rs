@@ -49,7 +49,10 @@ pub struct UpsertMessagingProviderRequest {
     #[schema(schema_with = crate::openapi::fields::messaging_kind)]
     pub kind: String,
     /// `smtp`: `{host, port (default 587), username, from, starttls (default
-    /// false; true required in production)}`. Other kinds: null or `{}`.
+    /// false; true required in production)}`; `host` may not be a loopback,
+    /// private or other non-public address in any spelling (production
+    /// applications, and development ones unless the operator allows private
+    /// destinations). Other kinds: null or `{}`.
     #[serde(default)]
     #[schema(schema_with = crate::openapi::fields::messaging_config)]
     pub config: Option<Value>,
@@ -112,7 +115,8 @@ pub async fn upsert_messaging_provider(
     key.own_application(&path)?;
     let r: UpsertMessagingProviderRequest = body.json().await?;
     let update = ProviderUpdate { channel: r.channel, kind: r.kind, config: r.config, secret: r.secret };
-    let checked = messaging::check(update, key.tenant().environment)?;
+    let environment = key.tenant().environment;
+    let checked = messaging::check(update, environment, state.mailer.reach(environment.is_live()))?;
     let row = state.tenants.upsert_messaging_provider(&key.scope, checked).await?;
     Ok(envelope::ok(MessagingProviderView::from(&row)))
 }
@@ -141,13 +145,15 @@ pub struct TestMessagingProviderRequest {
 
 /// Send a test message through the channel's provider. Success makes it
 /// `verified` (with `verified_at`); a failure makes it `failing` and answers
-/// 503 `unavailable`.
+/// 503 `unavailable` (an SMTP host that resolves to no address the
+/// application may reach is `blocked_destination`, with nothing dialled).
+/// The send takes at most 10 s; an application has at most 4 in flight.
 #[utoipa::path(post, path = "/v1/applications/{application_id}/providers/messaging/test", tag = "providers",
     params(("application_id" = Uuid, Path, description = "The caller's application.")),
     request_body = TestMessagingProviderRequest,
     responses((status = 200, body = MessagingProviderView),
         (status = 404, description = "`not_found`: not the caller's application, or no provider for the channel"),
-        (status = 503, description = "`unavailable`: the provider did not take the message; its status is now `failing`")),
+        (status = 503, description = "`unavailable`: the provider did not take the message (its status is now `failing`), or the application's sends in flight left no slot within the send's deadline")),
     security(("secret_key" = ["providers:write"])))]
 pub async fn test_messaging_provider(
     state: web::Data<AppState>,

@@ -153,7 +153,8 @@ impl DeliveryView {
     security(("secret_key" = ["webhooks:write"])))]
 pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CreateWebhookRequest = body.json().await?;
-    let url = webhooks::checked_url(&request.url, key.tenant().environment.is_live())?;
+    let live = key.tenant().environment.is_live();
+    let url = webhooks::checked_url(&request.url, live, state.webhooks.reach(live))?;
     let mut issues = Issues::default();
     let description = request.description.map(|d| issues.text("description", &d, 1024));
     let event_types = webhooks::event_types(&mut issues, request.event_types.unwrap_or_default());
@@ -187,10 +188,17 @@ pub async fn find_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<
 #[utoipa::path(patch, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
     params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")), request_body = UpdateWebhookRequest,
     responses((status = 200, body = WebhookView), (status = 404), (status = 422)), security(("secret_key" = ["webhooks:write"])))]
-pub async fn update_webhook(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+pub async fn update_webhook(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     let request: UpdateWebhookRequest = body.json().await?;
-    let url = request.url.map(|u| webhooks::checked_url(&u, key.tenant().environment.is_live())).transpose()?;
+    let live = key.tenant().environment.is_live();
+    let reach = state.webhooks.reach(live);
+    let url = request.url.map(|u| webhooks::checked_url(&u, live, reach)).transpose()?;
     let mut issues = Issues::default();
     let description = request.description.map(|d| d.map(|d| issues.text("description", &d, 1024)));
     let event_types = request.event_types.map(|t| webhooks::event_types(&mut issues, t));

@@ -20,7 +20,7 @@ use super::{
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, seal},
-    events::{delivery::Clients, signing},
+    events::{delivery::Clients, signing, url_safety::Reach},
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
     tenancy::Tenant,
 };
@@ -67,6 +67,8 @@ fn description_issue(issues: &mut Issues, description: &Option<String>) {
 }
 
 pub struct NewHook {
+    /// What the application may reach (the route asks the delivery clients).
+    pub reach: Reach,
     pub point: String,
     pub url: String,
     pub description: Option<String>,
@@ -93,7 +95,7 @@ pub async fn create(
     description_issue(&mut issues, &new.description);
     issues.finish()?;
     let tenant = scope.tenant();
-    let url = checked_url(&new.url, tenant.environment.is_live())?;
+    let url = checked_url(&new.url, tenant.environment.is_live(), new.reach)?;
     let mut txn = scope.begin().await?;
     txn.reserve::<hook::Entity>(Limit { max: limit, what: "hooks", field: "url" }, |all| all).await?;
     let id = Uuid::now_v7();
@@ -148,6 +150,8 @@ pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<hook::Model, HookErr
 
 #[derive(Default)]
 pub struct HookPatch {
+    /// What the application may reach (default: public addresses only).
+    pub reach: Reach,
     pub url: Option<String>,
     pub description: Option<Option<String>>,
     pub enabled: Option<bool>,
@@ -165,7 +169,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> Result<h
         description_issue(&mut issues, description);
     }
     issues.finish()?;
-    let url = patch.url.map(|url| checked_url(&url, tenant.environment.is_live())).transpose()?;
+    let url = patch.url.map(|url| checked_url(&url, tenant.environment.is_live(), patch.reach)).transpose()?;
     let mut txn = scope.begin().await?;
     let mut row = find(&txn, id).await?;
     row.url = url.unwrap_or(row.url);
@@ -292,7 +296,8 @@ async fn call(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body: &s
 
 async fn exchange(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body: &str, deadline: Duration) -> Outcome {
     let production = tenant.environment.is_live();
-    let Ok(url) = crate::events::url_safety::check(&hook.url, production) else {
+    let reach = caller.clients.reach(production);
+    let Ok(url) = crate::events::url_safety::check(&hook.url, production, reach) else {
         return Outcome::Failed("blocked_destination", None);
     };
     let Ok(secret) = seal::open(caller.master_key, &secret_context(tenant.id, hook.id), &hook.secret_sealed) else {
@@ -303,7 +308,7 @@ async fn exchange(caller: &Caller<'_>, tenant: &Tenant, hook: &hook::Model, body
     let timestamp = crate::clock::now().timestamp();
     let response = caller
         .clients
-        .client(production)
+        .client(reach)
         .post(url)
         .timeout(deadline)
         .header("content-type", "application/json")

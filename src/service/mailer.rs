@@ -5,20 +5,51 @@
 //! shared sender in this build) record the message in the outbox, as does a
 //! channel without a provider. Nothing is dropped. Each send's outcome
 //! drives the provider's `status` through the tenant actor.
-use std::time::Duration;
+//!
+//! An SMTP send resolves the host itself and dials only addresses the
+//! application may reach ([`Reach`]: public ones, unless it is a
+//! development application and the operator allows private destinations),
+//! by address, so the address dialled is the address checked; STARTTLS
+//! still verifies the certificate against the configured host name. A send
+//! is bounded as a whole ([`SEND_DEADLINE`]: resolving, waiting for a slot,
+//! connecting, the greeting, the dialogue), and an application has at most
+//! [`SENDS_PER_APPLICATION`] in flight: more wait for a slot within their
+//! deadline, then fail without touching the provider's status.
+use std::{io::ErrorKind, net::SocketAddr, sync::Arc, time::Duration};
 
 use entity::messaging_provider;
 use lettre::{
     message::{header::ContentType, Mailbox},
-    transport::smtp::{authentication::Credentials, Error as SmtpError},
+    transport::smtp::{
+        authentication::Credentials,
+        client::{Tls, TlsParameters},
+        Error as SmtpError,
+    },
     AsyncSmtpTransport, AsyncTransport, Tokio1Executor,
 };
+use tokio::{
+    sync::{OwnedSemaphorePermit, Semaphore},
+    time::Instant,
+};
+use uuid::Uuid;
 
 use super::messaging::{self, MessagingError, OutboxEntry, Outcome, SmtpConfig, NO_PROVIDER};
-use crate::{crypto::master_key::MasterKey, storage::TenantScope, tenancy::registry::TenantRegistry};
+use crate::{
+    crypto::master_key::MasterKey, events::url_safety::Reach, storage::TenantScope, tenancy::registry::TenantRegistry,
+};
 
-/// Connecting, the dialogue and the message, each.
-const SMTP_TIMEOUT: Duration = Duration::from_secs(10);
+/// One SMTP send, all of it: resolving the host, waiting for a slot,
+/// connecting, the greeting, the dialogue and the message.
+pub const SEND_DEADLINE: Duration = Duration::from_secs(10);
+/// Connecting, and each command's answer (within [`SEND_DEADLINE`]).
+const SMTP_TIMEOUT: Duration = Duration::from_secs(5);
+/// SMTP sends in flight at once for one application.
+pub const SENDS_PER_APPLICATION: usize = 4;
+/// Addresses of one host tried in turn when one refuses the connection.
+const MAX_ADDRESSES: usize = 4;
+/// The reason recorded when the host resolves to no address the
+/// application may reach (the webhooks' failure class of the same name).
+pub const BLOCKED_DESTINATION: &str = "blocked_destination";
 
 /// One message to one recipient (an email address, or an E.164 number for `sms`).
 pub struct Message {
@@ -40,11 +71,28 @@ pub enum Sent {
 pub struct Mailer {
     tenants: TenantRegistry,
     master_key: MasterKey,
+    /// `security.allow_private_destinations`, as the settings read it.
+    allow_private: bool,
+    /// Each application's slots for SMTP sends. An entry idle for ten
+    /// minutes goes; sends last seconds, so none in use does.
+    slots: moka::sync::Cache<Uuid, Arc<Semaphore>>,
 }
 
 impl Mailer {
-    pub fn new(tenants: TenantRegistry, master_key: MasterKey) -> Mailer {
-        Mailer { tenants, master_key }
+    pub fn new(tenants: TenantRegistry, master_key: MasterKey, allow_private: bool) -> Mailer {
+        let slots = moka::sync::Cache::builder().time_to_idle(Duration::from_secs(600)).build();
+        Mailer { tenants, master_key, allow_private, slots }
+    }
+
+    /// What an application of this environment's SMTP provider may reach.
+    pub fn reach(&self, production: bool) -> Reach {
+        Reach::of(production, self.allow_private)
+    }
+
+    /// A slot for one SMTP send of the application, waited for until `deadline`.
+    async fn slot(&self, application_id: Uuid, deadline: Instant) -> Option<OwnedSemaphorePermit> {
+        let slots = self.slots.get_with(application_id, || Arc::new(Semaphore::new(SENDS_PER_APPLICATION)));
+        tokio::time::timeout_at(deadline, slots.acquire_owned()).await.ok()?.ok()
     }
 
     /// Sends through the channel's provider, or records the message in the
@@ -101,8 +149,23 @@ impl Mailer {
         message: &Message,
         test: bool,
     ) -> Result<(Sent, Option<messaging_provider::Model>), MessagingError> {
+        let deadline = Instant::now() + SEND_DEADLINE;
+        let _slot = match provider.kind.as_str() {
+            "smtp" => Some(
+                self.slot(scope.tenant().id, deadline)
+                    .await
+                    .ok_or(MessagingError::Busy { kind: provider.kind.clone(), in_flight: SENDS_PER_APPLICATION })?,
+            ),
+            _ => None,
+        };
         let result = match provider.kind.as_str() {
-            "smtp" => self.smtp(provider, message).await.map(|()| Sent::Delivered),
+            "smtp" => {
+                let reach = self.reach(scope.tenant().environment.is_live());
+                match tokio::time::timeout_at(deadline, self.smtp(provider, message, reach)).await {
+                    Ok(sent) => sent.map(|()| Sent::Delivered),
+                    Err(_) => Err(format!("the SMTP server did not answer in time ({} s)", SEND_DEADLINE.as_secs())),
+                }
+            }
             kind => {
                 messaging::record_in_outbox(scope, entry(&provider.channel, kind, message)).await?;
                 Ok(Sent::Recorded)
@@ -128,9 +191,10 @@ impl Mailer {
         }
     }
 
-    /// One message over SMTP. The failure says what went wrong in our
-    /// words, never the server's text (a server could echo what it was sent).
-    async fn smtp(&self, provider: &messaging_provider::Model, message: &Message) -> Result<(), String> {
+    /// One message over SMTP, to an address of the host that `reach`
+    /// allows. The failure says what went wrong in our words, never the
+    /// server's text (a server could echo what it was sent).
+    async fn smtp(&self, provider: &messaging_provider::Model, message: &Message, reach: Reach) -> Result<(), String> {
         let config: SmtpConfig = serde_json::from_value(provider.config.clone())
             .map_err(|_| "the stored settings do not read".to_string())?;
         let password = messaging::open_secret(&self.master_key, provider)
@@ -144,17 +208,71 @@ impl Mailer {
             .header(ContentType::TEXT_PLAIN)
             .body(message.body.clone())
             .map_err(|_| "the message could not be built".to_string())?;
-        let builder = if config.starttls {
-            AsyncSmtpTransport::<Tokio1Executor>::starttls_relay(&config.host).map_err(|err| describe(&err))?
-        } else {
-            AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(&config.host)
+        let addresses = resolve(&config.host, config.port, reach).await?;
+        let tls = match config.starttls {
+            // The certificate is checked against the host name, whatever address is dialled.
+            true => Some(TlsParameters::new(config.host.clone()).map_err(|err| describe(&err))?),
+            false => None,
         };
-        let mut builder = builder.port(config.port).timeout(Some(SMTP_TIMEOUT));
-        if let (Some(username), Some(password)) = (config.username, password) {
-            builder = builder.credentials(Credentials::new(username, password));
+        let credentials = match (config.username, password) {
+            (Some(username), Some(password)) => Some(Credentials::new(username, password)),
+            _ => None,
+        };
+        let mut last = None;
+        for address in addresses {
+            // The address, not the name: lettre resolves nothing, so it dials what was checked.
+            let mut builder = AsyncSmtpTransport::<Tokio1Executor>::builder_dangerous(address.ip().to_string())
+                .port(address.port())
+                .timeout(Some(SMTP_TIMEOUT));
+            if let Some(tls) = &tls {
+                builder = builder.tls(Tls::Required(tls.clone()));
+            }
+            if let Some(credentials) = &credentials {
+                builder = builder.credentials(credentials.clone());
+            }
+            match builder.build().send(email.clone()).await {
+                Ok(_) => return Ok(()),
+                // Nothing reached this address: the next one may be up.
+                Err(err) if not_dialled(&err) => last = Some(err),
+                Err(err) => return Err(describe(&err)),
+            }
         }
-        builder.build().send(email).await.map(|_| ()).map_err(|err| describe(&err))
+        Err(last.map(|err| describe(&err)).unwrap_or_else(|| "the SMTP server could not be reached".to_string()))
     }
+}
+
+/// The addresses of `host` that `reach` allows, in the resolver's order (at
+/// most [`MAX_ADDRESSES`]); none: the destination is refused, with nothing dialled.
+async fn resolve(host: &str, port: u16, reach: Reach) -> Result<Vec<SocketAddr>, String> {
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((host, port))
+        .await
+        .map_err(|_| "the SMTP host does not resolve".to_string())?
+        .collect();
+    let allowed: Vec<SocketAddr> = found.into_iter().filter(|a| reach.allows(a.ip())).take(MAX_ADDRESSES).collect();
+    if allowed.is_empty() {
+        return Err(format!(
+            "the SMTP host resolves to no public address, so nothing was dialled ({BLOCKED_DESTINATION})"
+        ));
+    }
+    Ok(allowed)
+}
+
+/// The connection itself was refused or had no route: nothing was sent.
+fn not_dialled(err: &SmtpError) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(err);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>() {
+            return matches!(
+                io.kind(),
+                ErrorKind::ConnectionRefused
+                    | ErrorKind::NetworkUnreachable
+                    | ErrorKind::HostUnreachable
+                    | ErrorKind::AddrNotAvailable
+            );
+        }
+        source = cause.source();
+    }
+    false
 }
 
 fn entry<'a>(channel: &'a str, reason: &'a str, message: &'a Message) -> OutboxEntry<'a> {

@@ -18,6 +18,7 @@ use crate::{
     clock,
     crypto::{master_key::MasterKey, seal},
     error::ApiError,
+    events::url_safety::{self, Reach},
     storage::{Page, TenantConn, TenantScope, Unaudited},
     tenancy::{Environment, Tenant},
 };
@@ -43,6 +44,10 @@ pub enum MessagingError {
     /// The send failed; the provider's status is now `failing`.
     #[error("the message could not be sent through the `{kind}` provider: {reason}")]
     SendFailed { kind: String, reason: String },
+    /// The application already has this many sends in flight, and none
+    /// ended within the send's deadline; the provider's status is unchanged.
+    #[error("{in_flight} messages are already being sent through the `{kind}` provider")]
+    Busy { kind: String, in_flight: usize },
     #[error(transparent)]
     Invalid(#[from] Invalid),
     /// The tenant's state could not be read or changed.
@@ -100,8 +105,12 @@ impl std::fmt::Debug for CheckedUpdate {
     }
 }
 
-/// The rules of operation 2 that need no stored row.
-pub fn check(update: ProviderUpdate, environment: Environment) -> Result<CheckedUpdate, MessagingError> {
+/// The rules of operation 2 that need no stored row. `reach` says whether
+/// the SMTP host may be a loopback or private address ([`Reach::of`]); when
+/// it may not, a host that is one in any spelling (`127.1`, `2130706433`,
+/// `0`, `localhost`) is refused here, and every address a name resolves to
+/// is checked again at each send.
+pub fn check(update: ProviderUpdate, environment: Environment, reach: Reach) -> Result<CheckedUpdate, MessagingError> {
     let mut issues = Issues::default();
     if !CHANNELS.contains(&update.channel.as_str()) {
         issues.add("channel", format!("must be one of {}", CHANNELS.join(", ")));
@@ -116,7 +125,7 @@ pub fn check(update: ProviderUpdate, environment: Environment) -> Result<Checked
     let config = match (update.kind.as_str(), update.config) {
         ("smtp", Some(value)) => match serde_json::from_value::<SmtpConfig>(value) {
             Ok(config) => {
-                smtp_issues(&mut issues, &config, environment);
+                smtp_issues(&mut issues, &config, environment, reach);
                 serde_json::to_value(config).expect("a config serialises")
             }
             Err(err) => {
@@ -149,9 +158,11 @@ pub fn check(update: ProviderUpdate, environment: Environment) -> Result<Checked
     Ok(CheckedUpdate { channel: update.channel, kind: update.kind, config, secret: update.secret })
 }
 
-fn smtp_issues(issues: &mut Issues, config: &SmtpConfig, environment: Environment) {
+fn smtp_issues(issues: &mut Issues, config: &SmtpConfig, environment: Environment, reach: Reach) {
     if !is_host(&config.host) {
         issues.add("config.host", "must be a host name or an IPv4 address");
+    } else if reach == Reach::PublicOnly && !url_safety::host_may_be_public(&config.host) {
+        issues.add("config.host", "must not be a loopback, private or otherwise non-public address");
     }
     if config.port == 0 {
         issues.add("config.port", "must be between 1 and 65535");
@@ -399,28 +410,50 @@ mod tests {
             secret: secret.map(str::to_string),
         };
         let smtp = json!({"host": "smtp.example.com", "from": "no-reply@example.com", "starttls": true});
-        assert!(check(update("email", "smtp", Some(smtp.clone()), Some("pw")), Environment::Production).is_ok());
+        assert!(check(
+            update("email", "smtp", Some(smtp.clone()), Some("pw")),
+            Environment::Production,
+            Reach::PublicOnly
+        )
+        .is_ok());
         assert!(matches!(
-            check(update("email", "shared", None, None), Environment::Production),
+            check(update("email", "shared", None, None), Environment::Production, Reach::PublicOnly),
             Err(MessagingError::ProductionSharedSender)
         ));
         assert!(matches!(
-            check(update("email", "log", None, None), Environment::Production),
+            check(update("email", "log", None, None), Environment::Production, Reach::PublicOnly),
             Err(MessagingError::Invalid(_))
         ));
         assert!(matches!(
-            check(update("sms", "smtp", Some(smtp), None), Environment::Development),
+            check(update("sms", "smtp", Some(smtp), None), Environment::Development, Reach::PrivateToo),
             Err(MessagingError::Invalid(_))
         ));
         assert!(matches!(
-            check(update("email", "log", None, Some("pw")), Environment::Development),
+            check(update("email", "log", None, Some("pw")), Environment::Development, Reach::PrivateToo),
             Err(MessagingError::Invalid(_))
         ));
         let plain = json!({"host": "smtp.example.com", "from": "no-reply@example.com"});
         assert!(matches!(
-            check(update("email", "smtp", Some(plain), None), Environment::Production),
+            check(update("email", "smtp", Some(plain), None), Environment::Production, Reach::PublicOnly),
             Err(MessagingError::Invalid(_))
         ));
+        for host in ["127.0.0.1", "localhost", "2130706433", "127.1", "0", "169.254.169.254", "10.255.255.1"] {
+            let internal = json!({"host": host, "from": "no-reply@example.com", "starttls": true});
+            assert!(
+                matches!(
+                    check(
+                        update("email", "smtp", Some(internal.clone()), None),
+                        Environment::Production,
+                        Reach::PublicOnly
+                    ),
+                    Err(MessagingError::Invalid(_))
+                ),
+                "{host} in production"
+            );
+            let development =
+                check(update("email", "smtp", Some(internal), None), Environment::Development, Reach::PrivateToo);
+            assert!(development.is_ok(), "{host} where the operator allows private destinations");
+        }
         assert!(is_phone("+4915112345678") && !is_phone("+0123456789") && !is_phone("12345678"));
     }
 }

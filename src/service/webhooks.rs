@@ -46,9 +46,10 @@ pub enum WebhookError {
 #[error("the URL {0}")]
 pub struct InvalidUrl(pub String);
 
-/// A URL that passed the rules.
-pub fn checked_url(raw: &str, production: bool) -> Result<String, InvalidUrl> {
-    url_safety::check(raw, production).map(|_| raw.to_string()).map_err(InvalidUrl)
+/// A URL that passed the rules: `https` for a production application, and
+/// a host `reach` allows.
+pub fn checked_url(raw: &str, production: bool, reach: url_safety::Reach) -> Result<String, InvalidUrl> {
+    url_safety::check(raw, production, reach).map(|_| raw.to_string()).map_err(InvalidUrl)
 }
 
 /// Event types to filter on: audit types or dotted families.

@@ -35,6 +35,10 @@ impl TestStorage {
         settings.server.workers = 2;
         settings.cache.redis_url = std::env::var("GATEHOUSE_TEST_REDIS_URL").ok();
         settings.billing.processor_webhook_secret = Some(PROCESSOR_SECRET.to_string());
+        // Development applications' webhooks, hooks and SMTP providers reach
+        // the tests' receivers on loopback, on SQLite and PostgreSQL alike
+        // (PostgreSQL alone would turn the default off).
+        settings.security.allow_private_destinations = Some(true);
         if let Ok(base) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") {
             let admin = Database::connect(&base).await.expect("GATEHOUSE_TEST_POSTGRES_URL must be reachable");
             let prefix = format!("gh_test_{}", Uuid::new_v4().simple());

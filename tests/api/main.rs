@@ -11,6 +11,7 @@ mod binary;
 mod cli;
 mod cross_node;
 mod delivery_durability;
+mod destinations;
 mod dns;
 mod email_verification;
 mod end_users;
