@@ -3,6 +3,7 @@
 pub mod body;
 pub mod caching;
 pub mod cors;
+pub mod draining;
 pub mod envelope;
 pub mod errors;
 pub mod metrics;

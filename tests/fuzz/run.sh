@@ -42,6 +42,7 @@ server=$!
 for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
 
 # The end user whose access token the access-token operations carry.
+export GATEHOUSE_FUZZ_AUTH_LOG="$work/auth.log"
 export GATEHOUSE_FUZZ_BASE="$base" GATEHOUSE_FUZZ_APPLICATION="$app" GATEHOUSE_FUZZ_SECRET_KEY="$key" \
   GATEHOUSE_FUZZ_EMAIL="fuzz@example.com" GATEHOUSE_FUZZ_PASSWORD="correct horse battery"
 signed_up="$(curl -sf -X POST "$base/v1/auth/sign-up" -H "x-application-id: $app" -H 'content-type: application/json' \
@@ -87,6 +88,9 @@ export GATEHOUSE_FUZZ_CLIENT_SECRET="$(field "$account_key" "['data']['secret']"
 cd "$here"
 status=0
 SCHEMATHESIS_HOOKS="$here/hooks.py" schemathesis run "$base/v1/openapi.json" --checks all || status=1
+if [ -s "$work/auth.log" ]; then
+  echo "the end user's sign-in failed during the run:" >&2; cat "$work/auth.log" >&2; status=1
+fi
 if grep -q "panicked" "$work/serve.log"; then
   echo "the server panicked:" >&2; grep -A5 panicked "$work/serve.log" >&2; status=1
 fi
