@@ -16,6 +16,7 @@ use uuid::Uuid;
 
 use crate::{
     crypto::{master_key::MasterKey, seal},
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn},
 };
 
@@ -117,7 +118,7 @@ impl SigningKeys {
             return Ok(false);
         }
         let kid = self.insert(&mut txn).await?;
-        txn.audit("signing_key.created", Some(kid), json!({"kid": kid})).await?;
+        txn.audit(EventType::SigningKeyCreated, Some(kid), json!({"kid": kid})).await?;
         txn.commit().await?;
         Ok(true)
     }
@@ -139,7 +140,7 @@ impl SigningKeys {
             .await?;
         let kid = self.insert(&mut txn).await?;
         let previous: Vec<String> = retired.iter().map(|k| k.id.to_string()).collect();
-        txn.audit("signing_key.rotated", Some(kid), json!({"kid": kid, "retired": previous})).await?;
+        txn.audit(EventType::SigningKeyRotated, Some(kid), json!({"kid": kid, "retired": previous})).await?;
         txn.commit().await?;
         Ok(kid)
     }
