@@ -8,6 +8,8 @@
 #   bash deploy/local-cluster.sh          # Ctrl-C stops every node
 #   PG=postgres://… REDIS=redis://… BASE_PORT=8081 bash deploy/local-cluster.sh
 #   BIN=target/debug/gatehouse DB_PREFIX=ghcluster DATA_DIR=/tmp/c …  (the cluster test)
+# DEPLOYMENT (default: DB_PREFIX with `_` as `-`) names the cluster's Redis
+# keys and channel, so clusters sharing one Redis stay apart.
 # Every node is given every region's database URL: any node can move an
 # application of its regions to another region (README, "Region moves").
 # Each node's pid is in $DATA_DIR/<node>.pid and its log in $DATA_DIR/<node>.log.
@@ -17,6 +19,7 @@ PG="${PG:-postgres://postgres@127.0.0.1:5432}"
 REDIS="${REDIS:-redis://127.0.0.1:6379}"
 BASE_PORT="${BASE_PORT:-8081}"
 DB_PREFIX="${DB_PREFIX:-gatehouse}"
+DEPLOYMENT="${DEPLOYMENT:-${DB_PREFIX//_/-}}"
 if [ -z "${BIN:-}" ]; then
   cargo build --release --quiet
   BIN=target/release/gatehouse
@@ -31,6 +34,7 @@ export GATEHOUSE__STORAGE__CATALOG_URL="$PG/${DB_PREFIX}_catalog" \
   GATEHOUSE__REGIONS__AP__DATABASE_URL="$PG/${DB_PREFIX}_ap" \
   GATEHOUSE__CACHE__REDIS_URL="$REDIS" \
   GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS=false \
+  GATEHOUSE__DEPLOYMENT__NAME="$DEPLOYMENT" \
   GATEHOUSE__STORAGE__DATA_DIR="${DATA_DIR:-./data/cluster}"
 mkdir -p "$GATEHOUSE__STORAGE__DATA_DIR"
 # One master key for the whole deployment (production: from a secret store).

@@ -15,6 +15,8 @@ pub struct Settings {
     pub regions: RegionsSettings,
     pub node: NodeSettings,
     #[serde(default)]
+    pub deployment: DeploymentSettings,
+    #[serde(default)]
     pub cache: CacheSettings,
     #[serde(default)]
     pub security: SecuritySettings,
@@ -207,6 +209,66 @@ pub struct PeerSettings {
     pub ap: Option<String>,
 }
 
+/// Which deployment this node belongs to. Every Redis key and channel is
+/// named under it (`gatehouse:{name}:…`), so deployments sharing one Redis
+/// (a staging and a production) share nothing there.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct DeploymentSettings {
+    #[serde(default)]
+    pub name: DeploymentName,
+}
+
+/// A deployment's name: 1 to 32 of `a-z`, `0-9` and `-`, neither first nor
+/// last a `-` (it goes into Redis key names, so nothing that could read as
+/// a separator or a glob).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct DeploymentName(String);
+
+impl DeploymentName {
+    pub const MAX_LEN: usize = 32;
+
+    pub fn parse(name: &str) -> Result<DeploymentName, String> {
+        let valid = (1..=Self::MAX_LEN).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !name.starts_with('-')
+            && !name.ends_with('-');
+        if valid {
+            Ok(DeploymentName(name.to_string()))
+        } else {
+            Err(format!(
+                "deployment.name `{}` must be 1 to {} of a-z, 0-9 and `-`, not starting or ending with `-`",
+                name.escape_debug(),
+                Self::MAX_LEN
+            ))
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl Default for DeploymentName {
+    fn default() -> Self {
+        DeploymentName("default".to_string())
+    }
+}
+
+impl TryFrom<String> for DeploymentName {
+    type Error = String;
+
+    fn try_from(name: String) -> Result<Self, Self::Error> {
+        DeploymentName::parse(&name)
+    }
+}
+
+impl std::fmt::Display for DeploymentName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 #[derive(Clone, Default, Deserialize)]
 pub struct CacheSettings {
     pub redis_url: Option<String>,
@@ -305,6 +367,7 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("server.workers", "0"),
     ("server.shutdown_timeout_seconds", "10"),
     ("server.body_timeout_seconds", "30"),
+    ("deployment.name", "default"),
     ("storage.data_dir", "./data"),
     ("storage.max_connections", "16"),
     ("tokens.access_ttl_seconds", "300"),
@@ -464,6 +527,27 @@ mod tests {
     }
 
     #[test]
+    fn the_deployment_name_defaults_to_default_and_must_be_a_short_lowercase_name() {
+        assert_eq!(Settings::defaults().deployment.name.as_str(), "default");
+        for good in ["default", "prod", "staging-eu-2", "a", &"x".repeat(DeploymentName::MAX_LEN)] {
+            assert!(DeploymentName::parse(good).is_ok(), "{good:?} is a name");
+        }
+        for bad in ["", "Prod", "prod:eu", "prod*", "-prod", "prod-", "prod eu", "prod_eu", "é", &"x".repeat(33)] {
+            assert!(DeploymentName::parse(bad).is_err(), "{bad:?} is refused");
+        }
+        // A file naming a bad one is refused at load, not at the first Redis key.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gatehouse.toml");
+        std::fs::write(&file, "[deployment]\nname = \"prod:eu\"\n").unwrap();
+        let loaded = Settings::defaults_builder()
+            .unwrap()
+            .add_source(config::File::from(file.as_path()))
+            .build()
+            .and_then(|c| c.try_deserialize::<Settings>());
+        assert!(loaded.unwrap_err().to_string().contains("deployment.name"));
+    }
+
+    #[test]
     fn a_file_overrides_defaults_and_environment_variables_override_the_file() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("gatehouse.toml");
@@ -477,7 +561,9 @@ mod tests {
         std::env::set_var("GATEHOUSE__NODE__PEERS__US", "http://us.internal:8080");
         std::env::set_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_ID", "12345");
         std::env::set_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_SECRET", "shared-secret");
+        std::env::set_var("GATEHOUSE__DEPLOYMENT__NAME", "staging-eu");
         let settings = Settings::load(Some(&file)).unwrap();
+        std::env::remove_var("GATEHOUSE__DEPLOYMENT__NAME");
         std::env::remove_var("GATEHOUSE__STORAGE__MAX_CONNECTIONS");
         std::env::remove_var("GATEHOUSE__NODE__REGIONS");
         std::env::remove_var("GATEHOUSE__NODE__PEERS__US");
@@ -485,6 +571,7 @@ mod tests {
         std::env::remove_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_SECRET");
         assert_eq!(settings.server.listen, "127.0.0.1:9999");
         assert_eq!(settings.storage.max_connections, 7);
+        assert_eq!(settings.deployment.name.as_str(), "staging-eu");
         assert_eq!(settings.node.regions, vec![Region::Eu, Region::Ap]);
         assert_eq!(settings.peer(Region::Us), Some("http://us.internal:8080"));
         assert_eq!(settings.tokens.access_ttl_seconds, 300, "untouched keys keep their defaults");

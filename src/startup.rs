@@ -93,7 +93,7 @@ impl Application {
         let metrics = telemetry::metrics_handle();
         let storage = Arc::new(open_storage(&settings).await?);
         let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
-        let shared = redis.clone().map(SharedRedis::new);
+        let shared = redis.clone().map(|client| SharedRedis::new(client, &settings.deployment.name));
         let bus = shared.clone().map(Bus::start).unwrap_or_else(Bus::local);
         let directory = Directory::start(storage.catalog.clone(), shared.clone());
         directory.listen(&bus);

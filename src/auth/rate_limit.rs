@@ -138,7 +138,7 @@ impl SharedBuckets {
     /// `None` when Redis did not answer: the caller falls back to local buckets.
     async fn take(&self, key: &str, per_second: f64, burst: f64) -> Option<(bool, f64)> {
         let script = self.script.clone();
-        let key = format!("gatehouse:rate:{key}");
+        let key = self.redis.key(format_args!("rate:{key}"));
         let taken = self.redis.run("rate limits", |mut connection| async move {
             script.key(key).arg(per_second).arg(burst).invoke_async::<(i64, String)>(&mut connection).await
         });
@@ -191,7 +191,7 @@ mod tests {
             eprintln!("skipped: GATEHOUSE_TEST_REDIS_URL is not set");
             return;
         };
-        let node = || RateLimiter::with_shared(Some(SharedRedis::new(redis::Client::open(url.as_str()).unwrap())));
+        let node = || RateLimiter::with_shared(Some(crate::cache::testing::shared(&url)));
         let (a, b) = (node(), node());
         let key = format!("test:{}", uuid::Uuid::now_v7());
         assert_eq!(a.take(&key, 1.0, 2.0).await.unwrap().unwrap().remaining, 1);

@@ -29,6 +29,7 @@ use crate::{
     },
     crypto::{constant_time_eq, key_format, sha256},
     error::{ApiError, ApiResult, Code},
+    events::catalog::EventType,
     openapi::security,
     service::api_keys,
     state::AppState,
@@ -213,7 +214,7 @@ impl KeyCache {
         actix_web::rt::spawn(async move {
             let write = async {
                 let mut txn = scope.begin().await?;
-                txn.audit("api_key.use_refused", Some(key_id), serde_json::json!({ "reason": reason })).await?;
+                txn.audit(EventType::ApiKeyUseRefused, Some(key_id), serde_json::json!({ "reason": reason })).await?;
                 txn.commit().await
             };
             if let Err(err) = write.await {

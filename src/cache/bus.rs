@@ -21,7 +21,8 @@ use uuid::Uuid;
 
 use super::redis::SharedRedis;
 
-const CHANNEL: &str = "gatehouse:invalidations";
+/// The channel, under the deployment's namespace ([`SharedRedis::key`]).
+const CHANNEL: &str = "invalidations";
 const FIRST_BACKOFF: Duration = Duration::from_millis(50);
 const MAX_BACKOFF: Duration = Duration::from_secs(1);
 /// A subscription only hears messages, so a Redis that stopped answering
@@ -71,6 +72,8 @@ struct Inner {
     node: Uuid,
     listeners: RwLock<Vec<Listener>>,
     redis: Option<SharedRedis>,
+    /// `gatehouse:{deployment}:invalidations`; empty without Redis.
+    channel: String,
     /// `None` without Redis.
     connected: Option<AtomicBool>,
 }
@@ -86,7 +89,7 @@ impl Bus {
     pub fn start(redis: SharedRedis) -> Bus {
         let client = redis.client().clone();
         let inner = Arc::new(Inner::new(Some(redis)));
-        tokio::spawn(subscribe_forever(Arc::downgrade(&inner), client));
+        tokio::spawn(subscribe_forever(Arc::downgrade(&inner), client, inner.channel.clone()));
         Bus { inner }
     }
 
@@ -109,8 +112,9 @@ impl Bus {
         let payload = serde_json::to_string(&envelope).expect("an invalidation serialises");
         // Not held back by the breaker another use opened: a change's one
         // message is worth its own 100 ms attempt.
+        let channel = self.inner.channel.clone();
         let sent = redis.run_past_breaker("invalidation bus", |mut c| async move {
-            c.publish::<_, _, i64>(CHANNEL, payload).await
+            c.publish::<_, _, i64>(channel, payload).await
         });
         if sent.await.is_none() {
             tracing::warn!(
@@ -134,8 +138,9 @@ impl Bus {
 impl Inner {
     fn new(redis: Option<SharedRedis>) -> Self {
         let connected = redis.as_ref().map(|_| AtomicBool::new(false));
+        let channel = redis.as_ref().map(|r| r.key(CHANNEL)).unwrap_or_default();
         let node = uuid::Builder::from_random_bytes(rand::random()).into_uuid();
-        Self { node, listeners: RwLock::default(), redis, connected }
+        Self { node, listeners: RwLock::default(), redis, channel, connected }
     }
 
     fn notify(&self, invalidation: &Invalidation) {
@@ -167,14 +172,14 @@ enum Ended {
     BusDropped,
 }
 
-async fn subscribe_forever(inner: Weak<Inner>, client: redis::Client) {
+async fn subscribe_forever(inner: Weak<Inner>, client: redis::Client, channel: String) {
     let mut backoff = FIRST_BACKOFF;
     // A first attempt that failed counts as a loss too: reads made
     // meanwhile may have missed messages.
     let mut lost = false;
     let mut failures = 0u32;
     loop {
-        match subscribe(&client).await {
+        match subscribe(&client, &channel).await {
             Ok((sink, stream)) => {
                 let Some(bus) = inner.upgrade() else { return };
                 bus.set_connected(true);
@@ -216,10 +221,10 @@ async fn subscribe_forever(inner: Weak<Inner>, client: redis::Client) {
     }
 }
 
-async fn subscribe(client: &redis::Client) -> redis::RedisResult<(PubSubSink, PubSubStream)> {
+async fn subscribe(client: &redis::Client, channel: &str) -> redis::RedisResult<(PubSubSink, PubSubStream)> {
     let attempt = async {
         let mut pubsub = client.get_async_pubsub().await?;
-        pubsub.subscribe(CHANNEL).await?;
+        pubsub.subscribe(channel).await?;
         Ok(pubsub.split())
     };
     tokio::time::timeout(CONNECT_WAIT, attempt)
@@ -259,7 +264,7 @@ mod tests {
     use std::sync::Mutex;
 
     use super::*;
-    use crate::cache::testing::{eventually, redis_url, shared, PrivateRedis};
+    use crate::cache::testing::{eventually, redis_url, shared, shared_in, PrivateRedis};
 
     const SOON: Duration = Duration::from_millis(200);
     const RECONNECT: Duration = Duration::from_secs(3);
@@ -324,6 +329,33 @@ mod tests {
         assert!(eventually(SOON, is_heard).await, "B hears A within 200 ms");
         tokio::time::sleep(SOON).await;
         assert_eq!(*heard_by_a.lock().unwrap(), [invalidation], "not again from Redis");
+    }
+
+    #[tokio::test]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
+    async fn two_deployments_on_one_redis_do_not_hear_each_others_invalidations() {
+        let Some(url) = redis_url() else { return };
+        // Arrange: two nodes of production and one of staging, one Redis.
+        let (production_a, production_b) =
+            (Bus::start(shared_in(&url, "production")), Bus::start(shared_in(&url, "production")));
+        let staging = Bus::start(shared_in(&url, "staging"));
+        let (heard_in_production, heard_in_staging) = (recorded(&production_b), recorded(&staging));
+        for bus in [&production_a, &production_b, &staging] {
+            assert!(subscribed(bus).await, "every node subscribes");
+        }
+        let (from_staging, from_production) = (tenant(), tenant());
+        // Act
+        staging.publish(from_staging.clone()).await;
+        production_a.publish(from_production.clone()).await;
+        // Assert: production's other node hears production, and only it.
+        let is_heard = || heard_in_production.lock().unwrap().contains(&from_production);
+        assert!(eventually(SOON, is_heard).await, "a node of the same deployment hears it");
+        tokio::time::sleep(SOON).await;
+        assert_eq!(*heard_in_production.lock().unwrap(), [from_production], "not staging's");
+        assert_eq!(*heard_in_staging.lock().unwrap(), [from_staging], "only its own, published locally");
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -58,7 +58,7 @@ pub struct ReadThrough<V: Send> {
 
 impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThrough<V> {
     /// `name` names the cache in metrics and in Redis keys
-    /// (`gatehouse:cache:{name}:{key}`).
+    /// (`gatehouse:{deployment}:cache:{name}:{key}`).
     pub fn new(name: &'static str, redis: Option<SharedRedis>, local_ttl: Duration, shared_ttl: Duration) -> Self {
         Self {
             name,
@@ -111,7 +111,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
     /// cannot refill its copy from the old shared one in between.
     pub async fn invalidate(&self, key: Uuid) {
         if let Some(redis) = &self.redis {
-            let shared_key = self.shared_key(key);
+            let shared_key = self.shared_key(redis, key);
             redis.run(self.name, |mut c| async move { c.del::<_, ()>(shared_key).await }).await;
         }
         self.invalidate_local(key);
@@ -122,7 +122,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
     /// follows, and read this one).
     pub async fn put(&self, key: Uuid, value: V) {
         if let Some(redis) = &self.redis {
-            self.write_shared(redis, self.shared_key(key), &value).await;
+            self.write_shared(redis, self.shared_key(redis, key), &value).await;
         }
         self.local.insert(key, Arc::new(Slot { cell: OnceCell::new_with(Some(value)), expires: self.expiry() }));
         self.hot.retire_all();
@@ -147,11 +147,11 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
     where
         F: Future<Output = Result<V, E>>,
     {
-        let shared_key = self.shared_key(key);
         // Only a read that reached Redis is worth a write back; after an
         // error the breaker is open anyway.
         let mut write_back = false;
         if let Some(redis) = &self.redis {
+            let shared_key = self.shared_key(redis, key);
             let read = redis
                 .run(self.name, |mut c| {
                     let shared_key = shared_key.clone();
@@ -187,7 +187,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         };
         self.count("database", "hit");
         if let (true, Some(redis)) = (write_back, &self.redis) {
-            self.write_shared(redis, shared_key, &value).await;
+            self.write_shared(redis, self.shared_key(redis, key), &value).await;
         }
         Ok(value)
     }
@@ -206,8 +206,9 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         redis.run(self.name, |mut c| async move { c.set_ex::<_, _, ()>(shared_key, bytes, seconds).await }).await;
     }
 
-    fn shared_key(&self, key: Uuid) -> String {
-        format!("gatehouse:cache:{}:{key}", self.name)
+    /// `gatehouse:{deployment}:cache:{name}:{key}`.
+    fn shared_key(&self, redis: &SharedRedis, key: Uuid) -> String {
+        redis.key(format_args!("cache:{}:{key}", self.name))
     }
 
     fn count_local_hit(&self) {
@@ -237,7 +238,7 @@ mod tests {
     use metrics::{Counter, CounterFn, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
 
     use super::*;
-    use crate::cache::testing::{closed_port, redis_url, shared, silent_listener};
+    use crate::cache::testing::{closed_port, redis_url, shared, shared_in, silent_listener};
 
     const TTL: Duration = Duration::from_secs(60);
 
@@ -374,11 +375,32 @@ mod tests {
         not(gatehouse_test_redis),
         ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
     )]
+    async fn two_deployments_on_one_redis_do_not_read_each_others_entries() {
+        let Some(url) = redis_url() else { return };
+        // Arrange: one cache name and one key, in two deployments.
+        let staging = ReadThrough::<String>::new("test_deployments", Some(shared_in(&url, "staging")), TTL, TTL);
+        let production = ReadThrough::<String>::new("test_deployments", Some(shared_in(&url, "production")), TTL, TTL);
+        let (key, calls) = (Uuid::now_v7(), AtomicUsize::new(0));
+        // Act
+        let in_staging = staging.get_with(key, counting(&calls, "staging")).await.unwrap();
+        let in_production = production.get_with(key, counting(&calls, "production")).await.unwrap();
+        // Assert: production loaded its own instead of reading staging's.
+        assert_eq!((in_staging.as_str(), in_production.as_str()), ("staging", "production"));
+        assert_eq!(calls.load(Ordering::SeqCst), 2);
+        staging.invalidate(key).await;
+        production.invalidate(key).await;
+    }
+
+    #[tokio::test]
+    #[cfg_attr(
+        not(gatehouse_test_redis),
+        ignore = "needs Redis: GATEHOUSE_TEST_REDIS_URL=redis://127.0.0.1:6379 cargo test"
+    )]
     async fn a_value_that_no_longer_deserialises_is_a_miss() {
         let Some(url) = redis_url() else { return };
         let redis = shared(&url);
         let key = Uuid::now_v7();
-        let shared_key = format!("gatehouse:cache:test_shape:{key}");
+        let shared_key = redis.key(format_args!("cache:test_shape:{key}"));
         let stored = redis.run("test", |mut c| async move { c.set_ex::<_, _, ()>(shared_key, "{not json", 60).await });
         assert!(stored.await.is_some());
         let cache = ReadThrough::<String>::new("test_shape", Some(redis), TTL, TTL);

@@ -13,7 +13,7 @@ pub mod hot;
 pub mod layer;
 pub mod redis;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 
 use std::{
     future::Future,

@@ -3,6 +3,11 @@
 //! call gets 100 ms, and when Redis misses that (or errors) callers take their
 //! fallback and Redis is left alone for 5 s instead of costing every request
 //! another 100 ms.
+//!
+//! Every Redis key and channel is named through [`SharedRedis::key`]:
+//! `gatehouse:{deployment}:{rest}`, so two deployments sharing one Redis
+//! (`deployment.name`) neither read each other's entries nor hear each
+//! other's invalidations.
 use std::{
     future::Future,
     sync::{Arc, Mutex},
@@ -11,6 +16,8 @@ use std::{
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::OnceCell;
+
+use crate::config::DeploymentName;
 
 const WAIT: Duration = Duration::from_millis(100);
 const RETRY_AFTER: Duration = Duration::from_secs(5);
@@ -22,14 +29,25 @@ const MAX_RECONNECT_DELAY_MS: u64 = 1_000;
 #[derive(Clone)]
 pub struct SharedRedis {
     client: redis::Client,
+    /// `gatehouse:{deployment}:`, the start of every key and channel.
+    prefix: Arc<str>,
     /// Made on first use: a node starts while Redis is down.
     connection: Arc<OnceCell<ConnectionManager>>,
     down_until: Arc<Mutex<Option<Instant>>>,
 }
 
 impl SharedRedis {
-    pub fn new(client: redis::Client) -> Self {
-        Self { client, connection: Arc::default(), down_until: Arc::default() }
+    /// Redis as `deployment` uses it.
+    pub fn new(client: redis::Client, deployment: &DeploymentName) -> Self {
+        let prefix = Arc::from(format!("gatehouse:{deployment}:"));
+        Self { client, prefix, connection: Arc::default(), down_until: Arc::default() }
+    }
+
+    /// The name of a key or channel in this deployment's namespace:
+    /// `gatehouse:{deployment}:{rest}`. Every key and channel the service
+    /// uses is made here.
+    pub fn key(&self, rest: impl std::fmt::Display) -> String {
+        format!("{}{rest}", self.prefix)
     }
 
     pub fn client(&self) -> &redis::Client {
@@ -102,7 +120,15 @@ impl SharedRedis {
 
 #[cfg(test)]
 mod tests {
-    use crate::cache::testing::{closed_port, redis_url, shared};
+    use crate::cache::testing::{closed_port, redis_url, shared, shared_in};
+
+    #[test]
+    fn every_key_is_under_the_deployment() {
+        let redis = shared_in("redis://127.0.0.1:1", "staging");
+        assert_eq!(redis.key("invalidations"), "gatehouse:staging:invalidations");
+        assert_eq!(redis.key(format_args!("cache:jwks:{}", 7)), "gatehouse:staging:cache:jwks:7");
+        assert_eq!(shared("redis://127.0.0.1:1").key("rate:x"), "gatehouse:default:rate:x");
+    }
 
     #[tokio::test]
     async fn a_redis_that_refuses_opens_the_breaker_and_is_not_tried_again() {

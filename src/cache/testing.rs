@@ -17,8 +17,15 @@ pub fn redis_url() -> Option<String> {
     url
 }
 
+/// Redis as the `default` deployment uses it.
 pub fn shared(url: &str) -> SharedRedis {
-    SharedRedis::new(redis::Client::open(url).expect("a Redis URL"))
+    shared_in(url, "default")
+}
+
+/// Redis as the deployment `deployment` uses it.
+pub fn shared_in(url: &str, deployment: &str) -> SharedRedis {
+    let deployment = crate::config::DeploymentName::parse(deployment).expect("a deployment name");
+    SharedRedis::new(redis::Client::open(url).expect("a Redis URL"), &deployment)
 }
 
 /// A loopback port nobody listens on: connections are refused.

@@ -39,6 +39,7 @@ use crate::{
     audit::{self, Actor},
     clock,
     crypto::seal,
+    events::catalog::EventType,
     region::Region,
     state::AppState,
     storage::Db,
@@ -522,7 +523,7 @@ async fn disable(db: &impl sea_orm::ConnectionTrait, endpoint: &webhook::Model, 
         let entry = audit::Entry {
             id: None,
             actor: &Actor::system(),
-            event_type: "webhook.endpoint.disabled",
+            event_type: EventType::WebhookEndpointDisabled.as_str(),
             aggregate_id: Some(endpoint.id),
             data: json!({"host": host_of(&endpoint.url), "reason": reason}),
         };

@@ -33,6 +33,7 @@ use crate::{
     audit::{Actor, ActorKind},
     cache::bus::{Bus, Invalidation},
     error::{ApiError, ApiResult, Code},
+    events::catalog::EventType,
     storage::{
         move_journal::{self, Begun, Step},
         tenant_tables, Db, Storage, TenantConn, TenantScope,
@@ -196,7 +197,7 @@ impl Mover {
         tenant_tables::delete_all(write.conn(), journaled.application_id).await?;
         let copied = tenant_tables::copy_all(read.conn(), write.conn(), journaled.application_id).await?;
         let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "rows": copied});
-        write.audit("application.region_changed", Some(journaled.application_id), data).await?;
+        write.audit(EventType::ApplicationRegionChanged, Some(journaled.application_id), data).await?;
         write.commit().await?;
         read.commit().await?;
         tracing::info!(application_id = %journaled.application_id, copied, "application copied to its new region");

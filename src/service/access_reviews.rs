@@ -17,7 +17,10 @@ use super::{
     organizations::{self, OrganizationError},
     validate::{Invalid, Issues},
 };
-use crate::storage::{Page, TenantConn, TenantScope, TenantTxn};
+use crate::{
+    events::catalog::EventType,
+    storage::{Page, TenantConn, TenantScope, TenantTxn},
+};
 
 pub const APPROVED: &str = "approved";
 pub const REVOKED: &str = "revoked";
@@ -101,7 +104,7 @@ pub async fn create(
         txn.insert_many(items).await?;
     }
     let data = json!({"name": review.name, "organization_id": organization_id, "item_count": review.item_count});
-    txn.audit("access_review.created", Some(review.id), data).await?;
+    txn.audit(EventType::AccessReviewCreated, Some(review.id), data).await?;
     txn.commit().await?;
     Ok(review)
 }
@@ -180,7 +183,7 @@ pub async fn decide(
         "decision": decision,
         "membership_removed": removed,
     });
-    txn.audit("access_review.item_decided", Some(item.id), data).await?;
+    txn.audit(EventType::AccessReviewItemDecided, Some(item.id), data).await?;
     txn.commit().await?;
     Ok(item)
 }
@@ -221,7 +224,7 @@ pub async fn close(scope: &TenantScope, id: Uuid, remaining: &str) -> Result<acc
         removed += u64::from(carry_out(&mut txn, item).await?);
     }
     let data = json!({"remaining": remaining, "decided": decided.len(), "memberships_removed": removed});
-    txn.audit("access_review.closed", Some(id), data).await?;
+    txn.audit(EventType::AccessReviewClosed, Some(id), data).await?;
     txn.commit().await?;
     Ok(access_review::Model { status: CLOSED.to_string(), closed_at: Some(now), ..review })
 }

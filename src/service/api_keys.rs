@@ -12,6 +12,7 @@ use super::{
 use crate::{
     auth::secret_key::KeyCache,
     crypto::{key_format, sha256},
+    events::catalog::EventType,
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn, Unaudited},
 };
 
@@ -91,7 +92,7 @@ pub async fn insert(txn: &mut TenantTxn, live: bool, new: &NewApiKey) -> Result<
         .await
         .map_err(unless_unique(ApiKeyError::NameTaken(new.name.clone())))?;
     txn.audit(
-        "api_key.created",
+        EventType::ApiKeyCreated,
         Some(key.id),
         json!({"name": key.name, "prefix": key.prefix, "scopes": new.scopes, "expires_at": key.expires_at}),
     )
@@ -157,7 +158,7 @@ pub async fn revoke(scope: &TenantScope, keys: &KeyCache, id: Uuid) -> Result<ap
         drop(txn);
         return find(scope, id).await;
     }
-    txn.audit("api_key.revoked", Some(id), json!({"name": key.name, "prefix": key.prefix})).await?;
+    txn.audit(EventType::ApiKeyRevoked, Some(id), json!({"name": key.name, "prefix": key.prefix})).await?;
     txn.commit().await?;
     key.revoked_at = Some(now);
     keys.forget(&key).await;

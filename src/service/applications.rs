@@ -15,6 +15,7 @@ use super::{
 use crate::{
     audit::{self, Actor, ActorKind, Entry},
     auth::ADMIN_SCOPE,
+    events::catalog::EventType,
     events::url_safety,
     region::Region,
     storage::{catalog, Page, Storage, TenantConn, TenantScope},
@@ -301,7 +302,7 @@ pub async fn create(
     let mut txn = scope.begin().await?;
     audit::init_chain(&mut txn).await?;
     txn.audit(
-        "application.created",
+        EventType::ApplicationCreated,
         Some(row.id),
         json!({"name": row.name, "environment": row.environment, "region": row.region}),
     )
@@ -399,7 +400,7 @@ pub async fn update_settings(
     let audit = pending_audit_event::Model {
         id: Uuid::now_v7(),
         application_id: id,
-        event_type: "application.updated".to_string(),
+        event_type: EventType::ApplicationUpdated.as_str().to_string(),
         actor_kind: actor.kind.as_str().to_string(),
         actor_id: actor.id.clone(),
         aggregate_id: Some(id),

@@ -24,6 +24,7 @@ use crate::{
     audit::Actor,
     crypto::password::{PasswordError, PasswordHasher},
     error::ApiError,
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn},
     tenancy::registry::TenantRegistry,
     tokens::{AccessTokens, Issued, NoSigningKey, OrganizationClaims, Signer},
@@ -211,8 +212,12 @@ pub async fn sign_in(
         return Err(failed_sign_in(scope, email, None, "unknown_email").await);
     }
     let opened = sessions::open(&mut txn, user.id, user.email_verified_at.is_some(), "aal1", session_ttl).await?;
-    txn.audit("sign_in.succeeded", Some(user.id), json!({"session_id": opened.session.id, "method": "password"}))
-        .await?;
+    txn.audit(
+        EventType::SignInSucceeded,
+        Some(user.id),
+        json!({"session_id": opened.session.id, "method": "password"}),
+    )
+    .await?;
     txn.commit().await?;
     Ok(SignedIn::Session(signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
 }
@@ -249,7 +254,7 @@ pub async fn sign_in_with_passkey(
     users::touch_sign_in(&mut txn, user_id, now).await?;
     let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), "aal2", session_ttl).await?;
     let data = json!({"session_id": opened.session.id, "method": "passkey", "passkey_id": passkey_id});
-    txn.audit_as(&Actor::user(user_id), "sign_in.succeeded", Some(user_id), data).await?;
+    txn.audit_as(&Actor::user(user_id), EventType::SignInSucceeded, Some(user_id), data).await?;
     txn.commit().await?;
     Ok((signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
 }
@@ -257,7 +262,7 @@ pub async fn sign_in_with_passkey(
 /// Commits a refused passkey sign-in (its ceremony spent) with its
 /// `sign_in.failed` row; answers the one 401.
 async fn refuse_passkey(mut txn: TenantTxn, user_id: Option<Uuid>, reason: &str) -> Result<AuthError, sea_orm::DbErr> {
-    txn.audit("sign_in.failed", user_id, json!({"method": "passkey", "reason": reason})).await?;
+    txn.audit(EventType::SignInFailed, user_id, json!({"method": "passkey", "reason": reason})).await?;
     txn.commit().await?;
     Ok(AuthError::InvalidCredentials)
 }
@@ -279,7 +284,8 @@ async fn record_failed_sign_in(
     reason: &str,
 ) -> Result<(), sea_orm::DbErr> {
     let mut txn = scope.acting_as(Actor::public()).begin().await?;
-    txn.audit("sign_in.failed", user_id, json!({"method": "password", "email": email, "reason": reason})).await?;
+    txn.audit(EventType::SignInFailed, user_id, json!({"method": "password", "email": email, "reason": reason}))
+        .await?;
     txn.commit().await
 }
 

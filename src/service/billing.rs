@@ -15,6 +15,7 @@ use crate::{
     cache::{Bus, Invalidation, ReadThrough, SharedRedis},
     clock,
     crypto::{master_key::MasterKey, seal},
+    events::catalog::EventType,
     region::router::Directory,
     region::Region,
     storage::{
@@ -150,7 +151,7 @@ pub async fn set_payment_method(
     };
     let data = json!({"brand": method.brand, "last4": method.last4, "replaced": replaced,
         "billing_email_set": method.billing_email.is_some()});
-    txn.audit("billing.payment_method.updated", Some(application_id), data).await?;
+    txn.audit(EventType::BillingPaymentMethodUpdated, Some(application_id), data).await?;
     txn.commit().await?;
     Ok(Some(row).into())
 }
@@ -245,7 +246,7 @@ pub async fn connect(
     let audit = pending_audit_event::Model {
         id: Uuid::now_v7(),
         application_id: tenant.id,
-        event_type: "billing.connected_account.linked".to_string(),
+        event_type: EventType::BillingConnectedAccountLinked.as_str().to_string(),
         actor_kind: actor.kind.as_str().to_string(),
         actor_id: actor.id.clone(),
         aggregate_id: Some(tenant.id),
@@ -421,7 +422,7 @@ pub async fn apply_account_event(
     if !newer {
         let data = json!({"event_id": event.id, "created": event.created,
             "stored_created": stored.map(|s| s.event_created), "processor_account_id": account});
-        txn.audit("billing.processor_event.superseded", Some(application_id), data).await?;
+        txn.audit(EventType::BillingProcessorEventSuperseded, Some(application_id), data).await?;
         txn.commit().await?;
         return Ok(Applied::Superseded);
     }
@@ -453,7 +454,7 @@ pub async fn apply_account_event(
         "details_submitted": row.details_submitted,
         "disabled_reason": row.disabled_reason,
     });
-    txn.audit("billing.connect_status.updated", Some(application_id), data).await?;
+    txn.audit(EventType::BillingConnectStatusUpdated, Some(application_id), data).await?;
     txn.commit().await?;
     statuses.changed(application_id).await;
     Ok(Applied::Applied)

@@ -21,6 +21,7 @@ use super::{
 use crate::{
     audit::Actor,
     crypto::{constant_time_eq, master_key::MasterKey},
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn},
 };
 
@@ -118,7 +119,7 @@ async fn issue(
         created_at: now,
     };
     txn.insert(row.clone().into_active_model()).await?;
-    txn.audit("user.email_verification_sent", Some(user.id), json!({"verification_id": row.id})).await?;
+    txn.audit(EventType::UserEmailVerificationSent, Some(user.id), json!({"verification_id": row.id})).await?;
     txn.commit().await?;
     let application = &scope.tenant().name;
     let body = format!(
@@ -158,7 +159,7 @@ pub async fn mark_verified(txn: &mut TenantTxn, user_id: Uuid, method: &str) -> 
         q.col_expr(session::Column::EmailVerified, Expr::value(true)).filter(session::Column::UserId.eq(user_id))
     })
     .await?;
-    txn.audit("user.email_verified", Some(user_id), json!({"method": method})).await?;
+    txn.audit(EventType::UserEmailVerified, Some(user_id), json!({"method": method})).await?;
     Ok(true)
 }
 
@@ -190,14 +191,14 @@ pub async fn verify(
     };
     if !constant_time_eq(&row.code_hash, &code_hash(master_key, user.id, code)) {
         let data = json!({"verification_id": row.id, "attempts": row.attempts});
-        txn.audit("user.email_verification_failed", Some(user.id), data).await?;
+        txn.audit(EventType::UserEmailVerificationFailed, Some(user.id), data).await?;
         txn.commit().await?;
         return Err(EmailVerificationError::InvalidCode);
     }
     supersede(&mut txn, user.id, now).await?;
     if !mark_verified(&mut txn, user.id, "code").await? {
         // Verified meanwhile (a provider sign-in): the code is spent all the same.
-        txn.audit("user.email_verification_used", Some(user.id), json!({"verification_id": row.id})).await?;
+        txn.audit(EventType::UserEmailVerificationUsed, Some(user.id), json!({"verification_id": row.id})).await?;
     }
     txn.commit().await?;
     Ok(user::Model { email_verified_at: user.email_verified_at.or(Some(now)), ..user })

@@ -15,6 +15,7 @@ use super::{
 };
 use crate::{
     crypto::{constant_time_eq, key_format, sha256},
+    events::catalog::EventType,
     storage::{Page, TenantConn, TenantScope},
 };
 
@@ -60,7 +61,7 @@ pub async fn create_group(scope: &TenantScope, name: String) -> Result<host_grou
     txn.insert(host_group::ActiveModel::from(row.clone()))
         .await
         .map_err(unless_unique(EnrollmentError::HostGroupTaken(row.name.clone())))?;
-    txn.audit("host_group.created", Some(row.id), json!({"name": row.name})).await?;
+    txn.audit(EventType::HostGroupCreated, Some(row.id), json!({"name": row.name})).await?;
     txn.commit().await?;
     Ok(row)
 }
@@ -153,7 +154,7 @@ pub async fn create_token(
     };
     txn.insert(enrollment_token::ActiveModel::from(row.clone())).await?;
     txn.audit(
-        "enrollment_token.created",
+        EventType::EnrollmentTokenCreated,
         Some(row.id),
         json!({
             "label": row.label, "prefix": row.prefix, "host_group_id": row.host_group_id,
@@ -192,7 +193,8 @@ pub async fn revoke_token(scope: &TenantScope, id: Uuid) -> Result<enrollment_to
         drop(txn);
         return find_token(scope, id).await;
     }
-    txn.audit("enrollment_token.revoked", Some(id), json!({"label": token.label, "prefix": token.prefix})).await?;
+    txn.audit(EventType::EnrollmentTokenRevoked, Some(id), json!({"label": token.label, "prefix": token.prefix}))
+        .await?;
     txn.commit().await?;
     token.revoked_at = Some(now);
     Ok(token)
@@ -276,7 +278,7 @@ pub async fn enroll(
     };
     txn.insert(host::ActiveModel::from(row.clone())).await?;
     txn.audit(
-        "enrollment_token.used",
+        EventType::EnrollmentTokenUsed,
         Some(token.id),
         json!({"host_id": row.id, "hostname": row.hostname, "platform": row.platform, "host_group_id": row.host_group_id}),
     )

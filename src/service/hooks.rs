@@ -20,6 +20,7 @@ use super::{
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, seal},
+    events::catalog::EventType,
     events::{delivery::Clients, signing, url_safety::Reach},
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
     tenancy::Tenant,
@@ -115,7 +116,7 @@ pub async fn create(
         updated_at: now,
     };
     txn.insert(hook::ActiveModel::from(row.clone())).await?;
-    txn.audit("hook.created", Some(id), describe(&row)).await?;
+    txn.audit(EventType::HookCreated, Some(id), describe(&row)).await?;
     txn.commit().await?;
     Ok((row, secret))
 }
@@ -188,7 +189,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> Result<h
             .filter(hook::Column::Id.eq(id))
     })
     .await?;
-    txn.audit("hook.updated", Some(id), describe(&row)).await?;
+    txn.audit(EventType::HookUpdated, Some(id), describe(&row)).await?;
     txn.commit().await?;
     Ok(row)
 }
@@ -197,7 +198,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), HookError> {
     let mut txn = scope.begin().await?;
     let row = find(&txn, id).await?;
     txn.delete::<hook::Entity>(hook::Column::Id.eq(id)).await?;
-    txn.audit("hook.deleted", Some(id), describe(&row)).await?;
+    txn.audit(EventType::HookDeleted, Some(id), describe(&row)).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -276,7 +277,7 @@ async fn record_call(
         "fail_open": hook.fail_open,
     });
     let mut txn = scope.begin().await?;
-    txn.audit_as(&Actor::public(), "hook.called", Some(hook.id), data).await?;
+    txn.audit_as(&Actor::public(), EventType::HookCalled, Some(hook.id), data).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -25,6 +25,7 @@ use super::{
 };
 use crate::{
     crypto::sha256,
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope},
 };
 
@@ -125,7 +126,7 @@ pub async fn invite(
     };
     txn.insert(row.clone().into_active_model()).await?;
     let data = json!({"invitation_id": row.id, "role": row.role, "expires_at": crate::clock::format(row.expires_at)});
-    txn.audit("invitation.created", Some(organization.id), data).await?;
+    txn.audit(EventType::TeamInvitationCreated, Some(organization.id), data).await?;
     txn.commit().await?;
     send(scope, mailer, &row, &organization.name, token);
     Ok(row)
@@ -180,7 +181,7 @@ pub async fn revoke(scope: &TenantScope, inviter: &Manager, id: Uuid) -> Result<
     if revoked == 0 {
         return Err(InvitationError::NotPending(found.status));
     }
-    txn.audit("invitation.revoked", Some(inviter.organization_id), json!({"invitation_id": id})).await?;
+    txn.audit(EventType::TeamInvitationRevoked, Some(inviter.organization_id), json!({"invitation_id": id})).await?;
     txn.commit().await?;
     Ok(invitation::Model { status: REVOKED.to_string(), decided_at: Some(now), ..found })
 }
@@ -236,7 +237,7 @@ pub async fn accept(
         other => other.into(),
     })?;
     txn.audit(
-        "invitation.accepted",
+        EventType::TeamInvitationAccepted,
         Some(found.organization_id),
         json!({"invitation_id": found.id, "user_id": user.id}),
     )

@@ -25,7 +25,10 @@ use super::{
     unless_unique, users,
     validate::Issues,
 };
-use crate::storage::{Page, TenantConn, TenantScope, TenantTxn};
+use crate::{
+    events::catalog::EventType,
+    storage::{Page, TenantConn, TenantScope, TenantTxn},
+};
 
 pub const OWNER: &str = "owner";
 pub const ADMIN: &str = "admin";
@@ -165,7 +168,7 @@ async fn grant(
                 .await
                 .map_err(unless_unique(OrganizationError::AlreadyMember))?;
             let data = json!({"user_id": user_id, "role": role});
-            txn.audit("organization.membership.created", Some(organization_id), data).await?;
+            txn.audit(EventType::OrganizationMembershipCreated, Some(organization_id), data).await?;
             row
         }
         Some(existing) => {
@@ -176,7 +179,7 @@ async fn grant(
             })
             .await?;
             let data = json!({"user_id": user_id, "role": role, "previous_role": existing.role});
-            txn.audit("organization.membership.updated", Some(organization_id), data).await?;
+            txn.audit(EventType::OrganizationMembershipUpdated, Some(organization_id), data).await?;
             membership::Model { role, ..existing.clone() }
         }
     };
@@ -280,7 +283,7 @@ async fn remove_in(
     if let (Some(data), Some(why)) = (data.as_object_mut(), why.as_object()) {
         data.extend(why.clone());
     }
-    txn.audit("organization.membership.deleted", Some(membership.organization_id), data).await?;
+    txn.audit(EventType::OrganizationMembershipDeleted, Some(membership.organization_id), data).await?;
     Ok(())
 }
 

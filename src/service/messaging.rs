@@ -18,6 +18,7 @@ use crate::{
     clock,
     crypto::{master_key::MasterKey, seal},
     error::ApiError,
+    events::catalog::EventType,
     events::url_safety::{self, Reach},
     storage::{Page, TenantConn, TenantScope, Unaudited},
     tenancy::{Environment, Tenant},
@@ -273,7 +274,7 @@ pub async fn upsert(
         }
     };
     let data = json!({"provider": "messaging", "channel": row.channel, "kind": row.kind});
-    txn.audit("provider.updated", Some(row.id), data).await?;
+    txn.audit(EventType::ProviderUpdated, Some(row.id), data).await?;
     txn.commit().await?;
     Ok(row)
 }
@@ -332,7 +333,7 @@ pub async fn record_outcome(
     let row = txn.update(active).await?;
     let data = json!({"provider": "messaging", "channel": row.channel, "kind": row.kind, "status": row.status,
         "test_send": test});
-    txn.audit("provider.updated", Some(row.id), data).await?;
+    txn.audit(EventType::ProviderUpdated, Some(row.id), data).await?;
     txn.commit().await?;
     Ok(Some(row))
 }

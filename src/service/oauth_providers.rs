@@ -16,6 +16,7 @@ use crate::{
     tenancy::{Environment, Tenant},
 };
 
+use crate::events::catalog::EventType;
 pub use crate::oauth::providers::PROVIDERS;
 pub const MAX_CLIENT_ID: usize = 255;
 pub const MAX_SECRET: usize = 1024;
@@ -216,7 +217,7 @@ pub async fn upsert(
         "has_secret": row.client_secret_sealed.is_some(),
         "secret_replaced": update.client_secret.is_some(),
     });
-    txn.audit("provider.updated", Some(row.id), data).await?;
+    txn.audit(EventType::ProviderUpdated, Some(row.id), data).await?;
     txn.commit().await?;
     Ok(row)
 }

@@ -9,7 +9,10 @@ use super::{
     unless_unique,
     validate::{Invalid, Issues},
 };
-use crate::storage::{Page, TenantConn, TenantScope};
+use crate::{
+    events::catalog::EventType,
+    storage::{Page, TenantConn, TenantScope},
+};
 
 /// What went wrong with an organization or a membership.
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +105,8 @@ pub async fn create(
     txn.insert(organization::ActiveModel::from(organization.clone()))
         .await
         .map_err(unless_unique(OrganizationError::SlugTaken))?;
-    txn.audit("organization.created", Some(id), json!({"name": organization.name, "slug": organization.slug})).await?;
+    txn.audit(EventType::OrganizationCreated, Some(id), json!({"name": organization.name, "slug": organization.slug}))
+        .await?;
     txn.commit().await?;
     Ok(organization)
 }
@@ -146,7 +150,8 @@ pub async fn update(
     })
     .await
     .map_err(unless_unique(OrganizationError::SlugTaken))?;
-    txn.audit("organization.updated", Some(id), json!({"name": organization.name, "slug": organization.slug})).await?;
+    txn.audit(EventType::OrganizationUpdated, Some(id), json!({"name": organization.name, "slug": organization.slug}))
+        .await?;
     txn.commit().await?;
     Ok(organization)
 }
@@ -166,7 +171,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationErr
     })
     .await?;
     txn.delete::<organization::Entity>(organization::Column::Id.eq(id)).await?;
-    txn.audit("organization.deleted", Some(id), json!({"slug": organization.slug})).await?;
+    txn.audit(EventType::OrganizationDeleted, Some(id), json!({"slug": organization.slug})).await?;
     txn.commit().await?;
     Ok(())
 }

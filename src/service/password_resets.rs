@@ -23,6 +23,7 @@ use crate::{
         password::{PasswordError, PasswordHasher},
         sha256,
     },
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope},
 };
 
@@ -86,7 +87,7 @@ async fn send_token(
         created_at: now,
     };
     txn.insert(row.clone().into_active_model()).await?;
-    txn.audit("user.password_reset_requested", Some(user.id), json!({"reset_id": row.id})).await?;
+    txn.audit(EventType::UserPasswordResetRequested, Some(user.id), json!({"reset_id": row.id})).await?;
     txn.commit().await?;
     let application = &scope.tenant().name;
     let how = match redirect_uri.and_then(|uri| url::Url::parse(uri).ok()) {
@@ -157,8 +158,12 @@ pub async fn reset(
     for id in &active {
         sessions::revoke_in(&mut txn, *id, "password_reset").await?;
     }
-    txn.audit("user.password_reset", Some(user.id), json!({"reset_id": found.id, "sessions_revoked": active.len()}))
-        .await?;
+    txn.audit(
+        EventType::UserPasswordReset,
+        Some(user.id),
+        json!({"reset_id": found.id, "sessions_revoked": active.len()}),
+    )
+    .await?;
     txn.commit().await?;
     Ok((user, active.len()))
 }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 use super::api_keys::NewApiKey;
 use crate::{
     crypto::{key_format, sha256},
+    events::catalog::EventType,
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope, Unaudited},
 };
 
@@ -56,7 +57,7 @@ pub async fn create(
     };
     txn.insert(user_api_key::ActiveModel::from(key.clone())).await?;
     txn.audit(
-        "api_key.created",
+        EventType::ApiKeyCreated,
         Some(key.id),
         json!({"kind": "user", "user_id": user_id, "name": key.name, "prefix": key.prefix, "scopes": new.scopes}),
     )
@@ -92,7 +93,7 @@ pub async fn revoke(scope: &TenantScope, user_id: Uuid, id: Uuid) -> Result<user
         return key.ok_or(PersonalKeyError::NotFound(id));
     }
     txn.audit(
-        "api_key.revoked",
+        EventType::ApiKeyRevoked,
         Some(id),
         json!({"kind": "user", "user_id": user_id, "name": key.name, "prefix": key.prefix}),
     )

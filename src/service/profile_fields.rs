@@ -9,7 +9,10 @@ use super::{
     unless_unique,
     validate::{Invalid, Issues},
 };
-use crate::storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn};
+use crate::{
+    events::catalog::EventType,
+    storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn},
+};
 
 /// What went wrong with a profile field of the schema.
 #[derive(Debug, thiserror::Error)]
@@ -118,7 +121,7 @@ pub async fn create(scope: &TenantScope, new: NewField, limit: u64) -> Result<pr
     txn.insert(profile_field::ActiveModel::from(field.clone()))
         .await
         .map_err(unless_unique(ProfileFieldError::KeyTaken(field.key.clone())))?;
-    txn.audit("profile_field.created", Some(field.id), describe(&field)).await?;
+    txn.audit(EventType::ProfileFieldCreated, Some(field.id), describe(&field)).await?;
     txn.commit().await?;
     Ok(field)
 }
@@ -168,7 +171,7 @@ pub async fn copy_into(txn: &mut TenantTxn, fields: &[profile_field::Model]) -> 
             ..field.clone()
         };
         txn.insert(profile_field::ActiveModel::from(copy.clone())).await?;
-        txn.audit("profile_field.created", Some(copy.id), describe(&copy)).await?;
+        txn.audit(EventType::ProfileFieldCreated, Some(copy.id), describe(&copy)).await?;
     }
     Ok(())
 }
@@ -220,7 +223,7 @@ pub async fn update(
             .filter(profile_field::Column::Id.eq(id))
     })
     .await?;
-    txn.audit("profile_field.updated", Some(id), describe(&field)).await?;
+    txn.audit(EventType::ProfileFieldUpdated, Some(id), describe(&field)).await?;
     txn.commit().await?;
     Ok(field)
 }
@@ -229,7 +232,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), ProfileFieldErr
     let mut txn = scope.begin().await?;
     let field = find(&txn, id).await?;
     txn.delete::<profile_field::Entity>(profile_field::Column::Id.eq(id)).await?;
-    txn.audit("profile_field.deleted", Some(id), describe(&field)).await?;
+    txn.audit(EventType::ProfileFieldDeleted, Some(id), describe(&field)).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -30,6 +30,7 @@ use super::sessions::{self, Opened, RefreshRefused};
 use crate::{
     audit::{self, Actor},
     crypto::sha256,
+    events::catalog::EventType,
     region::Region,
     storage::{Db, Storage, TenantScope},
 };
@@ -259,7 +260,7 @@ async fn rotate_batch(shard: &Db, presented: &[(Uuid, Vec<u8>)], ttl: Duration) 
                 .map(|(session, actor)| audit::Entry {
                     id: None,
                     actor,
-                    event_type: "session.refreshed",
+                    event_type: EventType::SessionRefreshed.as_str(),
                     aggregate_id: Some(session.id),
                     data: json!({"user_id": session.user_id}),
                 })

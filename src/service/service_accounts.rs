@@ -19,6 +19,7 @@ use super::{
 use crate::{
     clock,
     crypto::{key_format, sha256},
+    events::catalog::EventType,
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope, Unaudited},
 };
 
@@ -96,7 +97,7 @@ pub async fn create(
     };
     txn.insert(service_account::ActiveModel::from(row.clone())).await?;
     txn.audit(
-        "service_account.created",
+        EventType::ServiceAccountCreated,
         Some(row.id),
         json!({"name": row.name, "enabled": row.enabled, "scopes": row.scopes}),
     )
@@ -147,7 +148,7 @@ pub async fn update(
     row.updated_at = Set(clock::now());
     let updated = txn.update(row).await?;
     txn.audit(
-        "service_account.updated",
+        EventType::ServiceAccountUpdated,
         Some(id),
         json!({"changed": changed, "enabled": updated.enabled, "scopes": updated.scopes}),
     )
@@ -162,7 +163,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), ServiceAccountE
     let row = find(&txn, id).await?;
     let keys = txn.delete::<service_account_key::Entity>(service_account_key::Column::ServiceAccountId.eq(id)).await?;
     txn.delete::<service_account::Entity>(service_account::Column::Id.eq(id)).await?;
-    txn.audit("service_account.deleted", Some(id), json!({"name": row.name, "keys_deleted": keys})).await?;
+    txn.audit(EventType::ServiceAccountDeleted, Some(id), json!({"name": row.name, "keys_deleted": keys})).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -202,7 +203,7 @@ pub async fn create_key(
     };
     txn.insert(service_account_key::ActiveModel::from(key.clone())).await?;
     txn.audit(
-        "api_key.created",
+        EventType::ApiKeyCreated,
         Some(key.id),
         json!({"kind": "service_account", "service_account_id": account_id, "name": key.name,
                "prefix": key.prefix, "expires_at": key.expires_at}),
@@ -259,7 +260,7 @@ pub async fn revoke_key(
         return Ok((account, key));
     }
     txn.audit(
-        "api_key.revoked",
+        EventType::ApiKeyRevoked,
         Some(key_id),
         json!({"kind": "service_account", "service_account_id": account_id, "name": key.name, "prefix": key.prefix}),
     )

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::{
     audit::Actor,
     crypto::sha256,
+    events::catalog::EventType,
     storage::{Page, TenantConn, TenantScope, TenantTxn},
 };
 
@@ -82,7 +83,7 @@ pub async fn open(
     txn.insert(session::ActiveModel::from(session.clone())).await?;
     let (refresh_token, row) = new_refresh_token(application_id, session.id, now);
     txn.insert(refresh_token::ActiveModel::from(row)).await?;
-    txn.audit("session.created", Some(session.id), json!({"user_id": user_id})).await?;
+    txn.audit(EventType::SessionCreated, Some(session.id), json!({"user_id": user_id})).await?;
     Ok(Opened { session, refresh_token })
 }
 
@@ -183,7 +184,7 @@ async fn reissue(
     let (refresh_token, row) = new_refresh_token(scope.tenant().id, session_id, now);
     txn.insert(refresh_token::ActiveModel::from(row)).await?;
     txn.audit(
-        "session.refreshed",
+        EventType::SessionRefreshed,
         Some(session_id),
         json!({"user_id": session.user_id, "reused_within_interval": true}),
     )
@@ -247,7 +248,7 @@ pub async fn revoke_in(
             .filter(refresh_token::Column::RotatedAt.is_null())
     })
     .await?;
-    txn.audit("session.revoked", Some(id), json!({"reason": reason})).await?;
+    txn.audit(EventType::SessionRevoked, Some(id), json!({"reason": reason})).await?;
     Ok(Some(now))
 }
 
@@ -272,7 +273,7 @@ pub async fn activate_organization(scope: &TenantScope, session_id: Uuid, organi
     })
     .await?;
     let data = json!({"organization_id": organization_id});
-    txn.audit("session.organization_activated", Some(session_id), data).await?;
+    txn.audit(EventType::SessionOrganizationActivated, Some(session_id), data).await?;
     txn.commit().await
 }
 

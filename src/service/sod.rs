@@ -25,7 +25,10 @@ use super::{
     organizations,
     validate::{Invalid, Issues},
 };
-use crate::storage::{Limit, Page, ReserveError, TenantConn, TenantEntity, TenantScope, TenantTxn};
+use crate::{
+    events::catalog::EventType,
+    storage::{Limit, Page, ReserveError, TenantConn, TenantEntity, TenantScope, TenantTxn},
+};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SodError {
@@ -86,7 +89,7 @@ pub async fn create(scope: &TenantScope, input: PolicyInput, limit: u64) -> Resu
         updated_at: now,
     };
     txn.insert(sod_policy::ActiveModel::from(policy.clone())).await?;
-    txn.audit("sod_policy.created", Some(policy.id), describe(&policy)).await?;
+    txn.audit(EventType::SodPolicyCreated, Some(policy.id), describe(&policy)).await?;
     txn.commit().await?;
     Ok(policy)
 }
@@ -129,7 +132,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, input: PolicyInput) -> Result
             .filter(sod_policy::Column::Id.eq(id))
     })
     .await?;
-    txn.audit("sod_policy.updated", Some(id), describe(&policy)).await?;
+    txn.audit(EventType::SodPolicyUpdated, Some(id), describe(&policy)).await?;
     txn.commit().await?;
     Ok(policy)
 }
@@ -138,7 +141,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), SodError> {
     let mut txn = scope.begin().await?;
     let policy = find(&txn, id).await?;
     txn.delete::<sod_policy::Entity>(sod_policy::Column::Id.eq(id)).await?;
-    txn.audit("sod_policy.deleted", Some(id), describe(&policy)).await?;
+    txn.audit(EventType::SodPolicyDeleted, Some(id), describe(&policy)).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -248,7 +251,7 @@ impl Admitted {
                 "role_a": policy.role_a,
                 "role_b": policy.role_b,
             });
-            txn.audit("sod.violation_detected", Some(self.grant.user_id), data).await?;
+            txn.audit(EventType::SodViolationDetected, Some(self.grant.user_id), data).await?;
         }
         Ok(self.grant)
     }

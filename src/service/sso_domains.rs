@@ -29,6 +29,7 @@ use super::{
 };
 use crate::{
     config::DnsSettings,
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn},
 };
 
@@ -208,7 +209,7 @@ pub async fn claim(
     };
     txn.insert(sso_domain::ActiveModel::from(row.clone())).await?;
     let data = json!({"sso_domain_id": row.id, "domain": row.domain, "auto_join_role": row.auto_join_role});
-    txn.audit("sso_domain.claimed", Some(manager.organization_id), data).await?;
+    txn.audit(EventType::SsoDomainCreated, Some(manager.organization_id), data).await?;
     txn.commit().await?;
     Ok(row)
 }
@@ -275,7 +276,7 @@ pub async fn verify(
         return find(scope, manager, id).await;
     }
     let data = json!({"sso_domain_id": id, "domain": domain.domain});
-    txn.audit("sso_domain.verified", Some(manager.organization_id), data).await?;
+    txn.audit(EventType::SsoDomainVerified, Some(manager.organization_id), data).await?;
     txn.commit().await?;
     Ok(sso_domain::Model { status: VERIFIED.to_string(), verified_at: Some(now), ..domain })
 }
@@ -286,7 +287,7 @@ pub async fn delete(scope: &TenantScope, manager: &Manager, id: Uuid) -> Result<
     let domain = find(&txn, manager, id).await?;
     txn.delete::<sso_domain::Entity>(sso_domain::Column::Id.eq(id)).await?;
     let data = json!({"sso_domain_id": id, "domain": domain.domain});
-    txn.audit("sso_domain.deleted", Some(manager.organization_id), data).await?;
+    txn.audit(EventType::SsoDomainDeleted, Some(manager.organization_id), data).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -339,5 +340,5 @@ async fn refuse_join(
     reason: String,
 ) -> Result<(), DbErr> {
     let data = json!({"sso_domain_id": domain.id, "user_id": user_id, "reason": reason});
-    txn.audit("sso_domain.auto_join_refused", Some(domain.organization_id), data).await.map(|_| ())
+    txn.audit(EventType::SsoDomainAutoJoinRefused, Some(domain.organization_id), data).await.map(|_| ())
 }

@@ -10,7 +10,10 @@ use serde_json::{json, Map, Value};
 use uuid::Uuid;
 
 use super::{profile_fields, unless_unique, validate::Issues};
-use crate::storage::{Page, TenantConn, TenantScope, TenantTxn};
+use crate::{
+    events::catalog::EventType,
+    storage::{Page, TenantConn, TenantScope, TenantTxn},
+};
 
 pub const MIN_PASSWORD: usize = 8;
 pub const MAX_PASSWORD: usize = 256;
@@ -110,7 +113,7 @@ pub async fn insert(
         updated_at: now,
     };
     txn.insert(user::ActiveModel::from(user.clone())).await.map_err(unless_unique(UserError::EmailTaken))?;
-    txn.audit("user.created", Some(user.id), json!({"email": user.email})).await?;
+    txn.audit(EventType::UserCreated, Some(user.id), json!({"email": user.email})).await?;
     Ok(user)
 }
 
@@ -182,7 +185,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> Result<u
     })
     .await
     .map_err(unless_unique(UserError::EmailTaken))?;
-    txn.audit("user.updated", Some(id), json!({"changed": changed})).await?;
+    txn.audit(EventType::UserUpdated, Some(id), json!({"changed": changed})).await?;
     txn.commit().await?;
     Ok(user)
 }
@@ -215,7 +218,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), UserError> {
     txn.delete::<passkey::Entity>(passkey::Column::UserId.eq(id)).await?;
     txn.delete::<passkey_ceremony::Entity>(passkey_ceremony::Column::UserId.eq(id)).await?;
     txn.delete::<user::Entity>(user::Column::Id.eq(id)).await?;
-    txn.audit("user.deleted", Some(id), json!({"email": user.email})).await?;
+    txn.audit(EventType::UserDeleted, Some(id), json!({"email": user.email})).await?;
     txn.commit().await?;
     Ok(())
 }

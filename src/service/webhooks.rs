@@ -13,6 +13,7 @@ use super::validate::Issues;
 use crate::{
     clock,
     crypto::{master_key::MasterKey, seal},
+    events::catalog::EventType,
     events::{delivery, outbox, signing, url_safety},
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
 };
@@ -114,7 +115,7 @@ pub async fn create(
     };
     txn.insert(webhook::ActiveModel::from(row.clone())).await?;
     txn.audit(
-        "webhook.created",
+        EventType::WebhookCreated,
         Some(id),
         json!({"host": delivery::host_of(&row.url), "event_types": row.event_types}),
     )
@@ -157,7 +158,7 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: WebhookPatch) -> Resul
     }
     row.updated_at = Set(clock::now());
     let updated = txn.update(row).await?;
-    txn.audit("webhook.updated", Some(id), json!({"changed": changed})).await?;
+    txn.audit(EventType::WebhookUpdated, Some(id), json!({"changed": changed})).await?;
     txn.commit().await?;
     Ok(updated)
 }
@@ -179,7 +180,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), WebhookError> {
     }
     txn.delete::<webhook_message::Entity>(webhook_message::Column::WebhookId.eq(id)).await?;
     txn.delete::<webhook::Entity>(webhook::Column::Id.eq(id)).await?;
-    txn.audit("webhook.deleted", Some(id), json!({"host": delivery::host_of(&row.url)})).await?;
+    txn.audit(EventType::WebhookDeleted, Some(id), json!({"host": delivery::host_of(&row.url)})).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -200,7 +201,7 @@ pub async fn rotate_secret(
     row.secret_sealed = Set(seal::seal(master_key, &delivery::secret_context(application_id, id), secret.as_bytes()));
     row.updated_at = Set(clock::now());
     let updated = txn.update(row).await?;
-    txn.audit("webhook.secret_rotated", Some(id), json!({})).await?;
+    txn.audit(EventType::WebhookSecretRotated, Some(id), json!({})).await?;
     txn.commit().await?;
     Ok((updated, secret))
 }
@@ -264,7 +265,7 @@ pub async fn retry(
             .ok_or(WebhookError::DeliveryNotFound(message_id))?;
         return Err(WebhookError::DeliveryInFlight(message_id));
     }
-    txn.audit("webhook.delivery.retried", Some(webhook_id), json!({"message_id": message_id})).await?;
+    txn.audit(EventType::WebhookDeliveryRetried, Some(webhook_id), json!({"message_id": message_id})).await?;
     let message = txn
         .find::<webhook_message::Entity>()
         .filter(filter)

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use super::{Db, TenantEntity, WriteTxn};
 use crate::{
     audit::{self, Actor, Entry},
+    events::catalog::EventType,
     tenancy::Tenant,
 };
 
@@ -247,7 +248,7 @@ impl TenantTxn {
     /// messages) to the application's chain.
     pub async fn audit(
         &mut self,
-        event_type: &str,
+        event_type: EventType,
         aggregate_id: Option<Uuid>,
         data: Value,
     ) -> Result<entity::audit_event::Model, DbErr> {
@@ -260,11 +261,12 @@ impl TenantTxn {
     pub async fn audit_as(
         &mut self,
         actor: &Actor,
-        event_type: &str,
+        event_type: EventType,
         aggregate_id: Option<Uuid>,
         data: Value,
     ) -> Result<entity::audit_event::Model, DbErr> {
-        let mut rows = self.audit_many(vec![Entry { id: None, actor, event_type, aggregate_id, data }]).await?;
+        let entry = Entry { id: None, actor, event_type: event_type.as_str(), aggregate_id, data };
+        let mut rows = self.audit_many(vec![entry]).await?;
         Ok(rows.pop().expect("one entry makes one row"))
     }
 

@@ -20,6 +20,7 @@ use uuid::Uuid;
 
 use crate::{
     crypto::{master_key::MasterKey, seal, sha256_hex},
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn},
 };
 
@@ -166,7 +167,7 @@ impl SigningKeys {
             return Ok(false);
         }
         let kid = self.insert(&mut txn, None).await?;
-        txn.audit("signing_key.created", Some(kid), json!({"kid": kid})).await?;
+        txn.audit(EventType::SigningKeyCreated, Some(kid), json!({"kid": kid})).await?;
         txn.commit().await?;
         Ok(true)
     }
@@ -196,7 +197,7 @@ impl SigningKeys {
         let kid = self.insert(&mut txn, Some(signs_from)).await?;
         let retiring: Vec<String> = retiring.iter().map(|k| k.id.to_string()).collect();
         let data = json!({"kid": kid, "signs_from": crate::clock::format(signs_from), "retiring": retiring});
-        txn.audit("signing_key.rotated", Some(kid), data).await?;
+        txn.audit(EventType::SigningKeyRotated, Some(kid), data).await?;
         txn.commit().await?;
         Ok(Rotation { kid, signs_from })
     }
@@ -213,7 +214,8 @@ impl SigningKeys {
         txn.delete::<signing_key::Entity>(signing_key::Column::Id.is_in(old.clone())).await?;
         let kid = self.insert(&mut txn, None).await?;
         let deleted: Vec<String> = old.iter().map(Uuid::to_string).collect();
-        txn.audit("signing_key.rotated", Some(kid), json!({"kid": kid, "immediate": true, "deleted": deleted})).await?;
+        txn.audit(EventType::SigningKeyRotated, Some(kid), json!({"kid": kid, "immediate": true, "deleted": deleted}))
+            .await?;
         txn.commit().await?;
         Ok(Rotation { kid, signs_from: crate::clock::now() })
     }

@@ -177,7 +177,10 @@ fn serve_on_an_empty_embedded_catalog_creates_nothing_when_the_setting_says_neve
 /// "already exists" notices (sea-orm's bookkeeping table, created `IF NOT
 /// EXISTS` before each of its steps).
 #[test]
-#[cfg_attr(not(gatehouse_test_postgres), ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test")]
+#[cfg_attr(
+    not(gatehouse_test_postgres),
+    ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test"
+)]
 fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
     use sea_orm::{ConnectionTrait, Database};
     if std::env::var("GATEHOUSE_TEST_POSTGRES_URL").is_err() {

@@ -126,8 +126,8 @@ async fn entitlements_resolve_override_then_plan_then_default_one_per_feature_so
         "plan.updated",
         "plan.deleted",
         "organization.plan_changed",
-        "organization.entitlement_overridden",
-        "organization.entitlement_override_removed",
+        "entitlement.override.updated",
+        "entitlement.override.deleted",
     ] {
         assert!(types.iter().any(|t| t == expected), "{expected}");
     }

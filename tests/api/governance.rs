@@ -249,7 +249,7 @@ async fn an_access_review_snapshots_memberships_and_a_revocation_ends_access_at_
     let listed = app.get("/v1/access-reviews").await;
     assert_eq!(listed.data().as_array().unwrap().len(), 2);
     let types = app.audit_types().await;
-    for expected in ["access_review.created", "access_review.item_decided", "access_review.closed", "session.revoked"] {
+    for expected in ["access_review.created", "access_review.item.decided", "access_review.closed", "session.revoked"] {
         assert!(types.iter().any(|t| t == expected), "{expected}");
     }
 }

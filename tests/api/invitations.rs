@@ -26,12 +26,12 @@ pub async fn member(app: &TestApp, org: &str, email: &str, role: &str) -> (Calle
     (as_user(&app.caller, activated.data()["access_token"].as_str().unwrap()), user_id)
 }
 
-async fn invite(app: &TestApp, caller: &Caller, email: &str, role: &str) -> Reply {
+pub async fn invite(app: &TestApp, caller: &Caller, email: &str, role: &str) -> Reply {
     app.send(caller, Method::POST, "/v1/dashboard/team", Some(&json!({"email": email, "role": role}))).await
 }
 
 /// The code of the newest invitation email to `to`, once recorded.
-async fn code_sent_to(app: &TestApp, to: &str) -> String {
+pub async fn code_sent_to(app: &TestApp, to: &str) -> String {
     let path = format!("/v1/applications/{}/providers/messaging/outbox", app.caller.application_id);
     for _ in 0..100 {
         let messages = app.get(&path).await.data().as_array().unwrap().clone();
@@ -45,7 +45,7 @@ async fn code_sent_to(app: &TestApp, to: &str) -> String {
     panic!("no invitation email to {to} was recorded");
 }
 
-async fn accept(app: &TestApp, caller: &Caller, token: &str) -> Reply {
+pub async fn accept(app: &TestApp, caller: &Caller, token: &str) -> Reply {
     app.send(caller, Method::POST, "/v1/auth/invitations/accept", Some(&json!({"token": token}))).await
 }
 
@@ -121,10 +121,10 @@ async fn owners_invite_any_role_admins_only_members_and_the_invited_user_accepts
     let members = app.get(&format!("/v1/organizations/{org}/memberships")).await;
     assert_eq!(members.data().as_array().unwrap().len(), 4);
     let types = app.audit_types().await;
-    for expected in ["invitation.created", "invitation.accepted", "invitation.revoked"] {
+    for expected in ["team.invitation.created", "team.invitation.accepted", "team.invitation.revoked"] {
         assert!(types.iter().any(|t| t == expected), "{expected}");
     }
-    let export = app.get("/v1/audit-logs/export?type=invitation&limit=100").await;
+    let export = app.get("/v1/audit-logs/export?type=team.invitation&limit=100").await;
     assert!(!export.body.to_string().contains(&code), "no code in the audit log");
 }
 

@@ -17,6 +17,7 @@ mod email_verification;
 mod end_users;
 mod enrollment;
 mod entitlements;
+mod event_types;
 mod governance;
 mod hardening;
 mod helpers;

@@ -116,7 +116,7 @@ async fn a_domain_is_claimed_verified_by_its_txt_record_and_used_for_auto_join()
     assert_eq!((deleted.status, deleted.data()), (200, &json!({})));
     assert_eq!(app.send(&admin, Method::DELETE, &path, None).await.status, 404);
     let types = app.audit_types().await;
-    for expected in ["sso_domain.claimed", "sso_domain.verified", "sso_domain.deleted"] {
+    for expected in ["sso_domain.created", "sso_domain.verified", "sso_domain.deleted"] {
         assert!(types.iter().any(|t| t == expected), "{expected}");
     }
 }

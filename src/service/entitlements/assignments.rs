@@ -13,6 +13,7 @@ use uuid::Uuid;
 
 use super::{value_issue, EntitlementError, OrganizationEntitlements, OrganizationInputs};
 use crate::{
+    events::catalog::EventType,
     service::{organizations, validate::Issues},
     storage::{TenantConn, TenantScope},
 };
@@ -57,7 +58,8 @@ pub async fn set_plan(
             .filter(organization::Column::Id.eq(organization_id))
     })
     .await?;
-    txn.audit("organization.plan_changed", Some(organization_id), json!({"plan_key": organization.plan_key})).await?;
+    txn.audit(EventType::OrganizationPlanChanged, Some(organization_id), json!({"plan_key": organization.plan_key}))
+        .await?;
     txn.commit().await?;
     cache.changed(scope.tenant().id, organization_id).await;
     Ok(organization)
@@ -97,7 +99,7 @@ pub async fn put_override(
     txn.delete::<entitlement_override::Entity>(condition).await?;
     txn.insert(entitlement_override::ActiveModel::from(row.clone())).await?;
     let data = json!({"feature_key": feature_key, "value": row.value});
-    txn.audit("organization.entitlement_overridden", Some(organization_id), data).await?;
+    txn.audit(EventType::EntitlementOverrideUpdated, Some(organization_id), data).await?;
     txn.commit().await?;
     cache.changed(scope.tenant().id, organization_id).await;
     Ok(row)
@@ -118,7 +120,7 @@ pub async fn delete_override(
     if txn.delete::<entitlement_override::Entity>(condition).await? == 0 {
         return Err(EntitlementError::OverrideNotFound(feature_key.into()));
     }
-    txn.audit("organization.entitlement_override_removed", Some(organization_id), json!({"feature_key": feature_key}))
+    txn.audit(EventType::EntitlementOverrideDeleted, Some(organization_id), json!({"feature_key": feature_key}))
         .await?;
     txn.commit().await?;
     cache.changed(scope.tenant().id, organization_id).await;

@@ -10,6 +10,7 @@ use serde_json::{json, Map, Value};
 
 use super::{value_issue, Catalog, EntitlementError, KINDS};
 use crate::{
+    events::catalog::EventType,
     service::validate::{is_scope, Issues},
     storage::{Limit, TenantConn, TenantScope, TenantTxn},
 };
@@ -121,7 +122,7 @@ pub async fn put_feature(
         }
     };
     let data = json!({"feature_key": feature.key, "kind": feature.kind, "default_value": feature.default_value});
-    txn.audit("feature.updated", Some(feature.id), data).await?;
+    txn.audit(EventType::FeatureUpdated, Some(feature.id), data).await?;
     txn.commit().await?;
     Ok(feature)
 }
@@ -134,7 +135,7 @@ pub async fn delete_feature(scope: &TenantScope, key: &str) -> Result<(), Entitl
         return Err(err);
     }
     txn.delete::<feature::Entity>(feature::Column::Id.eq(feature.id)).await?;
-    txn.audit("feature.deleted", Some(feature.id), json!({"feature_key": key})).await?;
+    txn.audit(EventType::FeatureDeleted, Some(feature.id), json!({"feature_key": key})).await?;
     txn.commit().await?;
     Ok(())
 }
@@ -190,8 +191,12 @@ pub async fn put_plan(
             plan
         }
     };
-    txn.audit("plan.updated", Some(plan.id), json!({"plan_key": plan.key, "name": plan.name, "grants": plan.grants}))
-        .await?;
+    txn.audit(
+        EventType::PlanUpdated,
+        Some(plan.id),
+        json!({"plan_key": plan.key, "name": plan.name, "grants": plan.grants}),
+    )
+    .await?;
     txn.commit().await?;
     Ok(plan)
 }
@@ -208,7 +213,7 @@ pub async fn delete_plan(scope: &TenantScope, key: &str) -> Result<(), Entitleme
         )));
     }
     txn.delete::<plan::Entity>(plan::Column::Id.eq(plan.id)).await?;
-    txn.audit("plan.deleted", Some(plan.id), json!({"plan_key": key})).await?;
+    txn.audit(EventType::PlanDeleted, Some(plan.id), json!({"plan_key": key})).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -16,6 +16,7 @@ use super::{
 use crate::{
     audit::Actor,
     crypto::sha256,
+    events::catalog::EventType,
     oauth::{
         self,
         client::{Credentials, Grant, ProviderError},
@@ -85,7 +86,7 @@ pub async fn callback(
             let detail = json!({"method": "oauth", "provider": flow.provider, "reason": failure.reason,
                 "email": failure.email});
             let mut txn = scope.acting_as(Actor::public()).begin().await?;
-            txn.audit("sign_in.failed", None, detail).await?;
+            txn.audit(EventType::SignInFailed, None, detail).await?;
             txn.commit().await?;
             let mut answer = vec![("error", failure.error)];
             if let Some(description) = &failure.description {

@@ -11,6 +11,7 @@ use super::ProviderSignInError;
 use crate::{
     audit::Actor,
     crypto::{constant_time_eq, sha256},
+    events::catalog::EventType,
     oauth,
     service::{
         auth::{Issuer, SignedIn},
@@ -71,7 +72,7 @@ pub async fn exchange(
     }
     let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), "aal1", session_ttl).await?;
     txn.audit(
-        "sign_in.succeeded",
+        EventType::SignInSucceeded,
         Some(user_id),
         json!({"session_id": opened.session.id, "method": "oauth", "provider": flow.provider}),
     )

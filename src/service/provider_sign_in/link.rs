@@ -11,6 +11,7 @@ use uuid::Uuid;
 
 use crate::{
     audit::Actor,
+    events::catalog::EventType,
     oauth::client::Account,
     service::{
         hooks::{self, HookError},
@@ -150,7 +151,7 @@ pub async fn apply(
     };
     txn.insert(identity.clone().into_active_model()).await?;
     txn.audit(
-        "identity.linked",
+        EventType::IdentityLinked,
         Some(user.id),
         json!({"identity_id": identity.id, "provider": provider, "email": email}),
     )

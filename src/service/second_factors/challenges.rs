@@ -16,6 +16,7 @@ use super::{Proof, Proved, SecondFactorError};
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, sha256},
+    events::catalog::EventType,
     service::{
         sessions::{self, Opened},
         users,
@@ -66,7 +67,7 @@ pub async fn issue(
     if let Some(provider) = provider {
         data["provider"] = json!(provider);
     }
-    txn.audit("sign_in.challenged", Some(user_id), data).await?;
+    txn.audit(EventType::SignInChallenged, Some(user_id), data).await?;
     txn.commit().await?;
     Ok(Issued { challenge, expires_in: TTL_MINUTES * 60, factors })
 }
@@ -120,7 +121,7 @@ pub async fn complete(
         Proved::Factor(factor) => factor,
         Proved::Not { reason } => {
             let attempts = json!({"method": counted.method, "attempts": counted.attempts, "attempts_left": MAX_ATTEMPTS - counted.attempts});
-            txn.audit("mfa.challenge_failed", Some(user_id), Proved::failure(reason, attempts)).await?;
+            txn.audit(EventType::MfaChallengeFailed, Some(user_id), Proved::failure(reason, attempts)).await?;
             txn.commit().await?;
             return Err(SecondFactorError::InvalidCode);
         }
@@ -142,7 +143,7 @@ pub async fn complete(
     if let Some(provider) = &counted.provider {
         data["provider"] = json!(provider);
     }
-    txn.audit_as(&Actor::user(user_id), "sign_in.succeeded", Some(user_id), data).await?;
+    txn.audit_as(&Actor::user(user_id), EventType::SignInSucceeded, Some(user_id), data).await?;
     txn.commit().await?;
     Ok(Completed { user: user::Model { last_sign_in_at: Some(now), ..user }, opened, factor })
 }

@@ -27,6 +27,7 @@ use webauthn_rs::prelude::{
 use super::SecondFactorError;
 use crate::{
     crypto::sha256,
+    events::catalog::EventType,
     service::unless_unique,
     storage::{TenantConn, TenantScope, TenantTxn, Unaudited},
     tenancy::Tenant,
@@ -146,7 +147,7 @@ pub async fn finish_registration(
     let registered = match rp.finish_passkey_registration(credential, &state) {
         Ok(registered) => registered,
         Err(err) => {
-            txn.audit("passkey.registration_failed", Some(user_id), json!({"reason": reason(&err)})).await?;
+            txn.audit(EventType::PasskeyRegistrationFailed, Some(user_id), json!({"reason": reason(&err)})).await?;
             txn.commit().await?;
             return Err(SecondFactorError::PasskeyRefused);
         }
@@ -164,7 +165,7 @@ pub async fn finish_registration(
         last_used_at: None,
     };
     txn.insert(row.clone().into_active_model()).await.map_err(unless_unique(SecondFactorError::PasskeyTaken))?;
-    txn.audit("passkey.registered", Some(user_id), json!({"passkey_id": row.id, "name": row.name})).await?;
+    txn.audit(EventType::PasskeyRegistered, Some(user_id), json!({"passkey_id": row.id, "name": row.name})).await?;
     txn.commit().await?;
     Ok(row)
 }
@@ -271,7 +272,7 @@ pub async fn remove(scope: &TenantScope, session: &session::Model, passkey_id: U
     if removed == 0 {
         return Err(SecondFactorError::PasskeyNotFound);
     }
-    txn.audit("passkey.removed", Some(user_id), json!({"passkey_id": passkey_id})).await?;
+    txn.audit(EventType::PasskeyRemoved, Some(user_id), json!({"passkey_id": passkey_id})).await?;
     txn.commit().await?;
     Ok(())
 }

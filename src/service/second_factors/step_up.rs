@@ -6,7 +6,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
 use serde_json::json;
 
 use super::{Proof, Proved, SecondFactorError};
-use crate::{crypto::master_key::MasterKey, storage::TenantScope};
+use crate::{crypto::master_key::MasterKey, events::catalog::EventType, storage::TenantScope};
 
 /// Proves `proof` for the session's user and raises the session to `aal2`;
 /// answers the session as it is now.
@@ -22,7 +22,7 @@ pub async fn step_up(
         Proved::Factor(factor) => factor,
         Proved::Not { reason } => {
             let data = Proved::failure(reason, json!({"method": "step_up", "session_id": session.id}));
-            txn.audit("mfa.challenge_failed", Some(user_id), data).await?;
+            txn.audit(EventType::MfaChallengeFailed, Some(user_id), data).await?;
             txn.commit().await?;
             return Err(SecondFactorError::InvalidCode);
         }
@@ -39,7 +39,8 @@ pub async fn step_up(
     if raised == 0 {
         return Err(SecondFactorError::SessionEnded);
     }
-    txn.audit("session.stepped_up", Some(session.id), json!({"user_id": user_id, "second_factor": factor})).await?;
+    txn.audit(EventType::SessionSteppedUp, Some(session.id), json!({"user_id": user_id, "second_factor": factor}))
+        .await?;
     txn.commit().await?;
     Ok(session::Model { aal: "aal2".into(), aal2_at: Some(now), ..session.clone() })
 }

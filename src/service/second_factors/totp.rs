@@ -17,6 +17,7 @@ use uuid::Uuid;
 use super::{recovery, SecondFactorError};
 use crate::{
     crypto::{master_key::MasterKey, seal},
+    events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn},
 };
 
@@ -104,7 +105,7 @@ pub async fn start(
         confirmed_at: None,
     };
     txn.insert(row.into_active_model()).await?;
-    txn.audit("mfa.enrollment_started", Some(user_id), json!({"kind": KIND})).await?;
+    txn.audit(EventType::MfaEnrollmentStarted, Some(user_id), json!({"kind": KIND})).await?;
     txn.commit().await?;
     // The issuer is the application's name; `:` separates issuer and account in the label.
     let issuer = scope.tenant().name.replace(':', " ");
@@ -137,7 +138,7 @@ pub async fn confirm(
         return Err(SecondFactorError::NotEnrolling);
     }
     let codes = recovery::replace(&mut txn, master_key, user_id).await?;
-    txn.audit("mfa.enrolled", Some(user_id), json!({"kind": KIND, "recovery_codes": codes.len()})).await?;
+    txn.audit(EventType::MfaEnrolled, Some(user_id), json!({"kind": KIND, "recovery_codes": codes.len()})).await?;
     txn.commit().await?;
     Ok(codes)
 }
@@ -186,7 +187,7 @@ pub async fn remove(scope: &TenantScope, session: &session::Model) -> Result<(),
         return Err(SecondFactorError::NotEnrolled);
     }
     txn.delete::<recovery_code::Entity>(recovery_code::Column::UserId.eq(user_id)).await?;
-    txn.audit("mfa.removed", Some(user_id), json!({"kind": KIND})).await?;
+    txn.audit(EventType::MfaRemoved, Some(user_id), json!({"kind": KIND})).await?;
     txn.commit().await?;
     Ok(())
 }

@@ -1,0 +1,263 @@
+//! Every event type the service emits (audit rows and webhook events
+//! alike), in one list: each audit row's type is an [`EventType`], so a
+//! call site cannot misspell one, and `docs/events.md` is generated from
+//! this list ([`markdown`]; a test fails when the file differs).
+//!
+//! Names follow contract §8: `<resource>.<past verb>`, resource in
+//! snake_case, a dotted family for sub-resources (`team.invitation.*`,
+//! `entitlement.override.*`), so a webhook filter on a family takes all of
+//! its events.
+
+macro_rules! catalog {
+    ($($variant:ident => $name:literal, $meaning:literal;)*) => {
+        /// An event type; [`EventType::as_str`] is its name on the wire.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub enum EventType {
+            $($variant,)*
+        }
+
+        impl EventType {
+            /// Every type, in the order of the catalog.
+            pub const ALL: &'static [EventType] = &[$(EventType::$variant,)*];
+
+            /// The name audit rows and webhook events carry.
+            pub const fn as_str(self) -> &'static str {
+                match self {
+                    $(EventType::$variant => $name,)*
+                }
+            }
+
+            /// What the event means: one sentence, for the catalog in the docs.
+            pub const fn meaning(self) -> &'static str {
+                match self {
+                    $(EventType::$variant => $meaning,)*
+                }
+            }
+        }
+    };
+}
+
+catalog! {
+    ApplicationCreated => "application.created", "An application was created (with its first secret key).";
+    ApplicationUpdated => "application.updated", "An application's settings changed; `data.changed` names the fields.";
+    ApplicationRegionChanged => "application.region_changed", "An application's data finished moving to another region.";
+    ApiKeyCreated => "api_key.created", "A secret key, personal key or service-account key was created.";
+    ApiKeyRevoked => "api_key.revoked", "A secret key, personal key or service-account key was revoked.";
+    ApiKeyUseRefused => "api_key.use_refused", "A revoked or expired key was presented and refused (at most once a minute per key and reason).";
+    SigningKeyCreated => "signing_key.created", "The application's first token-signing key was made.";
+    SigningKeyRotated => "signing_key.rotated", "The token-signing key was rotated.";
+    UserCreated => "user.created", "An end user signed up or was created.";
+    UserUpdated => "user.updated", "An end user's profile, email or state changed.";
+    UserDeleted => "user.deleted", "An end user was deleted.";
+    UserEmailVerificationSent => "user.email_verification_sent", "An email-verification message was sent.";
+    UserEmailVerificationFailed => "user.email_verification_failed", "An email-verification token was refused.";
+    UserEmailVerificationUsed => "user.email_verification_used", "An email-verification token was used.";
+    UserEmailVerified => "user.email_verified", "An end user's email address was verified.";
+    UserPasswordResetRequested => "user.password_reset_requested", "A password reset was requested.";
+    UserPasswordReset => "user.password_reset", "An end user's password was reset with a reset token.";
+    IdentityLinked => "identity.linked", "An identity provider's account was linked to an end user.";
+    SessionCreated => "session.created", "A session began (a sign-up or sign-in).";
+    SessionRefreshed => "session.refreshed", "A session's refresh token was rotated.";
+    SessionRevoked => "session.revoked", "A session was revoked (sign-out, an administrator, a reuse detected).";
+    SessionSteppedUp => "session.stepped_up", "A session reached a higher assurance level with a second factor.";
+    SessionOrganizationActivated => "session.organization_activated", "A session made an organization its active one.";
+    SignInSucceeded => "sign_in.succeeded", "An end user signed in.";
+    SignInFailed => "sign_in.failed", "A sign-in was refused.";
+    SignInChallenged => "sign_in.challenged", "A sign-in needs a second factor before it succeeds.";
+    MfaEnrollmentStarted => "mfa.enrollment_started", "An end user began enrolling a TOTP authenticator.";
+    MfaEnrolled => "mfa.enrolled", "An end user confirmed a TOTP authenticator.";
+    MfaRemoved => "mfa.removed", "A TOTP authenticator was removed.";
+    MfaChallengeFailed => "mfa.challenge_failed", "A second-factor code was refused.";
+    PasskeyRegistered => "passkey.registered", "A passkey was registered.";
+    PasskeyRegistrationFailed => "passkey.registration_failed", "A passkey registration was refused.";
+    PasskeyRemoved => "passkey.removed", "A passkey was removed.";
+    OrganizationCreated => "organization.created", "An organization was created.";
+    OrganizationUpdated => "organization.updated", "An organization's name or slug changed.";
+    OrganizationDeleted => "organization.deleted", "An organization was deleted, with its memberships and invitations.";
+    OrganizationPlanChanged => "organization.plan_changed", "An organization's plan was set or cleared.";
+    OrganizationMembershipCreated => "organization.membership.created", "A user joined an organization.";
+    OrganizationMembershipUpdated => "organization.membership.updated", "A member's role changed.";
+    OrganizationMembershipDeleted => "organization.membership.deleted", "A user left or was removed from an organization.";
+    TeamInvitationCreated => "team.invitation.created", "Someone was invited to an organization.";
+    TeamInvitationAccepted => "team.invitation.accepted", "An invitation was accepted (the membership has its own event).";
+    TeamInvitationRevoked => "team.invitation.revoked", "An invitation was revoked before it was accepted.";
+    SsoDomainCreated => "sso_domain.created", "An organization claimed an email domain (verification pending).";
+    SsoDomainVerified => "sso_domain.verified", "A claimed domain's DNS TXT record was found.";
+    SsoDomainDeleted => "sso_domain.deleted", "A domain claim was removed.";
+    SsoDomainAutoJoinRefused => "sso_domain.auto_join_refused", "A sign-up at a verified domain was not added to its organization (a policy refused it).";
+    FeatureUpdated => "feature.updated", "An entitlement feature was created or changed.";
+    FeatureDeleted => "feature.deleted", "An entitlement feature was deleted.";
+    PlanUpdated => "plan.updated", "A plan was created or changed.";
+    PlanDeleted => "plan.deleted", "A plan was deleted.";
+    EntitlementOverrideUpdated => "entitlement.override.updated", "An organization's override of a feature was set.";
+    EntitlementOverrideDeleted => "entitlement.override.deleted", "An organization's override of a feature was removed.";
+    WebhookCreated => "webhook.created", "A webhook endpoint was registered.";
+    WebhookUpdated => "webhook.updated", "A webhook endpoint's URL, description, filter or status changed.";
+    WebhookDeleted => "webhook.deleted", "A webhook endpoint was deleted.";
+    WebhookSecretRotated => "webhook.secret_rotated", "A webhook endpoint's signing secret was rotated.";
+    WebhookDeliveryRetried => "webhook.delivery.retried", "A delivery was sent again on request.";
+    WebhookEndpointDisabled => "webhook.endpoint.disabled", "An endpoint that kept failing was disabled.";
+    HookCreated => "hook.created", "A hook was registered.";
+    HookUpdated => "hook.updated", "A hook changed.";
+    HookDeleted => "hook.deleted", "A hook was deleted.";
+    HookCalled => "hook.called", "A hook was called during a sign-up; `data` has its decision or failure.";
+    ProfileFieldCreated => "profile_field.created", "A profile field was defined.";
+    ProfileFieldUpdated => "profile_field.updated", "A profile field's definition changed.";
+    ProfileFieldDeleted => "profile_field.deleted", "A profile field was deleted.";
+    ProviderUpdated => "provider.updated", "An identity or messaging provider's settings changed.";
+    HostGroupCreated => "host_group.created", "A host group for device enrollment was created.";
+    EnrollmentTokenCreated => "enrollment_token.created", "An enrollment token was created.";
+    EnrollmentTokenUsed => "enrollment_token.used", "A device enrolled with a token.";
+    EnrollmentTokenRevoked => "enrollment_token.revoked", "An enrollment token was revoked.";
+    BillingConnectedAccountLinked => "billing.connected_account.linked", "The application was linked to a payment-processor account.";
+    BillingConnectStatusUpdated => "billing.connect_status.updated", "A processor event changed the connected account's status.";
+    BillingPaymentMethodUpdated => "billing.payment_method.updated", "A user's payment method was set.";
+    BillingProcessorEventSuperseded => "billing.processor_event.superseded", "A processor event older than the one applied was received and ignored.";
+    SodPolicyCreated => "sod_policy.created", "A separation-of-duties policy was created.";
+    SodPolicyUpdated => "sod_policy.updated", "A separation-of-duties policy changed.";
+    SodPolicyDeleted => "sod_policy.deleted", "A separation-of-duties policy was deleted.";
+    SodViolationDetected => "sod.violation_detected", "A change was refused, or found, against a separation-of-duties policy.";
+    ServiceAccountCreated => "service_account.created", "A service account was created.";
+    ServiceAccountUpdated => "service_account.updated", "A service account changed (name, scopes, disabled).";
+    ServiceAccountDeleted => "service_account.deleted", "A service account was deleted, with its keys.";
+    AccessReviewCreated => "access_review.created", "An access review was opened, with one item per membership.";
+    AccessReviewItemDecided => "access_review.item.decided", "A reviewer kept or revoked one item of an access review.";
+    AccessReviewClosed => "access_review.closed", "An access review was closed.";
+}
+
+impl EventType {
+    /// The type named `name`, if the service emits one by that name.
+    pub fn parse(name: &str) -> Option<EventType> {
+        EventType::ALL.iter().copied().find(|t| t.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The event catalog of the docs (`docs/events.md`), generated from the list.
+pub fn markdown() -> String {
+    let mut out = String::from(
+        "# Event types\n\n\
+         <!-- Generated from src/events/catalog.rs: edit the list there, then run\n     \
+         `GATEHOUSE_WRITE_DOCS=1 cargo test --lib events::catalog` to rewrite this file. -->\n\n\
+         Every audit row and every webhook event carries one of these types\n\
+         (contract §8: `<resource>.<past verb>`). A webhook's `event_types` filter\n\
+         takes a type or a dotted family: `team.invitation` takes\n\
+         `team.invitation.created`, `team.invitation.accepted` and\n\
+         `team.invitation.revoked`.\n\n\
+         | type | what it means |\n|---|---|\n",
+    );
+    for t in EventType::ALL {
+        out.push_str(&format!("| `{}` | {} |\n", t.as_str(), t.meaning()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use std::{collections::BTreeSet, path::Path};
+
+    use super::*;
+
+    /// Contract §8's list, as amended (issue 35).
+    const CONTRACT: &[&str] = &[
+        "application.created",
+        "application.updated",
+        "application.region_changed",
+        "api_key.created",
+        "api_key.revoked",
+        "user.created",
+        "user.updated",
+        "user.deleted",
+        "session.created",
+        "session.refreshed",
+        "session.revoked",
+        "sign_in.succeeded",
+        "sign_in.failed",
+        "organization.created",
+        "organization.updated",
+        "organization.deleted",
+        "organization.membership.created",
+        "organization.membership.updated",
+        "organization.membership.deleted",
+        "webhook.created",
+        "webhook.updated",
+        "webhook.deleted",
+        "webhook.endpoint.disabled",
+        "hook.created",
+        "hook.updated",
+        "hook.deleted",
+        "hook.called",
+        "profile_field.created",
+        "profile_field.updated",
+        "profile_field.deleted",
+        "provider.updated",
+        "enrollment_token.created",
+        "enrollment_token.used",
+        "enrollment_token.revoked",
+        "billing.payment_method.updated",
+        "billing.connect_status.updated",
+        "sod_policy.created",
+        "sod_policy.updated",
+        "sod_policy.deleted",
+        "sod.violation_detected",
+        "service_account.created",
+        "service_account.updated",
+        "service_account.deleted",
+        "access_review.created",
+        "access_review.item.decided",
+        "team.invitation.created",
+        "team.invitation.accepted",
+        "sso_domain.created",
+        "sso_domain.verified",
+        "sso_domain.deleted",
+        "entitlement.override.updated",
+    ];
+
+    #[test]
+    fn every_type_the_contract_names_is_in_the_catalog() {
+        let missing: Vec<_> = CONTRACT.iter().filter(|name| EventType::parse(name).is_none()).collect();
+        assert!(missing.is_empty(), "the catalog lacks {missing:?}");
+    }
+
+    #[test]
+    fn names_are_unique_lowercase_dotted_and_parse_back() {
+        let mut seen = BTreeSet::new();
+        for t in EventType::ALL {
+            let name = t.as_str();
+            assert!(seen.insert(name), "`{name}` is listed twice");
+            assert_eq!(EventType::parse(name), Some(*t));
+            let parts: Vec<_> = name.split('.').collect();
+            assert!(parts.len() >= 2, "`{name}` is not <resource>.<verb>");
+            for part in parts {
+                assert!(
+                    part.starts_with(|c: char| c.is_ascii_lowercase())
+                        && part.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_'),
+                    "`{name}` is not snake_case between dots"
+                );
+            }
+            assert!(!t.meaning().is_empty() && !t.meaning().contains('|'), "`{name}`'s meaning breaks the table");
+        }
+    }
+
+    /// `docs/events.md` is what the list generates; with
+    /// `GATEHOUSE_WRITE_DOCS=1` the test writes it instead.
+    #[test]
+    fn docs_events_md_is_generated_from_the_catalog() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/events.md");
+        let generated = markdown();
+        if std::env::var_os("GATEHOUSE_WRITE_DOCS").is_some() {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, &generated).unwrap();
+        }
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(
+            on_disk == generated,
+            "docs/events.md differs from the catalog; run `GATEHOUSE_WRITE_DOCS=1 cargo test --lib events::catalog`"
+        );
+    }
+}
