@@ -5,8 +5,9 @@ secret key for
 the `secret_key` operations; for the `access_token` ones, an end user's
 access token, signed in with the application's `x-application-id` (which a
 configured token fetch cannot send), with the organization the user owns
-made active (so the team and SSO domain routes act on it), and signed in
-again after any 401 (the fuzzer's own sign-out ends the session); for the `enrollment_token` one
+made active (so the team and SSO domain routes act on it), checked before
+each case and signed in again when it no longer works (the fuzzer's own
+sign-out or immediate key rotation ends it); for the `enrollment_token` one
 (`POST /v1/os/enroll`), a reusable enrollment token (no platform, no
 `max_uses`, no expiry) created once with the secret key; for the
 `client_basic` one (the issuer's token endpoint), a service account's id
@@ -31,9 +32,33 @@ def bearer(case, token):
     case.headers = headers
 
 
-@schemathesis.auth(retry_on=[401]).apply_to(path_regex=END_USER_OPERATIONS)
+@schemathesis.auth(refresh_interval=None, retry_on=[401]).apply_to(path_regex=END_USER_OPERATIONS)
 class AccessToken:
+    """Checked before every case (`GET /v1/auth/me`, no password hash): the
+    fuzzer's own calls end the session (sign-out) or retire every signing
+    key (an immediate rotation), and the stateful phase does not re-login
+    on a 401 by itself."""
+
+    token = None
+
     def get(self, case, context):
+        if self.token is None or not self.still_valid(self.token):
+            self.token = self.signed_in()
+        return self.token
+
+    @staticmethod
+    def still_valid(token):
+        request = urllib.request.Request(
+            os.environ["GATEHOUSE_FUZZ_BASE"] + "/v1/auth/me",
+            headers={"x-application-id": os.environ["GATEHOUSE_FUZZ_APPLICATION"], "authorization": f"Bearer {token}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=10):
+                return True
+        except urllib.error.HTTPError:
+            return False
+
+    def signed_in(self):
         try:
             return self.sign_in()
         except urllib.error.HTTPError as error:
