@@ -33,7 +33,8 @@ for backend in "${BACKENDS[@]}"; do
   for _ in $(seq 100); do curl -sf "http://127.0.0.1:$port/healthz" >/dev/null && break; sleep 0.1; done
   curl -sf -o /dev/null -X POST "http://127.0.0.1:$port/v1/billing/connect" -H "Authorization: Bearer $key" \
     -H "x-application-id: $app" -H 'content-type: application/json' -d '{"processor_account_id": "acct_bench"}'
-  echo "| $backend | $(node bench/processor_events.mjs "http://127.0.0.1:$port" "$secret" acct_bench 16 "$SECONDS_RUN") |"
+  # The claim above is verified by the first event (its metadata names the application).
+  echo "| $backend | $(node bench/processor_events.mjs "http://127.0.0.1:$port" "$secret" acct_bench "$app" 16 "$SECONDS_RUN") |"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   rm -rf "$dir"
 done

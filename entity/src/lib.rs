@@ -1,5 +1,5 @@
 //! sea-orm entities. Catalog tables: `account`, `application`,
-//! `pending_audit_event`, `processor_account`, `region_move`, `unmatched_processor_event`. Regional tables:
+//! `pending_audit_event`, `processor_account`, `processor_account_claim`, `region_move`, `unmatched_processor_event`. Regional tables:
 //! everything else; every regional row carries `application_id`.
 //!
 //! Models with secret columns (password, refresh-token and API-key hashes,
@@ -40,6 +40,7 @@ pub mod password_reset;
 pub mod pending_audit_event;
 pub mod plan;
 pub mod processor_account;
+pub mod processor_account_claim;
 pub mod processor_event;
 pub mod profile_field;
 pub mod recovery_code;

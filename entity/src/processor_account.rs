@@ -1,8 +1,10 @@
 use sea_orm::entity::prelude::*;
 
-/// Which application a processor (connected) account belongs to (catalog):
-/// how an inbound processor event, which names only the account, finds its
-/// application and so its region. Unique both ways.
+/// The verified link of a processor (connected) account to an application
+/// (catalog). Written only when a signed processor event for the account
+/// carried `metadata.gatehouse_application_id` naming an application that had
+/// claimed it (`processor_account_claim`); removed when that application
+/// claims another account. Unique both ways.
 #[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "processor_accounts")]
 pub struct Model {

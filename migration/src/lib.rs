@@ -34,9 +34,11 @@ mod m20261129_000029_create_passkeys;
 mod m20261129_000030_add_passkey_rp_id;
 mod m20261130_000031_add_signs_from;
 mod m20261130_000032_add_sso_domains_claimed_by;
+mod m20261130_000033_create_processor_account_claims;
 
 /// Migrations of the catalog database: accounts, the application directory,
-/// the region-move journal and the processor accounts that point into it.
+/// the region-move journal, the processor accounts that point into it
+/// (verified links) and the applications' claims of them.
 pub struct CatalogMigrator;
 
 #[async_trait::async_trait]
@@ -52,6 +54,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261128_000026_create_region_moves::Migration),
             Box::new(m20261128_000028_add_require_aal2_for::Migration),
             Box::new(m20261129_000030_add_passkey_rp_id::Migration),
+            Box::new(m20261130_000033_create_processor_account_claims::Migration),
         ]
     }
 

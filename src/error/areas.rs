@@ -155,10 +155,6 @@ impl From<ApplicationError> for ApiError {
 impl From<BillingError> for ApiError {
     fn from(err: BillingError) -> Self {
         match err {
-            BillingError::AccountTaken(account) => ApiError::new(
-                Code::Conflict,
-                format!("Processor account `{account}` is connected to another application."),
-            ),
             BillingError::Db(err) => err.into(),
             BillingError::Read(err) => ApiError::from(&*err),
         }

@@ -109,7 +109,9 @@ catalog! {
     EnrollmentTokenCreated => "enrollment_token.created", "An enrollment token was created.";
     EnrollmentTokenUsed => "enrollment_token.used", "A device enrolled with a token.";
     EnrollmentTokenRevoked => "enrollment_token.revoked", "An enrollment token was revoked.";
-    BillingConnectedAccountLinked => "billing.connected_account.linked", "The application was linked to a payment-processor account.";
+    BillingConnectedAccountClaimed => "billing.connected_account.claimed", "The application claimed a payment-processor account (trusted once a signed processor event names the application).";
+    BillingConnectedAccountVerified => "billing.connected_account.verified", "A signed processor event named the application: its claim is the account's link.";
+    BillingConnectedAccountUnverified => "billing.connected_account.unverified", "The account's link moved to another application that a signed processor event named.";
     BillingConnectStatusUpdated => "billing.connect_status.updated", "A processor event changed the connected account's status.";
     BillingPaymentMethodUpdated => "billing.payment_method.updated", "A user's payment method was set.";
     BillingProcessorEventSuperseded => "billing.processor_event.superseded", "A processor event older than the one applied was received and ignored.";

@@ -79,8 +79,13 @@ pub struct ConnectStatusView {
     /// `details_submitted`.
     pub onboarded: bool,
     pub payouts_enabled: bool,
-    /// The linked account; null until `POST /v1/billing/connect`.
+    /// The account this application claimed with `POST /v1/billing/connect`
+    /// (null until then), whether or not the claim is verified.
     pub processor_account_id: Option<String>,
+    /// Whether the claim is the verified link: a signed processor event for
+    /// the account carried `metadata.gatehouse_application_id` naming this
+    /// application. Until then every flag is false and no event is applied.
+    pub verified: bool,
 }
 
 impl From<ConnectStatus> for ConnectStatusView {
@@ -92,6 +97,7 @@ impl From<ConnectStatus> for ConnectStatusView {
             onboarded: status.details_submitted,
             payouts_enabled: status.payouts_enabled,
             processor_account_id: status.processor_account_id,
+            verified: status.verified,
         }
     }
 }
@@ -108,7 +114,7 @@ pub struct ProcessorEventBody {
     /// Unix seconds; an event older than the stored state does not overwrite it.
     #[schema(minimum = 0)]
     pub created: i64,
-    /// `{object: the account}`.
+    /// `{object: the account}`; the account's `metadata.gatehouse_application_id` names the application.
     pub data: std::collections::HashMap<String, serde_json::Value>,
 }
 
@@ -139,10 +145,16 @@ pub async fn get_payment_method(key: SecretKey) -> ApiResult<HttpResponse> {
     Ok(envelope::ok(PaymentMethodView::from(summary)))
 }
 
-/// Link the application to its account at the payment processor; linking
-/// another account replaces the link. An account belongs to one application.
+/// Claim the application's account at the payment processor; claiming
+/// another account replaces the claim. Any application may claim any account
+/// and the answer never says whether another one did: the claim is trusted
+/// for nothing until the processor proves it. It becomes the verified link
+/// when a signed `account.updated` event arrives whose account carries
+/// `metadata.gatehouse_application_id` = this application's id (set it on
+/// the account at the processor); until then the status shows the claimed
+/// account with `verified: false` and every flag false.
 #[utoipa::path(post, path = "/v1/billing/connect", tag = "billing", request_body = ConnectRequest,
-    responses((status = 200, body = ConnectStatusView), (status = 409, description = "`conflict`: the account is connected to another application"), (status = 422)),
+    responses((status = 200, body = ConnectStatusView), (status = 422)),
     security(("secret_key" = ["admin"])))]
 pub async fn connect_account(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: ConnectRequest = body.json().await?;
@@ -166,9 +178,12 @@ pub async fn connect_status(state: web::Data<AppState>, key: SecretKey) -> ApiRe
 
 /// The payment processor's events. Public: the `Stripe-Signature` header
 /// (HMAC-SHA256 of `"{t}.{body}"` with the configured secret, 300 s either
-/// way) is the credential, and a bad one changes nothing. The account in
-/// `data.object.id` names the application; an event for an account no
-/// application has connected is acknowledged and kept for the operator.
+/// way) is the credential, and a bad one changes nothing. The account's
+/// `metadata.gatehouse_application_id` names the application, which must
+/// have claimed the account in `data.object.id`; the event then verifies the
+/// claim and is applied. An event whose metadata names no application
+/// claiming the account is acknowledged, applied to no one and kept for the
+/// operator.
 #[utoipa::path(post, path = "/v1/billing/processor-webhooks", tag = "billing", request_body = ProcessorEventBody,
     extensions(("x-gatehouse-caller" = json!("inbound"))),
     params(("Stripe-Signature" = String, Header, description = "`t=<unix seconds>,v1=<hex HMAC-SHA256>[,v1=…]`")),
@@ -194,7 +209,7 @@ pub async fn receive_processor_event(
     }
     processor_signature::verify(header, &bytes, secret, crate::clock::now().timestamp())?;
     let event = ProcessorEvent::parse(&crate::http::body::parse(&bytes)?)?;
-    match billing::route_event(&state.storage, &state.directory, &event).await? {
+    match billing::route_event(&state.storage, &state.connect_statuses, &state.directory, &event).await? {
         Destination::Ignored | Destination::Unmatched => {}
         Destination::Elsewhere(region) => return forward::to_peer(&state, &req, bytes, region).await,
         Destination::Here(tenant) => {

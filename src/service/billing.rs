@@ -2,6 +2,23 @@
 //! account at the payment processor (`POST /v1/billing/connect`), the
 //! processor's signed `account.updated` events, and the status projection
 //! they keep (operation 19), read through the cache layer.
+//!
+//! A connected account is linked in two steps, so that no application can
+//! squat another's account. `POST /v1/billing/connect` records only the
+//! application's *claim* (one per application, any number per account; it
+//! never answers 409, so it reveals nothing about other applications). The
+//! processor proves the link: a correctly signed `account.updated` event
+//! whose account carries `metadata.gatehouse_application_id` naming an
+//! application that claims that account makes the claim the *verified* link
+//! (`processor_accounts`, unique both ways), and only then is the event
+//! applied. The customer sets that metadata on their own account at the
+//! processor; nobody can set it on another's. The metadata alone decides:
+//! an event whose metadata is absent, unreadable, or names an application
+//! that does not claim the account is recorded as unmatched and applied to
+//! no one, even if the account has a verified link. When the metadata names
+//! another claiming application, the verified link moves to it. An
+//! unverified claim receives nothing and its status shows only the account
+//! it asked for, every flag false and `verified: false`.
 use std::time::Duration;
 
 use entity::{billing_profile, connect_status, pending_audit_event, processor_event, unmatched_processor_event};
@@ -19,7 +36,7 @@ use crate::{
     region::router::Directory,
     region::Region,
     storage::{
-        catalog::{self, Linked},
+        catalog::{self, Claimed, Verified},
         Storage, TenantConn, TenantScope,
     },
     tenancy::Tenant,
@@ -32,6 +49,11 @@ pub const MAX_PROCESSOR_ID: usize = 255;
 pub const PROCESSOR_ACCOUNT_ID: &str = "^[A-Za-z0-9_-]{1,255}$";
 /// The one event type that changes the projection.
 pub const ACCOUNT_UPDATED: &str = "account.updated";
+/// The key of the account's processor metadata that names its application:
+/// the proof that verifies a claim.
+pub const APPLICATION_METADATA: &str = "gatehouse_application_id";
+/// A verification that lost a race on the account's primary key is tried again this often.
+const VERIFY_ATTEMPTS: usize = 3;
 
 /// The bound on a node's own copy when a bus message is lost.
 const LOCAL_TTL: Duration = Duration::from_secs(10);
@@ -40,9 +62,6 @@ const SHARED_TTL: Duration = Duration::from_secs(60);
 
 #[derive(Debug, thiserror::Error)]
 pub enum BillingError {
-    /// The processor account is another application's.
-    #[error("processor account `{0}` is connected to another application")]
-    AccountTaken(String),
     #[error(transparent)]
     Db(#[from] DbErr),
     /// A cached read whose load failed (shared by the readers that waited on it).
@@ -163,9 +182,14 @@ pub async fn payment_method(scope: &TenantScope) -> Result<PaymentSummary, Billi
 
 /// The connected account's status as operation 19 answers it (`onboarded`
 /// is `details_submitted`). Cached in Redis: it names no end user.
+/// `processor_account_id` is the account the application claimed; the flags
+/// are the processor's only once `verified`.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ConnectStatus {
     pub processor_account_id: Option<String>,
+    /// The claim is the verified link (a signed event's metadata named this application).
+    #[serde(default)]
+    pub verified: bool,
     pub charges_enabled: bool,
     pub payouts_enabled: bool,
     pub details_submitted: bool,
@@ -200,8 +224,8 @@ impl ConnectStatuses {
     }
 }
 
-/// Operation 19. Before any event: the linked account (if any), every flag
-/// false, no reason.
+/// Operation 19. Before the claim is verified: the claimed account (if
+/// any), every flag false, no reason, `verified` false.
 pub async fn connect_status(
     storage: &Storage,
     statuses: &ConnectStatuses,
@@ -209,32 +233,40 @@ pub async fn connect_status(
 ) -> Result<ConnectStatus, BillingError> {
     let application_id = scope.tenant().id;
     let load = || async {
-        let linked = catalog::application_processor_account(&storage.catalog, application_id).await?;
-        let row = scope.find_by_id::<connect_status::Entity>(application_id).one(scope.conn()).await?;
-        Ok::<_, DbErr>(project(linked, row))
+        let claim = catalog::application_processor_account(&storage.catalog, application_id).await?;
+        let row = match claim {
+            Some((_, true)) => scope.find_by_id::<connect_status::Entity>(application_id).one(scope.conn()).await?,
+            _ => None,
+        };
+        Ok::<_, DbErr>(project(claim, row))
     };
     statuses.cache.get_with(application_id, load).await.map_err(BillingError::Read)
 }
 
-/// The stored projection counts only while its account is the linked one
-/// (a re-link starts from nothing).
-fn project(linked: Option<String>, row: Option<connect_status::Model>) -> ConnectStatus {
-    let Some(linked) = linked else { return ConnectStatus::default() };
+/// The stored projection counts only while its account is the claimed one
+/// and that claim is verified (a new claim starts from nothing).
+fn project(claim: Option<(String, bool)>, row: Option<connect_status::Model>) -> ConnectStatus {
+    let Some((claimed, verified)) = claim else { return ConnectStatus::default() };
     match row {
-        Some(row) if row.processor_account_id == linked => ConnectStatus {
-            processor_account_id: Some(linked),
+        Some(row) if verified && row.processor_account_id == claimed => ConnectStatus {
+            processor_account_id: Some(claimed),
+            verified,
             charges_enabled: row.charges_enabled,
             payouts_enabled: row.payouts_enabled,
             details_submitted: row.details_submitted,
             disabled_reason: row.disabled_reason,
         },
-        _ => ConnectStatus { processor_account_id: Some(linked), ..ConnectStatus::default() },
+        _ => ConnectStatus { processor_account_id: Some(claimed), verified, ..ConnectStatus::default() },
     }
 }
 
-/// Links the application to a processor account; linking another account
-/// replaces the link. The catalog row and its audit row commit together in
-/// the catalog; the audit row is then relayed into the regional chain.
+/// Records the application's claim of a processor account; claiming another
+/// account replaces the claim (and drops the verified link of the earlier
+/// one). Every application may claim any account: the answer never depends
+/// on another application's claim or link, so it is no oracle. The claim
+/// receives nothing until a signed event verifies it (see the module
+/// documentation). The catalog row and its audit row commit together in the
+/// catalog; the audit row is then relayed into the regional chain.
 pub async fn connect(
     storage: &Storage,
     statuses: &ConnectStatuses,
@@ -246,7 +278,7 @@ pub async fn connect(
     let audit = pending_audit_event::Model {
         id: Uuid::now_v7(),
         application_id: tenant.id,
-        event_type: EventType::BillingConnectedAccountLinked.as_str().to_string(),
+        event_type: EventType::BillingConnectedAccountClaimed.as_str().to_string(),
         actor_kind: actor.kind.as_str().to_string(),
         actor_id: actor.id.clone(),
         aggregate_id: Some(tenant.id),
@@ -254,18 +286,14 @@ pub async fn connect(
         created_at: clock::now(),
     };
     let pending = audit.clone();
-    let taken = || BillingError::AccountTaken(processor_account_id.clone());
-    match catalog::link_processor_account(&storage.catalog, tenant.id, &processor_account_id, audit).await {
-        Ok(Linked::Linked) => {
+    match catalog::claim_processor_account(&storage.catalog, tenant.id, &processor_account_id, audit).await? {
+        Claimed::Claimed => {
             if let Err(err) = applications::relay(storage, &tenant, &pending).await {
                 tracing::warn!(application_id = %tenant.id, error = %crate::error::cause_chain(&err), "audit row left pending for the relay");
             }
             statuses.changed(tenant.id).await;
         }
-        Ok(Linked::Unchanged) => {}
-        Ok(Linked::TakenBy(_)) => return Err(taken()),
-        Err(err) if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) => return Err(taken()),
-        Err(err) => return Err(err.into()),
+        Claimed::Unchanged => {}
     }
     connect_status(storage, statuses, scope).await
 }
@@ -279,6 +307,9 @@ pub struct ProcessorEvent {
     pub created: i64,
     /// `data.object.id`: for `account.updated`, the account.
     pub object_id: Option<String>,
+    /// `data.object.metadata.gatehouse_application_id`, when it is an
+    /// application id: the application the account's owner names.
+    pub named_application: Option<Uuid>,
     pub object: Value,
 }
 
@@ -308,11 +339,17 @@ impl ProcessorEvent {
             _ => None,
         };
         issues.finish()?;
+        // Unreadable metadata is no proof: such an event is unmatched, not refused.
+        let named_application = object
+            .pointer(&format!("/metadata/{APPLICATION_METADATA}"))
+            .and_then(Value::as_str)
+            .and_then(|id| Uuid::parse_str(id.trim()).ok());
         Ok(ProcessorEvent {
             id: id.unwrap_or_default(),
             event_type: event_type.unwrap_or_default(),
             created: created.unwrap_or_default(),
             object_id,
+            named_application,
             object,
         })
     }
@@ -326,7 +363,7 @@ impl ProcessorEvent {
 pub enum Destination {
     /// Not an `account.updated` event, or one without an account: acknowledged, nothing kept.
     Ignored,
-    /// No application has connected the account: kept in the catalog.
+    /// No application's claim matches the account's metadata: kept in the catalog.
     Unmatched,
     /// The application, in a region this node holds.
     Here(Tenant),
@@ -334,21 +371,29 @@ pub enum Destination {
     Elsewhere(Region),
 }
 
-/// Finds the event's application (the catalog maps the account to it) and
-/// whether this node holds its region; an unknown account is recorded.
+/// Finds the event's application and whether this node holds its region.
+/// The application is the one the account's metadata names, and only if it
+/// claims the account; that claim becomes (or stays) the verified link
+/// before the event is applied. Anything else is recorded as unmatched. The
+/// caller has verified the signature.
 pub async fn route_event(
     storage: &Storage,
+    statuses: &ConnectStatuses,
     directory: &Directory,
     event: &ProcessorEvent,
 ) -> Result<Destination, crate::error::ApiError> {
     let Some(account) = event.object_id.as_deref().filter(|_| event.event_type == ACCOUNT_UPDATED) else {
         return Ok(Destination::Ignored);
     };
-    let tenant = match catalog::processor_account_application(&storage.catalog, account).await? {
+    let tenant = match event.named_application {
         Some(id) => directory.resolve(id).await?,
         None => None,
     };
-    let Some(tenant) = tenant else {
+    let verified = match &tenant {
+        Some(tenant) => verify_claim(storage, statuses, directory, tenant, account, event).await?,
+        None => Verified::NotClaimed,
+    };
+    let (Some(tenant), Verified::Unchanged | Verified::Linked { .. }) = (tenant, verified) else {
         let row = unmatched_processor_event::Model {
             event_id: event.id.clone(),
             event_type: event.event_type.clone(),
@@ -357,10 +402,60 @@ pub async fn route_event(
             received_at: clock::now(),
         };
         catalog::record_unmatched_event(&storage.catalog, row).await?;
-        tracing::info!(event_id = %event.id, processor_account_id = %account, "processor event for an account no application has connected");
+        tracing::info!(event_id = %event.id, processor_account_id = %account, "processor event whose metadata names no application claiming the account");
         return Ok(Destination::Unmatched);
     };
     Ok(if storage.holds(tenant.region) { Destination::Here(tenant) } else { Destination::Elsewhere(tenant.region) })
+}
+
+/// Makes the tenant's claim of `account` the verified link (the event's
+/// metadata names the tenant), relays the audit rows of a change into the
+/// regions this node holds (the others' relay picks them up) and drops the
+/// cached status of every application whose link changed.
+async fn verify_claim(
+    storage: &Storage,
+    statuses: &ConnectStatuses,
+    directory: &Directory,
+    tenant: &Tenant,
+    account: &str,
+    event: &ProcessorEvent,
+) -> Result<Verified, crate::error::ApiError> {
+    let audit = |application_id: Uuid, event_type: &str| pending_audit_event::Model {
+        id: Uuid::now_v7(),
+        application_id,
+        event_type: event_type.to_string(),
+        actor_kind: crate::audit::ActorKind::Public.as_str().to_string(),
+        actor_id: None,
+        aggregate_id: Some(application_id),
+        data: json!({"processor_account_id": account, "event_id": event.id}),
+        created_at: clock::now(),
+    };
+    let mut attempt = 1;
+    let (verified, audits) = loop {
+        match catalog::verify_processor_account(&storage.catalog, tenant.id, account, &audit).await {
+            Ok(done) => break done,
+            // Another application's verification of the account committed first: look again.
+            Err(err)
+                if attempt < VERIFY_ATTEMPTS && matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) =>
+            {
+                attempt += 1
+            }
+            Err(err) => return Err(err.into()),
+        }
+    };
+    for pending in &audits {
+        let owner = match pending.application_id == tenant.id {
+            true => Some(tenant.clone()),
+            false => directory.resolve(pending.application_id).await.ok().flatten(),
+        };
+        if let Some(owner) = owner.filter(|owner| storage.holds(owner.region)) {
+            if let Err(err) = applications::relay(storage, &owner, pending).await {
+                tracing::warn!(application_id = %owner.id, error = %crate::error::cause_chain(&err), "audit row left pending for the relay");
+            }
+        }
+        statuses.changed(pending.application_id).await;
+    }
+    Ok(verified)
 }
 
 /// What applying an event did.

@@ -1,12 +1,14 @@
 //! Every query of the catalog (accounts, the application directory, the
-//! outbox of catalog audit rows, processor accounts and the processor events
-//! no application claimed). Catalog rows are not tenant rows: the
+//! outbox of catalog audit rows, processor-account claims and verified links,
+//! and the processor events no application's verified claim matched). Catalog rows are not tenant rows: the
 //! directory is read across applications (routing, an account's list, the
 //! CORS origin union), so these queries are raw entity queries, kept here,
 //! the one module clippy's `disallowed_methods` allows them in.
 #![allow(clippy::disallowed_methods)]
 
-use entity::{account, application, pending_audit_event, processor_account, unmatched_processor_event};
+use entity::{
+    account, application, pending_audit_event, processor_account, processor_account_claim, unmatched_processor_event,
+};
 use sea_orm::{
     ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder,
     QuerySelect,
@@ -14,6 +16,7 @@ use sea_orm::{
 use uuid::Uuid;
 
 use super::{Db, Page};
+use crate::events::catalog::EventType;
 
 pub async fn insert_account(catalog: &Db, id: Uuid, name: String) -> Result<(), DbErr> {
     let txn = catalog.begin_write().await?;
@@ -99,38 +102,108 @@ pub async fn forget_pending_audit(catalog: &Db, id: Uuid) -> Result<(), DbErr> {
     txn.commit().await
 }
 
-/// What linking a processor account to an application did.
+/// What recording an application's claim of a processor account did.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Linked {
-    /// The account is now this application's (replacing any other it had).
-    Linked,
-    /// It already was: nothing changed.
+pub enum Claimed {
+    /// The claim is recorded (replacing the application's earlier claim and
+    /// dropping the verified link of that earlier account, if any).
+    Claimed,
+    /// The application had claimed this account already: nothing changed.
     Unchanged,
-    /// It belongs to another application.
-    TakenBy(Uuid),
 }
 
-/// Links `processor_account_id` to `application_id`, with the audit row of
-/// the change in the same catalog transaction (relayed into the regional
-/// chain like a settings change). The primary key on the account and the
-/// unique index on the application decide between concurrent links: the
-/// loser's unique violation is returned as it is.
-pub async fn link_processor_account(
+/// Records `application_id`'s claim of `processor_account_id`, with the
+/// audit row of the change in the same catalog transaction (relayed into the
+/// regional chain like a settings change). One claim per application; any
+/// number of applications may claim one account, so nothing here depends on
+/// (or reveals) another application's claim or link. A claim of another
+/// account removes the application's verified link: a verified link stays
+/// only while its application still claims its account.
+pub async fn claim_processor_account(
     catalog: &Db,
     application_id: Uuid,
     processor_account_id: &str,
     audit: pending_audit_event::Model,
-) -> Result<Linked, DbErr> {
+) -> Result<Claimed, DbErr> {
+    use sea_orm::sea_query::OnConflict;
     let txn = catalog.begin_write().await?;
-    if let Some(existing) = processor_account::Entity::find_by_id(processor_account_id).one(&*txn).await? {
-        return Ok(if existing.application_id == application_id {
-            Linked::Unchanged
-        } else {
-            Linked::TakenBy(existing.application_id)
-        });
+    // `FOR UPDATE` on PostgreSQL (SQLite has one writer): a verification of
+    // this application's claim waits for this transaction, and this one for it.
+    let existing = processor_account_claim::Entity::find_by_id(application_id).lock_exclusive().one(&*txn).await?;
+    if existing.is_some_and(|claim| claim.processor_account_id == processor_account_id) {
+        return Ok(Claimed::Unchanged);
     }
+    let row = processor_account_claim::ActiveModel {
+        application_id: Set(application_id),
+        processor_account_id: Set(processor_account_id.to_string()),
+        created_at: Set(crate::clock::now()),
+    };
+    let upsert = OnConflict::column(processor_account_claim::Column::ApplicationId)
+        .update_columns([
+            processor_account_claim::Column::ProcessorAccountId,
+            processor_account_claim::Column::CreatedAt,
+        ])
+        .to_owned();
+    processor_account_claim::Entity::insert(row).on_conflict(upsert).exec_without_returning(&*txn).await?;
     processor_account::Entity::delete_many()
         .filter(processor_account::Column::ApplicationId.eq(application_id))
+        .filter(processor_account::Column::ProcessorAccountId.ne(processor_account_id))
+        .exec(&*txn)
+        .await?;
+    pending_audit_event::Entity::insert(audit.into_active_model()).exec_without_returning(&*txn).await?;
+    txn.commit().await?;
+    Ok(Claimed::Claimed)
+}
+
+/// What a verification of a claim did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verified {
+    /// The application does not claim the account: nothing written.
+    NotClaimed,
+    /// The link was verified already.
+    Unchanged,
+    /// The link is written now; `displaced` is the application whose
+    /// verified link of the account it replaced (the account's metadata now
+    /// names another application that claims it).
+    Linked { displaced: Option<Uuid> },
+}
+
+/// Makes `application_id`'s claim of `processor_account_id` the verified
+/// link, if the application still claims the account; called only for a
+/// correctly signed processor event whose account metadata names the
+/// application. The audit rows (`verified` for the application, `unverified`
+/// for a displaced one) commit with the link. A concurrent verification of
+/// the same account for another application may lose on the primary key:
+/// its unique violation is returned as it is (the caller retries). A link
+/// already verified is answered from a plain read: a claim changed meanwhile
+/// is harmless, since the status shows a projection only while its account
+/// is the claimed and verified one.
+pub async fn verify_processor_account(
+    catalog: &Db,
+    application_id: Uuid,
+    processor_account_id: &str,
+    audit: &dyn Fn(Uuid, &str) -> pending_audit_event::Model,
+) -> Result<(Verified, Vec<pending_audit_event::Model>), DbErr> {
+    // Every event of a verified account comes here: answer those without the write lock.
+    if application_processor_account(catalog, application_id).await? == Some((processor_account_id.to_string(), true)) {
+        return Ok((Verified::Unchanged, Vec::new()));
+    }
+    let txn = catalog.begin_write().await?;
+    let claim = processor_account_claim::Entity::find_by_id(application_id).lock_exclusive().one(&*txn).await?;
+    if claim.is_none_or(|claim| claim.processor_account_id != processor_account_id) {
+        return Ok((Verified::NotClaimed, Vec::new()));
+    }
+    let existing = processor_account::Entity::find_by_id(processor_account_id).one(&*txn).await?;
+    if existing.as_ref().is_some_and(|link| link.application_id == application_id) {
+        return Ok((Verified::Unchanged, Vec::new()));
+    }
+    let displaced = existing.map(|link| link.application_id);
+    processor_account::Entity::delete_many()
+        .filter(
+            processor_account::Column::ProcessorAccountId
+                .eq(processor_account_id)
+                .or(processor_account::Column::ApplicationId.eq(application_id)),
+        )
         .exec(&*txn)
         .await?;
     processor_account::Entity::insert(processor_account::ActiveModel {
@@ -140,24 +213,32 @@ pub async fn link_processor_account(
     })
     .exec_without_returning(&*txn)
     .await?;
-    pending_audit_event::Entity::insert(audit.into_active_model()).exec_without_returning(&*txn).await?;
+    let mut audits = vec![audit(application_id, EventType::BillingConnectedAccountVerified.as_str())];
+    if let Some(displaced) = displaced {
+        audits.push(audit(displaced, EventType::BillingConnectedAccountUnverified.as_str()));
+    }
+    for row in &audits {
+        pending_audit_event::Entity::insert(row.clone().into_active_model()).exec_without_returning(&*txn).await?;
+    }
     txn.commit().await?;
-    Ok(Linked::Linked)
+    Ok((Verified::Linked { displaced }, audits))
 }
 
-/// The application a processor account belongs to.
-pub async fn processor_account_application(catalog: &Db, processor_account_id: &str) -> Result<Option<Uuid>, DbErr> {
-    let row = processor_account::Entity::find_by_id(processor_account_id).one(&catalog.conn).await?;
-    Ok(row.map(|r| r.application_id))
-}
-
-/// The processor account linked to an application.
-pub async fn application_processor_account(catalog: &Db, application_id: Uuid) -> Result<Option<String>, DbErr> {
-    let row = processor_account::Entity::find()
+/// The application's claim (the account it asked for) and whether that
+/// claim is the verified link.
+pub async fn application_processor_account(
+    catalog: &Db,
+    application_id: Uuid,
+) -> Result<Option<(String, bool)>, DbErr> {
+    let Some(claim) = processor_account_claim::Entity::find_by_id(application_id).one(&catalog.conn).await? else {
+        return Ok(None);
+    };
+    let verified = processor_account::Entity::find_by_id(claim.processor_account_id.as_str())
         .filter(processor_account::Column::ApplicationId.eq(application_id))
         .one(&catalog.conn)
-        .await?;
-    Ok(row.map(|r| r.processor_account_id))
+        .await?
+        .is_some();
+    Ok(Some((claim.processor_account_id, verified)))
 }
 
 /// Keeps a signed event no application claimed; a second delivery of it

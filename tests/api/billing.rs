@@ -1,5 +1,6 @@
-//! Billing: the payment method (sealed token), the connected account, the
-//! processor's signed events and the cached status.
+//! Billing: the payment method (sealed token), the connected account (a
+//! claim, verified by a signed event whose metadata names the application),
+//! the processor's signed events and the cached status.
 use std::time::Duration;
 
 use entity::{billing_profile, unmatched_processor_event};
@@ -17,7 +18,14 @@ fn now() -> i64 {
     chrono::Utc::now().timestamp()
 }
 
-fn account_event(id: &str, account: &str, created: i64, details_submitted: bool) -> String {
+/// An `account.updated` event whose account names `owner` in its metadata
+/// (what the customer sets on their own account at the processor).
+fn account_event(id: &str, account: &str, owner: &Caller, created: i64, details_submitted: bool) -> String {
+    let metadata = json!({"gatehouse_application_id": owner.application_id});
+    event_with_metadata(id, account, metadata, created, details_submitted)
+}
+
+fn event_with_metadata(id: &str, account: &str, metadata: Value, created: i64, details_submitted: bool) -> String {
     json!({
         "id": id,
         "object": "event",
@@ -29,6 +37,7 @@ fn account_event(id: &str, account: &str, created: i64, details_submitted: bool)
             "charges_enabled": details_submitted,
             "payouts_enabled": false,
             "details_submitted": details_submitted,
+            "metadata": metadata,
             "requirements": {"disabled_reason": if details_submitted { Value::Null } else { json!("requirements.past_due") }},
         }},
     })
@@ -72,6 +81,21 @@ async fn status(app: &TestApp, caller: &Caller) -> Value {
 
 async fn count_type(app: &TestApp, event_type: &str) -> usize {
     app.audit_types().await.iter().filter(|t| *t == event_type).count()
+}
+
+async fn count_type_of(app: &TestApp, caller: &Caller, event_type: &str) -> usize {
+    let rows = app.send(caller, Method::GET, "/v1/audit-logs/export?limit=1000", None).await;
+    assert_eq!(rows.status, 200, "{:?}", rows.body);
+    rows.data().as_array().unwrap().iter().filter(|r| r["type"] == event_type).count()
+}
+
+async fn unmatched(app: &TestApp) -> Vec<unmatched_processor_event::Model> {
+    unmatched_processor_event::Entity::find().all(&app.state.storage.catalog.conn).await.unwrap()
+}
+
+fn unverified(account: &str) -> Value {
+    json!({"charges_enabled": false, "details_submitted": false, "disabled_reason": null, "onboarded": false,
+        "payouts_enabled": false, "processor_account_id": account, "verified": false})
 }
 
 #[actix_web::test]
@@ -175,44 +199,142 @@ async fn each_bad_payment_method_field_is_422_and_nothing_is_stored() {
 }
 
 #[actix_web::test]
-async fn an_account_connected_to_one_application_is_409_for_another() {
+async fn a_claim_of_another_applications_account_reveals_nothing_and_receives_nothing() {
+    // Arrange: B (another tenant) claims A's account before A does.
     let app = spawn_app().await;
-    let other = app.create_application(json!({"name": "Other"})).await;
+    let squatter = app.other_account().await;
     let account = new_account();
-    let linked = connect(&app, &app.caller, &account).await;
-    assert_eq!(linked.status, 200, "{:?}", linked.body);
-    let expected = json!({"charges_enabled": false, "details_submitted": false, "disabled_reason": null,
-        "onboarded": false, "payouts_enabled": false, "processor_account_id": account});
-    assert_eq!(*linked.data(), expected);
-    assert_eq!(connect(&app, &app.caller, &account).await.status, 200, "linking again changes nothing");
-    let taken = connect(&app, &other, &account).await;
-    assert_eq!((taken.status, taken.error_code()), (409, "conflict"));
-    assert_eq!(status(&app, &other).await["processor_account_id"], Value::Null);
-    assert_eq!(count_type(&app, "billing.connected_account.linked").await, 1);
+    // Act
+    let squatted = connect(&app, &squatter, &account).await;
+    let claimed = connect(&app, &app.caller, &account).await;
+    let again = connect(&app, &squatter, &account).await;
+    // Assert: every claim is 200 with the same answer; none says whether another application claimed it.
+    for reply in [&squatted, &claimed, &again] {
+        assert_eq!(reply.status, 200, "{:?}", reply.body);
+        assert_eq!(*reply.data(), unverified(&account));
+    }
+    assert_eq!(status(&app, &squatter).await, unverified(&account));
+    // Before the processor proves anything, an event naming nobody goes to nobody.
+    let anonymous = event_with_metadata("evt_anon", &account, json!({}), now(), true);
+    assert_eq!(deliver_signed(&app, &anonymous).await.status, 200);
+    assert_eq!(status(&app, &app.caller).await, unverified(&account));
+    assert_eq!(status(&app, &squatter).await, unverified(&account));
+    // The account's owner named A in its metadata: A is verified, B gets nothing.
+    let proof = deliver_signed(&app, &account_event("evt_proof", &account, &app.caller, now(), true)).await;
+    assert_eq!(proof.status, 200, "{:?}", proof.body);
+    let own = status(&app, &app.caller).await;
+    assert_eq!((own["verified"].clone(), own["onboarded"].clone()), (json!(true), json!(true)), "{own}");
+    assert_eq!(own["processor_account_id"], json!(account));
+    assert_eq!(status(&app, &squatter).await, unverified(&account));
+    // B claiming again still answers the same, and gets nothing of A's later events.
+    assert_eq!(*connect(&app, &squatter, &account).await.data(), unverified(&account));
+    deliver_signed(&app, &account_event("evt_later", &account, &app.caller, now(), false)).await;
+    assert_eq!(status(&app, &squatter).await, unverified(&account));
+    assert_eq!(status(&app, &app.caller).await["charges_enabled"], false, "A's later event applied");
+    assert_eq!(count_type_of(&app, &squatter, "billing.connect_status.updated").await, 0);
+    assert_eq!(count_type_of(&app, &squatter, "billing.connected_account.claimed").await, 1);
+    assert_eq!(count_type(&app, "billing.connected_account.claimed").await, 1);
+    assert_eq!(count_type(&app, "billing.connected_account.verified").await, 1);
+    assert_eq!(count_type(&app, "billing.connect_status.updated").await, 2);
     let not_admin = app.key_with_scopes(json!([])).await;
     assert_eq!(connect(&app, &not_admin, &new_account()).await.status, 403);
     assert_eq!(connect(&app, &app.caller, "acct with spaces").await.status, 422);
 }
 
 #[actix_web::test]
-async fn concurrent_links_of_one_account_leave_it_with_one_application() {
+async fn an_event_without_metadata_naming_a_claimer_changes_nothing_and_is_recorded_unmatched() {
+    // Arrange: A claims the account; C claims another one.
+    let app = spawn_app().await;
+    let other = app.create_application(json!({"name": "Other"})).await;
+    let account = new_account();
+    connect(&app, &app.caller, &account).await;
+    connect(&app, &other, &new_account()).await;
+    let t = now();
+    let cases = [
+        ("evt_none", json!(null)),
+        ("evt_empty", json!({})),
+        ("evt_other", json!({"gatehouse_application_id": other.application_id})),
+        ("evt_nobody", json!({"gatehouse_application_id": Uuid::new_v4().to_string()})),
+        ("evt_garbage", json!({"gatehouse_application_id": "not-an-id"})),
+        ("evt_number", json!({"gatehouse_application_id": 7})),
+    ];
+    // Act
+    for (id, metadata) in &cases {
+        let reply = deliver_signed(&app, &event_with_metadata(id, &account, metadata.clone(), t, true)).await;
+        assert_eq!((reply.status, reply.data().clone()), (200, json!({"received": true})), "{id}");
+    }
+    // Assert
+    assert_eq!(status(&app, &app.caller).await, unverified(&account));
+    assert_eq!(status(&app, &other).await["verified"], false);
+    let mut recorded: Vec<String> = unmatched(&app).await.into_iter().map(|row| row.event_id).collect();
+    recorded.sort();
+    let mut expected: Vec<String> = cases.iter().map(|(id, _)| id.to_string()).collect();
+    expected.sort();
+    assert_eq!(recorded, expected);
+    assert_eq!(count_type(&app, "billing.connect_status.updated").await, 0);
+    // Once verified, an event without the metadata still goes to no one (only the metadata decides).
+    deliver_signed(&app, &account_event("evt_verify", &account, &app.caller, t, true)).await;
+    assert_eq!(status(&app, &app.caller).await["verified"], true);
+    let bare = event_with_metadata("evt_bare", &account, json!(null), t + 1, false);
+    assert_eq!(deliver_signed(&app, &bare).await.status, 200);
+    assert_eq!(status(&app, &app.caller).await["onboarded"], true, "the event without metadata was applied");
+    assert_eq!(unmatched(&app).await.len(), cases.len() + 1);
+}
+
+#[actix_web::test]
+async fn the_metadata_moves_a_verified_link_and_a_new_claim_drops_it() {
+    let app = spawn_app().await;
+    let other = app.create_application(json!({"name": "Other"})).await;
+    let account = new_account();
+    connect(&app, &app.caller, &account).await;
+    connect(&app, &other, &account).await;
+    let t = now();
+    deliver_signed(&app, &account_event("evt_a", &account, &app.caller, t, true)).await;
+    assert_eq!(status(&app, &app.caller).await["verified"], true);
+    // The owner names the other application, which claims the account too: the link moves.
+    deliver_signed(&app, &account_event("evt_b", &account, &other, t + 1, false)).await;
+    assert_eq!(status(&app, &app.caller).await, unverified(&account));
+    let moved = status(&app, &other).await;
+    assert_eq!(
+        (moved["verified"].clone(), moved["disabled_reason"].clone()),
+        (json!(true), json!("requirements.past_due"))
+    );
+    assert_eq!(count_type(&app, "billing.connected_account.unverified").await, 1);
+    // Claiming the same account again changes nothing; claiming another drops the verified link.
+    assert_eq!(connect(&app, &other, &account).await.data()["verified"], true);
+    let next = new_account();
+    assert_eq!(*connect(&app, &other, &next).await.data(), unverified(&next));
+    deliver_signed(&app, &account_event("evt_old_claim", &account, &other, t + 2, true)).await;
+    assert_eq!(status(&app, &other).await, unverified(&next));
+    assert!(unmatched(&app).await.iter().any(|row| row.event_id == "evt_old_claim"));
+}
+
+#[actix_web::test]
+async fn concurrent_claims_of_one_account_all_succeed_and_only_the_named_one_is_verified() {
     let app = spawn_app().await;
     let mut callers = vec![app.caller.clone()];
     for i in 0..4 {
         callers.push(app.create_application(json!({"name": format!("App {i}")})).await);
     }
+    callers.push(app.other_account().await);
     let account = new_account();
     let replies = futures_util::future::join_all(callers.iter().map(|c| connect(&app, c, &account))).await;
-    let statuses: Vec<u16> = replies.iter().map(|r| r.status).collect();
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 1, "{statuses:?}");
-    assert!(statuses.iter().all(|s| *s == 200 || *s == 409), "{statuses:?}");
+    for reply in &replies {
+        assert_eq!((reply.status, reply.data().clone()), (200, unverified(&account)), "{:?}", reply.body);
+    }
+    let named = &callers[3];
+    deliver_signed(&app, &account_event("evt_named", &account, named, now(), true)).await;
+    for (i, caller) in callers.iter().enumerate() {
+        assert_eq!(status(&app, caller).await["verified"], i == 3, "application {i}");
+    }
+    assert_eq!(status(&app, named).await["onboarded"], true);
 }
 
 #[actix_web::test]
 async fn before_any_event_the_status_is_all_false_and_null() {
     let app = spawn_app().await;
     let expected = json!({"charges_enabled": false, "details_submitted": false, "disabled_reason": null,
-        "onboarded": false, "payouts_enabled": false, "processor_account_id": null});
+        "onboarded": false, "payouts_enabled": false, "processor_account_id": null, "verified": false});
     assert_eq!(status(&app, &app.caller).await, expected);
 }
 
@@ -223,7 +345,7 @@ async fn a_signed_event_updates_the_status_once_with_one_audit_row() {
     let account = new_account();
     connect(&app, &app.caller, &account).await;
     assert_eq!(status(&app, &app.caller).await["onboarded"], false, "cached before the event");
-    let body = account_event("evt_1", &account, now(), true);
+    let body = account_event("evt_1", &account, &app.caller, now(), true);
     // Act
     let first = deliver_signed(&app, &body).await;
     let again = deliver_signed(&app, &body).await;
@@ -236,7 +358,9 @@ async fn a_signed_event_updates_the_status_once_with_one_audit_row() {
     assert_eq!(seen["charges_enabled"], true);
     assert_eq!(seen["details_submitted"], true);
     assert_eq!(seen["disabled_reason"], Value::Null);
+    assert_eq!(seen["verified"], true);
     assert_eq!(count_type(&app, "billing.connect_status.updated").await, 1, "a duplicate writes nothing");
+    assert_eq!(count_type(&app, "billing.connected_account.verified").await, 1, "verified once");
     let rows = app.get("/v1/audit-logs?type=billing.connect_status.updated").await;
     assert_eq!(rows.data()[0]["actor_kind"], "public");
 }
@@ -247,8 +371,8 @@ async fn an_older_event_after_a_newer_one_does_not_regress_the_status() {
     let account = new_account();
     connect(&app, &app.caller, &account).await;
     let t = now();
-    assert_eq!(deliver_signed(&app, &account_event("evt_new", &account, t, true)).await.status, 200);
-    assert_eq!(deliver_signed(&app, &account_event("evt_old", &account, t - 60, false)).await.status, 200);
+    assert_eq!(deliver_signed(&app, &account_event("evt_new", &account, &app.caller, t, true)).await.status, 200);
+    assert_eq!(deliver_signed(&app, &account_event("evt_old", &account, &app.caller, t - 60, false)).await.status, 200);
     let seen = status(&app, &app.caller).await;
     assert_eq!((seen["onboarded"].clone(), seen["disabled_reason"].clone()), (json!(true), Value::Null));
     assert_eq!(count_type(&app, "billing.connect_status.updated").await, 1);
@@ -263,7 +387,7 @@ async fn twenty_concurrent_events_for_one_account_end_with_the_newest() {
     let base = now() - 100;
     // The newest (created base + 19) says onboarded; every other says not.
     let bodies: Vec<String> =
-        (0..20).map(|i| account_event(&format!("evt_c{i}"), &account, base + i, i == 19)).collect();
+        (0..20).map(|i| account_event(&format!("evt_c{i}"), &account, &app.caller, base + i, i == 19)).collect();
     let mut order: Vec<usize> = (0..20).collect();
     order.reverse();
     order.swap(0, 10);
@@ -281,7 +405,7 @@ async fn bad_signatures_are_400_and_change_nothing() {
     let app = spawn_app().await;
     let account = new_account();
     connect(&app, &app.caller, &account).await;
-    let body = account_event("evt_bad", &account, now(), true);
+    let body = account_event("evt_bad", &account, &app.caller, now(), true);
     let t = now();
     let good = processor_signature::sign(PROCESSOR_SECRET, t, body.as_bytes());
     let v1 = good.split_once(",v1=").unwrap().1.to_string();
@@ -316,10 +440,13 @@ async fn bad_signatures_are_400_and_change_nothing() {
 async fn an_event_for_an_unknown_account_is_acknowledged_and_recorded() {
     let app = spawn_app().await;
     let account = new_account();
-    let reply = deliver_signed(&app, &account_event("evt_unknown", &account, now(), true)).await;
+    let reply = deliver_signed(&app, &account_event("evt_unknown", &account, &app.caller, now(), true)).await;
     assert_eq!((reply.status, reply.data().clone()), (200, json!({"received": true})));
-    assert_eq!(deliver_signed(&app, &account_event("evt_unknown", &account, now(), true)).await.status, 200);
-    let rows = unmatched_processor_event::Entity::find().all(&app.state.storage.catalog.conn).await.unwrap();
+    assert_eq!(
+        deliver_signed(&app, &account_event("evt_unknown", &account, &app.caller, now(), true)).await.status,
+        200
+    );
+    let rows = unmatched(&app).await;
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0].processor_account_id, account);
     // Another type of event is acknowledged too.
@@ -337,11 +464,11 @@ async fn each_application_sees_its_own_connect_status() {
     let (mine, theirs) = (new_account(), new_account());
     connect(&app, &app.caller, &mine).await;
     connect(&app, &other, &theirs).await;
-    deliver_signed(&app, &account_event("evt_mine", &mine, now(), true)).await;
+    deliver_signed(&app, &account_event("evt_mine", &mine, &app.caller, now(), true)).await;
     let own = status(&app, &app.caller).await;
     let others = status(&app, &other).await;
     assert_eq!((own["onboarded"].clone(), own["processor_account_id"].clone()), (json!(true), json!(mine)));
-    assert_eq!((others["onboarded"].clone(), others["processor_account_id"].clone()), (json!(false), json!(theirs)));
+    assert_eq!(others, unverified(&theirs));
 }
 
 #[actix_web::test]
@@ -350,11 +477,18 @@ async fn an_event_for_another_regions_application_is_applied_by_that_regions_nod
     let TwoRegions { us: node_a, eu_caller, .. } = us_node_with_eu_peer().await;
     let account = new_account();
     assert_eq!(connect(&node_a, &eu_caller, &account).await.status, 200);
-    // Act
-    let reply = deliver_signed(&node_a, &account_event("evt_eu", &account, now(), true)).await;
+    assert_eq!(status(&node_a, &eu_caller).await, unverified(&account), "cached before the event");
+    // Act: node A verifies the claim in the catalog and forwards the event to B.
+    let reply = deliver_signed(&node_a, &account_event("evt_eu", &account, &eu_caller, now(), true)).await;
     // Assert
     assert_eq!(reply.status, 200, "{:?}", reply.body);
     assert_eq!(reply.header("x-gatehouse-region"), Some("eu"));
+    let seen = status(&node_a, &eu_caller).await;
+    assert_eq!((seen["verified"].clone(), seen["onboarded"].clone()), (json!(true), json!(true)), "{seen}");
+    // An event naming nobody is not forwarded: node A records it.
+    let bare = event_with_metadata("evt_eu_bare", &account, json!(null), now(), false);
+    let reply = deliver_signed(&node_a, &bare).await;
+    assert_eq!((reply.status, reply.header("x-gatehouse-region")), (200, None));
     assert_eq!(status(&node_a, &eu_caller).await["onboarded"], true);
 }
 
@@ -385,7 +519,7 @@ async fn after_an_event_a_second_node_reads_the_new_status() {
         reply.data()["onboarded"].as_bool().unwrap()
     };
     assert!(!read_b().await, "B holds the status before the event");
-    deliver_signed(&a, &account_event("evt_nodes", &account, now(), true)).await;
+    deliver_signed(&a, &account_event("evt_nodes", &account, &a.caller, now(), true)).await;
     let started = std::time::Instant::now();
     while !read_b().await {
         assert!(started.elapsed() < Duration::from_millis(200), "B did not see the event within 200 ms");

@@ -19,7 +19,9 @@ const header = (payload, options = {}) =>
   });
 
 let counter = 0;
-const accountUpdated = (account, detailsSubmitted, created = Math.floor(Date.now() / 1000)) =>
+// The account's metadata names the application (what the customer sets on
+// their own account at the processor): the proof that verifies the claim.
+const accountUpdated = (account, applicationId, detailsSubmitted, created = Math.floor(Date.now() / 1000)) =>
   JSON.stringify({
     id: `evt_interop_${++counter}`,
     object: "event",
@@ -32,6 +34,7 @@ const accountUpdated = (account, detailsSubmitted, created = Math.floor(Date.now
         charges_enabled: detailsSubmitted,
         payouts_enabled: detailsSubmitted,
         details_submitted: detailsSubmitted,
+        metadata: applicationId === null ? {} : { gatehouse_application_id: applicationId },
         requirements: { disabled_reason: detailsSubmitted ? null : "requirements.past_due" },
       },
     },
@@ -49,24 +52,26 @@ async function deliver(base, payload, signature) {
 test("events signed by the stripe library are verified as the processor means them", async () => {
   const gatehouse = await startGatehouse({ GATEHOUSE__BILLING__PROCESSOR_WEBHOOK_SECRET: secret });
   try {
-    const { base, call } = gatehouse;
+    const { base, call, applicationId } = gatehouse;
     const account = `acct_interop${Date.now()}`;
-    const linked = await call("POST", "/v1/billing/connect", { processor_account_id: account });
-    assert.equal(linked.status, 200, JSON.stringify(linked.json));
-    const onboarded = async () => (await call("GET", "/v1/billing/connect/status")).json.data.onboarded;
+    const claimed = await call("POST", "/v1/billing/connect", { processor_account_id: account });
+    assert.equal(claimed.status, 200, JSON.stringify(claimed.json));
+    assert.equal(claimed.json.data.verified, false);
+    const connectStatus = async () => (await call("GET", "/v1/billing/connect/status")).json.data;
+    const onboarded = async () => (await connectStatus()).onboarded;
     const now = Math.floor(Date.now() / 1000);
     const refusedCases = [];
 
     // Tampered body: signed one payload, sent another.
-    const signedPayload = accountUpdated(account, true);
+    const signedPayload = accountUpdated(account, applicationId, true);
     const tampered = signedPayload.replace('"details_submitted":true', '"details_submitted":false');
     assert.notEqual(tampered, signedPayload);
     refusedCases.push(["tampered body", tampered, header(signedPayload)]);
-    const old = accountUpdated(account, true);
+    const old = accountUpdated(account, applicationId, true);
     refusedCases.push(["old timestamp", old, header(old, { timestamp: now - 301 })]);
-    const future = accountUpdated(account, true);
+    const future = accountUpdated(account, applicationId, true);
     refusedCases.push(["future timestamp", future, header(future, { timestamp: now + 301 })]);
-    const wrong = accountUpdated(account, true);
+    const wrong = accountUpdated(account, applicationId, true);
     refusedCases.push(["wrong secret", wrong, header(wrong, { secret: "whsec_someone_else" })]);
     for (const [name, payload, signature] of refusedCases) {
       const reply = await deliver(base, payload, signature);
@@ -75,8 +80,16 @@ test("events signed by the stripe library are verified as the processor means th
     }
     assert.equal(await onboarded(), false, "nothing changed");
 
+    // Correctly signed, but the account's metadata names no application: not applied.
+    const anonymous = accountUpdated(account, null, true);
+    assert.equal((await deliver(base, anonymous, header(anonymous))).status, 200);
+    assert.deepEqual(await connectStatus(), {
+      charges_enabled: false, details_submitted: false, disabled_reason: null, onboarded: false,
+      payouts_enabled: false, processor_account_id: account, verified: false,
+    });
+
     // Two v1 values, one valid (the processor rolling its secret).
-    const rolled = accountUpdated(account, true);
+    const rolled = accountUpdated(account, applicationId, true);
     const valid = header(rolled, { timestamp: now });
     const stale = header(rolled, { timestamp: now, secret: "whsec_previous" });
     const v1Of = (h) => h.split(",").find((part) => part.startsWith("v1="));
@@ -84,14 +97,16 @@ test("events signed by the stripe library are verified as the processor means th
     const taken = await deliver(base, rolled, both);
     assert.equal(taken.status, 200, JSON.stringify(taken.json));
     assert.deepEqual(taken.json.data, { received: true });
-    assert.equal(await onboarded(), true);
+    const verified = await connectStatus();
+    assert.equal(verified.verified, true, JSON.stringify(verified));
+    assert.equal(verified.onboarded, true);
 
     // Valid, as the library makes it: applied (an older state after it is not).
-    const later = accountUpdated(account, false, now + 1);
+    const later = accountUpdated(account, applicationId, false, now + 1);
     const applied = await deliver(base, later, header(later));
     assert.equal(applied.status, 200, JSON.stringify(applied.json));
     assert.equal(await onboarded(), false);
-    const earlier = accountUpdated(account, true, now - 100);
+    const earlier = accountUpdated(account, applicationId, true, now - 100);
     assert.equal((await deliver(base, earlier, header(earlier))).status, 200);
     assert.equal(await onboarded(), false, "an older event does not regress the status");
   } finally {
