@@ -126,7 +126,7 @@ def scenarios(env, data):
         served_by = headers.get("x-gatehouse-region") or headers.get("X-Gatehouse-Region")
         check(status == 200 and served_by == (None if node == "eu" else "eu"),
               f"{node} answers for an eu application ({status}, served by {served_by or 'itself'})")
-    status, _, created = call("ap", "POST", "/v1/api-keys", eu_app, eu_key, {"name": "via-ap"})
+    status, _, created = call("ap", "POST", "/v1/api-keys", eu_app, eu_key, {"name": "via-ap", "scopes": ["api_keys:read"]})
     check(status == 201, "a write through the ap node lands")
 
     print("2. a key revoked on one node is refused on every other within 200 ms")
@@ -192,7 +192,7 @@ def scenarios(env, data):
 
     print("5. Redis stopped: every answer still correct")
     subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "shutdown", "nosave"], stdout=subprocess.DEVNULL)
-    status, _, third = call("eu", "POST", "/v1/api-keys", eu_app, eu_key, {"name": "no-redis"})
+    status, _, third = call("eu", "POST", "/v1/api-keys", eu_app, eu_key, {"name": "no-redis", "scopes": ["api_keys:read"]})
     check(status == 201, "a write without Redis")
     third = third["data"]
     for node in NODES:
