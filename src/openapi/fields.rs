@@ -135,6 +135,25 @@ pub fn host_platform() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": enrollment::PLATFORMS}), false)
 }
 
+/// The token endpoint's grant (RFC 6749 §4.4); any other is 400 `unsupported_grant_type`.
+pub fn grant_type() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": ["client_credentials"]}), false)
+}
+
+/// Where a browser or an email link is sent back to: an absolute http(s)
+/// URL (checked against the application's `allowed_origins` as well).
+pub fn redirect_uri() -> RefOr<Schema> {
+    schema(redirect_uri_of(), false)
+}
+
+pub fn optional_redirect_uri() -> RefOr<Schema> {
+    schema(redirect_uri_of(), true)
+}
+
+fn redirect_uri_of() -> Value {
+    json!({"type": "string", "maxLength": 2048, "pattern": URL})
+}
+
 pub fn card_brand() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": billing::BRANDS}), false)
 }

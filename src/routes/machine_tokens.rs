@@ -30,7 +30,8 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[derive(ToSchema)]
 #[allow(dead_code)] // the document's description of the form, read by hand below
 pub struct TokenForm {
-    /// `client_credentials`.
+    /// `client_credentials`: the one grant this endpoint issues.
+    #[schema(schema_with = crate::openapi::fields::grant_type)]
     grant_type: String,
     /// Space-separated scopes, each one of the service account's; absent:
     /// all of them.

@@ -44,7 +44,7 @@ pub struct StartQuery {
     pub application_id: Option<uuid::Uuid>,
     /// Where the browser is sent back with `code` (or `error`): an absolute
     /// http(s) URL on one of the application's `allowed_origins`.
-    #[param(max_length = 2048)]
+    #[param(schema_with = crate::openapi::fields::redirect_uri)]
     pub redirect_uri: String,
     /// The application's own value, given back with the redirect.
     #[param(max_length = 512)]

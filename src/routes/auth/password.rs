@@ -22,7 +22,7 @@ pub struct ForgotPasswordRequest {
     /// a link to it with `token` in its query (an absolute http(s) URL on
     /// the application's `allowed_origins`). Without it the email carries
     /// the token itself, to type in.
-    #[schema(max_length = 2048)]
+    #[schema(schema_with = crate::openapi::fields::optional_redirect_uri)]
     pub redirect_uri: Option<String>,
 }
 
