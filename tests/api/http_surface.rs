@@ -230,3 +230,55 @@ async fn a_trickled_body_is_cut_off_at_the_deadline_with_408() {
     assert!(answer.contains("request_timeout"), "{answer}");
     assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
 }
+
+/// Requests the HTTP parser refuses (a stranger decides how many) are not
+/// one ERROR line each: they are counted and summed in one WARN line at
+/// most every ten seconds.
+#[actix_web::test]
+async fn malformed_requests_are_summed_in_one_warning_not_logged_as_errors() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let binary = crate::binary::Binary::new(&[("RUST_LOG", "info".into())]);
+    let log = binary.dir.path().join("serve.log");
+    let mut child = binary.serve(Some(std::fs::File::create(&log).unwrap())).await;
+    let address = binary.base.trim_start_matches("http://").to_string();
+    for _ in 0..20 {
+        let mut stream = tokio::net::TcpStream::connect(&address).await.unwrap();
+        stream.write_all(b"GET /healthz HTTP/1.1\r\nhost: x\r\nbad header\r\n\r\n").await.unwrap();
+        let mut answer = Vec::new();
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), stream.read_to_end(&mut answer)).await;
+        assert!(answer.starts_with(b"HTTP/1.1 400"), "{}", String::from_utf8_lossy(&answer));
+    }
+    // Each summary covers ten seconds: the twenty may fall in one or two.
+    let counted = |text: &str| -> (usize, u64) {
+        let summaries: Vec<&str> = text.lines().filter(|l| l.contains("malformed requests refused")).collect();
+        let count = |line: &str| line.split("count=").nth(1).and_then(|rest| rest.trim().parse::<u64>().ok());
+        (summaries.len(), summaries.iter().filter_map(|line| count(line)).sum())
+    };
+    let mut text = String::new();
+    for _ in 0..250 {
+        text = without_colours(&std::fs::read_to_string(&log).unwrap());
+        if counted(&text).1 >= 20 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    assert!(!text.contains("ERROR"), "{text}");
+    let (lines, total) = counted(&text);
+    assert!((1..=2).contains(&lines) && total == 20, "{lines} lines, {total} counted: {text}");
+}
+
+/// The log as text: ANSI colour sequences (`ESC [ … m`) taken out.
+fn without_colours(log: &str) -> String {
+    let mut plain = String::with_capacity(log.len());
+    let mut chars = log.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            chars.by_ref().find(|c| *c == 'm');
+        } else {
+            plain.push(c);
+        }
+    }
+    plain
+}
