@@ -605,12 +605,15 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(root.join("config/production.example.toml")).unwrap();
         assert!(text.lines().any(|l| l.trim().starts_with("allow_private_destinations = false")));
-        for file in ["deploy/kubernetes.yaml", "deploy/local-cluster.sh"] {
+        for file in ["deploy/kubernetes.yaml", "deploy/local-cluster.sh", "deploy/Dockerfile"] {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let at = text.find("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS").unwrap_or_else(|| panic!("{file}"));
             let after: String = text[at..].chars().take(80).collect();
             assert!(after.contains("false"), "{file}: {after}");
         }
+        // A container is no single developer's machine: it prints no admin key.
+        let dockerfile = std::fs::read_to_string(root.join("deploy/Dockerfile")).unwrap();
+        assert!(dockerfile.contains("GATEHOUSE__BOOTSTRAP__FIRST_START_APPLICATION=never"));
     }
 
     #[test]

@@ -211,23 +211,36 @@ impl Application {
     }
 }
 
-/// On SIGTERM (graceful) or SIGINT: the node drains. It stops accepting,
-/// answers what it holds, and every answer from then on carries
-/// `Connection: close`, so no client sends another request on a kept-alive
-/// connection the node is about to close.
+/// On SIGTERM or SIGINT the node drains: it stops accepting, answers what
+/// it holds, and every answer from then on carries `Connection: close`, so
+/// no client sends another request on a kept-alive connection the node is
+/// about to close. SIGQUIT, or a second signal while draining, stops at
+/// once (as actix's own handling did).
 fn stop_on_signals(server: actix_web::dev::ServerHandle, shutdown: Shutdown) {
     use tokio::signal::unix::{signal, SignalKind};
     actix_web::rt::spawn(async move {
-        let (Ok(mut term), Ok(mut int)) = (signal(SignalKind::terminate()), signal(SignalKind::interrupt())) else {
-            tracing::warn!("cannot listen for SIGTERM and SIGINT");
+        let signals = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::quit()));
+        let (Ok(mut term), Ok(mut int), Ok(mut quit)) = signals else {
+            tracing::warn!("cannot listen for SIGTERM, SIGINT and SIGQUIT");
             return;
         };
-        tokio::select! {
-            _ = term.recv() => {}
-            _ = int.recv() => {}
+        let graceful = tokio::select! {
+            _ = term.recv() => true,
+            _ = int.recv() => true,
+            _ = quit.recv() => false,
+        };
+        if graceful {
+            tracing::info!("draining: no new connections; kept-alive ones close after their current answer");
+            shutdown.begin_draining();
+            let drain = server.clone();
+            actix_web::rt::spawn(async move { drain.stop(true).await });
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+                _ = quit.recv() => {}
+            }
         }
-        tracing::info!("draining: no new connections; kept-alive ones close after their current answer");
-        shutdown.begin_draining();
-        server.stop(true).await;
+        tracing::info!("stopping now");
+        server.stop(false).await;
     });
 }

@@ -8,33 +8,77 @@ use std::{
 };
 
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
-use tracing_subscriber::{filter::filter_fn, layer::SubscriberExt, util::SubscriberInitExt, Layer};
+use tracing_subscriber::{
+    filter::{filter_fn, FilterExt},
+    layer::{Filter, SubscriberExt},
+    util::SubscriberInitExt,
+    Layer,
+};
 
 use crate::config::LogFormat;
 
 /// Where actix-http logs, at ERROR, each request it refuses itself before
-/// any handler runs ("stream error: …": a malformed request line, header or
-/// chunk). A stranger decides how many of those there are.
+/// any handler runs (`stream error: …`: a malformed request line, header or
+/// chunk). A stranger decides how many of those there are. Its other ERROR
+/// lines (a response body that failed, say) are ours and stay.
 const HTTP_PARSER: &str = "actix_http::h1::dispatcher";
+const PARSER_REFUSAL: &str = "stream error";
 /// How often the refused requests are summed up in one WARN line.
 const MALFORMED_SUMMARY_EVERY: Duration = Duration::from_secs(10);
 
 pub fn init_logging(format: LogFormat) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sea_orm_migration=warn".into());
-    // The parser's lines are counted below instead of written.
-    let filter = filter.add_directive(format!("{HTTP_PARSER}=off").parse().expect("a valid directive"));
     let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
     let output = match format {
         LogFormat::Text => output.boxed(),
         LogFormat::Json => output.json().flatten_event(true).boxed(),
     };
     let malformed = MalformedRequests::start();
-    let parser_errors = filter_fn(|meta| meta.target() == HTTP_PARSER && *meta.level() == tracing::Level::ERROR);
+    let parser_errors = filter_fn(|meta| meta.target() == HTTP_PARSER && *meta.level() == tracing::Level::ERROR)
+        .with_max_level_hint(tracing::Level::ERROR);
+    // The parser's refusals are counted (below) instead of written.
     let _ = tracing_subscriber::registry()
-        .with(output.with_filter(filter))
+        .with(output.with_filter(filter.and(NotParserRefusals)))
         .with(malformed.with_filter(parser_errors))
         .try_init();
+}
+
+/// Whether an event is one of the HTTP parser's refusals of a request.
+fn is_parser_refusal(event: &tracing::Event<'_>) -> bool {
+    struct Message(bool);
+    impl tracing::field::Visit for Message {
+        fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+            if field.name() == "message" {
+                self.0 = format!("{value:?}").starts_with(PARSER_REFUSAL);
+            }
+        }
+    }
+    let meta = event.metadata();
+    if meta.target() != HTTP_PARSER || *meta.level() != tracing::Level::ERROR {
+        return false;
+    }
+    let mut message = Message(false);
+    event.record(&mut message);
+    message.0
+}
+
+/// Lets through every event but the parser's refusals.
+struct NotParserRefusals;
+
+impl<S> Filter<S> for NotParserRefusals {
+    fn enabled(&self, _: &tracing::Metadata<'_>, _: &tracing_subscriber::layer::Context<'_, S>) -> bool {
+        true
+    }
+
+    fn event_enabled(&self, event: &tracing::Event<'_>, _: &tracing_subscriber::layer::Context<'_, S>) -> bool {
+        !is_parser_refusal(event)
+    }
+
+    /// No limit of its own: beside the `EnvFilter`, the level is that filter's.
+    fn max_level_hint(&self) -> Option<tracing_subscriber::filter::LevelFilter> {
+        Some(tracing_subscriber::filter::LevelFilter::TRACE)
+    }
 }
 
 /// Counts the requests the HTTP parser refused (metric
@@ -59,7 +103,10 @@ impl MalformedRequests {
 }
 
 impl<S: tracing::Subscriber> Layer<S> for MalformedRequests {
-    fn on_event(&self, _: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        if !is_parser_refusal(event) {
+            return;
+        }
         self.0.fetch_add(1, Ordering::Relaxed);
         metrics::counter!("http_malformed_requests_total").increment(1);
     }

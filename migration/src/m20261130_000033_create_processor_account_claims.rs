@@ -5,6 +5,8 @@ use sea_orm_migration::prelude::*;
 /// a link: `processor_accounts` holds only the links a signed processor event
 /// has verified (its account's `metadata.gatehouse_application_id` named the
 /// claiming application). Any number of applications may claim one account.
+/// Links made before (by connect alone, so possibly squatted) become claims,
+/// to be verified again by the processor's next event for the account.
 #[derive(DeriveMigrationName)]
 pub struct Migration;
 
@@ -29,7 +31,15 @@ impl MigrationTrait for Migration {
                     .col(ProcessorAccountClaims::ProcessorAccountId)
                     .to_owned(),
             )
-            .await
+            .await?;
+        let db = manager.get_connection();
+        db.execute_unprepared(
+            "INSERT INTO processor_account_claims (application_id, processor_account_id, created_at) \
+             SELECT application_id, processor_account_id, created_at FROM processor_accounts",
+        )
+        .await?;
+        db.execute_unprepared("DELETE FROM processor_accounts").await?;
+        Ok(())
     }
 
     async fn down(&self, manager: &SchemaManager) -> Result<(), DbErr> {

@@ -84,7 +84,7 @@ catalog! {
     SsoDomainCreated => "sso_domain.created", "An organization claimed an email domain (verification pending).";
     SsoDomainVerified => "sso_domain.verified", "A claimed domain's DNS TXT record was found.";
     SsoDomainDeleted => "sso_domain.deleted", "A domain claim was removed.";
-    SsoDomainAutoJoinRefused => "sso_domain.auto_join_refused", "A sign-up at a verified domain was not added to its organization (a policy refused it).";
+    SsoDomainAutoJoinRefused => "sso_domain.auto_join_refused", "A user who proved an address at a verified domain was not added to its organization (separation of duties, or a role its claimer may no longer grant).";
     FeatureUpdated => "feature.updated", "An entitlement feature was created or changed.";
     FeatureDeleted => "feature.deleted", "An entitlement feature was deleted.";
     PlanUpdated => "plan.updated", "A plan was created or changed.";
@@ -113,7 +113,7 @@ catalog! {
     BillingConnectedAccountVerified => "billing.connected_account.verified", "A signed processor event named the application: its claim is the account's link.";
     BillingConnectedAccountUnverified => "billing.connected_account.unverified", "The account's link moved to another application that a signed processor event named.";
     BillingConnectStatusUpdated => "billing.connect_status.updated", "A processor event changed the connected account's status.";
-    BillingPaymentMethodUpdated => "billing.payment_method.updated", "A user's payment method was set.";
+    BillingPaymentMethodUpdated => "billing.payment_method.updated", "The application's payment method was set.";
     BillingProcessorEventSuperseded => "billing.processor_event.superseded", "A processor event older than the one applied was received and ignored.";
     SodPolicyCreated => "sod_policy.created", "A separation-of-duties policy was created.";
     SodPolicyUpdated => "sod_policy.updated", "A separation-of-duties policy changed.";

@@ -114,4 +114,42 @@ mod tests {
         }
         assert!(secret_key_operations > 90, "{secret_key_operations} secret-key operations");
     }
+
+    /// Contract §4's `admin` operations, and ours (settings that decide
+    /// where reset links and emails go, and the outbox that holds them).
+    const ADMIN: &[(&str, &str)] = &[
+        ("POST", "/v1/api-keys"),
+        ("POST", "/v1/api-keys/{key_id}/revoke"),
+        ("POST", "/v1/applications"),
+        ("PATCH", "/v1/applications/{application_id}"),
+        ("PUT", "/v1/billing/payment-method"),
+        ("POST", "/v1/billing/connect"),
+        ("POST", "/v1/security/region"),
+        ("POST", "/v1/applications/{application_id}/signing-keys/rotate"),
+        ("PUT", "/v1/applications/{application_id}/providers/messaging"),
+        ("POST", "/v1/applications/{application_id}/providers/messaging/test"),
+        ("GET", "/v1/applications/{application_id}/providers/messaging/outbox"),
+        ("PUT", "/v1/applications/{application_id}/providers/oauth"),
+    ];
+
+    /// Operations that change nothing though they are not `GET`.
+    const READS_BY_POST: &[&str] = &["/v1/api-keys/verify", "/v1/sod-policies/check"];
+
+    #[test]
+    fn exactly_the_admin_operations_need_admin_and_only_reads_need_read() {
+        let mut admin: Vec<(String, String)> = Vec::new();
+        for (path, method, declared) in operations() {
+            let Some(scope) = declared.secret_key_scope() else { continue };
+            if scope == crate::auth::ADMIN_SCOPE {
+                admin.push((method.to_string(), path.to_string()));
+            }
+            if scope.ends_with(":read") && *method != Method::GET {
+                assert!(READS_BY_POST.contains(&path), "{method} {path} changes something but declares `{scope}`");
+            }
+        }
+        admin.sort();
+        let mut expected: Vec<(String, String)> = ADMIN.iter().map(|(m, p)| (m.to_string(), p.to_string())).collect();
+        expected.sort();
+        assert_eq!(admin, expected);
+    }
 }

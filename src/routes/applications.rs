@@ -227,7 +227,7 @@ pub async fn get_application(
 /// refresh-token reuse interval.
 #[utoipa::path(patch, path = "/v1/applications/{application_id}", tag = "applications",
     params(("application_id" = Uuid, Path, description = "The application's id.")), request_body = UpdateApplicationRequest,
-    responses((status = 200, body = ApplicationView), (status = 404), (status = 422)), security(("secret_key" = ["applications:write"])))]
+    responses((status = 200, body = ApplicationView), (status = 404), (status = 422)), security(("secret_key" = ["admin"])))]
 pub async fn update_application(
     state: web::Data<AppState>,
     key: SecretKey,

@@ -105,7 +105,7 @@ impl From<&messaging_provider::Model> for MessagingProviderView {
     responses((status = 200, body = MessagingProviderView),
         (status = 404, description = "`not_found`: not the caller's application"),
         (status = 422, description = "`validation_failed`, or `production_shared_sender_forbidden`: a production application may not use the shared sender")),
-    security(("secret_key" = ["providers:write"])))]
+    security(("secret_key" = ["admin"])))]
 pub async fn upsert_messaging_provider(
     state: web::Data<AppState>,
     key: SecretKey,
@@ -154,7 +154,7 @@ pub struct TestMessagingProviderRequest {
     responses((status = 200, body = MessagingProviderView),
         (status = 404, description = "`not_found`: not the caller's application, or no provider for the channel"),
         (status = 503, description = "`unavailable`: the provider did not take the message (its status is now `failing`), or the application's sends in flight left no slot within the send's deadline")),
-    security(("secret_key" = ["providers:write"])))]
+    security(("secret_key" = ["admin"])))]
 pub async fn test_messaging_provider(
     state: web::Data<AppState>,
     key: SecretKey,

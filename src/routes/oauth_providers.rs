@@ -89,7 +89,7 @@ impl From<&oauth_provider::Model> for OAuthProviderView {
     responses((status = 200, body = OAuthProviderView),
         (status = 404, description = "`not_found`: not the caller's application"),
         (status = 422, description = "`validation_failed`, or `production_requires_own_credentials`: a production application may not use the shared development credentials, nor enable a provider without a `client_id` and a stored or supplied `client_secret`")),
-    security(("secret_key" = ["providers:write"])))]
+    security(("secret_key" = ["admin"])))]
 pub async fn upsert_oauth_provider(
     state: web::Data<AppState>,
     key: SecretKey,

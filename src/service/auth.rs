@@ -152,8 +152,9 @@ pub async fn sign_up(
     let password_hash = passwords.hash(new.password).await?;
     let signer = issuer.signer(scope).await?;
     let mut txn = scope.begin().await?;
+    // No auto-join yet: an address at a verified domain is not proven
+    // until its code is (`email_verifications::verify` joins then).
     let user = users::insert(&mut txn, new.email, Some(password_hash), new.profile).await?;
-    super::sso_domains::auto_join(&mut txn, &state.sod_policies, user.id, &user.email).await?;
     let opened = sessions::open(&mut txn, user.id, false, "aal1", session_ttl).await?;
     txn.commit().await?;
     codes.send(scope, &user);

@@ -196,7 +196,13 @@ pub async fn verify(
         return Err(EmailVerificationError::InvalidCode);
     }
     supersede(&mut txn, user.id, now).await?;
-    if !mark_verified(&mut txn, user.id, "code").await? {
+    if mark_verified(&mut txn, user.id, "code").await? {
+        // The address is proven now: a verified SSO domain of it may join
+        // the user to its organization (never at sign-up, when anyone may
+        // type any address).
+        let policies = super::sod::all(&txn).await?;
+        super::sso_domains::auto_join(&mut txn, &policies, user.id, &user.email).await?;
+    } else {
         // Verified meanwhile (a provider sign-in): the code is spent all the same.
         txn.audit(EventType::UserEmailVerificationUsed, Some(user.id), json!({"verification_id": row.id})).await?;
     }

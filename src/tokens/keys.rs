@@ -2,7 +2,7 @@
 //! by a rotation stay published (and accepted) until every token they signed
 //! has expired. A scheduled rotation publishes the next key first and lets
 //! it sign only once every verifier's cached JWKS holds it (one JWKS
-//! max-age, plus this service's own cache time); an immediate one (a key
+//! max-age, plus twice this service's own cache time); an immediate one (a key
 //! compromise) deletes the old keys, so their tokens fail at once. Private
 //! halves are sealed with the master key and opened only when a key set is
 //! loaded. The loaded [`KeySet`] is part of the tenant's state
@@ -147,7 +147,9 @@ pub struct SigningKeys {
 impl SigningKeys {
     pub fn new(master_key: MasterKey, access_ttl_seconds: u64, jwks_max_age_seconds: u64) -> Self {
         let grace = access_ttl_seconds as i64 + CACHE_SECONDS as i64 + super::jwt::LEEWAY_SECONDS;
-        let lead = jwks_max_age_seconds as i64 + CACHE_SECONDS as i64;
+        // The JWKS can be served stale for two cache times: a copy written
+        // back to Redis just before the change, then each node's own copy.
+        let lead = jwks_max_age_seconds as i64 + 2 * CACHE_SECONDS as i64;
         Self { master_key, grace: chrono::Duration::seconds(grace), lead: chrono::Duration::seconds(lead) }
     }
 
@@ -194,7 +196,10 @@ impl SigningKeys {
                     .filter(signing_key::Column::RetiredAt.is_null())
             })
             .await?;
-        let kid = self.insert(&mut txn, Some(signs_from)).await?;
+        // With no key yet (keys are made on first use), no verifier holds
+        // one to be broken: the new key signs at once.
+        let signs_from = if retiring.is_empty() { now } else { signs_from };
+        let kid = self.insert(&mut txn, (!retiring.is_empty()).then_some(signs_from)).await?;
         let retiring: Vec<String> = retiring.iter().map(|k| k.id.to_string()).collect();
         let data = json!({"kid": kid, "signs_from": crate::clock::format(signs_from), "retiring": retiring});
         txn.audit(EventType::SigningKeyRotated, Some(kid), data).await?;

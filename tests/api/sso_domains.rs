@@ -1,8 +1,9 @@
 //! SSO domains (operation 20): claims by owners and admins of the active
 //! organization, verification against a real DNS server (dnsmasq on
 //! loopback): a missing record, a wrong value, the right one, the server
-//! gone; consumer domains refused; one verifier per domain; auto-join at
-//! sign-up, with no role above what the domain's claimer may grant.
+//! gone; consumer domains refused; one verifier per domain; auto-join once
+//! the user has proven the address (never at sign-up), with no role above
+//! what the domain's claimer may grant.
 use reqwest::Method;
 use sea_orm::ConnectionTrait;
 use serde_json::json;
@@ -16,6 +17,41 @@ use crate::{
 
 async fn claim(app: &TestApp, caller: &Caller, body: serde_json::Value) -> Reply {
     app.send(caller, Method::POST, "/v1/dashboard/sso/domains", Some(&body)).await
+}
+
+/// Signs up `email` and proves it: the data of the sign-up.
+async fn proven_sign_up(app: &TestApp, email: &str) -> serde_json::Value {
+    let signed_up = sign_up(app, &app.caller, email).await;
+    prove(app, email).await;
+    signed_up
+}
+
+/// Proves `email` with the code the outbox holds for it.
+async fn prove(app: &TestApp, email: &str) {
+    let path = format!("/v1/applications/{}/providers/messaging/outbox", app.caller.application_id);
+    let mut code = None;
+    for _ in 0..100 {
+        let messages = app.get(&path).await.data().as_array().unwrap().clone();
+        let sent =
+            |m: &&serde_json::Value| m["recipient"] == email && m["subject"].as_str().unwrap().starts_with("Verify");
+        code = messages
+            .iter()
+            .find(sent)
+            .map(|m| m["body"].as_str().unwrap().split("\n\n").nth(1).unwrap().trim().to_string());
+        if code.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let code = code.unwrap_or_else(|| panic!("no verification code to {email}"));
+    let proven = crate::end_users::public_post(
+        app,
+        &app.caller,
+        "/v1/auth/email/verify",
+        &json!({"email": email, "code": code}),
+    )
+    .await;
+    assert_eq!(proven.status, 200, "{:?}", proven.body);
 }
 
 async fn verify(app: &TestApp, caller: &Caller, id: &str) -> Reply {
@@ -98,12 +134,16 @@ async fn a_domain_is_claimed_verified_by_its_txt_record_and_used_for_auto_join()
     let beta_name = beta["verification"]["name"].as_str().unwrap();
     let _server = Dnsmasq::start(resolver, &[(beta_name, beta["verification"]["value"].as_str().unwrap())]);
     assert_eq!(verify(&app, &owner, beta["id"].as_str().unwrap()).await.status, 200);
+    // Not at sign-up: anyone may type an address at the domain.
     let joined = sign_up(&app, &app.caller, "new@beta.test").await;
+    let members = app.get(&format!("/v1/organizations/{org}/memberships")).await.data().as_array().unwrap().len();
+    assert_eq!(members, 3, "an unproven address joins nothing");
+    prove(&app, "new@beta.test").await;
     let memberships = app.get(&format!("/v1/organizations/{org}/memberships")).await;
     let roles: Vec<_> =
         memberships.data().as_array().unwrap().iter().filter(|m| m["user_id"] == joined["user"]["id"]).collect();
     assert_eq!((roles.len(), roles[0]["role"].as_str()), (1, Some("member")));
-    sign_up(&app, &app.caller, "someone@acme.test").await;
+    proven_sign_up(&app, "someone@acme.test").await;
     assert_eq!(
         app.get(&format!("/v1/organizations/{org}/memberships")).await.data().as_array().unwrap().len(),
         4,
@@ -203,17 +243,17 @@ async fn auto_join_grants_no_role_above_what_the_domains_claimer_may_grant_now()
     verified_with(&app, "legacy.test", "auto_join_role = 'owner', claimed_by = NULL").await;
     verified_with(&app, "old.test", "claimed_by = NULL").await;
 
-    let joined = sign_up(&app, &app.caller, "first@acme.test").await;
+    let joined = proven_sign_up(&app, "first@acme.test").await;
     assert_eq!(role_in(&app, &org, &joined["user"]["id"]).await.as_deref(), Some("admin"), "the owner may grant it");
-    let before_fix = sign_up(&app, &app.caller, "new@legacy.test").await;
+    let before_fix = proven_sign_up(&app, "new@legacy.test").await;
     assert_eq!(role_in(&app, &org, &before_fix["user"]["id"]).await, None, "no owner from an unknown claimer");
-    let old = sign_up(&app, &app.caller, "new@old.test").await;
+    let old = proven_sign_up(&app, "new@old.test").await;
     assert_eq!(role_in(&app, &org, &old["user"]["id"]).await.as_deref(), Some("member"));
 
     let demoted =
         app.patch(&format!("/v1/organizations/{org}/memberships/{owner_id}"), &json!({"role": "member"})).await;
     assert_eq!(demoted.status, 200, "{:?}", demoted.body);
-    let after = sign_up(&app, &app.caller, "second@acme.test").await;
+    let after = proven_sign_up(&app, "second@acme.test").await;
     assert_eq!(
         role_in(&app, &org, &after["user"]["id"]).await,
         None,

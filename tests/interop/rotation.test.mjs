@@ -3,7 +3,7 @@
 // verify fresh tokens continuously from before the rotation until well
 // after the new key has started signing, without one refusal. The JWKS
 // max-age is 30 s here (jose will not refetch within 30 s of a fetch), so
-// the next key is published 40 s before it signs.
+// the next key is published 50 s (max-age + 20 s) before it signs.
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { createInterface } from "node:readline";
