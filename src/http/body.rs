@@ -80,8 +80,7 @@ impl Body {
 
     /// Reads the whole body within its deadline, refusing it as soon as it
     /// passes the limit.
-    async fn bytes(mut self) -> ApiResult<web::BytesMut> {
-        let too_large = || ApiError::new(Code::PayloadTooLarge, "The body is larger than 1 MiB.");
+    async fn bytes(self) -> ApiResult<web::BytesMut> {
         if self.content_length.is_some_and(|n| n > MAX_BODY) {
             return Err(too_large());
         }
@@ -90,22 +89,31 @@ impl Body {
                 format!("`Content-Encoding: {}` is not accepted: send the body as it is.", encoding.escape_debug());
             return Err(ApiError::new(Code::UnsupportedMediaType, message));
         }
-        let deadline = self.deadline;
-        let read = async {
-            let mut body = web::BytesMut::new();
-            while let Some(chunk) = self.payload.next().await {
-                let chunk = chunk.map_err(|_| ApiError::new(Code::MalformedJson, "The body could not be read."))?;
-                if body.len() + chunk.len() > MAX_BODY {
-                    return Err(too_large());
-                }
-                body.extend_from_slice(&chunk);
-            }
-            Ok(body)
-        };
-        tokio::time::timeout(deadline, read)
-            .await
-            .unwrap_or_else(|_| Err(ApiError::new(Code::RequestTimeout, "The body did not arrive in time.")))
+        read_within(self.payload, self.deadline).await
     }
+}
+
+fn too_large() -> ApiError {
+    ApiError::new(Code::PayloadTooLarge, "The body is larger than 1 MiB.")
+}
+
+/// A whole body of at most [`MAX_BODY`] bytes, read within `deadline` (408
+/// `request_timeout` after it): here and where the region router forwards.
+pub async fn read_within(mut payload: Payload, deadline: std::time::Duration) -> ApiResult<web::BytesMut> {
+    let read = async {
+        let mut body = web::BytesMut::new();
+        while let Some(chunk) = payload.next().await {
+            let chunk = chunk.map_err(|_| ApiError::new(Code::MalformedJson, "The body could not be read."))?;
+            if body.len() + chunk.len() > MAX_BODY {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    };
+    tokio::time::timeout(deadline, read)
+        .await
+        .unwrap_or_else(|_| Err(ApiError::new(Code::RequestTimeout, "The body did not arrive in time.")))
 }
 
 fn check_content_type(content_type: Option<&str>) -> ApiResult<()> {

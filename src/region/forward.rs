@@ -15,10 +15,9 @@ use actix_web::{
     middleware::Next,
     web, Error, HttpMessage, HttpResponse, ResponseError,
 };
-use futures_util::StreamExt;
 use uuid::Uuid;
 
-use crate::{error::ApiError, http::body::MAX_BODY, region::Region, routes::signing_keys, state::AppState};
+use crate::{error::ApiError, region::Region, routes::signing_keys, state::AppState};
 
 pub const APPLICATION_HEADER: &str = "x-application-id";
 /// Marks a request already forwarded once, so two misconfigured nodes cannot
@@ -99,25 +98,10 @@ fn provider_sign_in_application(req: &actix_web::HttpRequest) -> Option<Uuid> {
 }
 
 async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> Result<HttpResponse, ApiError> {
-    let mut payload = req.take_payload();
-    let read = async {
-        let mut body = web::BytesMut::new();
-        while let Some(chunk) = payload.next().await {
-            let chunk =
-                chunk.map_err(|_| ApiError::new(crate::error::Code::MalformedJson, "The body could not be read."))?;
-            if body.len() + chunk.len() > MAX_BODY {
-                return Err(ApiError::new(crate::error::Code::PayloadTooLarge, "The body is larger than 1 MiB."));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
-    };
-    // The same deadline as a body read here (`http::body`): a trickling
-    // client holds no connection open through the router either.
+    // The same limit and deadline as a body read here: a trickling client
+    // holds no connection open through the router either.
     let deadline = std::time::Duration::from_secs(state.settings.server.body_timeout_seconds);
-    let body = tokio::time::timeout(deadline, read).await.unwrap_or_else(|_| {
-        Err(ApiError::new(crate::error::Code::RequestTimeout, "The body did not arrive in time."))
-    })?;
+    let body = crate::http::body::read_within(req.take_payload(), deadline).await?;
     to_peer(state, req.request(), body.freeze(), region).await
 }
 
