@@ -4,7 +4,8 @@
 //! `x-application-id`. Key records are cached for one second, which is the
 //! bound on how long a key revoked on another node keeps working (and how
 //! stale another node's answer about a key can be); on the node that revokes
-//! a key, it stops at once.
+//! a key, it stops at once. A key is then held to the scope its operation
+//! declares in the OpenAPI document ([`crate::openapi::security`]): 403 without it.
 use std::{
     future::Future,
     pin::Pin,

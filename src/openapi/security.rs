@@ -67,25 +67,29 @@ fn table() -> &'static Table {
             let operations = item.as_object().into_iter().flatten();
             for (method, operation) in operations {
                 let Ok(method) = method.to_uppercase().parse::<Method>() else { continue };
-                table.entry(path.clone()).or_default().push((method, declared(operation)));
+                table.entry(path.clone()).or_default().push((method, Declared::of(&operation["security"])));
             }
         }
         table
     })
 }
 
-/// `security: [{"secret_key": ["users:write"]}, {}]` as its schemes and scopes.
-fn declared(operation: &Value) -> Declared {
-    let requirements = operation["security"].as_array().into_iter().flatten();
-    let schemes = requirements
-        .filter_map(Value::as_object)
-        .flatten()
-        .map(|(scheme, scopes)| {
-            let scopes = scopes.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned);
-            (scheme.clone(), scopes.collect())
-        })
-        .collect();
-    Declared { schemes }
+impl Declared {
+    /// An operation's `security` (`[{"secret_key": ["users:write"]}, {}]`)
+    /// as its schemes and scopes: for the table here, and for the shared
+    /// answers the document adds to each operation (`wire`).
+    pub(super) fn of(security: &Value) -> Declared {
+        let requirements = security.as_array().into_iter().flatten();
+        let schemes = requirements
+            .filter_map(Value::as_object)
+            .flatten()
+            .map(|(scheme, scopes)| {
+                let scopes = scopes.as_array().into_iter().flatten().filter_map(Value::as_str).map(str::to_owned);
+                (scheme.clone(), scopes.collect())
+            })
+            .collect();
+        Declared { schemes }
+    }
 }
 
 #[cfg(test)]

@@ -14,6 +14,7 @@ use utoipa::{
     Modify,
 };
 
+use super::security::{Declared, ACCESS_TOKEN, SECRET_KEY};
 use crate::error::Code;
 
 pub struct Wire;
@@ -86,8 +87,9 @@ const SHARED: &[(&str, &str, &str)] = &[
 ];
 
 fn shape(operation: &mut Operation, kind: Kind) {
-    let secret_key = has_scheme(operation, "secret_key");
-    let end_user = has_scheme(operation, "access_token");
+    let declared = Declared::of(&serde_json::to_value(&operation.security).unwrap_or_default());
+    let secret_key = declared.accepts(SECRET_KEY);
+    let end_user = declared.accepts(ACCESS_TOKEN);
     let parameters = operation.parameters.get_or_insert_with(Vec::new);
     let has_path = parameters.iter().any(|p| p.parameter_in == ParameterIn::Path);
     let has_query = parameters.iter().any(|p| p.parameter_in == ParameterIn::Query);
@@ -95,7 +97,6 @@ fn shape(operation: &mut Operation, kind: Kind) {
         parameters.insert(0, application_header());
     }
     let writes = operation.request_body.is_some();
-    let operation_security = &serde_json::to_value(&operation.security).unwrap_or_default();
 
     let mut shared: Vec<&str> = vec!["503"];
     if kind == Kind::Enveloped {
@@ -134,7 +135,7 @@ fn shape(operation: &mut Operation, kind: Kind) {
             }
         }
     }
-    if let Some(scope) = secret_key_scope(operation_security) {
+    if let Some(scope) = declared.secret_key_scope() {
         let refusal = format!("`insufficient_scope`: the key holds neither `{scope}` nor `admin`.");
         let mut response = Response::new(refusal);
         response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
@@ -146,18 +147,6 @@ fn shape(operation: &mut Operation, kind: Kind) {
             responses.insert(status.to_string(), RefOr::Ref(utoipa::openapi::Ref::from_response_name(*name)));
         }
     }
-}
-
-/// The one scope a secret-key operation declares (its 403's cause).
-fn secret_key_scope(security: &Value) -> Option<String> {
-    let requirements = security.as_array()?;
-    let scopes = requirements.iter().find_map(|requirement| requirement.get("secret_key"))?.as_array()?;
-    scopes.first().and_then(Value::as_str).map(str::to_owned)
-}
-
-fn has_scheme(operation: &Operation, scheme: &str) -> bool {
-    let json = serde_json::to_value(&operation.security).unwrap_or_default();
-    json.as_array().is_some_and(|all| all.iter().any(|requirement| requirement.get(scheme).is_some()))
 }
 
 fn application_header() -> Parameter {
