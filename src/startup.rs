@@ -167,21 +167,16 @@ impl Application {
                 .wrap(from_fn(forward::middleware))
                 .wrap(from_fn(gh_http::metrics::middleware))
                 .wrap(from_fn(gh_http::caching::no_store_unless_declared))
-                .wrap(from_fn(gh_http::draining::close_while_draining))
                 .wrap(from_fn(gh_http::request_id::middleware))
                 .configure(routes::configure)
                 .default_service(web::to(errors::unknown_route))
         })
-        .shutdown_timeout(settings.server.shutdown_timeout_seconds)
-        // SIGTERM and SIGINT are ours (`stop_on_signals`): the answers of a
-        // draining node must close their connections.
-        .disable_signals();
+        .shutdown_timeout(settings.server.shutdown_timeout_seconds);
         if settings.server.workers > 0 {
             server = server.workers(settings.server.workers);
         }
         let server =
             server.listen(listener).map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?.run();
-        stop_on_signals(server.handle(), state.shutdown.clone());
         Ok(Application { port, server, workers, state })
     }
 
@@ -209,38 +204,4 @@ impl Application {
         tracing::info!("stopped");
         Ok(())
     }
-}
-
-/// On SIGTERM or SIGINT the node drains: it stops accepting, answers what
-/// it holds, and every answer from then on carries `Connection: close`, so
-/// no client sends another request on a kept-alive connection the node is
-/// about to close. SIGQUIT, or a second signal while draining, stops at
-/// once (as actix's own handling did).
-fn stop_on_signals(server: actix_web::dev::ServerHandle, shutdown: Shutdown) {
-    use tokio::signal::unix::{signal, SignalKind};
-    actix_web::rt::spawn(async move {
-        let signals = (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::quit()));
-        let (Ok(mut term), Ok(mut int), Ok(mut quit)) = signals else {
-            tracing::warn!("cannot listen for SIGTERM, SIGINT and SIGQUIT");
-            return;
-        };
-        let graceful = tokio::select! {
-            _ = term.recv() => true,
-            _ = int.recv() => true,
-            _ = quit.recv() => false,
-        };
-        if graceful {
-            tracing::info!("draining: no new connections; kept-alive ones close after their current answer");
-            shutdown.begin_draining();
-            let drain = server.clone();
-            actix_web::rt::spawn(async move { drain.stop(true).await });
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
-                _ = quit.recv() => {}
-            }
-        }
-        tracing::info!("stopping now");
-        server.stop(false).await;
-    });
 }

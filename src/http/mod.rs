@@ -3,7 +3,6 @@
 pub mod body;
 pub mod caching;
 pub mod cors;
-pub mod draining;
 pub mod envelope;
 pub mod errors;
 pub mod metrics;

@@ -261,7 +261,7 @@ async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
     for sign_up in sign_ups {
         let answer = sign_up.await.unwrap().expect("an in-flight request is answered");
         assert_eq!(answer.status(), 201);
-        // Answered while draining: the kept-alive connection is not reused.
+        // Answered while draining (actix's graceful stop): the kept-alive connection is not reused.
         assert_eq!(answer.headers().get("connection").and_then(|v| v.to_str().ok()), Some("close"));
     }
     let mut exit = None;
