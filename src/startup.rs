@@ -165,6 +165,7 @@ impl Application {
                 .wrap(from_fn(rate_limit::headers))
                 .wrap(from_fn(gh_http::cors::middleware))
                 .wrap(from_fn(forward::middleware))
+                .wrap(from_fn(gh_http::head_limits::middleware))
                 .wrap(from_fn(gh_http::metrics::middleware))
                 .wrap(from_fn(gh_http::caching::no_store_unless_declared))
                 .wrap(from_fn(gh_http::request_id::middleware))

@@ -39,6 +39,8 @@ pub enum Code {
     PasskeysNotConfigured,
     PayloadTooLarge,
     RequestTimeout,
+    UriTooLong,
+    HeadersTooLarge,
     UnsupportedMediaType,
     ValidationFailed,
     InvalidUrl,
@@ -55,7 +57,7 @@ pub enum Code {
 
 impl Code {
     /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 41] = [
+    pub const ALL: [Code; 43] = [
         Code::MalformedJson,
         Code::InvalidSignature,
         Code::InvalidState,
@@ -85,6 +87,8 @@ impl Code {
         Code::PasskeysNotConfigured,
         Code::PayloadTooLarge,
         Code::RequestTimeout,
+        Code::UriTooLong,
+        Code::HeadersTooLarge,
         Code::UnsupportedMediaType,
         Code::ValidationFailed,
         Code::InvalidUrl,
@@ -126,6 +130,8 @@ impl Code {
             | Code::PasskeysNotConfigured => StatusCode::CONFLICT,
             Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
             Code::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            Code::UriTooLong => StatusCode::URI_TOO_LONG,
+            Code::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
             Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
             Code::ValidationFailed
             | Code::InvalidUrl
@@ -173,6 +179,8 @@ impl Code {
             Code::PasskeysNotConfigured => "passkeys_not_configured",
             Code::PayloadTooLarge => "payload_too_large",
             Code::RequestTimeout => "request_timeout",
+            Code::UriTooLong => "uri_too_long",
+            Code::HeadersTooLarge => "headers_too_large",
             Code::UnsupportedMediaType => "unsupported_media_type",
             Code::ValidationFailed => "validation_failed",
             Code::InvalidUrl => "invalid_url",

@@ -5,6 +5,7 @@ pub mod caching;
 pub mod cors;
 pub mod envelope;
 pub mod errors;
+pub mod head_limits;
 pub mod metrics;
 pub mod query;
 pub mod request_id;

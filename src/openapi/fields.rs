@@ -61,7 +61,7 @@ pub fn optional_email() -> RefOr<Schema> {
     schema(email_of(), true)
 }
 
-fn email_of() -> Value {
+pub fn email_of() -> Value {
     json!({"type": "string", "format": "email", "maxLength": 254})
 }
 
@@ -174,9 +174,12 @@ pub fn filter_time() -> RefOr<Schema> {
 
 /// A select field's choices: distinct strings of 1 to 255 characters.
 pub fn options() -> RefOr<Schema> {
+    schema(options_of(), true)
+}
+
+pub fn options_of() -> Value {
     let item = json!({"type": "string", "minLength": 1, "maxLength": 255});
-    let options = json!({"type": "array", "minItems": 1, "maxItems": profile_fields::MAX_OPTIONS, "uniqueItems": true, "items": item});
-    schema(options, true)
+    json!({"type": "array", "minItems": 1, "maxItems": profile_fields::MAX_OPTIONS, "uniqueItems": true, "items": item})
 }
 
 pub fn messaging_channel() -> RefOr<Schema> {
@@ -249,6 +252,75 @@ pub fn optional_review_decision() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": access_reviews::DECISIONS}), true)
 }
 
+/// A domain name such as `example.com`: two or more labels of letters,
+/// digits and inner hyphens (a Unicode name is taken too and stored as its
+/// IDNA form, though not described here). `conditions` adds that it is not
+/// a consumer mail domain (a keyword utoipa's schema type does not keep).
+pub fn sso_domain() -> RefOr<Schema> {
+    let label = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    let top = "[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
+    let pattern = format!(r"^({label}\.)+{top}$");
+    schema(json!({"type": "string", "maxLength": 253, "pattern": pattern}), false)
+}
+
+/// A phone number in E.164 form (`+4915112345678`).
+pub const PHONE: &str = r"^\+[1-9][0-9]{6,14}$";
+
+/// Bytes as unpadded base64url, as WebAuthn's `toJSON()` writes them (the
+/// last character carries no stray bits).
+const BASE64URL: &str = r"^([A-Za-z0-9_-]{4})*([A-Za-z0-9_-][AQgw]|[A-Za-z0-9_-]{2}[AEIMQUYcgkosw048])?$";
+
+/// A created passkey, `PublicKeyCredential.toJSON()` of a registration.
+pub fn passkey_attestation() -> RefOr<Schema> {
+    let transports = json!({"type": "array", "maxItems": 8, "items": {"type": "string", "enum": ["usb", "nfc", "ble", "internal", "hybrid"]}});
+    let response = json!({
+        "type": "object",
+        "required": ["attestationObject", "clientDataJSON"],
+        "properties": {"attestationObject": bytes(), "clientDataJSON": bytes(), "transports": transports},
+    });
+    schema(credential(response), false)
+}
+
+/// A passkey's assertion, `PublicKeyCredential.toJSON()` of a sign-in.
+pub fn passkey_assertion() -> RefOr<Schema> {
+    schema(assertion(), false)
+}
+
+pub fn optional_passkey_assertion() -> RefOr<Schema> {
+    schema(assertion(), true)
+}
+
+fn assertion() -> Value {
+    credential(json!({
+        "type": "object",
+        "required": ["authenticatorData", "clientDataJSON", "signature"],
+        "properties": {"authenticatorData": bytes(), "clientDataJSON": bytes(), "signature": bytes(), "userHandle": nullable_bytes()},
+    }))
+}
+
+fn credential(response: Value) -> Value {
+    json!({
+        "type": "object",
+        "required": ["id", "rawId", "response", "type"],
+        "properties": {
+            "id": {"type": "string", "maxLength": 1366},
+            "rawId": bytes(),
+            "response": response,
+            "type": {"type": "string", "enum": ["public-key"]},
+            "authenticatorAttachment": {"type": "string", "enum": ["platform", "cross-platform"]},
+            "clientExtensionResults": {"type": "object", "additionalProperties": false},
+        },
+    })
+}
+
+fn bytes() -> Value {
+    json!({"type": "string", "maxLength": 65536, "pattern": BASE64URL})
+}
+
+fn nullable_bytes() -> Value {
+    json!({"type": ["string", "null"], "maxLength": 65536, "pattern": BASE64URL})
+}
+
 pub fn optional_boolean() -> RefOr<Schema> {
     schema(json!({"type": "boolean"}), true)
 }
@@ -267,7 +339,10 @@ fn schema(mut value: Value, nullable: bool) -> RefOr<Schema> {
             values.push(Value::Null);
         }
     }
-    serde_json::from_value(value).expect("a literal schema is valid")
+    let parsed: RefOr<Schema> = serde_json::from_value(value.clone()).expect("a literal schema is valid");
+    let kept = serde_json::to_value(&parsed).expect("a schema serialises");
+    assert_eq!(kept, value, "utoipa keeps every keyword of a literal schema");
+    parsed
 }
 
 #[cfg(test)]

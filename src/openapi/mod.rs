@@ -1,5 +1,6 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations and
 //! what every route shares ([`wire`]).
+mod conditions;
 pub mod fields;
 mod links;
 mod objects;
@@ -131,6 +132,7 @@ pub fn json() -> &'static str {
     JSON.get_or_init(|| {
         let mut document = serde_json::to_value(ApiDoc::openapi()).expect("the OpenAPI document serialises");
         links::add(&mut document);
+        conditions::add(&mut document);
         objects::open(&mut document);
         document.to_string()
     })

@@ -73,7 +73,7 @@ impl From<&sso_domain::Model> for SsoDomainView {
 #[serde(deny_unknown_fields)]
 pub struct ClaimDomainRequest {
     /// A domain such as `example.com` (Unicode names are stored as IDNA); not a consumer mail domain.
-    #[schema(min_length = 1, max_length = 253)]
+    #[schema(schema_with = crate::openapi::fields::sso_domain)]
     pub domain: String,
     /// Users who sign up with an email at the domain, once verified, join with this role:
     /// one the caller may grant (an owner any role, an admin only `member`), as for an invitation.

@@ -44,7 +44,7 @@ pub fn is_field_key(value: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
-fn is_select(field_type: &str) -> bool {
+pub fn is_select(field_type: &str) -> bool {
     matches!(field_type, "select" | "multi_select")
 }
 

@@ -202,6 +202,31 @@ async fn a_quoted_charset_is_json_too() {
     assert_eq!(reply.status, 201, "{:?}", reply.body);
 }
 
+/// A request head past the service's bounds is refused in the envelope
+/// (414, 431) before any route runs; the bounds are below the HTTP
+/// parser's own (64 KiB target, 128 KiB head), so the parser's bare 400 or
+/// connection reset is never what a client sees first.
+#[actix_web::test]
+async fn a_long_target_is_414_and_a_large_header_431_in_the_envelope() {
+    let app = spawn_app().await;
+    let long_target = app.get(&format!("/v1/api-keys?q={}", "a".repeat(60 * 1024))).await;
+    assert_eq!((long_target.status, long_target.error_code()), (414, "uri_too_long"));
+    assert!(long_target.body["meta"]["request_id"].as_str().is_some());
+    let authorized = |request: reqwest::RequestBuilder| {
+        request.header("x-application-id", &app.caller.application_id).bearer_auth(&app.caller.key)
+    };
+    let large_field = app.raw(authorized(app.client.get(app.url("/v1/api-keys"))).header("x-large", "b".repeat(64 * 1024))).await;
+    assert_eq!((large_field.status, large_field.error_code()), (431, "headers_too_large"));
+    let mut many = authorized(app.client.get(app.url("/v1/api-keys")));
+    for i in 0..8 {
+        many = many.header(format!("x-part-{i}"), "c".repeat(6 * 1024));
+    }
+    let many = app.raw(many).await;
+    assert_eq!((many.status, many.error_code()), (431, "headers_too_large"));
+    let within = app.raw(authorized(app.client.get(app.url("/v1/api-keys"))).header("x-fits", "d".repeat(7 * 1024))).await;
+    assert_eq!(within.status, 200, "{:?}", within.body);
+}
+
 #[actix_web::test]
 async fn a_trickled_body_is_cut_off_at_the_deadline_with_408() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};

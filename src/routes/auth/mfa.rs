@@ -134,7 +134,7 @@ pub struct CompleteSignInRequest {
     #[schema(schema_with = crate::openapi::fields::optional_text::<100>)]
     pub ceremony: Option<String>,
     /// The passkey's assertion as `PublicKeyCredential.toJSON()` gives it.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = crate::openapi::fields::optional_passkey_assertion)]
     pub credential: Option<PublicKeyCredential>,
 }
 
@@ -149,7 +149,7 @@ pub struct ProofRequest {
     #[schema(schema_with = crate::openapi::fields::optional_text::<100>)]
     pub ceremony: Option<String>,
     /// The passkey's assertion as `PublicKeyCredential.toJSON()` gives it.
-    #[schema(value_type = Option<Object>)]
+    #[schema(schema_with = crate::openapi::fields::optional_passkey_assertion)]
     pub credential: Option<PublicKeyCredential>,
 }
 

@@ -82,7 +82,7 @@ pub struct RegisterPasskeyRequest {
     #[schema(schema_with = crate::openapi::fields::text::<100>)]
     pub ceremony: String,
     /// The created credential as `PublicKeyCredential.toJSON()` gives it.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::openapi::fields::passkey_attestation)]
     pub credential: RegisterPublicKeyCredential,
     /// What the user calls it; default `Passkey N`.
     #[schema(schema_with = crate::openapi::fields::optional_text::<100>)]
@@ -155,7 +155,7 @@ pub struct PasskeySignInRequest {
     #[schema(schema_with = crate::openapi::fields::text::<100>)]
     pub ceremony: String,
     /// The assertion as `PublicKeyCredential.toJSON()` gives it.
-    #[schema(value_type = Object)]
+    #[schema(schema_with = crate::openapi::fields::passkey_assertion)]
     pub credential: PublicKeyCredential,
 }
 
