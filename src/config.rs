@@ -1,7 +1,10 @@
 //! Settings and their loading. Later wins: built-in defaults,
 //! `config/default.toml`, the `--config`/`GATEHOUSE_CONFIG` file, then
 //! `GATEHOUSE__SECTION__KEY` environment variables.
-use std::path::{Path, PathBuf};
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+};
 
 use serde::Deserialize;
 
@@ -11,8 +14,11 @@ use crate::region::Region;
 pub struct Settings {
     pub server: ServerSettings,
     pub storage: StorageSettings,
+    /// Each region's own settings, by name (`[regions.ca]`); a region
+    /// without any keeps the defaults.
     #[serde(default)]
-    pub regions: RegionsSettings,
+    pub regions: BTreeMap<Region, RegionSettings>,
+    #[serde(default)]
     pub node: NodeSettings,
     #[serde(default)]
     pub deployment: DeploymentSettings,
@@ -171,16 +177,6 @@ pub struct StorageSettings {
     pub max_connections: u32,
 }
 
-/// Each region is optional on its own: setting one region's URL keeps the
-/// others' defaults.
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct RegionsSettings {
-    pub us: RegionSettings,
-    pub eu: RegionSettings,
-    pub ap: RegionSettings,
-}
-
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct RegionSettings {
     pub database_url: Option<String>,
@@ -188,9 +184,13 @@ pub struct RegionSettings {
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct NodeSettings {
-    pub regions: Vec<Region>,
+    /// The regions whose databases this node holds; none named: every one
+    /// of the deployment's.
     #[serde(default)]
-    pub peers: PeerSettings,
+    pub regions: Vec<Region>,
+    /// Base URLs of nodes serving the regions this node does not hold.
+    #[serde(default)]
+    pub peers: BTreeMap<Region, String>,
     /// How long a node's claim on a region move lasts unrenewed: after a
     /// crash, another node (or this one restarted) resumes the move then.
     #[serde(default = "default_move_lease_seconds")]
@@ -201,21 +201,35 @@ fn default_move_lease_seconds() -> u64 {
     15
 }
 
-#[derive(Clone, Debug, Default, Deserialize)]
-#[serde(default)]
-pub struct PeerSettings {
-    pub us: Option<String>,
-    pub eu: Option<String>,
-    pub ap: Option<String>,
+impl Default for NodeSettings {
+    fn default() -> Self {
+        NodeSettings { regions: Vec::new(), peers: BTreeMap::new(), move_lease_seconds: default_move_lease_seconds() }
+    }
 }
 
 /// Which deployment this node belongs to. Every Redis key and channel is
 /// named under it (`gatehouse:{name}:…`), so deployments sharing one Redis
 /// (a staging and a production) share nothing there.
-#[derive(Clone, Debug, Default, Deserialize)]
+#[derive(Clone, Debug, Deserialize)]
 pub struct DeploymentSettings {
     #[serde(default)]
     pub name: DeploymentName,
+    /// Every region an application may be pinned to. A region is added by
+    /// naming it here (and its database, unless SQLite's default file
+    /// serves); one is removed only once no application is pinned to it
+    /// (start-up refuses otherwise).
+    #[serde(default = "default_regions")]
+    pub regions: Vec<Region>,
+}
+
+impl Default for DeploymentSettings {
+    fn default() -> Self {
+        DeploymentSettings { name: DeploymentName::default(), regions: default_regions() }
+    }
+}
+
+fn default_regions() -> Vec<Region> {
+    ["us", "eu", "ap"].map(|name| Region::new(name).expect("a valid region name")).to_vec()
 }
 
 /// A deployment's name: 1 to 32 of `a-z`, `0-9` and `-`, neither first nor
@@ -414,23 +428,66 @@ impl Settings {
                     .separator("__")
                     .list_separator(",")
                     .with_list_parse_key("node.regions")
+                    .with_list_parse_key("deployment.regions")
                     .with_list_parse_key("dns.nameservers")
                     .try_parsing(true),
             )
             .build()?
-            .try_deserialize()
+            .try_deserialize::<Settings>()?
+            .resolved()
     }
 
     /// Built-in defaults only: what tests start from.
     pub fn defaults() -> Self {
         Self::defaults_builder()
             .and_then(|b| b.build())
-            .and_then(|c| c.try_deserialize())
+            .and_then(|c| c.try_deserialize::<Settings>())
+            .and_then(Settings::resolved)
             .expect("built-in defaults deserialize")
     }
 
+    /// Every region setting names one of the deployment's regions; a node
+    /// that names none holds them all.
+    fn resolved(mut self) -> Result<Settings, config::ConfigError> {
+        let deployment = &self.deployment.regions;
+        let mut seen = std::collections::BTreeSet::new();
+        if deployment.is_empty() || !deployment.iter().all(|r| seen.insert(*r)) {
+            return Err(config::ConfigError::Message(
+                "deployment.regions must name at least one region, each once".into(),
+            ));
+        }
+        let named = [
+            ("node.regions", self.node.regions.clone()),
+            ("regions", self.regions.keys().copied().collect()),
+            ("node.peers", self.node.peers.keys().copied().collect()),
+        ];
+        for (key, regions) in named {
+            if let Some(unknown) = regions.iter().find(|r| !deployment.contains(r)) {
+                let list = deployment.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ");
+                return Err(config::ConfigError::Message(format!(
+                    "{key} names region `{unknown}`, which deployment.regions ({list}) does not"
+                )));
+            }
+        }
+        if self.node.regions.is_empty() {
+            self.node.regions = deployment.clone();
+        }
+        Ok(self)
+    }
+
+    /// The deployment's region of this name (a request's region is one of
+    /// these, or 422 `unknown_region`).
+    pub fn region_named(&self, name: &str) -> Option<Region> {
+        self.deployment.regions.iter().copied().find(|r| r.as_str() == name)
+    }
+
+    /// How a request's unknown region is answered: which ones there are.
+    pub fn region_names(&self) -> String {
+        self.deployment.regions.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
     fn defaults_builder() -> Result<config::ConfigBuilder<config::builder::DefaultState>, config::ConfigError> {
-        let mut builder = config::Config::builder().set_default("node.regions", vec!["us", "eu", "ap"])?;
+        let mut builder = config::Config::builder().set_default("deployment.regions", vec!["us", "eu", "ap"])?;
         for (key, value) in DEFAULTS {
             builder = builder.set_default(*key, *value)?;
         }
@@ -449,9 +506,9 @@ impl Settings {
     /// that configures any of them may serve more than one account.
     pub fn is_embedded(&self) -> bool {
         self.storage.catalog_url.is_none()
-            && Region::ALL.iter().all(|r| self.configured_region_url(*r).is_none())
+            && self.regions.values().all(|r| r.database_url.is_none())
             && self.cache.redis_url.is_none()
-            && Region::ALL.iter().all(|r| self.peer(*r).is_none())
+            && self.node.peers.is_empty()
     }
 
     /// Whether development applications may reach private destinations
@@ -481,19 +538,11 @@ impl Settings {
 
     /// A region's database URL when one is configured (no default).
     pub fn configured_region_url(&self, region: Region) -> Option<&str> {
-        match region {
-            Region::Us => self.regions.us.database_url.as_deref(),
-            Region::Eu => self.regions.eu.database_url.as_deref(),
-            Region::Ap => self.regions.ap.database_url.as_deref(),
-        }
+        self.regions.get(&region).and_then(|r| r.database_url.as_deref())
     }
 
     pub fn peer(&self, region: Region) -> Option<&str> {
-        match region {
-            Region::Us => self.node.peers.us.as_deref(),
-            Region::Eu => self.node.peers.eu.as_deref(),
-            Region::Ap => self.node.peers.ap.as_deref(),
-        }
+        self.node.peers.get(&region).map(String::as_str)
     }
 
     fn sqlite_url(&self, name: &str) -> String {
@@ -504,6 +553,10 @@ impl Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn region(name: &str) -> Region {
+        Region::new(name).unwrap()
+    }
 
     /// A setting's environment name misspelt in a deployment would be
     /// ignored without a word: every `GATEHOUSE__…` the deployment files use
@@ -572,11 +625,11 @@ mod tests {
         assert_eq!(settings.server.listen, "127.0.0.1:9999");
         assert_eq!(settings.storage.max_connections, 7);
         assert_eq!(settings.deployment.name.as_str(), "staging-eu");
-        assert_eq!(settings.node.regions, vec![Region::Eu, Region::Ap]);
-        assert_eq!(settings.peer(Region::Us), Some("http://us.internal:8080"));
+        assert_eq!(settings.node.regions, vec![region("eu"), region("ap")]);
+        assert_eq!(settings.peer(region("us")), Some("http://us.internal:8080"));
         assert_eq!(settings.tokens.access_ttl_seconds, 300, "untouched keys keep their defaults");
         assert_eq!(settings.public_url(), "http://127.0.0.1:9999");
-        assert_eq!(settings.region_url(Region::Eu), "sqlite://./data/eu.db");
+        assert_eq!(settings.region_url(region("eu")), "sqlite://./data/eu.db");
         let shared = |provider| crate::service::oauth_providers::shared_credentials(&settings.oauth, provider);
         assert_eq!(shared("github"), Some(("12345", "shared-secret")));
         assert_eq!(shared("google"), None, "a client id without its secret is not usable");
@@ -622,19 +675,60 @@ mod tests {
         let file = dir.path().join("one-region.toml");
         std::fs::write(&file, "[regions.us]\ndatabase_url = \"postgres://db.internal/us\"\n[node.peers]\n").unwrap();
         let settings = Settings::load(Some(&file)).unwrap();
-        assert_eq!(settings.region_url(Region::Us), "postgres://db.internal/us");
-        assert_eq!(settings.region_url(Region::Eu), "sqlite://./data/eu.db");
-        assert_eq!(settings.region_url(Region::Ap), "sqlite://./data/ap.db");
+        assert_eq!(settings.region_url(region("us")), "postgres://db.internal/us");
+        assert_eq!(settings.region_url(region("eu")), "sqlite://./data/eu.db");
+        assert_eq!(settings.region_url(region("ap")), "sqlite://./data/ap.db");
         assert_eq!(settings.hooks.total_timeout_ms, 5000);
+    }
+
+    fn load(text: &str) -> Result<Settings, config::ConfigError> {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("gatehouse.toml");
+        std::fs::write(&file, text).unwrap();
+        // Not `Settings::load`: another test sets environment variables.
+        let built = Settings::defaults_builder()?.add_source(config::File::from(file.as_path())).build()?;
+        built.try_deserialize::<Settings>()?.resolved()
+    }
+
+    #[test]
+    fn a_region_is_added_by_configuration_alone() {
+        let settings = load(
+            "[deployment]\nregions = [\"us\", \"ca\"]\n[regions.ca]\ndatabase_url = \"postgres://db.internal/ca\"\n",
+        )
+        .unwrap();
+        assert_eq!(settings.deployment.regions, vec![region("us"), region("ca")]);
+        assert_eq!(settings.node.regions, settings.deployment.regions, "a node naming none holds every region");
+        assert_eq!(settings.region_url(region("ca")), "postgres://db.internal/ca");
+        assert_eq!(settings.region_named("ca"), Some(region("ca")));
+        assert_eq!(settings.region_named("eu"), None, "a region the deployment does not name is unknown");
+        assert_eq!(settings.region_names(), "us, ca");
+    }
+
+    #[test]
+    fn region_settings_name_only_the_deployments_regions_and_good_names() {
+        for (text, named) in [
+            ("[node]\nregions = [\"us\", \"ca\"]\n", "node.regions names region `ca`"),
+            ("[regions.ca]\ndatabase_url = \"postgres://db/ca\"\n", "regions names region `ca`"),
+            ("[node.peers]\nca = \"http://ca.internal\"\n", "node.peers names region `ca`"),
+            ("[deployment]\nregions = []\n", "at least one region"),
+            ("[deployment]\nregions = [\"us\", \"us\"]\n", "each once"),
+            ("[deployment]\nregions = [\"US\"]\n", "region name `US`"),
+            ("[deployment]\nregions = [\"ca_central\"]\n", "region name `ca_central`"),
+        ] {
+            let err = load(text).unwrap_err().to_string();
+            assert!(err.contains(named), "{text}: {err}");
+        }
     }
 
     #[test]
     fn the_first_start_application_is_created_by_default_only_on_the_embedded_default() {
         let mut settings = Settings::defaults();
         assert!(settings.is_embedded() && settings.creates_first_start_application());
-        settings.regions.eu.database_url = Some("postgres://db.internal/eu".into());
+        settings
+            .regions
+            .insert(region("eu"), RegionSettings { database_url: Some("postgres://db.internal/eu".into()) });
         assert!(!settings.is_embedded() && !settings.creates_first_start_application());
-        settings.regions.eu.database_url = None;
+        settings.regions.clear();
         settings.storage.catalog_url = Some("postgres://db.internal/catalog".into());
         assert!(!settings.creates_first_start_application());
         settings.bootstrap.first_start_application = FirstStartApplication::Always;

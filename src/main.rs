@@ -6,7 +6,6 @@ use gatehouse::{
     bootstrap::{self, BootstrapRequest, FirstStart},
     config::Settings,
     crypto::master_key::MasterKey,
-    region::Region,
     startup::{self, Application},
     telemetry,
     tenancy::Environment,
@@ -33,8 +32,9 @@ enum Command {
         name: String,
         #[arg(long, default_value = "development", value_parser = ["development", "staging", "production"])]
         environment: String,
-        #[arg(long, default_value = "us", value_parser = ["us", "eu", "ap"])]
-        region: String,
+        /// One of `deployment.regions`; default: the first of them.
+        #[arg(long)]
+        region: Option<String>,
         #[arg(long = "allowed-origin")]
         allowed_origins: Vec<String>,
     },
@@ -119,7 +119,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let request = BootstrapRequest {
                 name,
                 environment: Environment::parse(&environment).expect("clap checked the value"),
-                region: Region::parse(&region).expect("clap checked the value"),
+                region: match region {
+                    None => settings.deployment.regions[0],
+                    Some(name) => settings.region_named(&name).ok_or_else(|| {
+                        format!("region `{name}` is not one of the deployment's: {}", settings.region_names())
+                    })?,
+                },
                 allowed_origins,
             };
             let created = bootstrap::bootstrap(&storage, request).await?;
@@ -129,7 +134,10 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let measured = gatehouse::crypto::password::measure(rounds.max(1));
             println!("{}", serde_json::to_string(&measured)?);
         }
-        Command::Openapi => println!("{}", gatehouse::openapi::json()),
+        Command::Openapi => {
+            let served = gatehouse::openapi::Served::for_regions(&settings.deployment.regions);
+            println!("{}", String::from_utf8_lossy(served.as_bytes()));
+        }
         Command::Migrate => {
             startup::open_storage(&settings).await?;
             eprintln!("migrations applied");
@@ -137,10 +145,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Audit { command: AuditCommand::Verify { application } } => {
             let storage = startup::open_storage(&settings).await?;
             let mut found = false;
-            for region in Region::ALL {
-                let Some(shard) = storage.shard(region) else {
-                    continue;
-                };
+            for (region, shard) in storage.held() {
                 let result = audit::query::verify(&shard.conn, application).await?;
                 if matches!(result, Ok(0)) {
                     continue;

@@ -19,7 +19,7 @@ use crate::{
     service::rotations::Rotations,
     shutdown::Shutdown,
     state::AppState,
-    storage::Storage,
+    storage::{catalog, Storage},
     telemetry,
     tenancy::registry::TenantRegistry,
     tokens::{keys::SigningKeys, AccessTokens},
@@ -41,6 +41,8 @@ pub enum StartupError {
     Webhooks(String),
     #[error("dns resolver: {0}")]
     Dns(String),
+    #[error("region `{0}` is not in deployment.regions, but {1} application(s) are pinned or moving to it: move them out first, then remove it")]
+    RegionInUse(String, u64),
 }
 
 pub struct Application {
@@ -75,6 +77,11 @@ fn relay_catalog_audit(storage: Arc<Storage>) {
 pub async fn open_storage(settings: &Settings) -> Result<Storage, StartupError> {
     let storage = Storage::open(settings).await?;
     storage.migrate().await?;
+    for (region, applications) in catalog::regions_in_use(&storage.catalog).await? {
+        if settings.region_named(&region).is_none() {
+            return Err(StartupError::RegionInUse(region, applications));
+        }
+    }
     Ok(storage)
 }
 
@@ -157,9 +164,11 @@ impl Application {
         relay_catalog_audit(state.storage.clone());
         state.tenants.resume_stalled_moves();
         let app_state = state.clone();
+        let document = web::Data::new(crate::openapi::Served::for_regions(&settings.deployment.regions));
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
+                .app_data(document.clone())
                 .wrap(errors::method_not_allowed())
                 .wrap(from_fn(errors::head_as_get))
                 .wrap(from_fn(rate_limit::headers))

@@ -40,7 +40,6 @@ use crate::{
     clock,
     crypto::seal,
     events::catalog::EventType,
-    region::Region,
     state::AppState,
     storage::Db,
 };
@@ -144,11 +143,9 @@ pub fn failure_class(err: &reqwest::Error) -> &'static str {
 /// after the node's shutdown signal, once its outcomes are recorded.
 pub fn start(state: web::Data<AppState>) -> Vec<JoinHandle<()>> {
     let mut workers = Vec::new();
-    for region in Region::ALL {
-        if let Some(shard) = state.storage.shard(region) {
-            let (state, shard) = (state.clone(), shard.clone());
-            workers.push(actix_web::rt::spawn(async move { run(state, shard).await }));
-        }
+    for (_, shard) in state.storage.held() {
+        let (state, shard) = (state.clone(), shard.clone());
+        workers.push(actix_web::rt::spawn(async move { run(state, shard).await }));
     }
     workers
 }

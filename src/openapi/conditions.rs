@@ -21,7 +21,12 @@ pub fn add(document: &mut Value) {
         entitlements::LIMIT => Takes(json!({"type": "integer", "minimum": 0, "maximum": i64::MAX}), true),
         _ => Takes(json!({}), true),
     };
-    split(&mut schemas["PutFeatureRequest"], "kind", "default_value", entitlements::KINDS.map(|k| (k, default_value(k))));
+    split(
+        &mut schemas["PutFeatureRequest"],
+        "kind",
+        "default_value",
+        entitlements::KINDS.map(|k| (k, default_value(k))),
+    );
 
     let options = |field_type| match profile_fields::is_select(field_type) {
         true => Takes(options_of(), true),
@@ -30,7 +35,8 @@ pub fn add(document: &mut Value) {
     let field_types = profile_fields::FIELD_TYPES.map(|t| (t, options(t)));
     split(&mut schemas["CreateProfileFieldRequest"], "field_type", "options", field_types);
 
-    let recipients = [("email", Takes(email_of(), true)), ("sms", Takes(json!({"type": "string", "pattern": PHONE}), true))];
+    let recipients =
+        [("email", Takes(email_of(), true)), ("sms", Takes(json!({"type": "string", "pattern": PHONE}), true))];
     split(&mut schemas["TestMessagingProviderRequest"], "channel", "to", recipients);
 
     schemas["ClaimDomainRequest"]["properties"]["domain"]["not"] = json!({"enum": sso_domains::CONSUMER_DOMAINS});

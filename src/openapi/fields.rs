@@ -16,6 +16,9 @@ use crate::{
 /// `Issues::text`: not blank, no control characters (Unicode `Cc`).
 const TEXT: &str = r"^[^\u0000-\u001f\u007f-\u009f]*[^\s\u0000-\u001f\u007f-\u009f][^\u0000-\u001f\u007f-\u009f]*$";
 
+/// No string in a body may hold NUL (`http::body`'s rule for every body).
+const NO_NUL: &str = r"^[^\u0000]*$";
+
 /// A scope name (`validate::is_scope`).
 pub const SCOPE: &str = "^[a-z][a-z0-9_:.-]{0,63}$";
 
@@ -178,7 +181,7 @@ pub fn options() -> RefOr<Schema> {
 }
 
 pub fn options_of() -> Value {
-    let item = json!({"type": "string", "minLength": 1, "maxLength": 255});
+    let item = json!({"type": "string", "minLength": 1, "maxLength": 255, "pattern": NO_NUL});
     json!({"type": "array", "minItems": 1, "maxItems": profile_fields::MAX_OPTIONS, "uniqueItems": true, "items": item})
 }
 

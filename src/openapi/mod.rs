@@ -10,7 +10,7 @@ use wire::Wire;
 
 use std::{collections::HashMap, sync::OnceLock};
 
-use actix_web::HttpResponse;
+use actix_web::{web, web::Bytes, HttpResponse};
 use utoipa::{
     openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
     Modify, OpenApi,
@@ -122,11 +122,28 @@ impl Modify for SecretKeyAuth {
 
 /// This document.
 #[utoipa::path(get, path = "/v1/openapi.json", tag = "operations", responses((status = 200, content_type = "application/json")))]
-pub async fn document() -> HttpResponse {
-    HttpResponse::Ok().content_type("application/json").body(json())
+pub async fn document(served: web::Data<Served>) -> HttpResponse {
+    HttpResponse::Ok().content_type("application/json").body(served.0.clone())
 }
 
-/// The document as served (and printed by `gatehouse openapi`).
+/// The document a deployment serves: [`json`] with its regions as the
+/// `Region` schema's `enum`.
+pub struct Served(Bytes);
+
+impl Served {
+    pub fn for_regions(regions: &[Region]) -> Served {
+        let mut document: serde_json::Value = serde_json::from_str(json()).expect("the document is JSON");
+        document["components"]["schemas"]["Region"]["enum"] = serde_json::json!(regions);
+        Served(Bytes::from(document.to_string()))
+    }
+
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+/// The document every deployment shares (a region is any region name),
+/// which the served one and `gatehouse openapi` add the regions to.
 pub fn json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| {

@@ -68,8 +68,8 @@ impl Journaled {
         let bad = || ApiError::internal(format!("region move of {} is journaled unreadably", row.application_id));
         Ok(Journaled {
             application_id: row.application_id,
-            from: Region::parse(&row.from_region).ok_or_else(bad)?,
-            to: Region::parse(&row.to_region).ok_or_else(bad)?,
+            from: Region::new(&row.from_region).map_err(|_| bad())?,
+            to: Region::new(&row.to_region).map_err(|_| bad())?,
             step: Step::parse(&row.step).ok_or_else(bad)?,
             actor: Actor {
                 kind: ActorKind::parse(&row.actor_kind).unwrap_or(ActorKind::System),

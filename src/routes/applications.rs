@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::{
     auth::secret_key::SecretKey,
-    error::{ApiError, ApiResult, Code},
+    error::ApiResult,
     http::{
         body::Body,
         envelope, path_id,
@@ -159,9 +159,9 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
     issues.finish()?;
     let region = match request.region.as_deref() {
         None => key.tenant().region,
-        Some(value) => Region::parse(value).ok_or_else(|| {
-            ApiError::new(Code::UnknownRegion, format!("Region `{}` is not one of us, eu, ap.", value.escape_debug()))
-        })?,
+        Some(value) => {
+            state.settings.region_named(value).ok_or_else(|| super::region::unknown_region(&state.settings, value))?
+        }
     };
     let mut new = NewApplication {
         account_id: key.tenant().account_id,

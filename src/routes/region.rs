@@ -6,6 +6,7 @@ use utoipa::ToSchema;
 
 use crate::{
     auth::secret_key::SecretKey,
+    config::Settings,
     error::{ApiError, ApiResult, Code},
     http::{body::Body, envelope},
     region::Region,
@@ -25,7 +26,8 @@ pub struct RegionView {
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SetRegionRequest {
-    /// `us`, `eu` or `ap`; anything else (the empty string too) is 422 `unknown_region`.
+    /// One of the deployment's regions (by default `us`, `eu` or `ap`); anything
+    /// else (the empty string too) is 422 `unknown_region`.
     #[schema(value_type = Region)]
     pub region: String,
 }
@@ -47,12 +49,14 @@ pub async fn get_region(key: SecretKey) -> ApiResult<HttpResponse> {
     security(("secret_key" = ["admin"])))]
 pub async fn set_region(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: SetRegionRequest = body.json().await?;
-    let to = Region::parse(&request.region).ok_or_else(|| {
-        ApiError::new(
-            Code::UnknownRegion,
-            format!("Region `{}` is not one of us, eu, ap.", request.region.escape_debug()),
-        )
-    })?;
+    let to =
+        state.settings.region_named(&request.region).ok_or_else(|| unknown_region(&state.settings, &request.region))?;
     let region = state.tenants.move_region(&key.scope, to).await?;
     Ok(envelope::ok(RegionView { region }))
+}
+
+/// 422 `unknown_region`, naming the deployment's regions.
+pub(super) fn unknown_region(settings: &Settings, name: &str) -> ApiError {
+    let message = format!("Region `{}` is not one of {}.", name.escape_debug(), settings.region_names());
+    ApiError::new(Code::UnknownRegion, message)
 }

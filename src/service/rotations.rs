@@ -81,15 +81,13 @@ impl Rotations {
     /// Starts one rotator task per region held; call inside the runtime.
     pub fn start(storage: &Storage, ttl: Duration) -> Self {
         let mut queues = HashMap::new();
-        for region in Region::ALL {
-            if let Some(shard) = storage.shard(region) {
-                let (sender, receiver) = mpsc::channel(QUEUE);
-                let receiver = Arc::new(Mutex::new(receiver));
-                for _ in 0..rotators(shard) {
-                    actix_web::rt::spawn(run(shard.clone(), ttl, receiver.clone()));
-                }
-                queues.insert(region, sender);
+        for (region, shard) in storage.held() {
+            let (sender, receiver) = mpsc::channel(QUEUE);
+            let receiver = Arc::new(Mutex::new(receiver));
+            for _ in 0..rotators(shard) {
+                actix_web::rt::spawn(run(shard.clone(), ttl, receiver.clone()));
             }
+            queues.insert(region, sender);
         }
         Self { queues, ttl }
     }

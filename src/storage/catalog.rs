@@ -40,6 +40,27 @@ pub async fn count_applications(catalog: &Db) -> Result<u64, DbErr> {
     application::Entity::find().count(&catalog.conn).await
 }
 
+/// Every region an application is pinned or moving to, with how many.
+pub async fn regions_in_use(catalog: &Db) -> Result<Vec<(String, u64)>, DbErr> {
+    let mut in_use = std::collections::BTreeMap::<String, u64>::new();
+    for column in [application::Column::Region, application::Column::MovingTo] {
+        let counts: Vec<(Option<String>, i64)> = application::Entity::find()
+            .select_only()
+            .column(column)
+            .column_as(application::Column::Id.count(), "applications")
+            .group_by(column)
+            .into_tuple()
+            .all(&catalog.conn)
+            .await?;
+        for (region, count) in counts {
+            if let Some(region) = region {
+                *in_use.entry(region).or_default() += count as u64;
+            }
+        }
+    }
+    Ok(in_use.into_iter().collect())
+}
+
 pub async fn find_application(catalog: &Db, id: Uuid) -> Result<Option<application::Model>, DbErr> {
     application::Entity::find_by_id(id).one(&catalog.conn).await
 }

@@ -269,6 +269,8 @@ async fn migrate_one<M: MigratorTrait>(db: &Db) -> Result<(), DbErr> {
 /// The catalog and the regional databases of the regions this node holds.
 pub struct Storage {
     pub catalog: Db,
+    /// The regions this node holds, in the deployment's order.
+    held: Vec<Region>,
     shards: HashMap<Region, Db>,
     /// Every reachable region's database URL: the held ones, and the
     /// others with a configured `database_url` (a default would name a
@@ -293,14 +295,18 @@ impl Storage {
         for region in &settings.node.regions {
             shards.insert(*region, Db::connect(&settings.region_url(*region), region.as_str(), max).await?);
         }
-        let urls = Region::ALL
-            .into_iter()
+        let urls = settings
+            .deployment
+            .regions
+            .iter()
+            .copied()
             .filter_map(|r| match shards.contains_key(&r) {
                 true => Some((r, settings.region_url(r))),
                 false => settings.configured_region_url(r).map(|url| (r, url.to_string())),
             })
             .collect();
-        Ok(Storage { catalog, shards, urls, opened_elsewhere: Mutex::default(), max_connections: max })
+        let held = settings.node.regions.clone();
+        Ok(Storage { catalog, held, shards, urls, opened_elsewhere: Mutex::default(), max_connections: max })
     }
 
     /// Applies what is pending and says so in one line per database
@@ -347,9 +353,14 @@ impl Storage {
         self.shards.contains_key(&region)
     }
 
+    /// The regions this node holds with their databases, in the deployment's order.
+    pub fn held(&self) -> impl Iterator<Item = (Region, &Db)> {
+        self.held.iter().map(|r| (*r, &self.shards[r]))
+    }
+
     /// Every database this node holds, the catalog first.
     pub fn all(&self) -> impl Iterator<Item = &Db> {
-        std::iter::once(&self.catalog).chain(Region::ALL.iter().filter_map(|r| self.shards.get(r)))
+        std::iter::once(&self.catalog).chain(self.held().map(|(_, db)| db))
     }
 }
 

@@ -95,8 +95,8 @@ impl TenantSnapshot {
             account_id: row.account_id,
             environment: Environment::parse(&row.environment)
                 .ok_or_else(|| format!("application {} has environment {:?}", row.id, row.environment))?,
-            region: Region::parse(&row.region)
-                .ok_or_else(|| format!("application {} has region {:?}", row.id, row.region))?,
+            region: Region::new(&row.region)
+                .map_err(|_| format!("application {} has region {:?}", row.id, row.region))?,
             allowed_origins: serde_json::from_value(row.allowed_origins).unwrap_or_default(),
             branding: row.branding,
             refresh_reuse_interval_seconds: row.refresh_reuse_interval_seconds.clamp(0, 60) as u32,
@@ -104,7 +104,7 @@ impl TenantSnapshot {
             require_verified_email: row.require_verified_email,
             require_aal2_for: row.require_aal2_for.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             passkey_rp_id: row.passkey_rp_id,
-            moving_to: row.moving_to.as_deref().and_then(Region::parse),
+            moving_to: row.moving_to.as_deref().and_then(|r| Region::new(r).ok()),
             name: row.name,
             created_at: row.created_at,
             updated_at: row.updated_at,

@@ -202,7 +202,7 @@ impl TenantRegistry {
                 let registry = TenantRegistry { handles, deps };
                 match crate::storage::move_journal::stalled(&registry.deps.storage.catalog).await {
                     Ok(stalled) => {
-                        let ours = |from: &str| Region::parse(from).is_some_and(|r| registry.deps.storage.holds(r));
+                        let ours = |from: &str| Region::new(from).is_ok_and(|r| registry.deps.storage.holds(r));
                         for id in stalled.into_iter().filter(|m| ours(&m.from_region)).map(|m| m.application_id) {
                             if let Err(err) = registry.send(id, ResumeMove).await {
                                 tracing::warn!(application_id = %id, error = %err.message, "resuming a region move failed");

@@ -1,4 +1,5 @@
 //! Operation 3 and its companions: application secret keys.
+use crate::helpers::region;
 use entity::api_key;
 use gatehouse::crypto::key_format::{self, KeyKind};
 use reqwest::Method;
@@ -27,7 +28,7 @@ async fn a_created_key_is_shown_once_stored_hashed_and_works() {
     let listed = app.get("/v1/api-keys").await;
     assert!(!listed.body.to_string().contains(&secret));
 
-    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let shard = app.state.storage.shard(region("us")).unwrap();
     let row = api_key::Entity::find_by_id(id.parse::<uuid::Uuid>().unwrap()).one(&shard.conn).await.unwrap().unwrap();
     assert_eq!(row.secret_hash, gatehouse::crypto::sha256(&secret));
     assert!(!format!("{row:?}").contains(&secret[12..]));
@@ -84,7 +85,7 @@ async fn an_expired_key_is_refused() {
     let app = spawn_app().await;
     let created = app.post("/v1/api-keys", &json!({"name": "short", "expires_in_days": 1})).await;
     let id: uuid::Uuid = created.data()["id"].as_str().unwrap().parse().unwrap();
-    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let shard = app.state.storage.shard(region("us")).unwrap();
     api_key::Entity::update_many()
         .col_expr(api_key::Column::ExpiresAt, Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)))
         .filter(api_key::Column::Id.eq(id))
@@ -151,7 +152,7 @@ async fn twenty_concurrent_creators_of_one_name_get_one_success_and_nineteen_409
     );
     assert!(replies.iter().filter(|r| r.status == 409).all(|r| r.error_code() == "conflict"));
     let verified = gatehouse::audit::query::verify(
-        &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn,
+        &app.state.storage.shard(region("us")).unwrap().conn,
         app.caller.application_id.parse().unwrap(),
     )
     .await

@@ -1,4 +1,5 @@
 //! Operation 10: the hash chain, its filters, and its verification.
+use crate::helpers::region;
 use entity::{audit_event, webhook_message};
 use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -112,7 +113,7 @@ async fn concurrent_writers_never_fork_the_chain_and_a_tampered_row_is_named() {
     let bodies: Vec<Value> = (0..20).map(|i| json!({"name": format!("c{i}")})).collect();
     let writes = bodies.iter().map(|body| app.post("/v1/api-keys", body));
     assert!(futures_util::future::join_all(writes).await.iter().all(|r| r.status == 201));
-    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
     assert_eq!(gatehouse::audit::query::verify(shard, application_id).await.unwrap(), Ok(22));
 
@@ -140,7 +141,7 @@ async fn transactions_appending_twice_at_once_keep_one_chain_and_fan_out_every_r
     let sign_ins = (0..6).map(|_| public_post(&app, &app.caller, "/v1/auth/sign-in", &body));
     assert!(futures_util::future::join_all(sign_ins).await.iter().all(|r| r.status == 200));
 
-    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
     let rows = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap();
     // Every row from the endpoint's own `webhook.created` (after the
@@ -184,7 +185,7 @@ async fn a_transaction_appending_hundreds_of_rows_keeps_them_all_in_one_chain() 
     txn.audit_many((200..600).map(entry).collect()).await.unwrap();
     txn.commit().await.unwrap();
 
-    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let rows = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap();
     let appended = audit_event::Entity::find()
         .filter(audit_event::Column::ApplicationId.eq(application_id))
@@ -207,7 +208,7 @@ async fn a_deleted_row_or_a_cut_tail_is_detected() {
     for i in 0..3 {
         app.post("/v1/api-keys", &json!({"name": format!("k{i}")})).await;
     }
-    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
     audit_event::Entity::delete_many()
         .filter(audit_event::Column::ApplicationId.eq(application_id))

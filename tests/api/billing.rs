@@ -1,12 +1,11 @@
 //! Billing: the payment method (sealed token), the connected account (a
 //! claim, verified by a signed event whose metadata names the application),
 //! the processor's signed events and the cached status.
+use crate::helpers::region;
 use std::time::Duration;
 
 use entity::{billing_profile, unmatched_processor_event};
-use gatehouse::{
-    crypto::seal, events::processor_signature, region::Region, service::billing::token_context, startup::Application,
-};
+use gatehouse::{crypto::seal, events::processor_signature, service::billing::token_context, startup::Application};
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
@@ -117,7 +116,7 @@ async fn a_payment_method_is_answered_as_a_summary_and_its_token_is_sealed_to_th
     assert_eq!(*set.data(), expected);
     assert_eq!(*app.get("/v1/billing/payment-method").await.data(), expected);
     assert!(!set.body.to_string().contains("pm_secret_token_one"));
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let id: Uuid = app.caller.application_id.parse().unwrap();
     let row = billing_profile::Entity::find_by_id(id).one(shard).await.unwrap().unwrap();
     let raw = String::from_utf8_lossy(&row.payment_token_sealed).to_string();
@@ -156,7 +155,7 @@ async fn replacing_a_payment_method_keeps_no_old_token() {
     assert_eq!(replaced.status, 200);
     assert_eq!(replaced.data()["payment_brand"], "mastercard");
     assert_eq!(replaced.data()["billing_email"], Value::Null);
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let rows = billing_profile::Entity::find().all(shard).await.unwrap();
     assert_eq!(rows.len(), 1, "one row per application");
     let id: Uuid = app.caller.application_id.parse().unwrap();
@@ -531,7 +530,7 @@ async fn after_an_event_a_second_node_reads_the_new_status() {
     actix_web::rt::spawn(cold.run_until_stopped());
     // Warm the secret key and the directory first; then close the databases.
     assert_eq!(a.send_at(&c, &a.caller, Method::GET, "/v1/api-keys", None).await.status, 200);
-    c_state.storage.shard(Region::Us).unwrap().conn.clone().close().await.unwrap();
+    c_state.storage.shard(region("us")).unwrap().conn.clone().close().await.unwrap();
     c_state.storage.catalog.conn.clone().close().await.unwrap();
     let reply = a.send_at(&c, &a.caller, Method::GET, "/v1/billing/connect/status", None).await;
     assert_eq!((reply.status, reply.data()["onboarded"].clone()), (200, json!(true)), "{:?}", reply.body);

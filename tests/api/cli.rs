@@ -190,12 +190,15 @@ fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let settings = runtime.block_on(crate::helpers::TestStorage::new()).settings.clone();
     let catalog_url = settings.storage.catalog_url.clone().unwrap();
-    let env = vec![
+    let names: Vec<&str> = settings.deployment.regions.iter().map(|r| r.as_str()).collect();
+    let mut env = vec![
         ("GATEHOUSE__STORAGE__CATALOG_URL".to_string(), catalog_url.clone()),
-        ("GATEHOUSE__REGIONS__US__DATABASE_URL".to_string(), settings.regions.us.database_url.clone().unwrap()),
-        ("GATEHOUSE__REGIONS__EU__DATABASE_URL".to_string(), settings.regions.eu.database_url.clone().unwrap()),
-        ("GATEHOUSE__REGIONS__AP__DATABASE_URL".to_string(), settings.regions.ap.database_url.clone().unwrap()),
+        ("GATEHOUSE__DEPLOYMENT__REGIONS".to_string(), names.join(",")),
     ];
+    for (region, own) in &settings.regions {
+        let name = format!("GATEHOUSE__REGIONS__{}__DATABASE_URL", region.as_str().to_uppercase());
+        env.push((name, own.database_url.clone().unwrap()));
+    }
     let dir = tempfile::tempdir().unwrap();
     let applications = || {
         runtime.block_on(async {

@@ -1,10 +1,10 @@
 //! Email verification: the code sent at sign-up (read from the development
 //! outbox), proving it, the `email_verified` claim, single use, five tries,
 //! the resend throttle, and `require_verified_email` at sign-in.
+use crate::helpers::region;
 use std::time::Duration;
 
 use base64::Engine;
-use gatehouse::region::Region;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
 
@@ -83,7 +83,7 @@ async fn the_code_sent_at_sign_up_verifies_the_email_once_and_tokens_say_so() {
 
 /// Lets a new code go out now (the throttle allows one a minute).
 async fn age_codes(app: &TestApp) {
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     for row in entity::email_verification::Entity::find().all(shard).await.unwrap() {
         let mut aged = row.into_active_model();
         aged.created_at = Set(gatehouse::clock::now() - chrono::Duration::seconds(61));

@@ -1,5 +1,6 @@
 //! End users (contract §4, §5): sign-up, sign-in, refresh rotation, sign-out,
 //! access tokens and their verification, management with a secret key.
+use crate::helpers::region;
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use hmac::{Hmac, Mac};
 use reqwest::Method;
@@ -778,7 +779,7 @@ async fn many_sessions_refreshing_at_once_are_group_committed_and_the_chain_stil
             slot.1 = reply.data()["refresh_token"].as_str().unwrap().to_string();
         }
     }
-    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let shard = app.state.storage.shard(region("us")).unwrap();
     for caller in [&app.caller, &other] {
         let id: Uuid = caller.application_id.parse().unwrap();
         let rows = gatehouse::audit::query::verify(&shard.conn, id).await.unwrap().expect("the chain verifies");
@@ -799,7 +800,7 @@ async fn rotations_at_the_same_moment_all_succeed_and_schedule_one_key() {
     let kids: std::collections::HashSet<_> = rotations.iter().map(|r| r.data()["kid"].clone()).collect();
     assert_eq!(kids.len(), 1, "one scheduled rotation, answered to all four");
     let id: Uuid = app.caller.application_id.parse().unwrap();
-    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let shard = app.state.storage.shard(region("us")).unwrap();
     let current = entity::signing_key::Entity::find()
         .filter(entity::signing_key::Column::ApplicationId.eq(id))
         .filter(entity::signing_key::Column::RetiredAt.is_null())

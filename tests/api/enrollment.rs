@@ -1,4 +1,5 @@
 //! Operation 6: host groups, enrollment tokens, enrolling hosts.
+use crate::helpers::region;
 use entity::enrollment_token;
 use gatehouse::crypto::key_format::{self, KeyKind};
 use reqwest::Method;
@@ -293,7 +294,7 @@ async fn an_expired_token_enrolls_nothing_and_is_inactive() {
     let app = spawn_app().await;
     let created = token(&app, json!({"label": "t", "expires_in_days": 1})).await;
     let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
-    let shard = app.state.storage.shard(gatehouse::region::Region::Us).unwrap();
+    let shard = app.state.storage.shard(region("us")).unwrap();
     enrollment_token::Entity::update_many()
         .col_expr(enrollment_token::Column::ExpiresAt, Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)))
         .filter(enrollment_token::Column::Id.eq(id))

@@ -1,5 +1,6 @@
 //! What an attack run and a fault run found (issue 13), one test per
 //! defect: each failed on the code before its fix.
+use crate::helpers::region;
 use std::{
     io::{Read, Write},
     time::Duration,
@@ -263,7 +264,7 @@ async fn lost_database_connections_are_503_never_500() {
         return; // SQLite has no connections to lose.
     };
     let app = spawn_app().await;
-    let region_url = app.storage.settings.regions.us.database_url.clone().unwrap();
+    let region_url = app.storage.settings.configured_region_url(region("us")).unwrap().to_string();
     let database = url::Url::parse(&region_url).unwrap().path().trim_start_matches('/').to_string();
     let admin = Database::connect(&admin_url).await.unwrap();
     let app = &app;

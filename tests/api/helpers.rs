@@ -4,7 +4,7 @@
 use actix_web::web;
 use gatehouse::{
     bootstrap::{bootstrap, BootstrapRequest},
-    config::Settings,
+    config::{RegionSettings, Settings},
     region::Region,
     startup::Application,
     state::AppState,
@@ -39,6 +39,10 @@ impl TestStorage {
         // the tests' receivers on loopback, on SQLite and PostgreSQL alike
         // (PostgreSQL alone would turn the default off).
         settings.security.allow_private_destinations = Some(true);
+        // A region beyond the three defaults, named only here: regions are
+        // configuration, and every test runs with one the code never names.
+        settings.deployment.regions.push(region(FOURTH_REGION));
+        settings.node.regions = settings.deployment.regions.clone();
         if let Ok(base) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") {
             let admin = Database::connect(&base).await.expect("GATEHOUSE_TEST_POSTGRES_URL must be reachable");
             let prefix = format!("gh_test_{}", Uuid::new_v4().simple());
@@ -48,14 +52,14 @@ impl TestStorage {
                 url.set_path(&db);
                 (db, url.to_string())
             };
-            let names = ["catalog", "us", "eu", "ap"].map(url_for);
-            for (db, _) in &names {
+            let (catalog, _) = url_for("catalog");
+            admin.execute_unprepared(&format!("CREATE DATABASE {catalog}")).await.expect("create test database");
+            settings.storage.catalog_url = Some(url_for("catalog").1);
+            for region in settings.deployment.regions.clone() {
+                let (db, url) = url_for(region.as_str());
                 admin.execute_unprepared(&format!("CREATE DATABASE {db}")).await.expect("create test database");
+                settings.regions.insert(region, RegionSettings { database_url: Some(url) });
             }
-            settings.storage.catalog_url = Some(names[0].1.clone());
-            settings.regions.us.database_url = Some(names[1].1.clone());
-            settings.regions.eu.database_url = Some(names[2].1.clone());
-            settings.regions.ap.database_url = Some(names[3].1.clone());
         }
         TestStorage { settings, _dir: dir }
     }
@@ -95,6 +99,14 @@ impl Reply {
     pub fn header(&self, name: &str) -> Option<&str> {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
+}
+
+/// The tests' fourth region.
+pub const FOURTH_REGION: &str = "ca";
+
+/// A region by name (a valid one: tests name only good ones).
+pub fn region(name: &str) -> Region {
+    Region::new(name).expect("a valid region name")
 }
 
 pub async fn spawn_app() -> TestApp {
@@ -139,16 +151,16 @@ pub struct TwoRegions {
 pub async fn us_node_with_eu_peer() -> TwoRegions {
     let shared = TestStorage::new().await;
     let mut eu_settings = shared.settings.clone();
-    eu_settings.node.regions = vec![Region::Eu];
+    eu_settings.node.regions = vec![region("eu")];
     let eu_node = Application::build(eu_settings).await.expect("the eu node builds");
     let eu_address = format!("http://127.0.0.1:{}", eu_node.port());
     let eu_state = eu_node.state.clone();
     actix_web::rt::spawn(eu_node.run_until_stopped());
     let mut us_storage = shared;
-    us_storage.settings.node.regions = vec![Region::Us];
-    us_storage.settings.node.peers.eu = Some(eu_address);
-    let us = spawn_node(us_storage, Region::Us).await;
-    let eu = bootstrap(&eu_state.storage, request("EU", Environment::Development, Region::Eu)).await.unwrap();
+    us_storage.settings.node.regions = vec![region("us")];
+    us_storage.settings.node.peers.insert(region("eu"), eu_address);
+    let us = spawn_node(us_storage, region("us")).await;
+    let eu = bootstrap(&eu_state.storage, request("EU", Environment::Development, region("eu"))).await.unwrap();
     let eu_caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
     TwoRegions { us, eu_state, eu_application: eu.application_id, eu_caller }
 }
@@ -215,7 +227,7 @@ impl TestApp {
 
     /// An application in a new account of its own.
     pub async fn other_account(&self) -> Caller {
-        let created = bootstrap(&self.state.storage, request("Other", Environment::Development, Region::Us))
+        let created = bootstrap(&self.state.storage, request("Other", Environment::Development, region("us")))
             .await
             .expect("bootstrap");
         Caller { application_id: created.application_id.to_string(), key: created.secret_key }

@@ -215,7 +215,8 @@ async fn a_long_target_is_414_and_a_large_header_431_in_the_envelope() {
     let authorized = |request: reqwest::RequestBuilder| {
         request.header("x-application-id", &app.caller.application_id).bearer_auth(&app.caller.key)
     };
-    let large_field = app.raw(authorized(app.client.get(app.url("/v1/api-keys"))).header("x-large", "b".repeat(64 * 1024))).await;
+    let large_field =
+        app.raw(authorized(app.client.get(app.url("/v1/api-keys"))).header("x-large", "b".repeat(64 * 1024))).await;
     assert_eq!((large_field.status, large_field.error_code()), (431, "headers_too_large"));
     let mut many = authorized(app.client.get(app.url("/v1/api-keys")));
     for i in 0..8 {
@@ -223,7 +224,8 @@ async fn a_long_target_is_414_and_a_large_header_431_in_the_envelope() {
     }
     let many = app.raw(many).await;
     assert_eq!((many.status, many.error_code()), (431, "headers_too_large"));
-    let within = app.raw(authorized(app.client.get(app.url("/v1/api-keys"))).header("x-fits", "d".repeat(7 * 1024))).await;
+    let within =
+        app.raw(authorized(app.client.get(app.url("/v1/api-keys"))).header("x-fits", "d".repeat(7 * 1024))).await;
     assert_eq!(within.status, 200, "{:?}", within.body);
 }
 

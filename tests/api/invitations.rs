@@ -2,9 +2,9 @@
 //! role, the email through the application's provider (the development
 //! outbox here), acceptance by the invited user only, separation of duties
 //! on acceptance, revocation, expiry.
+use crate::helpers::region;
 use std::time::Duration;
 
-use gatehouse::region::Region;
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
@@ -158,7 +158,7 @@ async fn acceptance_passes_separation_of_duties_and_an_expired_invitation_is_ref
 
     assert_eq!(invite(&app, &owner, "late@example.com", "member").await.status, 201);
     let late_code = code_sent_to(&app, "late@example.com").await;
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     for row in entity::invitation::Entity::find().all(shard).await.unwrap() {
         let mut aged = row.into_active_model();
         aged.expires_at = Set(gatehouse::clock::now() - chrono::Duration::seconds(1));

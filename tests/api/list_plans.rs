@@ -4,11 +4,11 @@
 //! ever had, and a mixed load halved its rate within minutes). Checked on
 //! the plan: PostgreSQL with scans that ignore order switched off must not
 //! sort; SQLite must not build a temporary B-tree for `ORDER BY`.
+use crate::helpers::region;
 use entity::{
     api_key, membership, organization, service_account, service_account_key, session, user, user_api_key, webhook,
     webhook_message,
 };
-use gatehouse::region::Region;
 use sea_orm::{
     ColumnTrait, ConnectionTrait, DbBackend, EntityTrait, QueryFilter, QueryOrder, QuerySelect, QueryTrait, Statement,
     TransactionTrait,
@@ -122,7 +122,7 @@ fn lists(backend: DbBackend) -> Vec<(&'static str, Statement)> {
 #[actix_web::test]
 async fn every_list_reads_its_page_from_an_index_in_its_order() {
     let app = spawn_app().await;
-    let shard = app.state.storage.shard(Region::Us).unwrap();
+    let shard = app.state.storage.shard(region("us")).unwrap();
     let backend = shard.backend();
     let txn = shard.conn.begin().await.unwrap();
     if backend == DbBackend::Postgres {

@@ -1,5 +1,6 @@
 //! Messaging providers (operation 2): upsert, list, the production rules,
 //! the sealed secret, a real SMTP server receiving the test send, the outbox.
+use crate::helpers::region;
 use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
@@ -8,7 +9,6 @@ use std::{
 };
 
 use entity::messaging_provider;
-use gatehouse::region::Region;
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter};
 use serde_json::{json, Value};
@@ -338,7 +338,7 @@ async fn a_sealed_secret_copied_to_another_application_does_not_open() {
         .await;
     put(&app, &second, json!({"channel": "email", "kind": "smtp", "config": config, "secret": "other-password"})).await;
     // An attacker with database access copies the first row's ciphertext.
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let first_id: Uuid = app.caller.application_id.parse().unwrap();
     let second_id: Uuid = second.application_id.parse().unwrap();
     let row_of = |id: Uuid| {

@@ -1,7 +1,7 @@
 //! Identity (OAuth) provider settings (operation 1): upsert, list, the
 //! production rule, the sealed client secret kept when omitted.
+use crate::helpers::region;
 use entity::oauth_provider;
-use gatehouse::region::Region;
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter};
 use serde_json::{json, Value};
@@ -24,7 +24,7 @@ async fn providers(app: &TestApp, caller: &Caller) -> Vec<Value> {
 }
 
 async fn row(app: &TestApp, caller: &Caller, provider: &str) -> oauth_provider::Model {
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let id: Uuid = caller.application_id.parse().unwrap();
     oauth_provider::Entity::find()
         .filter(oauth_provider::Column::ApplicationId.eq(id))
@@ -213,7 +213,7 @@ async fn a_sealed_client_secret_copied_to_another_application_does_not_open() {
     let first = row(&app, &app.caller, "slack").await;
     let sealed = first.client_secret_sealed.clone().unwrap();
     assert!(!String::from_utf8_lossy(&sealed).contains("copied-client-secret"));
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let mut target = row(&app, &second, "slack").await.into_active_model();
     target.client_secret_sealed = Set(Some(sealed.clone()));
     target.update(shard).await.unwrap();

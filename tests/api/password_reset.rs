@@ -1,10 +1,10 @@
 //! Password reset: the email (read from the development outbox), the token
 //! once and within 30 minutes, every session ended, no enumeration by
 //! answer or by time.
+use crate::helpers::region;
 use std::time::{Duration, Instant};
 
 use entity::password_reset;
-use gatehouse::region::Region;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
 
@@ -130,7 +130,7 @@ async fn a_token_expires_after_thirty_minutes_and_a_newer_one_supersedes_it() {
             .await;
     assert_eq!((superseded.status, superseded.error_code()), (400, "invalid_grant"));
     // Thirty minutes later the newer one is refused too.
-    let shard = &app.state.storage.shard(Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     for row in password_reset::Entity::find().all(shard).await.unwrap() {
         let mut aged = row.into_active_model();
         aged.expires_at = Set(gatehouse::clock::now() - chrono::Duration::seconds(1));

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use crate::{
     end_users::{as_user, public_post, sign_up},
-    helpers::{spawn_with, TestApp},
+    helpers::{region, spawn_with, TestApp, FOURTH_REGION},
     webhooks::{start_receiver, verifies},
 };
 
@@ -69,7 +69,7 @@ async fn a_move_takes_every_row_to_the_new_region_and_leaves_none_behind() {
     let first_attempt = receiver.wait_for(1).await;
     assert_eq!(first_attempt.len(), 1, "the first attempt failed (500) before the move");
     settled(&app, 2).await;
-    let before = rows_in(&app, Region::Us, id).await;
+    let before = rows_in(&app, region("us"), id).await;
     for table in [
         "users",
         "sessions",
@@ -93,16 +93,16 @@ async fn a_move_takes_every_row_to_the_new_region_and_leaves_none_behind() {
     // Assert: the answer, then nothing left in us, everything in eu.
     assert_eq!(moved.status, 200, "{:?}", moved.body);
     assert_eq!(moved.data(), &json!({"region": "eu"}));
-    assert_eq!(rows_in(&app, Region::Us, id).await, vec![], "nothing of the application is left in us");
-    let after = rows_in(&app, Region::Eu, id).await;
+    assert_eq!(rows_in(&app, region("us"), id).await, vec![], "nothing of the application is left in us");
+    let after = rows_in(&app, region("eu"), id).await;
     for (table, rows) in &before {
         let expected = if *table == "audit_events" { rows + 1 } else { *rows };
         assert_eq!(count(&after, table), expected, "{table}: {after:?}");
     }
-    let region = app.get("/v1/security/region").await;
-    assert_eq!((region.status, region.data()["region"].clone()), (200, json!("eu")));
+    let now = app.get("/v1/security/region").await;
+    assert_eq!((now.status, now.data()["region"].clone()), (200, json!("eu")));
     // The chain continues unbroken in eu, the move its last row.
-    let eu = app.state.storage.shard(Region::Eu).unwrap();
+    let eu = app.state.storage.shard(region("eu")).unwrap();
     let chained = gatehouse::audit::query::verify(&eu.conn, id).await.unwrap().expect("the chain verifies");
     assert_eq!(chained as u64, count(&after, "audit_events"));
     let audit = app.get("/v1/audit-logs?type=application.region_changed").await;
@@ -118,7 +118,7 @@ async fn a_move_takes_every_row_to_the_new_region_and_leaves_none_behind() {
     // Every call still works, and writes land in eu.
     assert_eq!(app.get("/v1/users").await.data().as_array().unwrap().len(), 2);
     assert_eq!(app.post("/v1/api-keys", &json!({"name": "after"})).await.status, 201);
-    assert_eq!(count(&rows_in(&app, Region::Eu, id).await, "api_keys"), count(&before, "api_keys") + 1);
+    assert_eq!(count(&rows_in(&app, region("eu"), id).await, "api_keys"), count(&before, "api_keys") + 1);
     // The pending message is delivered from eu: same webhook-id, signed.
     let delivered = receiver.wait_for(3).await;
     let retried: Vec<_> = delivered.iter().skip(1).filter(|d| d.id == delivered[0].id).collect();
@@ -183,24 +183,68 @@ async fn moving_back_and_forth_keeps_every_row_and_one_chain() {
     let id: Uuid = app.caller.application_id.parse().unwrap();
     sign_up(&app, &app.caller, "ada@example.com").await;
     settled(&app, 1).await;
-    let before = rows_in(&app, Region::Us, id).await;
+    let before = rows_in(&app, region("us"), id).await;
     let other = app.other_account().await;
     let other_id: Uuid = other.application_id.parse().unwrap();
-    let other_before = rows_in(&app, Region::Us, other_id).await;
+    let other_before = rows_in(&app, region("us"), other_id).await;
 
     for region in ["eu", "ap", "us"] {
         assert_eq!(move_to(&app, region).await.status, 200);
     }
 
-    let after = rows_in(&app, Region::Us, id).await;
-    assert_eq!(rows_in(&app, Region::Eu, id).await, vec![]);
-    assert_eq!(rows_in(&app, Region::Ap, id).await, vec![]);
+    let after = rows_in(&app, region("us"), id).await;
+    assert_eq!(rows_in(&app, region("eu"), id).await, vec![]);
+    assert_eq!(rows_in(&app, region("ap"), id).await, vec![]);
     assert_eq!(count(&after, "audit_events"), count(&before, "audit_events") + 3, "{:?}", app.audit_types().await);
     assert_eq!(count(&after, "users"), 1);
-    let us = app.state.storage.shard(Region::Us).unwrap();
+    let us = app.state.storage.shard(region("us")).unwrap();
     assert!(gatehouse::audit::query::verify(&us.conn, id).await.unwrap().is_ok());
     // Another application of the same region is not touched by the moves.
-    assert_eq!(rows_in(&app, Region::Us, other_id).await, other_before);
+    assert_eq!(rows_in(&app, region("us"), other_id).await, other_before);
     assert!(!other_before.is_empty());
     assert_eq!(app.send(&other, Method::GET, "/v1/security/region", None).await.data()["region"], "us");
+}
+
+/// Regions are configuration: the tests' fourth region, which no line of
+/// the service names, takes a move like any other, is in the served
+/// document's enum, and a region the deployment does not name is 422.
+#[actix_web::test]
+async fn an_application_moves_to_a_region_only_the_configuration_names() {
+    let app = spawn_with(|_| {}).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let document: serde_json::Value =
+        app.client.get(app.url("/v1/openapi.json")).send().await.unwrap().json().await.unwrap();
+    assert_eq!(document["components"]["schemas"]["Region"]["enum"], json!(["us", "eu", "ap", FOURTH_REGION]));
+    let before = rows_in(&app, region("us"), id).await;
+
+    let moved = move_to(&app, FOURTH_REGION).await;
+    assert_eq!((moved.status, moved.data()["region"].clone()), (200, json!(FOURTH_REGION)), "{:?}", moved.body);
+    assert_eq!(rows_in(&app, region("us"), id).await, vec![], "nothing of the application is left in us");
+    let after = rows_in(&app, region(FOURTH_REGION), id).await;
+    assert_eq!(count(&after, "api_keys"), count(&before, "api_keys"));
+    assert!(app.get("/v1/api-keys").await.status == 200, "served from its new region");
+
+    for unknown in ["mars", "CA", ""] {
+        let refused = move_to(&app, unknown).await;
+        assert_eq!((refused.status, refused.error_code()), (422, "unknown_region"), "{unknown:?}");
+        let message = refused.body["error"]["message"].as_str().unwrap();
+        assert!(message.ends_with(&format!("us, eu, ap, {FOURTH_REGION}.")), "{message}");
+    }
+    let created = app.post("/v1/applications", &json!({"name": "Elsewhere", "region": "mars"})).await;
+    assert_eq!((created.status, created.error_code()), (422, "unknown_region"));
+}
+
+/// A region is removed from the configuration only once no application is
+/// pinned to it: a node started without it refuses to start, naming it.
+#[actix_web::test]
+async fn a_node_refuses_to_start_without_a_region_an_application_is_pinned_to() {
+    let app = spawn_with(|_| {}).await;
+    let mut settings = app.storage.settings.clone();
+    settings.deployment.regions.retain(|r| r.as_str() != "us");
+    settings.node.regions.retain(|r| r.as_str() != "us");
+    settings.regions.remove(&region("us"));
+    settings.server.listen = "127.0.0.1:0".into();
+    let refused = gatehouse::startup::Application::build(settings).await.err().expect("start-up is refused");
+    let message = refused.to_string();
+    assert!(message.contains("region `us` is not in deployment.regions, but 1 application(s)"), "{message}");
 }

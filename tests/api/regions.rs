@@ -1,7 +1,8 @@
 //! Routing by region: a node answers for the regions it holds and forwards
 //! the others to their peer.
+use crate::helpers::region;
 use entity::api_key;
-use gatehouse::{bootstrap::bootstrap, region::Region, tenancy::Environment};
+use gatehouse::{bootstrap::bootstrap, config::RegionSettings, tenancy::Environment};
 use reqwest::Method;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
@@ -24,17 +25,17 @@ async fn a_request_for_another_regions_application_is_answered_by_that_regions_n
     assert_eq!(created.data()["name"], "via-a");
     let in_eu = api_key::Entity::find()
         .filter(api_key::Column::ApplicationId.eq(eu_application))
-        .count(&b_state.storage.shard(Region::Eu).unwrap().conn)
+        .count(&b_state.storage.shard(region("eu")).unwrap().conn)
         .await
         .unwrap();
     assert_eq!(in_eu, 2);
     let in_us = api_key::Entity::find()
         .filter(api_key::Column::ApplicationId.eq(eu_application))
-        .count(&node_a.state.storage.shard(Region::Us).unwrap().conn)
+        .count(&node_a.state.storage.shard(region("us")).unwrap().conn)
         .await
         .unwrap();
     assert_eq!(in_us, 0, "no eu row in the us database");
-    assert!(node_a.state.storage.shard(Region::Eu).is_none());
+    assert!(node_a.state.storage.shard(region("eu")).is_none());
     // The us application is still served by A itself.
     let own = node_a.get("/v1/api-keys").await;
     assert_eq!((own.status, own.header("x-gatehouse-region")), (200, None));
@@ -44,13 +45,13 @@ async fn a_request_for_another_regions_application_is_answered_by_that_regions_n
 async fn a_region_without_a_reachable_peer_is_503_with_retry_after() {
     let shared = TestStorage::new().await;
     let mut us_only = shared;
-    us_only.settings.node.regions = vec![Region::Us];
-    let node = spawn_node(us_only, Region::Us).await;
+    us_only.settings.node.regions = vec![region("us")];
+    let node = spawn_node(us_only, region("us")).await;
     // An ap application written straight into the shared catalog and ap database.
     let mut ap_settings = node.storage.settings.clone();
-    ap_settings.node.regions = vec![Region::Ap];
+    ap_settings.node.regions = vec![region("ap")];
     let ap_storage = gatehouse::startup::open_storage(&ap_settings).await.unwrap();
-    let ap = bootstrap(&ap_storage, request("AP", Environment::Development, Region::Ap)).await.unwrap();
+    let ap = bootstrap(&ap_storage, request("AP", Environment::Development, region("ap"))).await.unwrap();
     let caller = Caller { application_id: ap.application_id.to_string(), key: ap.secret_key };
     let reply = node.send(&caller, Method::GET, "/v1/api-keys", None).await;
     assert_eq!((reply.status, reply.error_code()), (503, "unavailable"));
@@ -63,18 +64,18 @@ async fn a_node_moves_its_application_to_a_region_another_node_serves_and_then_f
     // reach eu's database (a move writes there). One deployment: one issuer.
     let mut shared = TestStorage::new().await;
     shared.settings.server.public_url = Some("https://auth.example.test".into());
-    let eu_url = shared.settings.region_url(Region::Eu);
+    let eu_url = shared.settings.region_url(region("eu"));
     let mut eu_settings = shared.settings.clone();
-    eu_settings.node.regions = vec![Region::Eu];
+    eu_settings.node.regions = vec![region("eu")];
     let eu_node = gatehouse::startup::Application::build(eu_settings).await.unwrap();
     let eu_address = format!("http://127.0.0.1:{}", eu_node.port());
     let b_state = eu_node.state.clone();
     actix_web::rt::spawn(eu_node.run_until_stopped());
     let mut us_storage = shared;
-    us_storage.settings.node.regions = vec![Region::Us];
-    us_storage.settings.node.peers.eu = Some(eu_address.clone());
-    us_storage.settings.regions.eu.database_url = Some(eu_url);
-    let node_a = spawn_node(us_storage, Region::Us).await;
+    us_storage.settings.node.regions = vec![region("us")];
+    us_storage.settings.node.peers.insert(region("eu"), eu_address.clone());
+    us_storage.settings.regions.insert(region("eu"), RegionSettings { database_url: Some(eu_url) });
+    let node_a = spawn_node(us_storage, region("us")).await;
     let id: uuid::Uuid = node_a.caller.application_id.parse().unwrap();
     let user = crate::end_users::sign_up(&node_a, &node_a.caller, "ada@example.com").await;
 
@@ -90,18 +91,18 @@ async fn a_node_moves_its_application_to_a_region_another_node_serves_and_then_f
     let direct = node_a.client.get(format!("{eu_address}/v1/security/region")).bearer_auth(&node_a.caller.key);
     let direct = node_a.raw(direct.header("x-application-id", &node_a.caller.application_id)).await;
     assert_eq!((direct.status, direct.data()["region"].clone()), (200, json!("eu")));
-    let us = gatehouse::storage::tenant_tables::count_all(&node_a.state.storage.shard(Region::Us).unwrap().conn, id);
+    let us = gatehouse::storage::tenant_tables::count_all(&node_a.state.storage.shard(region("us")).unwrap().conn, id);
     assert_eq!(us.await.unwrap(), vec![]);
-    let eu = gatehouse::storage::tenant_tables::count_all(&b_state.storage.shard(Region::Eu).unwrap().conn, id);
+    let eu = gatehouse::storage::tenant_tables::count_all(&b_state.storage.shard(region("eu")).unwrap().conn, id);
     assert!(eu.await.unwrap().iter().any(|(table, rows)| *table == "users" && *rows == 1));
 }
 
 #[actix_web::test]
 async fn a_node_that_cannot_reach_the_new_regions_database_refuses_the_move_and_changes_nothing() {
     let mut shared = TestStorage::new().await;
-    shared.settings.node.regions = vec![Region::Us];
-    shared.settings.regions.eu.database_url = None;
-    let node = spawn_node(shared, Region::Us).await;
+    shared.settings.node.regions = vec![region("us")];
+    shared.settings.regions.remove(&region("eu"));
+    let node = spawn_node(shared, region("us")).await;
 
     let refused = node.send(&node.caller, Method::POST, "/v1/security/region", Some(&json!({"region": "eu"}))).await;
 
@@ -113,15 +114,15 @@ async fn a_node_that_cannot_reach_the_new_regions_database_refuses_the_move_and_
 #[actix_web::test]
 async fn a_move_between_two_regions_configured_with_one_database_is_refused() {
     let mut shared = TestStorage::new().await;
-    let us_url = shared.settings.region_url(Region::Us);
-    shared.settings.regions.eu.database_url = Some(us_url);
-    let node = spawn_node(shared, Region::Us).await;
+    let us_url = shared.settings.region_url(region("us"));
+    shared.settings.regions.insert(region("eu"), RegionSettings { database_url: Some(us_url) });
+    let node = spawn_node(shared, region("us")).await;
     let id: uuid::Uuid = node.caller.application_id.parse().unwrap();
 
     let refused = node.send(&node.caller, Method::POST, "/v1/security/region", Some(&json!({"region": "eu"}))).await;
 
     assert_eq!((refused.status, refused.error_code()), (503, "unavailable"), "{:?}", refused.body);
     assert_eq!(node.get("/v1/security/region").await.data()["region"], "us");
-    let rows = gatehouse::storage::tenant_tables::count_all(&node.state.storage.shard(Region::Us).unwrap().conn, id);
+    let rows = gatehouse::storage::tenant_tables::count_all(&node.state.storage.shard(region("us")).unwrap().conn, id);
     assert!(!rows.await.unwrap().is_empty(), "the application's rows are where they were");
 }

@@ -1,6 +1,7 @@
 //! Service accounts (operation 14) and their keys: CRUD, validation,
 //! isolation, verification in every state, and `sak_` keys refused on the
 //! management routes.
+use crate::helpers::region;
 use entity::{service_account, service_account_key};
 use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
@@ -27,7 +28,7 @@ async fn verify(app: &TestApp, caller: &Caller, secret: &str) -> Value {
 }
 
 async fn counts(app: &TestApp) -> (u64, u64) {
-    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     (
         service_account::Entity::find().count(shard).await.unwrap(),
         service_account_key::Entity::find().count(shard).await.unwrap(),
@@ -247,7 +248,7 @@ async fn verification_refuses_disabled_deleted_expired_and_other_applications_ke
     let expiring = create_key(&app, &id, json!({"name": "short", "expires_in_days": 1})).await;
     let expiring_secret = expiring["secret"].as_str().unwrap().to_string();
     assert_eq!(verify(&app, &app.caller, &expiring_secret).await["valid"], true);
-    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     let expiring_id: uuid::Uuid = expiring["id"].as_str().unwrap().parse().unwrap();
     service_account_key::Entity::update_many()
         .col_expr(

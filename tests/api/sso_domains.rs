@@ -4,6 +4,7 @@
 //! gone; consumer domains refused; one verifier per domain; auto-join once
 //! the user has proven the address (never at sign-up), with no role above
 //! what the domain's claimer may grant.
+use crate::helpers::region;
 use reqwest::Method;
 use sea_orm::ConnectionTrait;
 use serde_json::json;
@@ -211,7 +212,7 @@ async fn an_admin_may_claim_a_domain_only_with_a_role_an_admin_may_invite() {
 /// Marks every claimed domain verified, as a published TXT record would
 /// (no DNS server needed), and sets a column on `domain`'s row.
 async fn verified_with(app: &TestApp, domain: &str, set: &str) {
-    let shard = &app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn;
+    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
     shard.execute_unprepared("UPDATE sso_domains SET status = 'verified'").await.unwrap();
     if !set.is_empty() {
         shard.execute_unprepared(&format!("UPDATE sso_domains SET {set} WHERE domain = '{domain}'")).await.unwrap();

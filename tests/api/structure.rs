@@ -1,10 +1,11 @@
 //! The structure that makes isolation and audit hold by construction: the
 //! registry of tenant tables, the commit that refuses an unaudited change,
 //! and a settings change that survives a crash with its audit row.
+use crate::helpers::region;
 use std::{process::Command, time::Duration};
 
 use entity::organization;
-use gatehouse::{auth::public_scope, region::Region, storage::tenant_tables};
+use gatehouse::{auth::public_scope, storage::tenant_tables};
 use sea_orm::{ActiveValue::Set, ConnectionTrait, DbBackend, Statement};
 use serde_json::{json, Value};
 
@@ -13,7 +14,7 @@ use crate::{helpers::spawn_app, oidc::free_port};
 #[actix_web::test]
 async fn every_regional_table_with_an_application_id_is_a_registered_tenant_table() {
     let app = spawn_app().await;
-    let shard = app.state.storage.shard(Region::Us).unwrap();
+    let shard = app.state.storage.shard(region("us")).unwrap();
     let sql = match shard.backend() {
         DbBackend::Sqlite => {
             "SELECT m.name AS t FROM sqlite_master m JOIN pragma_table_info(m.name) c \
@@ -172,7 +173,7 @@ async fn two_relays_of_one_pending_audit_row_append_it_once() {
     .await;
 
     assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
-    let shard = &storage.shard(Region::Us).unwrap().conn;
+    let shard = &storage.shard(region("us")).unwrap().conn;
     let rows = audit_event::Entity::find().filter(audit_event::Column::Id.eq(id)).count(shard).await.unwrap();
     assert_eq!(rows, 1);
     assert!(gatehouse::audit::query::verify(shard, application_id).await.unwrap().is_ok());

@@ -1,4 +1,5 @@
 //! Operation 4: endpoints, and delivery to a real receiver on loopback.
+use crate::helpers::region;
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex},
@@ -355,7 +356,7 @@ async fn a_production_endpoint_pointing_inside_is_refused_at_delivery_time() {
     webhook::Entity::update_many()
         .col_expr(webhook::Column::Url, Expr::value(receiver.url.replace("http://", "https://")))
         .filter(webhook::Column::Id.eq(id))
-        .exec(&app.state.storage.shard(gatehouse::region::Region::Us).unwrap().conn)
+        .exec(&app.state.storage.shard(region("us")).unwrap().conn)
         .await
         .unwrap();
     app.send(&production, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await;

@@ -175,7 +175,8 @@ fn proof(code: Option<String>, ceremony: Option<String>, credential: Option<Publ
 #[utoipa::path(post, path = "/v1/auth/sign-in/mfa", tag = "auth", request_body = CompleteSignInRequest,
     responses((status = 200, body = super::sign_in::SignedInView),
         (status = 400, description = "`invalid_grant`: the challenge is unknown, expired, used or out of tries"),
-        (status = 401, description = "`invalid_credentials`: the code is wrong or already used"), (status = 429)))]
+        (status = 401, description = "`invalid_credentials`: the code is wrong or already used"),
+        (status = 409, description = "`passkeys_not_configured`: a passkey proof while the application has no `passkey_rp_id`"), (status = 429)))]
 pub async fn complete_sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: CompleteSignInRequest = body.json().await?;
@@ -207,7 +208,8 @@ pub struct SteppedUpView {
 /// access token. Tries are limited per user; a code is accepted once.
 #[utoipa::path(post, path = "/v1/auth/mfa/step-up", tag = "auth", request_body = ProofRequest,
     responses((status = 200, body = SteppedUpView),
-        (status = 401, description = "`invalid_credentials`: the code is wrong or already used (or no factor)"), (status = 429)),
+        (status = 401, description = "`invalid_credentials`: the code is wrong or already used (or no factor)"),
+        (status = 409, description = "`passkeys_not_configured`: a passkey proof while the application has no `passkey_rp_id`"), (status = 429)),
     security(("access_token" = [])))]
 pub async fn step_up_session(
     state: web::Data<AppState>,
