@@ -9,7 +9,6 @@ pub mod error;
 pub mod events;
 pub mod failpoint;
 pub mod http;
-pub mod memory;
 pub mod oauth;
 pub mod openapi;
 pub mod region;

@@ -47,9 +47,8 @@ const HASHING_NICE: i32 = 10;
 
 /// How long a hashing thread waits for work before it releases its memory
 /// (jemalloc's default decay of unused pages is also ten seconds). Sign-ins
-/// closer together keep reusing the block; faulting it in again (in huge
-/// pages) costs the next hash about 5 ms once on the 2-core benchmark
-/// machine (with 4 KiB pages it was 12 ms).
+/// closer together keep reusing the block; faulting it in again costs the
+/// next hash about 12 ms once on the 2-core benchmark machine.
 const RELEASE_WHEN_IDLE_FOR: Duration = Duration::from_secs(10);
 
 fn argon2() -> Argon2<'static> {
@@ -71,43 +70,43 @@ fn hash_raw(argon: &Argon2<'_>, password: &[u8], salt: &[u8], out: &mut [u8]) ->
         if memory.len() < blocks {
             let missing = blocks - memory.len();
             memory.reserve_exact(missing);
-            advise_huge_pages(&mut memory);
             memory.resize(blocks, Block::default());
         }
         argon.hash_password_into_with_memory(password, salt, out, &mut memory[..blocks])
     })
 }
 
-/// Asks for transparent huge pages under the block before it is first
-/// written: argon2 reads it at random, and 2 MiB pages fault in (and stay in
-/// the TLB) a few at a time instead of thousands of 4 KiB ones.
-fn advise_huge_pages(memory: &mut Vec<Block>) {
-    let bytes = memory.capacity() * std::mem::size_of::<Block>();
-    #[cfg(target_os = "linux")]
-    // SAFETY: the range is the vector's allocation, which this thread
-    // exclusively borrows; MADV_HUGEPAGE is a hint about how to back it and
-    // changes no contents.
-    unsafe {
-        crate::memory::advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_HUGEPAGE);
-    }
-}
-
 /// Gives this thread's argon2 pages back to the kernel, keeping the
 /// allocation: the pages read as zeros until a hash writes them again.
+///
+/// The one `unsafe` it takes earns its place: after 1,000 sign-ins the
+/// process holds 57 MiB, 38 MiB of it the two threads' blocks, and 19 MiB
+/// ten seconds later (BENCHMARKS.md, "Memory"). Freeing the block instead
+/// would not return it: glibc keeps freed blocks of this size in its heap.
 fn release_memory() {
     MEMORY.with(|memory| {
         let mut memory = memory.borrow_mut();
-        let bytes = std::mem::size_of_val(&memory[..]);
+        let (start, len) = whole_pages(memory.as_mut_ptr() as usize, std::mem::size_of_val(&memory[..]));
         #[cfg(target_os = "linux")]
-        // SAFETY: the range is the vector's initialised blocks, which this
-        // thread exclusively borrows; MADV_DONTNEED on private anonymous
-        // memory leaves it mapped and zero-filled, and all zeros is a valid
-        // `Block`. Argon2 writes every block before it reads it, so the
-        // contents are not relied on.
-        unsafe {
-            crate::memory::advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_DONTNEED);
+        if len > 0 {
+            // SAFETY: the range lies inside the vector's initialised blocks,
+            // which this thread exclusively borrows; MADV_DONTNEED on private
+            // anonymous memory leaves it mapped and zero-filled, and all zeros
+            // is a valid `Block`. Argon2 writes every block before it reads
+            // it, so the contents are not relied on.
+            unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) };
         }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (start, len);
     });
+}
+
+/// The whole pages inside `[address, address + len)`: (first page, bytes).
+fn whole_pages(address: usize, len: usize) -> (usize, usize) {
+    const PAGE: usize = 4096;
+    let start = address.next_multiple_of(PAGE);
+    let end = (address + len) / PAGE * PAGE;
+    (start, end.saturating_sub(start))
 }
 
 /// The PHC string of `password` with a new random salt.

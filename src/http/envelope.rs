@@ -1,9 +1,4 @@
 //! The response envelope: `{success, data, error, meta}` (contract §2).
-//! Its frame is written as bytes around the serialised data or error: the
-//! keys and the timestamp need no escaping, and serde_json would spend more
-//! on the frame's fields than on a small answer's own.
-use std::io::Write;
-
 use actix_web::{
     http::{
         header::{HeaderValue, CONTENT_TYPE},
@@ -15,10 +10,15 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::request_id;
-use crate::{
-    clock::Stamp,
-    error::{ApiError, FieldIssue},
-};
+use crate::error::{ApiError, FieldIssue};
+
+#[derive(Serialize)]
+struct Envelope<'a, D> {
+    success: bool,
+    data: &'a D,
+    error: Option<&'a ErrorBody<'a>>,
+    meta: Meta<'a>,
+}
 
 #[derive(Serialize)]
 struct ErrorBody<'a> {
@@ -29,35 +29,14 @@ struct ErrorBody<'a> {
 }
 
 /// `meta`: when the answer was written and which request it answers.
+#[derive(Serialize)]
 struct Meta<'a> {
+    #[serde(serialize_with = "crate::clock::serialize")]
     timestamp: DateTime<Utc>,
     request_id: &'a str,
     /// Whether a page has more after it; absent for a single object.
+    #[serde(skip_serializing_if = "Option::is_none")]
     has_more: Option<bool>,
-}
-
-/// `{"success":…,"data":…,"error":…,"meta":{"timestamp":…,"request_id":…[,"has_more":…]}}`.
-/// serde_json writes the data, the error and the request id (a caller's
-/// id may hold `"` or `\`).
-fn write_envelope(
-    out: &mut Vec<u8>,
-    data: &impl Serialize,
-    error: Option<&ErrorBody<'_>>,
-    meta: &Meta<'_>,
-) -> serde_json::Result<()> {
-    out.extend_from_slice(if error.is_none() { br#"{"success":true,"data":"# } else { br#"{"success":false,"data":"# });
-    serde_json::to_writer(&mut *out, data)?;
-    out.extend_from_slice(br#","error":"#);
-    serde_json::to_writer(&mut *out, &error)?;
-    out.extend_from_slice(br#","meta":{"timestamp":""#);
-    out.extend_from_slice(Stamp::of(meta.timestamp).as_bytes());
-    out.extend_from_slice(br#"","request_id":"#);
-    serde_json::to_writer(&mut *out, meta.request_id)?;
-    if let Some(more) = meta.has_more {
-        write!(out, r#","has_more":{more}"#).map_err(serde_json::Error::io)?;
-    }
-    out.extend_from_slice(b"}}");
-    Ok(())
 }
 
 fn respond(
@@ -66,16 +45,15 @@ fn respond(
     error: Option<&ErrorBody<'_>>,
     has_more: Option<bool>,
 ) -> HttpResponse {
-    // Sized for a typical answer, sparing the reallocations of growing from empty.
-    let mut body = Vec::with_capacity(1024);
     let timestamp = crate::clock::now();
     let written = request_id::with_current(|request_id| {
-        write_envelope(&mut body, data, error, &Meta { timestamp, request_id, has_more })
+        let meta = Meta { timestamp, request_id, has_more };
+        serde_json::to_vec(&Envelope { success: error.is_none(), data, error, meta })
     });
     match written {
-        Ok(()) => HttpResponse::build(status).insert_header((CONTENT_TYPE, JSON)).body(body),
+        Ok(body) => HttpResponse::build(status).insert_header((CONTENT_TYPE, JSON)).body(body),
         // Only data can fail (a map with keys that are not strings); an error
-        // body is text, and writing into memory cannot fail.
+        // body is text.
         Err(err) => ApiError::internal_error(&err).error_response(),
     }
 }
@@ -113,9 +91,9 @@ mod tests {
     use super::*;
 
     fn written(data: &impl Serialize, error: Option<&ErrorBody<'_>>, has_more: Option<bool>, id: &str) -> Value {
-        let at = "2026-11-26T14:05:06.123456Z".parse().unwrap();
-        let mut out = Vec::new();
-        write_envelope(&mut out, data, error, &Meta { timestamp: at, request_id: id, has_more }).unwrap();
+        let timestamp = "2026-11-26T14:05:06.123456Z".parse().unwrap();
+        let meta = Meta { timestamp, request_id: id, has_more };
+        let out = serde_json::to_vec(&Envelope { success: error.is_none(), data, error, meta }).unwrap();
         serde_json::from_slice(&out).expect("the envelope is JSON")
     }
 
