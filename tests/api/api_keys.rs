@@ -1,12 +1,11 @@
 //! Operation 3 and its companions: application secret keys.
-use crate::helpers::region;
 use entity::api_key;
 use gatehouse::crypto::key_format::{self, KeyKind};
 use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 
-use crate::helpers::{spawn_app, Caller};
+use crate::helpers::{region, spawn_app, Caller};
 
 #[actix_web::test]
 async fn a_created_key_is_shown_once_stored_hashed_and_works() {

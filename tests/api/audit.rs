@@ -1,12 +1,11 @@
 //! Operation 10: the hash chain, its filters, and its verification.
-use crate::helpers::region;
 use entity::{audit_event, webhook_message};
 use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::helpers::spawn_app;
+use crate::helpers::{region, spawn_app};
 
 /// The chain hash, computed here from the contract's words.
 fn expected_hash(row: &Value) -> String {

@@ -2,7 +2,6 @@
 //! other's caches through the invalidation bus in milliseconds, and a cold
 //! node serves a JWKS from Redis. Skipped without `GATEHOUSE_TEST_REDIS_URL`
 //! (the TTL fallback is what a node without Redis has).
-use crate::helpers::region;
 use std::time::{Duration, Instant};
 
 use actix_web::web;
@@ -10,7 +9,7 @@ use gatehouse::{startup::Application, state::AppState};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, TestApp};
+use crate::helpers::{region, spawn_app, TestApp};
 
 fn with_redis() -> bool {
     let set = std::env::var("GATEHOUSE_TEST_REDIS_URL").is_ok();

@@ -1,12 +1,13 @@
 //! Deliveries survive a crash of the process, and several nodes on one
 //! database never send the same message twice.
-use std::{collections::HashMap, process::Command, time::Duration};
+use std::{collections::HashMap, time::Duration};
 
 use gatehouse::startup::Application;
 use sea_orm::{EntityTrait, QuerySelect};
 use serde_json::{json, Value};
 
 use crate::{
+    binary::Binary,
     helpers::spawn_with,
     hooks::start_hook_receiver,
     webhooks::{start_receiver, start_slow_receiver, Received},
@@ -21,72 +22,29 @@ fn event_ids(received: &[Received]) -> HashMap<String, Vec<String>> {
     by_event
 }
 
-struct Server {
-    child: std::process::Child,
-    base: String,
-}
-
-fn start(dir: &std::path::Path, port: u16) -> Server {
-    start_with(dir, port, &[])
-}
-
-fn start_with(dir: &std::path::Path, port: u16, extra: &[(&'static str, &str)]) -> Server {
-    let child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .arg("serve")
-        .envs(server_env(dir, port))
-        .envs(extra.iter().copied())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    Server { child, base: format!("http://127.0.0.1:{port}") }
-}
-
-fn server_env(dir: &std::path::Path, port: u16) -> Vec<(&'static str, String)> {
-    vec![
-        ("GATEHOUSE__STORAGE__DATA_DIR", dir.display().to_string()),
-        ("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}")),
+/// The real binary with fast webhook polling, short timeouts and leases.
+fn binary() -> Binary {
+    Binary::new(&[
         ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "20".into()),
         ("GATEHOUSE__WEBHOOKS__TIMEOUT_SECONDS", "1".into()),
         ("GATEHOUSE__WEBHOOKS__LEASE_SECONDS", "2".into()),
         ("GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND", "0".into()),
         ("RUST_LOG", "error".into()),
-    ]
-}
-
-/// `gatehouse bootstrap` on the server's storage: the application id and its key.
-fn bootstrap(dir: &std::path::Path, port: u16, name: &str) -> (String, String) {
-    let boot = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args(["bootstrap", "--name", name])
-        .envs(server_env(dir, port))
-        .output()
-        .unwrap();
-    let creds: Value = serde_json::from_slice(&boot.stdout).unwrap();
-    (creds["application_id"].as_str().unwrap().to_string(), creds["secret_key"].as_str().unwrap().to_string())
-}
-
-async fn wait_until_up(client: &reqwest::Client, base: &str) {
-    for _ in 0..400 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status() == 200) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the server did not come up");
+    ])
 }
 
 #[actix_web::test]
 async fn every_acknowledged_event_is_delivered_across_a_sigkill() {
     // Arrange: the real binary, a receiver, an endpoint for application events.
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let (app, key) = bootstrap(dir.path(), port, "Crash");
+    let binary = binary();
+    let (app, key) = binary.bootstrap();
     let receiver = start_receiver(vec![]).await;
     let client = reqwest::Client::new();
-    let mut server = start(dir.path(), port);
-    wait_until_up(&client, &server.base).await;
+    let mut server = binary.serve(None).await;
+    let base = binary.base.clone();
     let call = |method: reqwest::Method, path: String, body: Value| {
         client
-            .request(method, format!("http://127.0.0.1:{port}{path}"))
+            .request(method, format!("{base}{path}"))
             .bearer_auth(&key)
             .header("x-application-id", &app)
             .json(&body)
@@ -105,10 +63,9 @@ async fn every_acknowledged_event_is_delivered_across_a_sigkill() {
     let mut acknowledged = 0;
     for i in 0..1000 {
         if i == 500 {
-            server.child.kill().unwrap();
-            server.child.wait().unwrap();
-            server = start(dir.path(), port);
-            wait_until_up(&client, &server.base).await;
+            server.kill().unwrap();
+            server.wait().unwrap();
+            server = binary.serve(None).await;
         }
         loop {
             let answer =
@@ -144,7 +101,7 @@ async fn every_acknowledged_event_is_delivered_across_a_sigkill() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    server.child.kill().unwrap();
+    server.kill().unwrap();
     let missing = events.iter().filter(|e| !delivered.contains_key(*e)).count();
     assert_eq!(missing, 0, "{missing} of {} events never arrived", events.len());
     for (event, webhook_ids) in &delivered {
@@ -205,18 +162,18 @@ async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
     // Arrange: the real binary; sign-ups held 3 s by a slow hook; webhook
     // deliveries held 4 s by a slow receiver, so they are still in flight
     // when the last request has been answered.
-    let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let (app, key) = bootstrap(dir.path(), port, "Drain");
+    let mut binary = binary();
+    let (app, key) = binary.bootstrap();
     let receiver = start_slow_receiver(vec![], Duration::from_secs(4)).await;
     let (hook_url, hook) = start_hook_receiver().await;
     *hook.mode.lock().unwrap() = "slow".into();
     let client = reqwest::Client::new();
-    let mut server = start_with(dir.path(), port, &[("GATEHOUSE__WEBHOOKS__TIMEOUT_SECONDS", "10")]);
-    wait_until_up(&client, &server.base).await;
+    binary.add_env("GATEHOUSE__WEBHOOKS__TIMEOUT_SECONDS", "10".into());
+    let mut server = binary.serve(None).await;
+    let base = binary.base.clone();
     let call = |method: reqwest::Method, path: &str, body: Value| {
         client
-            .request(method, format!("http://127.0.0.1:{port}{path}"))
+            .request(method, format!("{base}{path}"))
             .bearer_auth(&key)
             .header("x-application-id", &app)
             .json(&body)
@@ -238,7 +195,7 @@ async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
     let sign_ups: Vec<_> = (0..8)
         .map(|i| {
             let request = client
-                .post(format!("http://127.0.0.1:{port}/v1/auth/sign-up"))
+                .post(format!("{base}/v1/auth/sign-up"))
                 .header("x-application-id", &app)
                 .json(&json!({"email": format!("drain{i}@example.com"), "password": "correct horse battery"}))
                 .send();
@@ -246,14 +203,14 @@ async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
         })
         .collect();
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let pid = server.child.id() as i32;
+    let pid = server.id() as i32;
     // SAFETY: a plain signal to the child this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
     tokio::time::sleep(Duration::from_millis(200)).await;
     let late = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
     // Answered (if it beat the listener's closing) or refused at connect:
     // never cut off half-way.
-    if let Err(err) = late.get(format!("http://127.0.0.1:{port}/healthz")).send().await {
+    if let Err(err) = late.get(format!("{base}/healthz")).send().await {
         assert!(err.is_connect(), "a request after SIGTERM is refused at connect: {err:?}");
     }
 
@@ -266,21 +223,21 @@ async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
     }
     let mut exit = None;
     for _ in 0..200 {
-        if let Some(status) = server.child.try_wait().unwrap() {
+        if let Some(status) = server.try_wait().unwrap() {
             exit = Some(status);
             break;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let exit = exit.unwrap_or_else(|| {
-        server.child.kill().unwrap();
+        server.kill().unwrap();
         panic!("the process did not stop within 10 s of SIGTERM")
     });
     assert!(exit.success(), "{exit:?}");
     // Every delivery the receiver saw has its attempt recorded.
     let received: Vec<String> = receiver.received.lock().unwrap().iter().map(|r| r.id.clone()).collect();
     assert!(!received.is_empty());
-    let db = sea_orm::Database::connect(format!("sqlite://{}/us.db", dir.path().display())).await.unwrap();
+    let db = sea_orm::Database::connect(format!("sqlite://{}/us.db", binary.dir.path().display())).await.unwrap();
     let attempted: Vec<uuid::Uuid> = entity::webhook_attempt::Entity::find()
         .select_only()
         .column(entity::webhook_attempt::Column::MessageId)

@@ -116,7 +116,7 @@ async fn a_production_smtp_provider_at_an_internal_address_is_refused_without_a_
             assert_eq!(listed.data()[0]["status"], "failing", "{host}");
         }
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Every send was answered: refused before any dial.
     assert_eq!(listener.accepted(), 0, "an internal SMTP host was dialled");
 }
 

@@ -1,7 +1,6 @@
 //! Email verification: the code sent at sign-up (read from the development
 //! outbox), proving it, the `email_verified` claim, single use, five tries,
 //! the resend throttle, and `require_verified_email` at sign-in.
-use crate::helpers::region;
 use std::time::Duration;
 
 use base64::Engine;
@@ -10,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::{
     end_users::{public_post, sign_up, PASSWORD},
-    helpers::{spawn_app, Reply, TestApp},
+    helpers::{region, spawn_app, Reply, TestApp},
 };
 
 async fn codes_sent_to(app: &TestApp, to: &str) -> Vec<String> {
@@ -25,14 +24,11 @@ async fn codes_sent_to(app: &TestApp, to: &str) -> Vec<String> {
 
 /// The newest code sent to `to`, once there are `count`.
 async fn code_number(app: &TestApp, to: &str, count: usize) -> String {
-    for _ in 0..100 {
+    crate::wait::until_some(&format!("verification code {count} to {to}"), || async {
         let codes = codes_sent_to(app, to).await;
-        if codes.len() >= count {
-            return codes[0].clone();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("no verification code {count} to {to}");
+        (codes.len() >= count).then(|| codes[0].clone())
+    })
+    .await
 }
 
 async fn verify(app: &TestApp, email: &str, code: &str) -> Reply {

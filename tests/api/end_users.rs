@@ -1,6 +1,5 @@
 //! End users (contract §4, §5): sign-up, sign-in, refresh rotation, sign-out,
 //! access tokens and their verification, management with a secret key.
-use crate::helpers::region;
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use hmac::{Hmac, Mac};
 use reqwest::Method;
@@ -9,7 +8,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use crate::helpers::{spawn_app, spawn_with, Caller, Reply, TestApp};
+use crate::helpers::{region, spawn_app, spawn_with, Caller, Reply, TestApp};
 
 pub const PASSWORD: &str = "correct horse battery";
 
@@ -590,15 +589,10 @@ async fn personal_keys_are_issued_listed_revoked_and_verified_by_the_backend() {
     assert_eq!(verified.data()["subject_id"], data["user"]["id"]);
     assert_eq!(verified.data()["scopes"], json!(["read"]));
     assert_eq!(verified.data()["key_id"], key_id.as_str());
-    let mut last_used = Value::Null;
-    for _ in 0..50 {
-        last_used = app.send(&user, Method::GET, "/v1/auth/me/api-keys", None).await.data()[0]["last_used_at"].clone();
-        if last_used.is_string() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(last_used.is_string(), "a verified key records its use");
+    crate::wait::until("a verified key to record its use", || async {
+        app.send(&user, Method::GET, "/v1/auth/me/api-keys", None).await.data()[0]["last_used_at"].is_string()
+    })
+    .await;
 
     let other = app.other_account().await;
     let elsewhere = app.send(&other, Method::POST, "/v1/api-keys/verify", Some(&json!({"secret": secret}))).await;

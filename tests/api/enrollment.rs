@@ -1,12 +1,11 @@
 //! Operation 6: host groups, enrollment tokens, enrolling hosts.
-use crate::helpers::region;
 use entity::enrollment_token;
 use gatehouse::crypto::key_format::{self, KeyKind};
 use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, Caller, Reply, TestApp};
+use crate::helpers::{region, spawn_app, Caller, Reply, TestApp};
 
 /// The application's own id with `token` as the bearer.
 fn host(app: &TestApp, token: &str) -> Caller {

@@ -1,6 +1,5 @@
 //! What an attack run and a fault run found (issue 13), one test per
 //! defect: each failed on the code before its fix.
-use crate::helpers::region;
 use std::{
     io::{Read, Write},
     time::Duration,
@@ -14,7 +13,7 @@ use uuid::Uuid;
 
 use crate::{
     end_users::{as_user, public_post, sign_up, PASSWORD},
-    helpers::{spawn_app, spawn_with, Caller, Reply, TestApp},
+    helpers::{region, spawn_app, spawn_with, Caller, Reply, TestApp},
 };
 
 /// Creators sent at once against each limit.

@@ -2,8 +2,6 @@
 //! role, the email through the application's provider (the development
 //! outbox here), acceptance by the invited user only, separation of duties
 //! on acceptance, revocation, expiry.
-use crate::helpers::region;
-use std::time::Duration;
 
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
@@ -11,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::{
     end_users::{as_user, public_post, sign_up},
-    helpers::{spawn_app, Caller, Reply, TestApp},
+    helpers::{region, spawn_app, Caller, Reply, TestApp},
 };
 
 /// A signed-up user with `role` in `org`, acting with that organization active.
@@ -33,16 +31,13 @@ pub async fn invite(app: &TestApp, caller: &Caller, email: &str, role: &str) -> 
 /// The code of the newest invitation email to `to`, once recorded.
 pub async fn code_sent_to(app: &TestApp, to: &str) -> String {
     let path = format!("/v1/applications/{}/providers/messaging/outbox", app.caller.application_id);
-    for _ in 0..100 {
+    crate::wait::until_some(&format!("an invitation email to {to}"), || async {
         let messages = app.get(&path).await.data().as_array().unwrap().clone();
         let invitation = |m: &&Value| m["recipient"] == to && m["subject"].as_str().unwrap().starts_with("Join ");
-        if let Some(message) = messages.iter().find(invitation) {
-            let body = message["body"].as_str().unwrap();
-            return body.split("\n\n").nth(2).unwrap().trim().to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("no invitation email to {to} was recorded");
+        let body = messages.iter().find(invitation)?["body"].as_str().unwrap().to_string();
+        Some(body.split("\n\n").nth(2).unwrap().trim().to_string())
+    })
+    .await
 }
 
 pub async fn accept(app: &TestApp, caller: &Caller, token: &str) -> Reply {

@@ -4,7 +4,6 @@
 //! ever had, and a mixed load halved its rate within minutes). Checked on
 //! the plan: PostgreSQL with scans that ignore order switched off must not
 //! sort; SQLite must not build a temporary B-tree for `ORDER BY`.
-use crate::helpers::region;
 use entity::{
     api_key, membership, organization, service_account, service_account_key, session, user, user_api_key, webhook,
     webhook_message,
@@ -15,7 +14,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use crate::helpers::spawn_app;
+use crate::helpers::{region, spawn_app};
 
 /// The lists of the service, as `service::*::list` build them.
 fn lists(backend: DbBackend) -> Vec<(&'static str, Statement)> {

@@ -171,12 +171,14 @@ async fn a_client_that_does_not_authenticate_gets_invalid_client() {
     let deleted = app.send(&app.caller, Method::DELETE, &format!("/v1/service-accounts/{}", third.id), None).await;
     assert!(deleted.status == 200 || deleted.status == 204, "{:?}", deleted.body);
     invalid_client(token(&app, &application, &grant, Some((&third.id, &third.secret))).await);
-    // A refused known key is audited, as refused secret keys are.
-    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    let refused = app.get("/v1/audit-logs/export?type=api_key.use_refused").await;
-    let reasons: Vec<&str> =
-        refused.data().as_array().unwrap().iter().filter_map(|r| r["data"]["reason"].as_str()).collect();
-    assert!(reasons.contains(&"revoked") && reasons.contains(&"service_account_disabled"), "{reasons:?}");
+    // A refused known key is audited (after the answer), as refused secret keys are.
+    crate::wait::until("both refusals' audit rows", || async {
+        let refused = app.get("/v1/audit-logs/export?type=api_key.use_refused").await;
+        let reasons: Vec<&str> =
+            refused.data().as_array().unwrap().iter().filter_map(|r| r["data"]["reason"].as_str()).collect();
+        reasons.contains(&"revoked") && reasons.contains(&"service_account_disabled")
+    })
+    .await;
 }
 
 #[actix_web::test]

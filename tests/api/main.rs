@@ -44,4 +44,5 @@ mod secrets;
 mod service_accounts;
 mod sso_domains;
 mod structure;
+mod wait;
 mod webhooks;

@@ -1,6 +1,5 @@
 //! Messaging providers (operation 2): upsert, list, the production rules,
 //! the sealed secret, a real SMTP server receiving the test send, the outbox.
-use crate::helpers::region;
 use std::{
     io::{BufRead, BufReader},
     path::{Path, PathBuf},
@@ -14,7 +13,7 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, Into
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::helpers::{spawn_app, Caller, Reply, TestApp};
+use crate::helpers::{region, spawn_app, Caller, Reply, TestApp};
 
 fn base(caller: &Caller) -> String {
     format!("/v1/applications/{}/providers/messaging", caller.application_id)

@@ -1,13 +1,12 @@
 //! Identity (OAuth) provider settings (operation 1): upsert, list, the
 //! production rule, the sealed client secret kept when omitted.
-use crate::helpers::region;
 use entity::oauth_provider;
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::helpers::{spawn_app, Caller, Reply, TestApp};
+use crate::helpers::{region, spawn_app, Caller, Reply, TestApp};
 
 fn base(caller: &Caller) -> String {
     format!("/v1/applications/{}/providers/oauth", caller.application_id)

@@ -2,7 +2,6 @@
 //! `state`, the one-time code, and the whole browser flow against a real
 //! OpenID provider (the certified `oidc-provider` package, started on
 //! loopback as the `google` provider's endpoints).
-use crate::helpers::region;
 use std::collections::BTreeMap;
 
 use chrono::Duration;
@@ -14,7 +13,7 @@ use serde_json::{json, Value};
 use url::Url;
 
 use crate::{
-    helpers::{spawn_with, Caller, Reply, TestApp},
+    helpers::{region, spawn_with, Caller, Reply, TestApp},
     oidc::{free_port, no_redirects, Browser, OidcProvider, APP_ORIGIN, OTHER_CLIENT},
 };
 

@@ -9,7 +9,7 @@ use sea_orm::Database;
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::binary::Binary;
+use crate::{binary::Binary, wait};
 
 async fn rows(binary: &Binary, region: &str, id: Uuid) -> Vec<(&'static str, u64)> {
     let url = format!("sqlite://{}/{region}.db?mode=ro", binary.dir.path().display());
@@ -56,7 +56,13 @@ async fn killed_at(step: &str) {
         call(reqwest::Method::POST, "/v1/api-keys").json(&json!({"name": "k"})).send().await.unwrap().status(),
         201
     );
-    tokio::time::sleep(Duration::from_millis(300)).await; // the verification emails' audit rows
+    // The verification emails are sent after the answers; their audit rows then.
+    wait::until("both verification emails' audit rows", || async {
+        let path = "/v1/audit-logs/export?type=user.email_verification_sent";
+        let rows: Value = call(reqwest::Method::GET, path).send().await.unwrap().json().await.unwrap();
+        rows["data"].as_array().is_some_and(|rows| rows.len() == 2)
+    })
+    .await;
     let before = rows(&binary, "us", id).await;
 
     // Act: the move stops at `step`; the process is killed there.

@@ -1,6 +1,5 @@
 //! Operation 17: moving an application, with all its data, to another
 //! region's database, while its requests are held; and its crash safety.
-use std::time::Duration;
 
 use gatehouse::{region::Region, storage::tenant_tables};
 use reqwest::Method;
@@ -25,14 +24,11 @@ fn count(rows: &[(&str, u64)], table: &str) -> u64 {
 /// Sign-ups send their verification email after answering; its audit row
 /// is written then.
 async fn settled(app: &TestApp, emails_sent: usize) {
-    for _ in 0..200 {
+    crate::wait::until("the verification emails' audit rows", || async {
         let types = app.audit_types().await;
-        if types.iter().filter(|t| *t == "user.email_verification_sent").count() >= emails_sent {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("the verification emails were not recorded");
+        types.iter().filter(|t| *t == "user.email_verification_sent").count() >= emails_sent
+    })
+    .await
 }
 
 async fn move_to(app: &TestApp, region: &str) -> crate::helpers::Reply {
@@ -143,9 +139,12 @@ async fn requests_during_a_move_are_503_with_retry_after_and_the_move_is_seen_by
                 .status()
         })
     };
-    tokio::time::sleep(Duration::from_millis(400)).await;
-
-    let held = app.get("/v1/api-keys").await;
+    // The move holds the application's requests from its first step.
+    let held = crate::wait::until_some("the move to hold requests", || async {
+        let reply = app.get("/v1/api-keys").await;
+        (reply.status == 503).then_some(reply)
+    })
+    .await;
     let again = move_to(&app, "eu").await;
 
     assert_eq!((held.status, held.error_code()), (503, "region_migration_in_progress"), "{:?}", held.body);

@@ -1,13 +1,12 @@
 //! Routing by region: a node answers for the regions it holds and forwards
 //! the others to their peer.
-use crate::helpers::region;
 use entity::api_key;
 use gatehouse::{bootstrap::bootstrap, config::RegionSettings, tenancy::Environment};
 use reqwest::Method;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 
-use crate::helpers::{request, spawn_node, us_node_with_eu_peer, Caller, TestStorage, TwoRegions};
+use crate::helpers::{region, request, spawn_node, us_node_with_eu_peer, Caller, TestStorage, TwoRegions};
 
 #[actix_web::test]
 async fn a_request_for_another_regions_application_is_answered_by_that_regions_node() {

@@ -1,13 +1,12 @@
 //! Service accounts (operation 14) and their keys: CRUD, validation,
 //! isolation, verification in every state, and `sak_` keys refused on the
 //! management routes.
-use crate::helpers::region;
 use entity::{service_account, service_account_key};
 use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{json, Value};
 
-use crate::helpers::{spawn_app, spawn_with, Caller, TestApp};
+use crate::helpers::{region, spawn_app, spawn_with, Caller, TestApp};
 
 async fn create_account(app: &TestApp, body: Value) -> Value {
     let created = app.post("/v1/service-accounts", &body).await;
@@ -180,15 +179,10 @@ async fn keys_are_issued_once_listed_without_secrets_and_verified_with_the_accou
     // The account's scopes, as they are now.
     app.patch(&format!("/v1/service-accounts/{id}"), &json!({"scopes": ["orders:read"]})).await;
     assert_eq!(verify(&app, &app.caller, &secret).await["scopes"], json!(["orders:read"]));
-    let mut last_used = Value::Null;
-    for _ in 0..50 {
-        last_used = app.get(&format!("/v1/service-accounts/{id}/keys")).await.data()[0]["last_used_at"].clone();
-        if last_used.is_string() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(last_used.is_string(), "a verified key records its use");
+    crate::wait::until("a verified key to record its use", || async {
+        app.get(&format!("/v1/service-accounts/{id}/keys")).await.data()[0]["last_used_at"].is_string()
+    })
+    .await;
 
     // Look-alikes and other kinds are not service-account keys.
     let mut broken = secret.clone().into_bytes();

@@ -4,7 +4,6 @@
 //! gone; consumer domains refused; one verifier per domain; auto-join once
 //! the user has proven the address (never at sign-up), with no role above
 //! what the domain's claimer may grant.
-use crate::helpers::region;
 use reqwest::Method;
 use sea_orm::ConnectionTrait;
 use serde_json::json;
@@ -12,7 +11,7 @@ use serde_json::json;
 use crate::{
     dns::{self, Dnsmasq},
     end_users::{as_user, sign_up},
-    helpers::{spawn_with, Caller, Reply, TestApp},
+    helpers::{region, spawn_with, Caller, Reply, TestApp},
     invitations::member,
 };
 

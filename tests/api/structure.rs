@@ -1,15 +1,15 @@
 //! The structure that makes isolation and audit hold by construction: the
 //! registry of tenant tables, the commit that refuses an unaudited change,
 //! and a settings change that survives a crash with its audit row.
-use crate::helpers::region;
-use std::{process::Command, time::Duration};
-
 use entity::organization;
 use gatehouse::{auth::public_scope, storage::tenant_tables};
 use sea_orm::{ActiveValue::Set, ConnectionTrait, DbBackend, Statement};
 use serde_json::{json, Value};
 
-use crate::{helpers::spawn_app, oidc::free_port};
+use crate::{
+    binary::Binary,
+    helpers::{region, spawn_app},
+};
 
 #[actix_web::test]
 async fn every_regional_table_with_an_application_id_is_a_registered_tenant_table() {
@@ -60,47 +60,15 @@ async fn a_change_without_an_audit_row_refuses_to_commit_and_leaves_nothing() {
     assert_eq!(created.status, 201);
 }
 
-fn serve(dir: &std::path::Path, port: u16, failpoint: Option<&str>) -> std::process::Child {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
-    command
-        .arg("serve")
-        .env("GATEHOUSE__STORAGE__DATA_DIR", dir.display().to_string())
-        .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
-        .env("RUST_LOG", "error")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    if let Some(name) = failpoint {
-        command.env("GATEHOUSE_FAILPOINT", name);
-    }
-    command.spawn().unwrap()
-}
-
-async fn wait_until_up(client: &reqwest::Client, base: &str) {
-    for _ in 0..400 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok_and(|r| r.status() == 200) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the server did not come up");
-}
-
 #[actix_web::test]
 async fn a_settings_change_killed_between_its_two_databases_keeps_its_audit_row() {
     // Arrange: the real binary, set to abort right after the catalog commit.
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let boot = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args(["bootstrap", "--name", "Crash"])
-        .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path().display().to_string())
-        .output()
-        .unwrap();
-    let creds: Value = serde_json::from_slice(&boot.stdout).unwrap();
-    let (app, key) = (creds["application_id"].as_str().unwrap(), creds["secret_key"].as_str().unwrap());
-    let base = format!("http://127.0.0.1:{port}");
+    let mut binary = Binary::new(&[("RUST_LOG", "error".into())]);
+    let (app, key) = binary.bootstrap();
+    let (app, key, base) = (app.as_str(), key.as_str(), binary.base.clone());
     let client = reqwest::Client::new();
-    let mut server = serve(dir.path(), port, Some("settings_committed_in_catalog"));
-    wait_until_up(&client, &base).await;
+    binary.add_env("GATEHOUSE_FAILPOINT", "settings_committed_in_catalog".into());
+    let mut server = binary.serve(None).await;
     // Act: the change is committed in the catalog, then the process dies.
     let patch = client
         .patch(format!("{base}/v1/applications/{app}"))
@@ -112,28 +80,22 @@ async fn a_settings_change_killed_between_its_two_databases_keeps_its_audit_row(
     assert!(patch.is_err() || !patch.unwrap().status().is_success(), "the process aborted before answering");
     let _ = server.wait();
     // Assert: after a restart the change and its audit row are both there.
-    let mut server = serve(dir.path(), port, None);
-    wait_until_up(&client, &base).await;
+    binary.env_remove("GATEHOUSE_FAILPOINT");
+    let mut server = binary.serve(None).await;
     let get = |path: String| client.get(format!("{base}{path}")).bearer_auth(key).header("x-application-id", app);
     let application: Value = get(format!("/v1/applications/{app}")).send().await.unwrap().json().await.unwrap();
     assert_eq!(application["data"]["name"], "Renamed");
-    let mut rows = Vec::new();
-    for _ in 0..100 {
+    // The relay appends the pending row shortly after the start.
+    let rows = crate::wait::until_some("the relayed application.updated row", || async {
         let audit: Value =
             get("/v1/audit-logs?type=application.updated".into()).send().await.unwrap().json().await.unwrap();
-        rows = audit["data"].as_array().unwrap_or_else(|| panic!("{audit}")).clone();
-        if !rows.is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        let rows = audit["data"].as_array().unwrap_or_else(|| panic!("{audit}")).clone();
+        (!rows.is_empty()).then_some(rows)
+    })
+    .await;
     assert_eq!(rows.len(), 1, "exactly one application.updated row: {rows:?}");
     assert_eq!(rows[0]["data"]["changed"], json!(["name"]));
-    let verify = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args(["audit", "verify", "--application", app])
-        .env("GATEHOUSE__STORAGE__DATA_DIR", dir.path().display().to_string())
-        .output()
-        .unwrap();
+    let verify = binary.command(&["audit", "verify", "--application", app]).output().unwrap();
     assert!(verify.status.success(), "{}", String::from_utf8_lossy(&verify.stdout));
     server.kill().unwrap();
     let _ = server.wait();

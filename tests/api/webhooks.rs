@@ -1,5 +1,4 @@
 //! Operation 4: endpoints, and delivery to a real receiver on loopback.
-use crate::helpers::region;
 use std::{
     collections::VecDeque,
     sync::{Arc, Mutex},
@@ -13,7 +12,10 @@ use reqwest::Method;
 use serde_json::{json, Value};
 use sha2::Sha256;
 
-use crate::helpers::{spawn_with, TestApp};
+use crate::{
+    helpers::{region, spawn_with, TestApp},
+    wait,
+};
 
 #[derive(Clone, Debug)]
 pub struct Received {
@@ -87,6 +89,16 @@ impl Receiver {
     }
 }
 
+/// The endpoint's deliveries once its newest message reached `status`
+/// (its attempts all recorded).
+async fn settled(app: &TestApp, id: &str, status: &str) -> crate::helpers::Reply {
+    wait::until_some(&format!("the newest message to be {status}"), || async {
+        let deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
+        (deliveries.data()[0]["status"] == status).then_some(deliveries)
+    })
+    .await
+}
+
 /// Standard Webhooks verification, written here from the specification.
 pub fn verifies(secret: &str, delivery: &Received) -> bool {
     let key = STANDARD.decode(secret.trim_start_matches("whsec_")).unwrap();
@@ -130,14 +142,7 @@ async fn an_event_is_delivered_signed_with_the_endpoints_secret() {
 
     let fetched = app.get(&format!("/v1/webhooks/{id}")).await;
     assert!(fetched.data().get("secret").is_none());
-    let mut deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
-    for _ in 0..40 {
-        if deliveries.data()[0]["status"] == "succeeded" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-        deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
-    }
+    let deliveries = settled(&app, &id, "succeeded").await;
     let message = &deliveries.data()[0];
     assert_eq!(message["id"], delivered[0].id.as_str());
     assert_eq!(message["status"], "succeeded");
@@ -154,8 +159,7 @@ async fn a_failing_receiver_gets_the_same_message_again_until_it_answers_2xx() {
     assert_eq!(delivered.len(), 3);
     assert!(delivered.iter().all(|d| d.id == delivered[0].id), "one webhook-id for every attempt");
     assert!(delivered.iter().all(|d| verifies(&secret, d)));
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
+    let deliveries = settled(&app, &id, "succeeded").await;
     let attempts: Vec<Value> = deliveries.data()[0]["attempts"].as_array().unwrap().clone();
     assert_eq!(
         attempts.iter().map(|a| a["response_status"].clone()).collect::<Vec<_>>(),
@@ -172,19 +176,16 @@ async fn a_410_disables_the_endpoint_and_the_disabling_is_recorded() {
     let (id, _) = register(&app, &receiver, json!(["api_key"])).await;
     app.post("/v1/api-keys", &json!({"name": "gone"})).await;
     receiver.wait_for(1).await;
-    let mut status = Value::Null;
-    for _ in 0..40 {
-        status = app.get(&format!("/v1/webhooks/{id}")).await.data()["status"].clone();
-        if status == "disabled" {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert_eq!(status, "disabled");
+    wait::until("the endpoint to be disabled", || async {
+        app.get(&format!("/v1/webhooks/{id}")).await.data()["status"] == "disabled"
+    })
+    .await;
     assert!(app.audit_types().await.contains(&"webhook.endpoint.disabled".to_string()));
     app.post("/v1/api-keys", &json!({"name": "after"})).await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert_eq!(receiver.received.lock().unwrap().len(), 1, "a disabled endpoint gets nothing");
+    // Messages are queued in the write's own transaction: none was for it.
+    let deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
+    assert_eq!(deliveries.data().as_array().unwrap().len(), 1, "a disabled endpoint gets nothing");
+    assert_eq!(receiver.received.lock().unwrap().len(), 1);
 }
 
 #[actix_web::test]
@@ -195,10 +196,9 @@ async fn a_message_that_exhausts_the_schedule_fails_and_disables_the_endpoint() 
     app.post("/v1/api-keys", &json!({"name": "doomed"})).await;
     let delivered = receiver.wait_for(3).await;
     assert_eq!(delivered.len(), 3, "one attempt per entry of the schedule");
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let deliveries = settled(&app, &id, "failed").await;
+    assert_eq!(deliveries.data()[0]["attempts"].as_array().unwrap().len(), 3);
     assert_eq!(receiver.received.lock().unwrap().len(), 3);
-    let deliveries = app.get(&format!("/v1/webhooks/{id}/deliveries")).await;
-    assert_eq!(deliveries.data()[0]["status"], "failed");
     assert_eq!(app.get(&format!("/v1/webhooks/{id}")).await.data()["status"], "disabled");
 }
 
@@ -210,8 +210,8 @@ async fn filters_take_only_their_types_and_a_retry_resends_the_same_message() {
     app.post("/v1/api-keys", &json!({"name": "not-for-this-endpoint"})).await;
     app.patch(&format!("/v1/applications/{}", app.caller.application_id), &json!({"name": "Renamed"})).await;
     let delivered = receiver.wait_for(1).await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert_eq!(receiver.received.lock().unwrap().len(), 1);
+    // Messages are queued in the write's own transaction: the key's was not.
+    assert_eq!(app.get(&format!("/v1/webhooks/{id}/deliveries")).await.data().as_array().unwrap().len(), 1);
     assert!(delivered[0].body.contains("application.updated"));
     let retried = app.post(&format!("/v1/webhooks/{id}/deliveries/{}/retry", delivered[0].id), &json!({})).await;
     assert_eq!(retried.status, 200, "{:?}", retried.body);
@@ -329,8 +329,7 @@ async fn a_redirect_is_a_failed_attempt_and_is_not_followed() {
     app.post("/v1/api-keys", &json!({"name": "redirected"})).await;
     let delivered = receiver.wait_for(2).await;
     assert_eq!(delivered.len(), 2, "the retry came back to the registered URL");
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let attempts = app.get(&format!("/v1/webhooks/{id}/deliveries")).await.data()[0]["attempts"].clone();
+    let attempts = settled(&app, &id, "succeeded").await.data()[0]["attempts"].clone();
     assert_eq!((attempts[0]["response_status"].as_i64(), attempts[0]["error"].as_str()), (Some(302), Some("redirect")));
     assert_eq!(attempts[1]["response_status"], 200);
 }
