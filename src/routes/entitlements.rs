@@ -17,7 +17,11 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::entitlements::{self, assignments, definitions::FeatureInput, Entitlement, Explanation},
+    service::entitlements::{
+        self, assignments,
+        definitions::{self, FeatureInput},
+        Entitlement, Explanation,
+    },
     state::AppState,
     storage::Page,
 };
@@ -133,7 +137,13 @@ pub async fn put_feature(
     let input =
         FeatureInput { kind: request.kind, default_value: request.default_value, description: request.description };
     let limit = state.settings.limits.features_per_application;
-    let feature = state.tenants.put_feature(&key.scope, path.into_inner(), input, limit).await?;
+    let feature_key = path.into_inner();
+    let feature = state
+        .tenants
+        .change(&key.scope, move |turn| async move {
+            Ok(definitions::put_feature(&turn, &feature_key, input, limit).await?)
+        })
+        .await?;
     Ok(envelope::ok(FeatureView::from(&feature)))
 }
 
@@ -158,7 +168,11 @@ pub async fn delete_feature(
     key: SecretKey,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    state.tenants.delete_feature(&key.scope, path.into_inner()).await?;
+    let feature_key = path.into_inner();
+    state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(definitions::delete_feature(&turn, &feature_key).await?) })
+        .await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 
@@ -185,7 +199,13 @@ pub async fn put_plan(
 ) -> ApiResult<HttpResponse> {
     let request: PutPlanRequest = body.json().await?;
     let limit = state.settings.limits.plans_per_application;
-    let plan = state.tenants.put_plan(&key.scope, path.into_inner(), request.name, request.grants, limit).await?;
+    let (plan_key, PutPlanRequest { name, grants }) = (path.into_inner(), request);
+    let plan = state
+        .tenants
+        .change(&key.scope, move |turn| async move {
+            Ok(definitions::put_plan(&turn, &plan_key, &name, grants, limit).await?)
+        })
+        .await?;
     Ok(envelope::ok(PlanView::from(&plan)))
 }
 
@@ -212,7 +232,11 @@ pub async fn delete_plan(
     key: SecretKey,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    state.tenants.delete_plan(&key.scope, path.into_inner()).await?;
+    let plan_key = path.into_inner();
+    state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(definitions::delete_plan(&turn, &plan_key).await?) })
+        .await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 

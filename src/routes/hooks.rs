@@ -101,7 +101,10 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
         timeout_ms: r.timeout_ms.unwrap_or(hooks::DEFAULT_TIMEOUT_MS),
     };
     let limit = state.settings.limits.hooks_per_application;
-    let (hook, secret) = state.tenants.create_hook(&key.scope, new, limit).await?;
+    let (hook, secret) = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(hooks::create(&turn, new, limit).await?) })
+        .await?;
     Ok(envelope::created(HookWithSecretView { hook: (&hook).into(), secret }))
 }
 
@@ -156,7 +159,8 @@ pub async fn update_hook(
         fail_open: r.fail_open,
         timeout_ms: r.timeout_ms,
     };
-    let hook = state.tenants.update_hook(&key.scope, id, patch).await?;
+    let hook =
+        state.tenants.change(&key.scope, move |turn| async move { Ok(hooks::update(&turn, id, patch).await?) }).await?;
     Ok(envelope::ok(HookView::from(&hook)))
 }
 
@@ -169,6 +173,6 @@ pub async fn delete_hook(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
-    state.tenants.delete_hook(&key.scope, id).await?;
+    state.tenants.change(&key.scope, move |turn| async move { Ok(hooks::delete(&turn, id).await?) }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

@@ -107,7 +107,10 @@ pub async fn upsert_oauth_provider(
         use_shared_dev_credentials: r.use_shared_dev_credentials,
     };
     let checked = oauth_providers::check(update, key.tenant().environment)?;
-    let row = state.tenants.upsert_oauth_provider(&key.scope, checked).await?;
+    let row = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(oauth_providers::upsert(&turn, checked).await?) })
+        .await?;
     Ok(envelope::ok(OAuthProviderView::from(&row)))
 }
 

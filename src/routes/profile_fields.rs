@@ -98,7 +98,10 @@ pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, bo
         required: r.required.unwrap_or(false),
     };
     let limit = state.settings.limits.profile_fields_per_application;
-    let field = profile_fields::create(&key.scope, new, limit).await?;
+    let field = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(profile_fields::create(&turn, new, limit).await?) })
+        .await?;
     Ok(envelope::created(ProfileFieldView::from(&field)))
 }
 
@@ -137,19 +140,31 @@ pub struct UpdateProfileFieldRequest {
 #[utoipa::path(patch, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
     params(("field_id" = Uuid, Path, description = "The profile field's id.")), request_body = UpdateProfileFieldRequest,
     responses((status = 200, body = ProfileFieldView), (status = 404), (status = 422)), security(("secret_key" = ["profile_fields:write"])))]
-pub async fn update_profile_field(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+pub async fn update_profile_field(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
     let r: UpdateProfileFieldRequest = body.json().await?;
     let patch = FieldPatch { label: r.label, options: r.options, position: r.position, required: r.required };
-    let field = profile_fields::update(&key.scope, id, patch).await?;
+    let field = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(profile_fields::update(&turn, id, patch).await?) })
+        .await?;
     Ok(envelope::ok(ProfileFieldView::from(&field)))
 }
 
 #[utoipa::path(delete, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
     params(("field_id" = Uuid, Path, description = "The profile field's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = ["profile_fields:write"])))]
-pub async fn delete_profile_field(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+pub async fn delete_profile_field(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
-    profile_fields::delete(&key.scope, id).await?;
+    state.tenants.change(&key.scope, move |turn| async move { Ok(profile_fields::delete(&turn, id).await?) }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

@@ -175,6 +175,13 @@ pub async fn rotate_signing_key(
 ) -> ApiResult<HttpResponse> {
     key.own_application(&path)?;
     let request: RotateRequest = body.optional_json().await?;
-    let rotation = state.tenants.rotate_signing_key(&key.scope, request.immediate).await?;
+    let immediate = request.immediate;
+    let rotation = state
+        .tenants
+        .change(&key.scope, move |turn| async move {
+            let keys = turn.keys();
+            Ok(if immediate { keys.rotate_immediately(turn.scope()).await? } else { keys.rotate(turn.scope()).await? })
+        })
+        .await?;
     Ok(envelope::ok(RotatedView { kid: rotation.kid, signs_from: rotation.signs_from }))
 }

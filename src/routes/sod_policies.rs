@@ -92,7 +92,11 @@ impl From<SodPolicyRequest> for PolicyInput {
 pub async fn create_sod_policy(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: SodPolicyRequest = body.json().await?;
     let limit = state.settings.limits.sod_policies_per_application;
-    let policy = state.tenants.create_sod_policy(&key.scope, request.into(), limit).await?;
+    let input = request.into();
+    let policy = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(sod::create(&turn, input, limit).await?) })
+        .await?;
     Ok(envelope::created(SodPolicyView::from(&policy)))
 }
 
@@ -125,7 +129,9 @@ pub async fn update_sod_policy(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Separation-of-duties policy", &path)?;
     let request: SodPolicyRequest = body.json().await?;
-    let policy = state.tenants.update_sod_policy(&key.scope, id, request.into()).await?;
+    let input = request.into();
+    let policy =
+        state.tenants.change(&key.scope, move |turn| async move { Ok(sod::update(&turn, id, input).await?) }).await?;
     Ok(envelope::ok(SodPolicyView::from(&policy)))
 }
 
@@ -138,7 +144,7 @@ pub async fn delete_sod_policy(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Separation-of-duties policy", &path)?;
-    state.tenants.delete_sod_policy(&key.scope, id).await?;
+    state.tenants.change(&key.scope, move |turn| async move { Ok(sod::delete(&turn, id).await?) }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 

@@ -88,10 +88,16 @@ pub struct ClaimDomainRequest {
     responses((status = 201, body = SsoDomainView), (status = 403, description = "no_active_organization; or insufficient_role: not an owner or admin, or an auto_join_role the caller may not grant (an admin may grant only member)"),
         (status = 409, description = "domain_taken: claimed by this organization, or verified by another"), (status = 422)),
     security(("access_token" = [])))]
-pub async fn claim_domain(user: EndUser, body: Body) -> ApiResult<HttpResponse> {
+pub async fn claim_domain(state: web::Data<AppState>, user: EndUser, body: Body) -> ApiResult<HttpResponse> {
     let request: ClaimDomainRequest = body.json().await?;
     let manager = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
-    let claimed = sso_domains::claim(&user.scope, &manager, &request.domain, request.auto_join_role).await?;
+    let ClaimDomainRequest { domain, auto_join_role } = request;
+    let claimed = state
+        .tenants
+        .change(&user.scope, move |turn| async move {
+            Ok(sso_domains::claim(&turn, &manager, &domain, auto_join_role).await?)
+        })
+        .await?;
     Ok(envelope::created(SsoDomainView::from(&claimed)))
 }
 
@@ -119,7 +125,11 @@ pub async fn verify_domain(
     let id = path_id("SSO domain", &path)?;
     body.no_fields().await?;
     let manager = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
-    let verified = sso_domains::verify(&user.scope, &state.domains, &manager, id).await?;
+    let resolver = state.domains.clone();
+    let verified = state
+        .tenants
+        .change(&user.scope, move |turn| async move { Ok(sso_domains::verify(&turn, &resolver, &manager, id).await?) })
+        .await?;
     Ok(envelope::ok(SsoDomainView::from(&verified)))
 }
 
@@ -127,9 +137,16 @@ pub async fn verify_domain(
 #[utoipa::path(delete, path = "/v1/dashboard/sso/domains/{domain_id}", tag = "sso",
     params(("domain_id" = Uuid, Path, description = "The domain's id.")),
     responses((status = 200), (status = 403), (status = 404)), security(("access_token" = [])))]
-pub async fn delete_domain(user: EndUser, path: web::Path<String>) -> ApiResult<HttpResponse> {
+pub async fn delete_domain(
+    state: web::Data<AppState>,
+    user: EndUser,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
     let id = path_id("SSO domain", &path)?;
     let manager = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
-    sso_domains::delete(&user.scope, &manager, id).await?;
+    state
+        .tenants
+        .change(&user.scope, move |turn| async move { Ok(sso_domains::delete(&turn, &manager, id).await?) })
+        .await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

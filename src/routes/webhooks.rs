@@ -161,7 +161,10 @@ pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Bo
     issues.finish()?;
     let limit = state.settings.limits.webhooks_per_application;
     let new = NewWebhook { url, description, event_types };
-    let (row, secret) = webhooks::create(&key.scope, &state.master_key, new, limit).await?;
+    let (row, secret) = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(webhooks::create(&turn, new, limit).await?) })
+        .await?;
     Ok(envelope::created(WebhookWithSecretView { webhook: (&row).into(), secret }))
 }
 
@@ -209,7 +212,10 @@ pub async fn update_webhook(
     }
     issues.finish()?;
     let patch = WebhookPatch { url, description, event_types, status: request.status };
-    let row = webhooks::update(&key.scope, id, patch).await?;
+    let row = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(webhooks::update(&turn, id, patch).await?) })
+        .await?;
     Ok(envelope::ok(WebhookView::from(&row)))
 }
 
@@ -217,9 +223,13 @@ pub async fn update_webhook(
 #[utoipa::path(delete, path = "/v1/webhooks/{webhook_id}", tag = "webhooks",
     params(("webhook_id" = Uuid, Path, description = "The webhook endpoint's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = ["webhooks:write"])))]
-pub async fn delete_webhook(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+pub async fn delete_webhook(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
-    webhooks::delete(&key.scope, id).await?;
+    state.tenants.change(&key.scope, move |turn| async move { Ok(webhooks::delete(&turn, id).await?) }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 
@@ -236,7 +246,10 @@ pub async fn rotate_webhook_secret(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     body.no_fields().await?;
-    let (row, secret) = webhooks::rotate_secret(&key.scope, &state.master_key, id).await?;
+    let (row, secret) = state
+        .tenants
+        .change(&key.scope, move |turn| async move { Ok(webhooks::rotate_secret(&turn, id).await?) })
+        .await?;
     Ok(envelope::ok(WebhookWithSecretView { webhook: (&row).into(), secret }))
 }
 

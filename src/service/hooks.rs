@@ -23,6 +23,7 @@ use crate::{
     events::catalog::EventType,
     events::{delivery::Clients, signing, url_safety::Reach},
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
+    tenancy::InTurn,
     tenancy::Tenant,
 };
 
@@ -82,12 +83,9 @@ pub fn secret_context(application_id: Uuid, id: Uuid) -> String {
     format!("{application_id}/hook/{id}/secret")
 }
 
-pub async fn create(
-    scope: &TenantScope,
-    master_key: &MasterKey,
-    new: NewHook,
-    limit: u64,
-) -> Result<(hook::Model, String), HookError> {
+pub async fn create(turn: &InTurn, new: NewHook, limit: u64) -> Result<(hook::Model, String), HookError> {
+    let scope = turn.scope();
+    let master_key = turn.master_key();
     let mut issues = Issues::default();
     if !POINTS.contains(&new.point.as_str()) {
         issues.add("point", format!("must be one of {}", POINTS.join(", ")));
@@ -160,7 +158,8 @@ pub struct HookPatch {
     pub timeout_ms: Option<i32>,
 }
 
-pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> Result<hook::Model, HookError> {
+pub async fn update(turn: &InTurn, id: Uuid, patch: HookPatch) -> Result<hook::Model, HookError> {
+    let scope = turn.scope();
     let tenant = scope.tenant();
     let mut issues = Issues::default();
     if let Some(timeout_ms) = patch.timeout_ms {
@@ -194,7 +193,8 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: HookPatch) -> Result<h
     Ok(row)
 }
 
-pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), HookError> {
+pub async fn delete(turn: &InTurn, id: Uuid) -> Result<(), HookError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     let row = find(&txn, id).await?;
     txn.delete::<hook::Entity>(hook::Column::Id.eq(id)).await?;

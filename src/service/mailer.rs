@@ -174,8 +174,11 @@ impl Mailer {
         let outcome = if result.is_ok() { Outcome::Delivered } else { Outcome::Failed };
         // Only a test send, or a send that changes the status, is a change.
         let row = if test || provider.status != outcome.status() {
+            let (provider_id, settings_at) = (provider.id, provider.updated_at);
             self.tenants
-                .record_messaging_outcome(scope, provider.id, provider.updated_at, outcome, test)
+                .change(scope, move |turn| async move {
+                    Ok(messaging::record_outcome(&turn, provider_id, settings_at, outcome, test).await?)
+                })
                 .await
                 .map_err(MessagingError::Tenant)?
         } else {

@@ -21,6 +21,7 @@ use crate::{
     events::catalog::EventType,
     events::url_safety::{self, Reach},
     storage::{Page, TenantConn, TenantScope, Unaudited},
+    tenancy::InTurn,
     tenancy::{Environment, Tenant},
 };
 
@@ -210,11 +211,9 @@ pub fn open_secret(key: &MasterKey, row: &messaging_provider::Model) -> Result<O
 
 /// Creates or replaces the channel's provider (the tenant actor's change).
 /// An omitted secret keeps the stored one while the kind stays `smtp`.
-pub async fn upsert(
-    scope: &TenantScope,
-    master_key: &MasterKey,
-    update: CheckedUpdate,
-) -> Result<messaging_provider::Model, MessagingError> {
+pub async fn upsert(turn: &InTurn, update: CheckedUpdate) -> Result<messaging_provider::Model, MessagingError> {
+    let scope = turn.scope();
+    let master_key = turn.master_key();
     let tenant: &Tenant = scope.tenant();
     let mut txn = scope.begin().await?;
     // Two first PUTs of a channel take turns instead of racing to insert.
@@ -310,12 +309,13 @@ impl Outcome {
 /// audited); another send only when it changes the status. Settings changed
 /// since the send leave the status as the change set it.
 pub async fn record_outcome(
-    scope: &TenantScope,
+    turn: &InTurn,
     provider_id: Uuid,
     settings_at: chrono::DateTime<chrono::Utc>,
     outcome: Outcome,
     test: bool,
 ) -> Result<Option<messaging_provider::Model>, MessagingError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     txn.lock_tenant().await?;
     let Some(row) = txn.find_by_id::<messaging_provider::Entity>(provider_id).one(txn.conn()).await? else {

@@ -12,7 +12,8 @@ use crate::{
     clock,
     config::OAuthSettings,
     crypto::{master_key::MasterKey, seal},
-    storage::{TenantConn, TenantScope},
+    storage::TenantConn,
+    tenancy::InTurn,
     tenancy::{Environment, Tenant},
 };
 
@@ -151,11 +152,9 @@ pub fn scopes_of(row: &oauth_provider::Model) -> Vec<String> {
 
 /// Creates or replaces the provider's settings (the tenant actor's change).
 /// An omitted client secret keeps the stored one.
-pub async fn upsert(
-    scope: &TenantScope,
-    master_key: &MasterKey,
-    update: CheckedUpdate,
-) -> Result<oauth_provider::Model, OAuthProviderError> {
+pub async fn upsert(turn: &InTurn, update: CheckedUpdate) -> Result<oauth_provider::Model, OAuthProviderError> {
+    let scope = turn.scope();
+    let master_key = turn.master_key();
     let tenant: &Tenant = scope.tenant();
     let mut txn = scope.begin().await?;
     // Two first PUTs of a provider take turns instead of racing to insert.

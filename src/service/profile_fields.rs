@@ -11,7 +11,8 @@ use super::{
 };
 use crate::{
     events::catalog::EventType,
-    storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn},
+    storage::{Limit, Page, ReserveError, TenantConn, TenantTxn},
+    tenancy::InTurn,
 };
 
 /// What went wrong with a profile field of the schema.
@@ -97,7 +98,8 @@ impl NewField {
     }
 }
 
-pub async fn create(scope: &TenantScope, new: NewField, limit: u64) -> Result<profile_field::Model, ProfileFieldError> {
+pub async fn create(turn: &InTurn, new: NewField, limit: u64) -> Result<profile_field::Model, ProfileFieldError> {
+    let scope = turn.scope();
     new.check()?;
     let mut txn = scope.begin().await?;
     txn.reserve::<profile_field::Entity>(Limit { max: limit, what: "profile fields", field: "key" }, |all| all).await?;
@@ -188,11 +190,8 @@ pub struct FieldPatch {
     pub required: Option<bool>,
 }
 
-pub async fn update(
-    scope: &TenantScope,
-    id: Uuid,
-    patch: FieldPatch,
-) -> Result<profile_field::Model, ProfileFieldError> {
+pub async fn update(turn: &InTurn, id: Uuid, patch: FieldPatch) -> Result<profile_field::Model, ProfileFieldError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     let mut field = find(&txn, id).await?;
     let mut issues = Issues::default();
@@ -228,7 +227,8 @@ pub async fn update(
     Ok(field)
 }
 
-pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), ProfileFieldError> {
+pub async fn delete(turn: &InTurn, id: Uuid) -> Result<(), ProfileFieldError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     let field = find(&txn, id).await?;
     txn.delete::<profile_field::Entity>(profile_field::Column::Id.eq(id)).await?;

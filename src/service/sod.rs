@@ -27,7 +27,8 @@ use super::{
 };
 use crate::{
     events::catalog::EventType,
-    storage::{Limit, Page, ReserveError, TenantConn, TenantEntity, TenantScope, TenantTxn},
+    storage::{Limit, Page, ReserveError, TenantConn, TenantEntity, TenantTxn},
+    tenancy::InTurn,
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -69,7 +70,8 @@ fn describe(policy: &sod_policy::Model) -> serde_json::Value {
     json!({"name": policy.name, "role_a": policy.role_a, "role_b": policy.role_b, "enforced": policy.enforced})
 }
 
-pub async fn create(scope: &TenantScope, input: PolicyInput, limit: u64) -> Result<sod_policy::Model, SodError> {
+pub async fn create(turn: &InTurn, input: PolicyInput, limit: u64) -> Result<sod_policy::Model, SodError> {
+    let scope = turn.scope();
     check_input(&input)?;
     let mut txn = scope.begin().await?;
     txn.reserve::<sod_policy::Entity>(
@@ -114,7 +116,8 @@ pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<sod_policy::Model, S
 /// Replaces a policy's name and roles (and `enforced`, when given).
 /// Memberships that already break it are not touched: they are listed
 /// under its violations.
-pub async fn update(scope: &TenantScope, id: Uuid, input: PolicyInput) -> Result<sod_policy::Model, SodError> {
+pub async fn update(turn: &InTurn, id: Uuid, input: PolicyInput) -> Result<sod_policy::Model, SodError> {
+    let scope = turn.scope();
     check_input(&input)?;
     let mut txn = scope.begin().await?;
     let mut policy = find(&txn, id).await?;
@@ -137,7 +140,8 @@ pub async fn update(scope: &TenantScope, id: Uuid, input: PolicyInput) -> Result
     Ok(policy)
 }
 
-pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), SodError> {
+pub async fn delete(turn: &InTurn, id: Uuid) -> Result<(), SodError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     let policy = find(&txn, id).await?;
     txn.delete::<sod_policy::Entity>(sod_policy::Column::Id.eq(id)).await?;

@@ -30,7 +30,8 @@ use super::{
 use crate::{
     config::DnsSettings,
     events::catalog::EventType,
-    storage::{TenantConn, TenantScope, TenantTxn},
+    storage::{TenantConn, TenantTxn},
+    tenancy::InTurn,
 };
 
 pub const PENDING: &str = "pending";
@@ -162,11 +163,12 @@ pub fn challenge(domain: &sso_domain::Model) -> (String, String) {
 }
 
 pub async fn claim(
-    scope: &TenantScope,
+    turn: &InTurn,
     manager: &Manager,
     raw_domain: &str,
     auto_join_role: Option<String>,
 ) -> Result<sso_domain::Model, SsoDomainError> {
+    let scope = turn.scope();
     let mut issues = Issues::default();
     let domain = normalize_domain(raw_domain);
     match &domain {
@@ -239,11 +241,12 @@ async fn find(db: &impl TenantConn, manager: &Manager, id: Uuid) -> Result<sso_d
 /// Looks the TXT record up and, when it carries the token, marks the
 /// domain verified (verifying again is a no-op).
 pub async fn verify(
-    scope: &TenantScope,
+    turn: &InTurn,
     resolver: &DomainResolver,
     manager: &Manager,
     id: Uuid,
 ) -> Result<sso_domain::Model, SsoDomainError> {
+    let scope = turn.scope();
     let domain = find(scope, manager, id).await?;
     if domain.status == VERIFIED {
         return Ok(domain);
@@ -282,7 +285,8 @@ pub async fn verify(
 }
 
 /// Operation 20.
-pub async fn delete(scope: &TenantScope, manager: &Manager, id: Uuid) -> Result<(), SsoDomainError> {
+pub async fn delete(turn: &InTurn, manager: &Manager, id: Uuid) -> Result<(), SsoDomainError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     let domain = find(&txn, manager, id).await?;
     txn.delete::<sso_domain::Entity>(sso_domain::Column::Id.eq(id)).await?;

@@ -12,10 +12,11 @@ use uuid::Uuid;
 use super::validate::Issues;
 use crate::{
     clock,
-    crypto::{master_key::MasterKey, seal},
+    crypto::seal,
     events::catalog::EventType,
     events::{delivery, outbox, signing, url_safety},
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
+    tenancy::InTurn,
 };
 
 pub const MAX_EVENT_TYPES: usize = 50;
@@ -88,12 +89,9 @@ pub struct WebhookPatch {
     pub status: Option<String>,
 }
 
-pub async fn create(
-    scope: &TenantScope,
-    master_key: &MasterKey,
-    new: NewWebhook,
-    limit: u64,
-) -> Result<(webhook::Model, String), WebhookError> {
+pub async fn create(turn: &InTurn, new: NewWebhook, limit: u64) -> Result<(webhook::Model, String), WebhookError> {
+    let scope = turn.scope();
+    let master_key = turn.master_key();
     let application_id = scope.tenant().id;
     let mut txn = scope.begin().await?;
     txn.reserve::<webhook::Entity>(Limit { max: limit, what: "webhook endpoints", field: "url" }, |all| all).await?;
@@ -136,7 +134,8 @@ pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<webhook::Model, Webh
     db.find_by_id::<webhook::Entity>(id).one(db.conn()).await?.ok_or(WebhookError::NotFound(id))
 }
 
-pub async fn update(scope: &TenantScope, id: Uuid, patch: WebhookPatch) -> Result<webhook::Model, WebhookError> {
+pub async fn update(turn: &InTurn, id: Uuid, patch: WebhookPatch) -> Result<webhook::Model, WebhookError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     let mut row = find(&txn, id).await?.into_active_model();
     let mut changed = Vec::new();
@@ -164,7 +163,8 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: WebhookPatch) -> Resul
 }
 
 /// Deletes an endpoint with its messages and attempts.
-pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), WebhookError> {
+pub async fn delete(turn: &InTurn, id: Uuid) -> Result<(), WebhookError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     let row = find(&txn, id).await?;
     let messages: Vec<Uuid> = txn
@@ -186,11 +186,9 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), WebhookError> {
 }
 
 /// A new secret; the previous one keeps signing for a day beside it.
-pub async fn rotate_secret(
-    scope: &TenantScope,
-    master_key: &MasterKey,
-    id: Uuid,
-) -> Result<(webhook::Model, String), WebhookError> {
+pub async fn rotate_secret(turn: &InTurn, id: Uuid) -> Result<(webhook::Model, String), WebhookError> {
+    let scope = turn.scope();
+    let master_key = turn.master_key();
     let application_id = scope.tenant().id;
     let mut txn = scope.begin().await?;
     let current = find(&txn, id).await?;

@@ -2,7 +2,6 @@
 use std::sync::Arc;
 
 use actix::prelude::*;
-use entity::{feature, hook, messaging_provider, oauth_provider, plan, sod_policy};
 
 use super::{
     actor::TenantActor,
@@ -13,8 +12,7 @@ use super::{
 use crate::{
     error::ApiResult,
     region::{moves::Mover, Region},
-    service::{applications, entitlements::definitions, sod},
-    tokens::keys::Rotation,
+    service::applications,
 };
 
 impl Handler<Load> for TenantActor {
@@ -117,140 +115,5 @@ impl Handler<EnsureSigningKey> for TenantActor {
             }
             .into_actor(self),
         ))
-    }
-}
-
-impl Handler<RotateSigningKey> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<Rotation>>;
-
-    fn handle(&mut self, msg: RotateSigningKey, _: &mut Context<Self>) -> Self::Result {
-        let keys = self.deps.keys.clone();
-        self.change(async move {
-            if msg.immediate {
-                keys.rotate_immediately(&msg.scope).await
-            } else {
-                keys.rotate(&msg.scope).await
-            }
-        })
-    }
-}
-
-impl Handler<CreateHook> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<(hook::Model, String)>>;
-
-    fn handle(&mut self, msg: CreateHook, _: &mut Context<Self>) -> Self::Result {
-        let deps = self.deps.clone();
-        self.change(
-            async move { crate::service::hooks::create(&msg.scope, &deps.master_key, msg.new, msg.limit).await },
-        )
-    }
-}
-
-impl Handler<UpdateHook> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<hook::Model>>;
-
-    fn handle(&mut self, msg: UpdateHook, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { crate::service::hooks::update(&msg.scope, msg.id, msg.patch).await })
-    }
-}
-
-impl Handler<DeleteHook> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<()>>;
-
-    fn handle(&mut self, msg: DeleteHook, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { crate::service::hooks::delete(&msg.scope, msg.id).await })
-    }
-}
-
-impl Handler<UpsertMessagingProvider> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<messaging_provider::Model>>;
-
-    fn handle(&mut self, msg: UpsertMessagingProvider, _: &mut Context<Self>) -> Self::Result {
-        let deps = self.deps.clone();
-        self.change(async move { crate::service::messaging::upsert(&msg.scope, &deps.master_key, msg.update).await })
-    }
-}
-
-impl Handler<RecordMessagingOutcome> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<Option<messaging_provider::Model>>>;
-
-    fn handle(&mut self, msg: RecordMessagingOutcome, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move {
-            crate::service::messaging::record_outcome(
-                &msg.scope,
-                msg.provider_id,
-                msg.settings_at,
-                msg.outcome,
-                msg.test,
-            )
-            .await
-        })
-    }
-}
-
-impl Handler<UpsertOAuthProvider> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<oauth_provider::Model>>;
-
-    fn handle(&mut self, msg: UpsertOAuthProvider, _: &mut Context<Self>) -> Self::Result {
-        let deps = self.deps.clone();
-        self.change(
-            async move { crate::service::oauth_providers::upsert(&msg.scope, &deps.master_key, msg.update).await },
-        )
-    }
-}
-
-impl Handler<CreateSodPolicy> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<sod_policy::Model>>;
-
-    fn handle(&mut self, msg: CreateSodPolicy, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { sod::create(&msg.scope, msg.input, msg.limit).await })
-    }
-}
-
-impl Handler<UpdateSodPolicy> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<sod_policy::Model>>;
-
-    fn handle(&mut self, msg: UpdateSodPolicy, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { sod::update(&msg.scope, msg.id, msg.input).await })
-    }
-}
-
-impl Handler<DeleteSodPolicy> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<()>>;
-
-    fn handle(&mut self, msg: DeleteSodPolicy, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { sod::delete(&msg.scope, msg.id).await })
-    }
-}
-
-impl Handler<PutFeature> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<feature::Model>>;
-
-    fn handle(&mut self, msg: PutFeature, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { definitions::put_feature(&msg.scope, &msg.key, msg.input, msg.limit).await })
-    }
-}
-
-impl Handler<DeleteFeature> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<()>>;
-
-    fn handle(&mut self, msg: DeleteFeature, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { definitions::delete_feature(&msg.scope, &msg.key).await })
-    }
-}
-
-impl Handler<PutPlan> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<plan::Model>>;
-
-    fn handle(&mut self, msg: PutPlan, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { definitions::put_plan(&msg.scope, &msg.key, &msg.name, msg.grants, msg.limit).await })
-    }
-}
-
-impl Handler<DeletePlan> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<()>>;
-
-    fn handle(&mut self, msg: DeletePlan, _: &mut Context<Self>) -> Self::Result {
-        self.change(async move { definitions::delete_plan(&msg.scope, &msg.key).await })
     }
 }

@@ -2,11 +2,13 @@
 //! directory entry (settings) that routing attaches to each request. Its
 //! [`actor::TenantActor`] (one per application, started on demand, stopped
 //! when idle) owns the rest of its in-memory state ([`state::TenantState`]:
-//! settings, signing keys, hooks, region pinning), publishes it as an
+//! settings, signing keys, hooks, policies, entitlements), publishes it as an
 //! immutable snapshot, and is the single writer of tenant-wide changes
-//! ([`messages`], handled in [`handlers`]). Handlers reach it through the
-//! [`registry::TenantRegistry`].
+//! ([`change::Change`], one closure per change; its own operations, such as
+//! a region move, are [`messages`] handled in [`handlers`]). Handlers reach
+//! it through the [`registry::TenantRegistry`].
 pub mod actor;
+pub mod change;
 pub mod handlers;
 pub mod messages;
 pub mod registry;
@@ -19,6 +21,7 @@ use entity::application;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use self::change::InTurn;
 use crate::region::Region;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]

@@ -4,17 +4,18 @@
 //! application, started on first use, stopped when nobody asked for it for
 //! a while.
 use std::{
+    future::Future,
     sync::{atomic::Ordering, Arc},
     time::Duration,
 };
 
 use actix::prelude::*;
 use ed25519_compact::{PublicKey, SecretKey};
-use entity::{feature, hook, messaging_provider, oauth_provider, plan, sod_policy};
 use uuid::Uuid;
 
 use super::{
     actor::{Deps, Handle, Handles, TenantActor},
+    change::{Change, InTurn},
     messages::*,
     state::TenantState,
     Tenant,
@@ -28,16 +29,9 @@ use crate::{
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
     region::{router::Directory, Region},
-    service::{
-        applications::SettingsPatch,
-        entitlements::definitions::FeatureInput,
-        hooks::{HookPatch, NewHook},
-        messaging::{CheckedUpdate, Outcome},
-        oauth_providers,
-        sod::PolicyInput,
-    },
+    service::applications::SettingsPatch,
     storage::{Storage, TenantScope},
-    tokens::keys::{JwksDocument, Rotation, SigningKeys, CACHE_SECONDS},
+    tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
 };
 
 #[derive(Clone)]
@@ -217,100 +211,14 @@ impl TenantRegistry {
         });
     }
 
-    pub async fn rotate_signing_key(&self, scope: &TenantScope, immediate: bool) -> ApiResult<Rotation> {
-        self.send(scope.tenant().id, RotateSigningKey { scope: scope.clone(), immediate }).await
-    }
-
-    pub async fn create_hook(&self, scope: &TenantScope, new: NewHook, limit: u64) -> ApiResult<(hook::Model, String)> {
-        self.send(scope.tenant().id, CreateHook { scope: scope.clone(), new, limit }).await
-    }
-
-    pub async fn update_hook(&self, scope: &TenantScope, id: Uuid, patch: HookPatch) -> ApiResult<hook::Model> {
-        self.send(scope.tenant().id, UpdateHook { scope: scope.clone(), id, patch }).await
-    }
-
-    pub async fn delete_hook(&self, scope: &TenantScope, id: Uuid) -> ApiResult<()> {
-        self.send(scope.tenant().id, DeleteHook { scope: scope.clone(), id }).await
-    }
-
-    pub async fn upsert_messaging_provider(
-        &self,
-        scope: &TenantScope,
-        update: CheckedUpdate,
-    ) -> ApiResult<messaging_provider::Model> {
-        self.send(scope.tenant().id, UpsertMessagingProvider { scope: scope.clone(), update }).await
-    }
-
-    pub async fn upsert_oauth_provider(
-        &self,
-        scope: &TenantScope,
-        update: oauth_providers::CheckedUpdate,
-    ) -> ApiResult<oauth_provider::Model> {
-        self.send(scope.tenant().id, UpsertOAuthProvider { scope: scope.clone(), update }).await
-    }
-
-    /// Records what a send through a provider did (see
-    /// `service::messaging::record_outcome`).
-    pub async fn record_messaging_outcome(
-        &self,
-        scope: &TenantScope,
-        provider_id: Uuid,
-        settings_at: chrono::DateTime<chrono::Utc>,
-        outcome: Outcome,
-        test: bool,
-    ) -> ApiResult<Option<messaging_provider::Model>> {
-        let message = RecordMessagingOutcome { scope: scope.clone(), provider_id, settings_at, outcome, test };
-        self.send(scope.tenant().id, message).await
-    }
-
-    pub async fn create_sod_policy(
-        &self,
-        scope: &TenantScope,
-        input: PolicyInput,
-        limit: u64,
-    ) -> ApiResult<sod_policy::Model> {
-        self.send(scope.tenant().id, CreateSodPolicy { scope: scope.clone(), input, limit }).await
-    }
-
-    pub async fn update_sod_policy(
-        &self,
-        scope: &TenantScope,
-        id: Uuid,
-        input: PolicyInput,
-    ) -> ApiResult<sod_policy::Model> {
-        self.send(scope.tenant().id, UpdateSodPolicy { scope: scope.clone(), id, input }).await
-    }
-
-    pub async fn delete_sod_policy(&self, scope: &TenantScope, id: Uuid) -> ApiResult<()> {
-        self.send(scope.tenant().id, DeleteSodPolicy { scope: scope.clone(), id }).await
-    }
-
-    pub async fn put_feature(
-        &self,
-        scope: &TenantScope,
-        key: String,
-        input: FeatureInput,
-        limit: u64,
-    ) -> ApiResult<feature::Model> {
-        self.send(scope.tenant().id, PutFeature { scope: scope.clone(), key, input, limit }).await
-    }
-
-    pub async fn delete_feature(&self, scope: &TenantScope, key: String) -> ApiResult<()> {
-        self.send(scope.tenant().id, DeleteFeature { scope: scope.clone(), key }).await
-    }
-
-    pub async fn put_plan(
-        &self,
-        scope: &TenantScope,
-        key: String,
-        name: String,
-        grants: serde_json::Map<String, serde_json::Value>,
-        limit: u64,
-    ) -> ApiResult<plan::Model> {
-        self.send(scope.tenant().id, PutPlan { scope: scope.clone(), key, name, grants, limit }).await
-    }
-
-    pub async fn delete_plan(&self, scope: &TenantScope, key: String) -> ApiResult<()> {
-        self.send(scope.tenant().id, DeletePlan { scope: scope.clone(), key }).await
+    /// Runs `work` as one change of the scope's application, in its actor's
+    /// turn; answers once the new state is published (see [`super::change`]).
+    pub async fn change<R, F, Fut>(&self, scope: &TenantScope, work: F) -> ApiResult<R>
+    where
+        R: Send + 'static,
+        F: FnOnce(InTurn) -> Fut + Send + 'static,
+        Fut: Future<Output = ApiResult<R>> + 'static,
+    {
+        self.send(scope.tenant().id, Change::new(scope.clone(), work)).await
     }
 }

@@ -8,16 +8,7 @@ use std::{
 use entity::{hook, messaging_provider, oauth_provider, sod_policy};
 
 use super::Tenant;
-use crate::{region::Region, service::entitlements::Catalog, tokens::keys::KeySet};
-
-/// Where the application's data lives: one region, or moving between two
-/// (its requests are held until the directory names the new one; the steps
-/// are the journal's, see `region::moves`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pinning {
-    Pinned(Region),
-    Moving { from: Region, to: Region },
-}
+use crate::{service::entitlements::Catalog, tokens::keys::KeySet};
 
 /// One application's state, as loaded by its actor after its last change.
 pub struct TenantState {
@@ -39,7 +30,6 @@ pub struct TenantState {
     pub sod_policies: Arc<[sod_policy::Model]>,
     /// The features and plans entitlements resolve against.
     pub entitlements: Arc<Catalog>,
-    pub pinning: Pinning,
     loaded_at: Instant,
 }
 
@@ -56,10 +46,6 @@ pub struct Configuration {
 impl TenantState {
     pub fn new(version: u64, settings: Tenant, keys: KeySet, configuration: Configuration) -> Self {
         let Configuration { hooks, messaging, oauth, sod_policies, entitlements } = configuration;
-        let pinning = match settings.moving_to {
-            Some(to) => Pinning::Moving { from: settings.region, to },
-            None => Pinning::Pinned(settings.region),
-        };
         TenantState {
             version,
             settings,
@@ -69,7 +55,6 @@ impl TenantState {
             oauth: oauth.into(),
             sod_policies: sod_policies.into(),
             entitlements: Arc::new(entitlements),
-            pinning,
             loaded_at: Instant::now(),
         }
     }

@@ -16,7 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gatehouse::service::messaging::CheckedUpdate;
+use gatehouse::service::messaging::{self, CheckedUpdate};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;
@@ -81,7 +81,8 @@ async fn store_unchecked(app: &TestApp, caller: &Caller, config: Value) {
     let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
     let scope = gatehouse::auth::public_scope(&app.state, tenant).unwrap();
     let update = CheckedUpdate { channel: "email".into(), kind: "smtp".into(), config, secret: None };
-    app.state.tenants.upsert_messaging_provider(&scope, update).await.unwrap();
+    let upsert = move |turn: gatehouse::tenancy::InTurn| async move { Ok(messaging::upsert(&turn, update).await?) };
+    app.state.tenants.change(&scope, upsert).await.unwrap();
 }
 
 /// Every spelling of an internal host is refused when it is configured, and

@@ -12,7 +12,8 @@ use super::{value_issue, Catalog, EntitlementError, KINDS};
 use crate::{
     events::catalog::EventType,
     service::validate::{is_scope, Issues},
-    storage::{Limit, TenantConn, TenantScope, TenantTxn},
+    storage::{Limit, TenantConn, TenantTxn},
+    tenancy::InTurn,
 };
 
 /// Feature and plan keys: `^[a-z][a-z0-9_:.-]{0,63}$`.
@@ -68,11 +69,12 @@ fn in_use(what: &str, (plans, overrides): &(Vec<String>, u64)) -> Option<Entitle
 /// Creates or replaces a feature. Its kind may change only while no plan
 /// grants it and no organization overrides it (their values are of the old kind).
 pub async fn put_feature(
-    scope: &TenantScope,
+    turn: &InTurn,
     key: &str,
     input: FeatureInput,
     limit: u64,
 ) -> Result<feature::Model, EntitlementError> {
+    let scope = turn.scope();
     let mut issues = Issues::default();
     key_issue(&mut issues, "feature_key", key);
     if !KINDS.contains(&input.kind.as_str()) {
@@ -127,7 +129,8 @@ pub async fn put_feature(
     Ok(feature)
 }
 
-pub async fn delete_feature(scope: &TenantScope, key: &str) -> Result<(), EntitlementError> {
+pub async fn delete_feature(turn: &InTurn, key: &str) -> Result<(), EntitlementError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     txn.lock_tenant().await?;
     let feature = find_feature(&txn, key).await?.ok_or_else(|| EntitlementError::FeatureNotFound(key.into()))?;
@@ -156,12 +159,13 @@ fn check_grants(issues: &mut Issues, features: &[feature::Model], grants: &Map<S
 }
 
 pub async fn put_plan(
-    scope: &TenantScope,
+    turn: &InTurn,
     key: &str,
     name: &str,
     grants: Map<String, Value>,
     limit: u64,
 ) -> Result<plan::Model, EntitlementError> {
+    let scope = turn.scope();
     let mut issues = Issues::default();
     key_issue(&mut issues, "plan_key", key);
     let name = issues.text("name", name, 255);
@@ -201,7 +205,8 @@ pub async fn put_plan(
     Ok(plan)
 }
 
-pub async fn delete_plan(scope: &TenantScope, key: &str) -> Result<(), EntitlementError> {
+pub async fn delete_plan(turn: &InTurn, key: &str) -> Result<(), EntitlementError> {
+    let scope = turn.scope();
     let mut txn = scope.begin().await?;
     txn.lock_tenant().await?;
     let plan = find_plan(&txn, key).await?.ok_or_else(|| EntitlementError::PlanNotFound(key.into()))?;
