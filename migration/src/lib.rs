@@ -1,3 +1,4 @@
+#![allow(clippy::disallowed_methods)] // the schema: its raw SQL is DDL and backfills, run before any tenant exists
 //! Schema migrations. The catalog database and the regional databases have
 //! separate migrators, each with its own bookkeeping table.
 pub use sea_orm_migration::prelude::*;

@@ -614,6 +614,7 @@ mod tests {
     /// A real unique violation: the area's rule where it names one, the
     /// generic 409 where it does not.
     #[actix_web::test]
+    #[allow(clippy::disallowed_methods)] // a scratch in-memory table, no tenant
     async fn unique_violations_are_409() {
         let db = Database::connect("sqlite::memory:").await.unwrap();
         db.execute_unprepared("create table t (email text unique)").await.unwrap();

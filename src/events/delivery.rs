@@ -7,26 +7,16 @@
 //! answer of 410, disables the endpoint.
 //!
 //! A worker serves every application of its region: it has no principal,
-//! and each row it claims names its application. Its queries are raw
-//! (allowed by name for clippy's `disallowed_methods`) and each one filters
-//! on the claimed row's `application_id`; its writes are delivery
-//! bookkeeping, except the audited disabling of an endpoint.
-#![allow(clippy::disallowed_methods)]
-use std::{
-    collections::{HashMap, HashSet},
-    net::SocketAddr,
-    sync::Arc,
-    time::Duration,
-};
+//! and each row it claims names its application. The queue's statements
+//! are in `storage::delivery_queue`; the few here (an endpoint read, its
+//! disabling, the attempts) are allowed one by one, each with its reason.
+use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
 use actix_web::{rt::task::JoinHandle, web};
 use chrono::{DateTime, Utc};
 use entity::{webhook, webhook_attempt, webhook_message};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
-use sea_orm::{
-    sea_query::Expr, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter,
-    QuerySelect, Statement,
-};
+use sea_orm::{sea_query::Expr, ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
 use tokio::sync::{mpsc, Semaphore};
 use uuid::Uuid;
@@ -41,7 +31,10 @@ use crate::{
     crypto::seal,
     events::catalog::EventType,
     state::AppState,
-    storage::Db,
+    storage::{
+        delivery_queue::{self, Settlement},
+        Db,
+    },
 };
 
 /// Outcomes written per transaction at most.
@@ -171,7 +164,7 @@ async fn run(state: web::Data<AppState>, shard: Db) {
             () = shutdown.signalled() => break,
         }
         let free = permits.available_permits() as u64;
-        let claimed = match claim(&shard, free, lease).await {
+        let claimed = match delivery_queue::lease_due(&shard, free, lease).await {
             Ok(claimed) => claimed,
             Err(err) => {
                 tracing::warn!(error = %err, region = %shard.label, "claiming webhook deliveries failed");
@@ -236,53 +229,12 @@ async fn recorder(delays: Vec<Duration>, shard: Db, mut outcomes: mpsc::Receiver
 }
 
 /// The endpoints of a claimed batch, in one query.
+#[allow(clippy::disallowed_methods)] // by the claimed messages' own endpoint ids, across applications
 async fn endpoints_of(shard: &Db, messages: &[webhook_message::Model]) -> Result<HashMap<Uuid, webhook::Model>, DbErr> {
     let ids: Vec<Uuid> =
         messages.iter().map(|m| m.webhook_id).collect::<std::collections::HashSet<_>>().into_iter().collect();
     let rows = webhook::Entity::find().filter(webhook::Column::Id.is_in(ids)).all(&shard.conn).await?;
     Ok(rows.into_iter().map(|row| (row.id, row)).collect())
-}
-
-/// Takes up to `limit` due messages of any application in this region.
-async fn claim(shard: &Db, limit: u64, lease: Duration) -> Result<Vec<webhook_message::Model>, DbErr> {
-    let now = clock::now();
-    let due = webhook_message::Column::Status
-        .eq(outbox::PENDING)
-        .and(webhook_message::Column::NextAttemptAt.lte(now))
-        .and(webhook_message::Column::LeaseUntil.is_null().or(webhook_message::Column::LeaseUntil.lt(now)));
-    // A read first: an idle region takes no write lock.
-    if webhook_message::Entity::find()
-        .filter(due)
-        .select_only()
-        .column(webhook_message::Column::Id)
-        .into_tuple::<Uuid>()
-        .one(&shard.conn)
-        .await?
-        .is_none()
-    {
-        return Ok(Vec::new());
-    }
-    let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
-    let statement = match shard.backend() {
-        DbBackend::Postgres => Statement::from_sql_and_values(
-            DbBackend::Postgres,
-            "UPDATE webhook_messages SET lease_until = $1 WHERE id IN (SELECT id FROM webhook_messages \
-             WHERE status = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2) \
-             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *",
-            [until.into(), now.into(), (limit as i64).into()],
-        ),
-        backend => Statement::from_sql_and_values(
-            backend,
-            "UPDATE webhook_messages SET lease_until = ? WHERE id IN (SELECT id FROM webhook_messages \
-             WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) \
-             ORDER BY next_attempt_at LIMIT ?) RETURNING *",
-            [until.into(), now.into(), now.into(), (limit as i64).into()],
-        ),
-    };
-    let txn = shard.begin_write().await?;
-    let claimed = webhook_message::Entity::find().from_raw_sql(statement).all(&*txn).await?;
-    txn.commit().await?;
-    Ok(claimed)
 }
 
 /// What one attempt came to.
@@ -372,16 +324,15 @@ pub fn secret_context(application_id: Uuid, webhook_id: Uuid) -> String {
     format!("{application_id}/webhooks/{webhook_id}/secret")
 }
 
+#[allow(clippy::disallowed_methods)] // each attempt row carries its message's application
 async fn record(delays: &[Duration], shard: &Db, batch: &[Recorded]) -> Result<(), DbErr> {
     let now = clock::now();
     let decided: Vec<Decided> = batch.iter().map(|recorded| Decided::new(delays, now, recorded)).collect();
     let txn = shard.begin_write().await?;
     // Only while the claim is still ours: a message whose lease expired
     // (or was retried by hand) belongs to its new owner, who records it.
-    let updated = match shard.backend() {
-        DbBackend::Postgres => settle_all(&*txn, &decided).await?,
-        _ => settle_each(&*txn, &decided).await?,
-    };
+    let settlements: Vec<Settlement> = decided.iter().map(Decided::settlement).collect();
+    let updated = delivery_queue::settle(&*txn, shard.backend(), &settlements).await?;
     for decided in &decided {
         // A message failing its last scheduled attempt disables the endpoint;
         // a failed manual retry beyond the schedule does not, again.
@@ -426,6 +377,18 @@ impl<'a> Decided<'a> {
         Decided { recorded, status, attempts_made, next_attempt_at, gone, exhausted_now }
     }
 
+    fn settlement(&self) -> Settlement {
+        let (_, message, _) = self.recorded;
+        Settlement {
+            application_id: message.application_id,
+            id: message.id,
+            lease_until: message.lease_until,
+            status: self.status,
+            attempts_made: self.attempts_made,
+            next_attempt_at: self.next_attempt_at,
+        }
+    }
+
     fn attempt(&self, now: DateTime<Utc>) -> webhook_attempt::ActiveModel {
         let (_, message, outcome) = self.recorded;
         webhook_attempt::ActiveModel {
@@ -441,72 +404,8 @@ impl<'a> Decided<'a> {
     }
 }
 
-/// Settles each message with its own `UPDATE` by primary key (SQLite: in
-/// process, and its planner scans an application's messages for an `IN`
-/// list); answers the ids still under this claim.
-async fn settle_each(db: &impl ConnectionTrait, decided: &[Decided<'_>]) -> Result<HashSet<Uuid>, DbErr> {
-    let mut updated = HashSet::new();
-    for d in decided {
-        let (_, message, _) = d.recorded;
-        let changed = webhook_message::Entity::update_many()
-            .col_expr(webhook_message::Column::Status, Expr::value(d.status))
-            .col_expr(webhook_message::Column::AttemptsMade, Expr::value(d.attempts_made))
-            .col_expr(webhook_message::Column::NextAttemptAt, Expr::value(d.next_attempt_at))
-            .col_expr(webhook_message::Column::LeaseUntil, Expr::value(Option::<DateTime<Utc>>::None))
-            .filter(webhook_message::Column::ApplicationId.eq(message.application_id))
-            .filter(webhook_message::Column::Id.eq(message.id))
-            .filter(webhook_message::Column::LeaseUntil.eq(message.lease_until))
-            .exec(db)
-            .await?;
-        if changed.rows_affected > 0 {
-            updated.insert(message.id);
-        }
-    }
-    Ok(updated)
-}
-
-/// Settles the whole batch with one `UPDATE … FROM (VALUES …)` on
-/// PostgreSQL (one round trip instead of one per message); answers the ids
-/// still under this claim.
-async fn settle_all(db: &impl ConnectionTrait, decided: &[Decided<'_>]) -> Result<HashSet<Uuid>, DbErr> {
-    use std::fmt::Write;
-    let mut sql = String::from(
-        "UPDATE webhook_messages AS m SET status = v.status, attempts_made = v.attempts_made, \
-         next_attempt_at = v.next_attempt_at, lease_until = NULL FROM (VALUES ",
-    );
-    let mut values: Vec<sea_orm::Value> = Vec::with_capacity(decided.len() * 6);
-    for (i, d) in decided.iter().enumerate() {
-        let (_, message, _) = d.recorded;
-        let n = i * 6;
-        let separator = if i == 0 { "" } else { ", " };
-        let _ = write!(
-            sql,
-            "{separator}(${}::uuid, ${}::uuid, ${}::timestamptz, ${}::text, ${}::integer, ${}::timestamptz)",
-            n + 1,
-            n + 2,
-            n + 3,
-            n + 4,
-            n + 5,
-            n + 6
-        );
-        values.extend([
-            message.application_id.into(),
-            message.id.into(),
-            message.lease_until.into(),
-            d.status.into(),
-            d.attempts_made.into(),
-            d.next_attempt_at.into(),
-        ]);
-    }
-    sql.push_str(
-        ") AS v(application_id, id, lease_until, status, attempts_made, next_attempt_at) \
-         WHERE m.application_id = v.application_id AND m.id = v.id AND m.lease_until = v.lease_until RETURNING m.id",
-    );
-    let rows = db.query_all(Statement::from_sql_and_values(DbBackend::Postgres, sql, values)).await?;
-    rows.iter().map(|row| row.try_get::<Uuid>("", "id")).collect()
-}
-
 /// Disables an active endpoint and records why (a system change).
+#[allow(clippy::disallowed_methods)] // by the endpoint's own application; its audit row in the same transaction
 async fn disable(db: &impl sea_orm::ConnectionTrait, endpoint: &webhook::Model, reason: &str) -> Result<(), DbErr> {
     let changed = webhook::Entity::update_many()
         .col_expr(webhook::Column::Status, Expr::value(DISABLED))
@@ -536,6 +435,7 @@ pub fn host_of(url: &str) -> String {
 }
 
 /// A message whose endpoint was deleted or disabled is not sent.
+#[allow(clippy::disallowed_methods)] // by the message's own application
 async fn finish_without_attempt(shard: &Db, message: &webhook_message::Model) {
     let result = async {
         let txn = shard.begin_write().await?;

@@ -14,10 +14,7 @@
 use std::collections::BTreeMap;
 
 use entity::{membership, sod_policy, user};
-use sea_orm::{
-    sea_query::{Expr, Query},
-    ColumnTrait, DbErr, QueryFilter, QueryOrder, QuerySelect, UpdateMany,
-};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, QuerySelect, QueryTrait, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -27,7 +24,7 @@ use super::{
 };
 use crate::{
     events::catalog::EventType,
-    storage::{Limit, Page, ReserveError, TenantConn, TenantEntity, TenantTxn},
+    storage::{Limit, Page, ReserveError, TenantConn, TenantTxn},
     tenancy::InTurn,
 };
 
@@ -162,12 +159,12 @@ pub struct Violation {
 /// it), ordered by user id.
 pub async fn violations(db: &impl TenantConn, id: Uuid, page: Page) -> Result<(Vec<Violation>, bool), SodError> {
     let policy = find(db, id).await?;
-    let holders_of_b = Query::select()
+    let holders_of_b = db
+        .find::<membership::Entity>()
+        .select_only()
         .column(membership::Column::UserId)
-        .from(membership::Entity)
-        .and_where(membership::Entity::application_id_column().eq(db.application_id()))
-        .and_where(membership::Column::Role.eq(policy.role_b.clone()))
-        .to_owned();
+        .filter(membership::Column::Role.eq(policy.role_b.clone()))
+        .into_query();
     let mut user_ids: Vec<Uuid> = db
         .find::<membership::Entity>()
         .select_only()

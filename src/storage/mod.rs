@@ -16,6 +16,7 @@ use tokio::sync::{Mutex, OwnedMutexGuard};
 use crate::{config::Settings, region::Region};
 
 pub mod catalog;
+pub mod delivery_queue;
 mod limits;
 pub mod move_journal;
 mod page;
@@ -96,6 +97,7 @@ impl Db {
         }
         if sqlite {
             // WAL lets readers run beside the writer; it is a property of the file.
+            #[allow(clippy::disallowed_methods)] // a connection setting, no rows
             conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
         }
         Ok(Db { conn, label, write_lock: sqlite.then(|| Arc::new(Mutex::new(()))) })
@@ -164,6 +166,7 @@ async fn connect_sqlite(url: &str, max_connections: u32) -> Result<DatabaseConne
 /// application's rows grow, the planner keeps the estimates of an empty
 /// table and lists and limit checks read every row of the application
 /// (measured in BENCHMARKS.md, "Sustained load"). Said once at start.
+#[allow(clippy::disallowed_methods)] // reads a server setting, no rows
 async fn warn_without_autovacuum(conn: &DatabaseConnection, label: &str) {
     let setting = conn.query_one(sea_orm::Statement::from_string(DbBackend::Postgres, "SHOW autovacuum")).await;
     if let Ok(Some(row)) = setting {
@@ -225,6 +228,7 @@ impl Db {
             return work.await;
         }
         let lock = self.conn.begin().await?;
+        #[allow(clippy::disallowed_methods)] // an advisory lock, no rows
         lock.execute_unprepared(&format!("SELECT pg_advisory_xact_lock({DEPLOYMENT_LOCK})")).await?;
         let done = work.await?;
         lock.commit().await?;
@@ -251,6 +255,7 @@ async fn migrate_one<M: MigratorTrait>(db: &Db) -> Result<(), DbErr> {
                 return Ok::<_, DbErr>(pending);
             }
             let txn = db.conn.begin().await?;
+            #[allow(clippy::disallowed_methods)] // a session setting, no rows
             txn.execute_unprepared("SET LOCAL client_min_messages = warning").await?;
             let pending = M::get_pending_migrations(&txn).await?.len();
             if pending > 0 {
@@ -385,6 +390,7 @@ mod tests {
         not(gatehouse_test_postgres),
         ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test"
     )]
+    #[allow(clippy::disallowed_methods)] // the test's own databases and sessions
     async fn connections_the_server_dropped_while_idle_are_replaced_before_a_query_uses_them() {
         let Ok(admin_url) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") else {
             return; // SQLite's connections cannot be dropped.
