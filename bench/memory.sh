@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Memory under sign-ins: the release binary on SQLite, idle (3 s after it
-# started), then right
+# started, once it has given back the code only start-up ran), then right
 # after 200 password sign-ins four at a time (ROUNDS of four; 50 by
 # default), and 11 s later, once the hashing threads (idle for 10 s) have
 # given their memory back; VmRSS, RssAnon and RssFile from /proc.

@@ -9,6 +9,7 @@ pub mod error;
 pub mod events;
 pub mod failpoint;
 pub mod http;
+pub mod memory;
 pub mod oauth;
 pub mod openapi;
 pub mod region;

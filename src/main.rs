@@ -76,6 +76,15 @@ async fn main() -> ExitCode {
     }
 }
 
+/// Once the workers have built their routes (they do on their own threads
+/// as the server starts), the code pages only start-up ran go back to the
+/// kernel (`gatehouse::memory`).
+async fn release_start_up_code() {
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    let bytes = gatehouse::memory::release_start_up_code();
+    tracing::debug!(bytes, "start-up code pages given back");
+}
+
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let settings = Settings::load(cli.config.as_deref())?;
     telemetry::init_logging(settings.log.format);
@@ -101,6 +110,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 );
             }
             tracing::info!(port = app.port(), "gatehouse listening");
+            actix_web::rt::spawn(release_start_up_code());
             app.run_until_stopped().await?;
         }
         Command::Bootstrap { name, environment, region, allowed_origins } => {

@@ -5,7 +5,7 @@
 use std::{
     future::Future,
     sync::{Arc, OnceLock},
-    time::Duration,
+    time::{Duration, Instant},
 };
 
 use moka::sync::Cache;
@@ -14,7 +14,7 @@ use serde::{de::DeserializeOwned, Serialize};
 use tokio::sync::OnceCell;
 use uuid::Uuid;
 
-use super::redis::SharedRedis;
+use super::{hot::HotCopies, redis::SharedRedis};
 
 const LOCAL_CAPACITY: u64 = 100_000;
 
@@ -37,6 +37,9 @@ pub fn pair_key(first: Uuid, second: Uuid) -> Uuid {
 /// are not.
 struct Slot<V> {
     cell: OnceCell<V>,
+    /// When moka drops the entry (its time to live from now): the bound on
+    /// a per-thread copy of the value.
+    expires: Instant,
 }
 
 #[derive(Clone)]
@@ -45,7 +48,10 @@ pub struct ReadThrough<V: Send> {
     /// The counter of the hot path, looked up once (a labelled look-up per
     /// read was a measurable part of a JWKS request).
     local_hits: Arc<OnceLock<metrics::Counter>>,
+    /// Each worker's copies of `local`'s values, read first.
+    hot: Arc<HotCopies<Uuid, V>>,
     local: Cache<Uuid, Arc<Slot<V>>>,
+    local_ttl: Duration,
     redis: Option<SharedRedis>,
     shared_ttl: Duration,
 }
@@ -57,13 +63,15 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         Self {
             name,
             local_hits: Arc::default(),
+            hot: Arc::default(),
             local: Cache::builder().name(name).max_capacity(LOCAL_CAPACITY).time_to_live(local_ttl).build(),
+            local_ttl,
             redis,
             shared_ttl,
         }
     }
 
-    /// This node's copy first; on a miss
+    /// This node's copy first (this thread's, then the node's); on a miss
     /// Redis, then the future `load` makes, whose value is written to Redis.
     /// Either is kept locally.
     ///
@@ -77,14 +85,26 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         F: Future<Output = Result<V, E>>,
         E: Send + Sync + 'static,
     {
-        let slot = self.local.get_with(key, || Arc::new(Slot { cell: OnceCell::new() }));
+        let generation = match self.hot.get(&key) {
+            Ok(value) => {
+                self.count_local_hit();
+                return Ok(value);
+            }
+            Err(generation) => generation,
+        };
+        let slot = self.local.get_with(key, || Arc::new(Slot { cell: OnceCell::new(), expires: self.expiry() }));
         if let Some(value) = slot.cell.get() {
             self.count_local_hit();
+            self.hot.keep(key, value.clone(), generation, slot.expires);
             return Ok(value.clone());
         }
         self.count("local", "miss");
-        Box::pin(async move { slot.cell.get_or_try_init(|| self.fill(key, load())).await.cloned().map_err(Arc::new) })
-            .await
+        Box::pin(async move {
+            let value = slot.cell.get_or_try_init(|| self.fill(key, load())).await.cloned().map_err(Arc::new)?;
+            self.hot.keep(key, value.clone(), generation, slot.expires);
+            Ok(value)
+        })
+        .await
     }
 
     /// The writer's path, after its commit: Redis first, so that this node
@@ -104,16 +124,23 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
         if let Some(redis) = &self.redis {
             self.write_shared(redis, self.shared_key(redis, key), &value).await;
         }
-        self.local.insert(key, Arc::new(Slot { cell: OnceCell::new_with(Some(value)) }));
+        self.local.insert(key, Arc::new(Slot { cell: OnceCell::new_with(Some(value)), expires: self.expiry() }));
+        self.hot.retire_all();
     }
 
     /// On a bus message: another node already dropped the shared copy.
     pub fn invalidate_local(&self, key: Uuid) {
         self.local.invalidate(&key);
+        self.hot.retire_all();
     }
 
     pub fn invalidate_all_local(&self) {
         self.local.invalidate_all();
+        self.hot.retire_all();
+    }
+
+    fn expiry(&self) -> Instant {
+        Instant::now() + self.local_ttl
     }
 
     async fn fill<E, F>(&self, key: Uuid, load: F) -> Result<V, E>

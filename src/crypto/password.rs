@@ -78,35 +78,24 @@ fn hash_raw(argon: &Argon2<'_>, password: &[u8], salt: &[u8], out: &mut [u8]) ->
 
 /// Gives this thread's argon2 pages back to the kernel, keeping the
 /// allocation: the pages read as zeros until a hash writes them again.
-///
-/// The one `unsafe` it takes earns its place: after 1,000 sign-ins the
-/// process holds 57 MiB, 38 MiB of it the two threads' blocks, and 19 MiB
-/// ten seconds later (BENCHMARKS.md, "Memory"). Freeing the block instead
-/// would not return it: glibc keeps freed blocks of this size in its heap.
+/// After 1,000 sign-ins the process holds the two threads' blocks (38 MiB);
+/// ten seconds later it is back near its idle size (BENCHMARKS.md,
+/// "Micro-optimisations measured"). Freeing the block instead would not
+/// return it: glibc keeps freed blocks of this size in its heap.
 fn release_memory() {
     MEMORY.with(|memory| {
         let mut memory = memory.borrow_mut();
-        let (start, len) = whole_pages(memory.as_mut_ptr() as usize, std::mem::size_of_val(&memory[..]));
+        let bytes = std::mem::size_of_val(&memory[..]);
         #[cfg(target_os = "linux")]
-        if len > 0 {
-            // SAFETY: the range lies inside the vector's initialised blocks,
-            // which this thread exclusively borrows; MADV_DONTNEED on private
-            // anonymous memory leaves it mapped and zero-filled, and all zeros
-            // is a valid `Block`. Argon2 writes every block before it reads
-            // it, so the contents are not relied on.
-            unsafe { libc::madvise(start as *mut libc::c_void, len, libc::MADV_DONTNEED) };
+        // SAFETY: the range is the vector's initialised blocks, which this
+        // thread exclusively borrows; MADV_DONTNEED on private anonymous
+        // memory leaves it mapped and zero-filled, and all zeros is a valid
+        // `Block`. Argon2 writes every block before it reads it, so the
+        // contents are not relied on.
+        unsafe {
+            crate::memory::advise(memory.as_mut_ptr() as usize, bytes, libc::MADV_DONTNEED);
         }
-        #[cfg(not(target_os = "linux"))]
-        let _ = (start, len);
     });
-}
-
-/// The whole pages inside `[address, address + len)`: (first page, bytes).
-fn whole_pages(address: usize, len: usize) -> (usize, usize) {
-    const PAGE: usize = 4096;
-    let start = address.next_multiple_of(PAGE);
-    let end = (address + len) / PAGE * PAGE;
-    (start, end.saturating_sub(start))
 }
 
 /// The PHC string of `password` with a new random salt.
