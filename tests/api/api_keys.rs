@@ -163,16 +163,10 @@ async fn twenty_concurrent_creators_of_one_name_get_one_success_and_nineteen_409
 async fn last_used_at_is_recorded_after_use() {
     let app = spawn_app().await;
     app.get("/v1/api-keys").await;
-    let mut seen = false;
-    for _ in 0..50 {
-        let keys = app.get("/v1/api-keys").await;
-        if keys.data()[0]["last_used_at"].is_string() {
-            seen = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    assert!(seen);
+    crate::wait::until("the key's use to be recorded", || async {
+        app.get("/v1/api-keys").await.data()[0]["last_used_at"].is_string()
+    })
+    .await;
 }
 
 #[actix_web::test]
@@ -214,21 +208,17 @@ async fn a_key_revoked_on_one_node_is_refused_by_another_within_a_second() {
     let id = a.get("/v1/api-keys").await.data()[0]["id"].as_str().unwrap().to_string();
     // B records the key's first use in the background; on SQLite (one file,
     // two nodes in one process) that write must be done before A writes.
-    for _ in 0..100 {
-        if a.get(&format!("/v1/api-keys/{id}")).await.data()["last_used_at"].is_string() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    crate::wait::until("B's record of the key's first use", || async {
+        a.get(&format!("/v1/api-keys/{id}")).await.data()["last_used_at"].is_string()
+    })
+    .await;
     assert_eq!(a.post(&format!("/v1/api-keys/{id}/revoke"), &json!({})).await.status, 200);
-    let revoked_at = std::time::Instant::now();
     assert_eq!(a.send(&victim, Method::GET, "/v1/api-keys", None).await.status, 401, "at once on the revoking node");
-    loop {
-        let status = a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status;
-        if status == 401 {
-            break;
-        }
-        assert!(revoked_at.elapsed() < std::time::Duration::from_millis(1100), "node B still accepts the key");
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    // B's cached copy of a key lives 1 s: the revocation is a guarantee
+    // within that bound (with Redis, the bus carries it in milliseconds).
+    let bound = std::time::Duration::from_millis(1100);
+    crate::wait::within("node B to refuse the revoked key", bound, || async {
+        a.send_at(&b, &victim, Method::GET, "/v1/api-keys", None).await.status == 401
+    })
+    .await;
 }

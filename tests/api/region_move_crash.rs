@@ -56,14 +56,16 @@ async fn killed_at(step: &str) {
         call(reqwest::Method::POST, "/v1/api-keys").json(&json!({"name": "k"})).send().await.unwrap().status(),
         201
     );
-    // The verification emails are sent after the answers; their audit rows then.
-    wait::until("both verification emails' audit rows", || async {
+    // The verification emails are sent after the answers: their outbox
+    // entries and audit rows are written then.
+    let before = wait::until_some("both verification emails' outbox entries and audit rows", || async {
         let path = "/v1/audit-logs/export?type=user.email_verification_sent";
-        let rows: Value = call(reqwest::Method::GET, path).send().await.unwrap().json().await.unwrap();
-        rows["data"].as_array().is_some_and(|rows| rows.len() == 2)
+        let audited: Value = call(reqwest::Method::GET, path).send().await.unwrap().json().await.unwrap();
+        let counted = rows(&binary, "us", id).await;
+        let sent = counted.iter().any(|(table, n)| *table == "messaging_outbox" && *n == 2);
+        (sent && audited["data"].as_array().is_some_and(|rows| rows.len() == 2)).then_some(counted)
     })
     .await;
-    let before = rows(&binary, "us", id).await;
 
     // Act: the move stops at `step`; the process is killed there.
     let moving = call(reqwest::Method::POST, "/v1/security/region").json(&json!({"region": "eu"})).send();
