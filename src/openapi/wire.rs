@@ -80,9 +80,11 @@ const SHARED: &[(&str, &str, &str)] = &[
     ("403", "OriginNotAllowed", "`origin_not_allowed`: a browser request from an origin the application does not allow."),
     ("404", "NotFound", "`not_found`: no such resource in this application."),
     ("413", "PayloadTooLarge", "`payload_too_large`: the body is over 1 MiB."),
+    ("414", "UriTooLong", "`uri_too_long`: the request target is over 8 KiB."),
     ("415", "UnsupportedMediaType", "`unsupported_media_type`: a body without `Content-Type: application/json`."),
     ("422", "ValidationFailed", "`validation_failed`: `error.details` names each field and its problem."),
     ("429", "RateLimited", "`rate_limited`, with `Retry-After`."),
+    ("431", "HeadersTooLarge", "`headers_too_large`: a header field is over 8 KiB, or all of them over 32 KiB."),
     ("503", "Unavailable", "`unavailable` (with `Retry-After`): a database is unavailable or busy; try again."),
 ];
 
@@ -98,7 +100,8 @@ fn shape(operation: &mut Operation, kind: Kind) {
     }
     let writes = operation.request_body.is_some();
 
-    let mut shared: Vec<&str> = vec!["503"];
+    // Every request's head is bounded (`http::head_limits`).
+    let mut shared: Vec<&str> = vec!["414", "431", "503"];
     if kind == Kind::Enveloped {
         shared.push("401");
     }
