@@ -67,11 +67,3 @@ impl<R: 'static> Handler<Change<R>> for TenantActor {
         self.change((msg.work)(turn))
     }
 }
-
-#[cfg(test)]
-impl InTurn {
-    /// A turn outside any actor, for unit tests of the functions that take one.
-    pub fn for_tests(scope: TenantScope, master_key: MasterKey, keys: SigningKeys) -> InTurn {
-        InTurn { scope, master_key, keys }
-    }
-}
