@@ -7,194 +7,79 @@ use crate::http::envelope;
 
 mod areas;
 
-/// Every `error.code` the API can answer, with its status.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Code {
-    MalformedJson,
-    InvalidSignature,
-    InvalidState,
-    InvalidGrant,
-    Unauthenticated,
-    InvalidCredentials,
-    InsufficientScope,
-    InsufficientRole,
-    NoActiveOrganization,
-    OriginNotAllowed,
-    SignUpDenied,
-    NotFound,
-    HostGroupNotFound,
-    MethodNotAllowed,
-    Conflict,
-    KeyInUse,
-    AlreadyMember,
-    SodViolation,
-    LastOwner,
-    AlreadyDecided,
-    AlreadyInvited,
-    InvitationEmailMismatch,
-    DomainTaken,
-    DomainVerificationFailed,
-    EmailNotVerified,
-    Aal2Required,
-    PasskeysNotConfigured,
-    PayloadTooLarge,
-    RequestTimeout,
-    UriTooLong,
-    HeadersTooLarge,
-    UnsupportedMediaType,
-    ValidationFailed,
-    InvalidUrl,
-    UnknownRegion,
-    PlatformMismatch,
-    ProductionSharedSenderForbidden,
-    ProductionRequiresOwnCredentials,
-    RateLimited,
-    Unavailable,
-    HookUnavailable,
-    RegionMigrationInProgress,
-    Internal,
+/// Declares [`Code`] from one table: each code's variant, its HTTP status
+/// and its wire name, so a new code is one line here.
+macro_rules! codes {
+    ($($variant:ident => $status:ident, $name:literal;)+) => {
+        /// Every `error.code` the API can answer, with its status.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum Code {
+            $($variant,)+
+        }
+
+        impl Code {
+            /// Every code, for the OpenAPI document's `Error` schema.
+            pub const ALL: &[Code] = &[$(Code::$variant,)+];
+
+            pub fn status(self) -> StatusCode {
+                match self {
+                    $(Code::$variant => StatusCode::$status,)+
+                }
+            }
+
+            pub fn as_str(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $name,)+
+                }
+            }
+        }
+    };
 }
 
-impl Code {
-    /// Every code, for the OpenAPI document's `Error` schema.
-    pub const ALL: [Code; 43] = [
-        Code::MalformedJson,
-        Code::InvalidSignature,
-        Code::InvalidState,
-        Code::InvalidGrant,
-        Code::Unauthenticated,
-        Code::InvalidCredentials,
-        Code::InsufficientScope,
-        Code::InsufficientRole,
-        Code::NoActiveOrganization,
-        Code::OriginNotAllowed,
-        Code::SignUpDenied,
-        Code::NotFound,
-        Code::HostGroupNotFound,
-        Code::MethodNotAllowed,
-        Code::Conflict,
-        Code::KeyInUse,
-        Code::AlreadyMember,
-        Code::SodViolation,
-        Code::LastOwner,
-        Code::AlreadyDecided,
-        Code::AlreadyInvited,
-        Code::InvitationEmailMismatch,
-        Code::DomainTaken,
-        Code::DomainVerificationFailed,
-        Code::EmailNotVerified,
-        Code::Aal2Required,
-        Code::PasskeysNotConfigured,
-        Code::PayloadTooLarge,
-        Code::RequestTimeout,
-        Code::UriTooLong,
-        Code::HeadersTooLarge,
-        Code::UnsupportedMediaType,
-        Code::ValidationFailed,
-        Code::InvalidUrl,
-        Code::UnknownRegion,
-        Code::PlatformMismatch,
-        Code::ProductionSharedSenderForbidden,
-        Code::ProductionRequiresOwnCredentials,
-        Code::RateLimited,
-        Code::Unavailable,
-        Code::HookUnavailable,
-        Code::RegionMigrationInProgress,
-        Code::Internal,
-    ];
-
-    pub fn status(self) -> StatusCode {
-        match self {
-            Code::MalformedJson | Code::InvalidSignature | Code::InvalidState | Code::InvalidGrant => {
-                StatusCode::BAD_REQUEST
-            }
-            Code::Unauthenticated | Code::InvalidCredentials => StatusCode::UNAUTHORIZED,
-            Code::InsufficientScope
-            | Code::InsufficientRole
-            | Code::NoActiveOrganization
-            | Code::OriginNotAllowed
-            | Code::SignUpDenied
-            | Code::InvitationEmailMismatch
-            | Code::EmailNotVerified
-            | Code::Aal2Required => StatusCode::FORBIDDEN,
-            Code::NotFound | Code::HostGroupNotFound => StatusCode::NOT_FOUND,
-            Code::MethodNotAllowed => StatusCode::METHOD_NOT_ALLOWED,
-            Code::Conflict
-            | Code::KeyInUse
-            | Code::AlreadyMember
-            | Code::SodViolation
-            | Code::LastOwner
-            | Code::AlreadyDecided
-            | Code::AlreadyInvited
-            | Code::DomainTaken
-            | Code::PasskeysNotConfigured => StatusCode::CONFLICT,
-            Code::PayloadTooLarge => StatusCode::PAYLOAD_TOO_LARGE,
-            Code::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            Code::UriTooLong => StatusCode::URI_TOO_LONG,
-            Code::HeadersTooLarge => StatusCode::REQUEST_HEADER_FIELDS_TOO_LARGE,
-            Code::UnsupportedMediaType => StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Code::ValidationFailed
-            | Code::InvalidUrl
-            | Code::UnknownRegion
-            | Code::PlatformMismatch
-            | Code::DomainVerificationFailed
-            | Code::ProductionSharedSenderForbidden
-            | Code::ProductionRequiresOwnCredentials => StatusCode::UNPROCESSABLE_ENTITY,
-            Code::RateLimited => StatusCode::TOO_MANY_REQUESTS,
-            Code::Unavailable | Code::HookUnavailable | Code::RegionMigrationInProgress => {
-                StatusCode::SERVICE_UNAVAILABLE
-            }
-            Code::Internal => StatusCode::INTERNAL_SERVER_ERROR,
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Code::MalformedJson => "malformed_json",
-            Code::InvalidSignature => "invalid_signature",
-            Code::InvalidState => "invalid_state",
-            Code::InvalidGrant => "invalid_grant",
-            Code::Unauthenticated => "unauthenticated",
-            Code::InvalidCredentials => "invalid_credentials",
-            Code::InsufficientScope => "insufficient_scope",
-            Code::InsufficientRole => "insufficient_role",
-            Code::NoActiveOrganization => "no_active_organization",
-            Code::OriginNotAllowed => "origin_not_allowed",
-            Code::SignUpDenied => "sign_up_denied",
-            Code::NotFound => "not_found",
-            Code::HostGroupNotFound => "host_group_not_found",
-            Code::MethodNotAllowed => "method_not_allowed",
-            Code::Conflict => "conflict",
-            Code::KeyInUse => "key_in_use",
-            Code::AlreadyMember => "already_member",
-            Code::SodViolation => "sod_violation",
-            Code::LastOwner => "last_owner",
-            Code::AlreadyDecided => "already_decided",
-            Code::AlreadyInvited => "already_invited",
-            Code::InvitationEmailMismatch => "invitation_email_mismatch",
-            Code::DomainTaken => "domain_taken",
-            Code::DomainVerificationFailed => "domain_verification_failed",
-            Code::EmailNotVerified => "email_not_verified",
-            Code::Aal2Required => "aal2_required",
-            Code::PasskeysNotConfigured => "passkeys_not_configured",
-            Code::PayloadTooLarge => "payload_too_large",
-            Code::RequestTimeout => "request_timeout",
-            Code::UriTooLong => "uri_too_long",
-            Code::HeadersTooLarge => "headers_too_large",
-            Code::UnsupportedMediaType => "unsupported_media_type",
-            Code::ValidationFailed => "validation_failed",
-            Code::InvalidUrl => "invalid_url",
-            Code::UnknownRegion => "unknown_region",
-            Code::PlatformMismatch => "platform_mismatch",
-            Code::ProductionSharedSenderForbidden => "production_shared_sender_forbidden",
-            Code::ProductionRequiresOwnCredentials => "production_requires_own_credentials",
-            Code::RateLimited => "rate_limited",
-            Code::Unavailable => "unavailable",
-            Code::HookUnavailable => "hook_unavailable",
-            Code::RegionMigrationInProgress => "region_migration_in_progress",
-            Code::Internal => "internal",
-        }
-    }
+codes! {
+    MalformedJson => BAD_REQUEST, "malformed_json";
+    InvalidSignature => BAD_REQUEST, "invalid_signature";
+    InvalidState => BAD_REQUEST, "invalid_state";
+    InvalidGrant => BAD_REQUEST, "invalid_grant";
+    Unauthenticated => UNAUTHORIZED, "unauthenticated";
+    InvalidCredentials => UNAUTHORIZED, "invalid_credentials";
+    InsufficientScope => FORBIDDEN, "insufficient_scope";
+    InsufficientRole => FORBIDDEN, "insufficient_role";
+    NoActiveOrganization => FORBIDDEN, "no_active_organization";
+    OriginNotAllowed => FORBIDDEN, "origin_not_allowed";
+    SignUpDenied => FORBIDDEN, "sign_up_denied";
+    NotFound => NOT_FOUND, "not_found";
+    HostGroupNotFound => NOT_FOUND, "host_group_not_found";
+    MethodNotAllowed => METHOD_NOT_ALLOWED, "method_not_allowed";
+    Conflict => CONFLICT, "conflict";
+    KeyInUse => CONFLICT, "key_in_use";
+    AlreadyMember => CONFLICT, "already_member";
+    SodViolation => CONFLICT, "sod_violation";
+    LastOwner => CONFLICT, "last_owner";
+    AlreadyDecided => CONFLICT, "already_decided";
+    AlreadyInvited => CONFLICT, "already_invited";
+    InvitationEmailMismatch => FORBIDDEN, "invitation_email_mismatch";
+    DomainTaken => CONFLICT, "domain_taken";
+    DomainVerificationFailed => UNPROCESSABLE_ENTITY, "domain_verification_failed";
+    EmailNotVerified => FORBIDDEN, "email_not_verified";
+    Aal2Required => FORBIDDEN, "aal2_required";
+    PasskeysNotConfigured => CONFLICT, "passkeys_not_configured";
+    PayloadTooLarge => PAYLOAD_TOO_LARGE, "payload_too_large";
+    RequestTimeout => REQUEST_TIMEOUT, "request_timeout";
+    UriTooLong => URI_TOO_LONG, "uri_too_long";
+    HeadersTooLarge => REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large";
+    UnsupportedMediaType => UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type";
+    ValidationFailed => UNPROCESSABLE_ENTITY, "validation_failed";
+    InvalidUrl => UNPROCESSABLE_ENTITY, "invalid_url";
+    UnknownRegion => UNPROCESSABLE_ENTITY, "unknown_region";
+    PlatformMismatch => UNPROCESSABLE_ENTITY, "platform_mismatch";
+    ProductionSharedSenderForbidden => UNPROCESSABLE_ENTITY, "production_shared_sender_forbidden";
+    ProductionRequiresOwnCredentials => UNPROCESSABLE_ENTITY, "production_requires_own_credentials";
+    RateLimited => TOO_MANY_REQUESTS, "rate_limited";
+    Unavailable => SERVICE_UNAVAILABLE, "unavailable";
+    HookUnavailable => SERVICE_UNAVAILABLE, "hook_unavailable";
+    RegionMigrationInProgress => SERVICE_UNAVAILABLE, "region_migration_in_progress";
+    Internal => INTERNAL_SERVER_ERROR, "internal";
 }
 
 /// One problem with one field of a request.
