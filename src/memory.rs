@@ -3,7 +3,7 @@
 //! that only start-up ran. Both earn their `unsafe` on a figure operators
 //! see, measured side by side with their removal (BENCHMARKS.md,
 //! "Micro-optimisations measured"): idle RSS 28 MiB with the code pages
-//! given back, 41 MiB without.
+//! given back, 40 MiB without.
 //!
 //! Start-up (configuration, the migrations, the OpenAPI document, every
 //! worker's routes) runs code that serving never runs again, and the kernel

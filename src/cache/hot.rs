@@ -5,7 +5,7 @@
 //! thread touches.
 //!
 //! It earns its place: without it the authenticated read (secret key,
-//! directory entry) serves 0.60–0.61 of healthz's rate, with it 0.72–0.73,
+//! directory entry) serves 0.60–0.65 of healthz's rate, with it 0.72–0.73,
 //! side by side (BENCHMARKS.md, "Micro-optimisations measured").
 //!
 //! A copy is exactly as fresh as the shared entry it was taken from: it

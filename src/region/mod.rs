@@ -21,7 +21,7 @@ use serde_json::json;
 use utoipa::openapi::{RefOr, Schema};
 
 /// A region's name: a lower-case DNS label (`us`, `eu`, `ca-central`), so
-/// that it fits a host name, a database name and a metric label.
+/// that it fits a host name, a file name and an environment variable.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Region(&'static str);
 
@@ -86,7 +86,7 @@ impl<'de> Deserialize<'de> for Region {
 }
 
 /// In the document a region is a name; the served document lists the
-/// deployment's regions as its `enum` (`openapi::for_deployment`).
+/// deployment's regions as its `enum` (`openapi::Served::for_regions`).
 impl utoipa::PartialSchema for Region {
     fn schema() -> RefOr<Schema> {
         let schema =

@@ -159,9 +159,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
     issues.finish()?;
     let region = match request.region.as_deref() {
         None => key.tenant().region,
-        Some(value) => {
-            state.settings.region_named(value).ok_or_else(|| super::region::unknown_region(&state.settings, value))?
-        }
+        Some(value) => super::region::requested(&state.settings, value)?,
     };
     let mut new = NewApplication {
         account_id: key.tenant().account_id,

@@ -140,9 +140,10 @@ pub async fn put_feature(
     let feature_key = path.into_inner();
     let feature = state
         .tenants
-        .change(&key.scope, move |turn| async move {
-            Ok(definitions::put_feature(&turn, &feature_key, input, limit).await?)
-        })
+        .change(
+            &key.scope,
+            move |turn| async move { definitions::put_feature(&turn, &feature_key, input, limit).await },
+        )
         .await?;
     Ok(envelope::ok(FeatureView::from(&feature)))
 }
@@ -171,7 +172,7 @@ pub async fn delete_feature(
     let feature_key = path.into_inner();
     state
         .tenants
-        .change(&key.scope, move |turn| async move { Ok(definitions::delete_feature(&turn, &feature_key).await?) })
+        .change(&key.scope, move |turn| async move { definitions::delete_feature(&turn, &feature_key).await })
         .await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
@@ -202,9 +203,10 @@ pub async fn put_plan(
     let (plan_key, PutPlanRequest { name, grants }) = (path.into_inner(), request);
     let plan = state
         .tenants
-        .change(&key.scope, move |turn| async move {
-            Ok(definitions::put_plan(&turn, &plan_key, &name, grants, limit).await?)
-        })
+        .change(
+            &key.scope,
+            move |turn| async move { definitions::put_plan(&turn, &plan_key, &name, grants, limit).await },
+        )
         .await?;
     Ok(envelope::ok(PlanView::from(&plan)))
 }
@@ -235,7 +237,7 @@ pub async fn delete_plan(
     let plan_key = path.into_inner();
     state
         .tenants
-        .change(&key.scope, move |turn| async move { Ok(definitions::delete_plan(&turn, &plan_key).await?) })
+        .change(&key.scope, move |turn| async move { definitions::delete_plan(&turn, &plan_key).await })
         .await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

@@ -101,10 +101,8 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
         timeout_ms: r.timeout_ms.unwrap_or(hooks::DEFAULT_TIMEOUT_MS),
     };
     let limit = state.settings.limits.hooks_per_application;
-    let (hook, secret) = state
-        .tenants
-        .change(&key.scope, move |turn| async move { Ok(hooks::create(&turn, new, limit).await?) })
-        .await?;
+    let (hook, secret) =
+        state.tenants.change(&key.scope, move |turn| async move { hooks::create(&turn, new, limit).await }).await?;
     Ok(envelope::created(HookWithSecretView { hook: (&hook).into(), secret }))
 }
 
@@ -160,7 +158,7 @@ pub async fn update_hook(
         timeout_ms: r.timeout_ms,
     };
     let hook =
-        state.tenants.change(&key.scope, move |turn| async move { Ok(hooks::update(&turn, id, patch).await?) }).await?;
+        state.tenants.change(&key.scope, move |turn| async move { hooks::update(&turn, id, patch).await }).await?;
     Ok(envelope::ok(HookView::from(&hook)))
 }
 
@@ -173,6 +171,6 @@ pub async fn delete_hook(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Hook", &path)?;
-    state.tenants.change(&key.scope, move |turn| async move { Ok(hooks::delete(&turn, id).await?) }).await?;
+    state.tenants.change(&key.scope, move |turn| async move { hooks::delete(&turn, id).await }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

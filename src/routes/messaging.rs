@@ -117,10 +117,8 @@ pub async fn upsert_messaging_provider(
     let update = ProviderUpdate { channel: r.channel, kind: r.kind, config: r.config, secret: r.secret };
     let environment = key.tenant().environment;
     let checked = messaging::check(update, environment, state.mailer.reach(environment.is_live()))?;
-    let row = state
-        .tenants
-        .change(&key.scope, move |turn| async move { Ok(messaging::upsert(&turn, checked).await?) })
-        .await?;
+    let row =
+        state.tenants.change(&key.scope, move |turn| async move { messaging::upsert(&turn, checked).await }).await?;
     Ok(envelope::ok(MessagingProviderView::from(&row)))
 }
 

@@ -109,7 +109,7 @@ pub async fn upsert_oauth_provider(
     let checked = oauth_providers::check(update, key.tenant().environment)?;
     let row = state
         .tenants
-        .change(&key.scope, move |turn| async move { Ok(oauth_providers::upsert(&turn, checked).await?) })
+        .change(&key.scope, move |turn| async move { oauth_providers::upsert(&turn, checked).await })
         .await?;
     Ok(envelope::ok(OAuthProviderView::from(&row)))
 }

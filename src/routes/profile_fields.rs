@@ -100,7 +100,7 @@ pub async fn create_profile_field(state: web::Data<AppState>, key: SecretKey, bo
     let limit = state.settings.limits.profile_fields_per_application;
     let field = state
         .tenants
-        .change(&key.scope, move |turn| async move { Ok(profile_fields::create(&turn, new, limit).await?) })
+        .change(&key.scope, move |turn| async move { profile_fields::create(&turn, new, limit).await })
         .await?;
     Ok(envelope::created(ProfileFieldView::from(&field)))
 }
@@ -151,7 +151,7 @@ pub async fn update_profile_field(
     let patch = FieldPatch { label: r.label, options: r.options, position: r.position, required: r.required };
     let field = state
         .tenants
-        .change(&key.scope, move |turn| async move { Ok(profile_fields::update(&turn, id, patch).await?) })
+        .change(&key.scope, move |turn| async move { profile_fields::update(&turn, id, patch).await })
         .await?;
     Ok(envelope::ok(ProfileFieldView::from(&field)))
 }
@@ -165,6 +165,6 @@ pub async fn delete_profile_field(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Profile field", &path)?;
-    state.tenants.change(&key.scope, move |turn| async move { Ok(profile_fields::delete(&turn, id).await?) }).await?;
+    state.tenants.change(&key.scope, move |turn| async move { profile_fields::delete(&turn, id).await }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

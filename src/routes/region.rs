@@ -49,14 +49,16 @@ pub async fn get_region(key: SecretKey) -> ApiResult<HttpResponse> {
     security(("secret_key" = ["admin"])))]
 pub async fn set_region(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: SetRegionRequest = body.json().await?;
-    let to =
-        state.settings.region_named(&request.region).ok_or_else(|| unknown_region(&state.settings, &request.region))?;
+    let to = requested(&state.settings, &request.region)?;
     let region = state.tenants.move_region(&key.scope, to).await?;
     Ok(envelope::ok(RegionView { region }))
 }
 
-/// 422 `unknown_region`, naming the deployment's regions.
-pub(super) fn unknown_region(settings: &Settings, name: &str) -> ApiError {
-    let message = format!("Region `{}` is not one of {}.", name.escape_debug(), settings.region_names());
-    ApiError::new(Code::UnknownRegion, message)
+/// The deployment's region a request names; 422 `unknown_region`, naming
+/// the deployment's regions, for any other.
+pub(super) fn requested(settings: &Settings, name: &str) -> ApiResult<Region> {
+    settings.region_named(name).ok_or_else(|| {
+        let message = format!("Region `{}` is not one of {}.", name.escape_debug(), settings.region_names());
+        ApiError::new(Code::UnknownRegion, message)
+    })
 }

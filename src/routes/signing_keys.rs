@@ -180,7 +180,11 @@ pub async fn rotate_signing_key(
         .tenants
         .change(&key.scope, move |turn| async move {
             let keys = turn.keys();
-            Ok(if immediate { keys.rotate_immediately(turn.scope()).await? } else { keys.rotate(turn.scope()).await? })
+            if immediate {
+                keys.rotate_immediately(turn.scope()).await
+            } else {
+                keys.rotate(turn.scope()).await
+            }
         })
         .await?;
     Ok(envelope::ok(RotatedView { kid: rotation.kid, signs_from: rotation.signs_from }))

@@ -93,10 +93,8 @@ pub async fn create_sod_policy(state: web::Data<AppState>, key: SecretKey, body:
     let request: SodPolicyRequest = body.json().await?;
     let limit = state.settings.limits.sod_policies_per_application;
     let input = request.into();
-    let policy = state
-        .tenants
-        .change(&key.scope, move |turn| async move { Ok(sod::create(&turn, input, limit).await?) })
-        .await?;
+    let policy =
+        state.tenants.change(&key.scope, move |turn| async move { sod::create(&turn, input, limit).await }).await?;
     Ok(envelope::created(SodPolicyView::from(&policy)))
 }
 
@@ -131,7 +129,7 @@ pub async fn update_sod_policy(
     let request: SodPolicyRequest = body.json().await?;
     let input = request.into();
     let policy =
-        state.tenants.change(&key.scope, move |turn| async move { Ok(sod::update(&turn, id, input).await?) }).await?;
+        state.tenants.change(&key.scope, move |turn| async move { sod::update(&turn, id, input).await }).await?;
     Ok(envelope::ok(SodPolicyView::from(&policy)))
 }
 
@@ -144,7 +142,7 @@ pub async fn delete_sod_policy(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Separation-of-duties policy", &path)?;
-    state.tenants.change(&key.scope, move |turn| async move { Ok(sod::delete(&turn, id).await?) }).await?;
+    state.tenants.change(&key.scope, move |turn| async move { sod::delete(&turn, id).await }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 

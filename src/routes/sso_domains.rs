@@ -94,9 +94,10 @@ pub async fn claim_domain(state: web::Data<AppState>, user: EndUser, body: Body)
     let ClaimDomainRequest { domain, auto_join_role } = request;
     let claimed = state
         .tenants
-        .change(&user.scope, move |turn| async move {
-            Ok(sso_domains::claim(&turn, &manager, &domain, auto_join_role).await?)
-        })
+        .change(
+            &user.scope,
+            move |turn| async move { sso_domains::claim(&turn, &manager, &domain, auto_join_role).await },
+        )
         .await?;
     Ok(envelope::created(SsoDomainView::from(&claimed)))
 }
@@ -128,7 +129,7 @@ pub async fn verify_domain(
     let resolver = state.domains.clone();
     let verified = state
         .tenants
-        .change(&user.scope, move |turn| async move { Ok(sso_domains::verify(&turn, &resolver, &manager, id).await?) })
+        .change(&user.scope, move |turn| async move { sso_domains::verify(&turn, &resolver, &manager, id).await })
         .await?;
     Ok(envelope::ok(SsoDomainView::from(&verified)))
 }
@@ -146,7 +147,7 @@ pub async fn delete_domain(
     let manager = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
     state
         .tenants
-        .change(&user.scope, move |turn| async move { Ok(sso_domains::delete(&turn, &manager, id).await?) })
+        .change(&user.scope, move |turn| async move { sso_domains::delete(&turn, &manager, id).await })
         .await?;
     Ok(envelope::ok(serde_json::json!({})))
 }

@@ -161,10 +161,8 @@ pub async fn create_webhook(state: web::Data<AppState>, key: SecretKey, body: Bo
     issues.finish()?;
     let limit = state.settings.limits.webhooks_per_application;
     let new = NewWebhook { url, description, event_types };
-    let (row, secret) = state
-        .tenants
-        .change(&key.scope, move |turn| async move { Ok(webhooks::create(&turn, new, limit).await?) })
-        .await?;
+    let (row, secret) =
+        state.tenants.change(&key.scope, move |turn| async move { webhooks::create(&turn, new, limit).await }).await?;
     Ok(envelope::created(WebhookWithSecretView { webhook: (&row).into(), secret }))
 }
 
@@ -212,10 +210,8 @@ pub async fn update_webhook(
     }
     issues.finish()?;
     let patch = WebhookPatch { url, description, event_types, status: request.status };
-    let row = state
-        .tenants
-        .change(&key.scope, move |turn| async move { Ok(webhooks::update(&turn, id, patch).await?) })
-        .await?;
+    let row =
+        state.tenants.change(&key.scope, move |turn| async move { webhooks::update(&turn, id, patch).await }).await?;
     Ok(envelope::ok(WebhookView::from(&row)))
 }
 
@@ -229,7 +225,7 @@ pub async fn delete_webhook(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
-    state.tenants.change(&key.scope, move |turn| async move { Ok(webhooks::delete(&turn, id).await?) }).await?;
+    state.tenants.change(&key.scope, move |turn| async move { webhooks::delete(&turn, id).await }).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
 
@@ -246,10 +242,8 @@ pub async fn rotate_webhook_secret(
 ) -> ApiResult<HttpResponse> {
     let id = path_id("Webhook", &path)?;
     body.no_fields().await?;
-    let (row, secret) = state
-        .tenants
-        .change(&key.scope, move |turn| async move { Ok(webhooks::rotate_secret(&turn, id).await?) })
-        .await?;
+    let (row, secret) =
+        state.tenants.change(&key.scope, move |turn| async move { webhooks::rotate_secret(&turn, id).await }).await?;
     Ok(envelope::ok(WebhookWithSecretView { webhook: (&row).into(), secret }))
 }
 

@@ -177,7 +177,7 @@ impl Mailer {
             let (provider_id, settings_at) = (provider.id, provider.updated_at);
             self.tenants
                 .change(scope, move |turn| async move {
-                    Ok(messaging::record_outcome(&turn, provider_id, settings_at, outcome, test).await?)
+                    messaging::record_outcome(&turn, provider_id, settings_at, outcome, test).await
                 })
                 .await
                 .map_err(MessagingError::Tenant)?

@@ -12,7 +12,12 @@ use std::{future::Future, pin::Pin};
 use actix::prelude::*;
 
 use super::actor::TenantActor;
-use crate::{crypto::master_key::MasterKey, error::ApiResult, storage::TenantScope, tokens::keys::SigningKeys};
+use crate::{
+    crypto::master_key::MasterKey,
+    error::{ApiError, ApiResult},
+    storage::TenantScope,
+    tokens::keys::SigningKeys,
+};
 
 /// What a change runs with: the caller's scope (whose actor and audit rows
 /// it names) and what tenant-wide changes need (the master key that seals
@@ -46,12 +51,14 @@ pub(super) struct Change<R> {
 }
 
 impl<R> Change<R> {
-    pub fn new<F, Fut>(scope: TenantScope, work: F) -> Change<R>
+    /// `work`'s error is its area's own, answered through its `ApiError` mapping.
+    pub fn new<F, Fut, E>(scope: TenantScope, work: F) -> Change<R>
     where
         F: FnOnce(InTurn) -> Fut + Send + 'static,
-        Fut: Future<Output = ApiResult<R>> + 'static,
+        Fut: Future<Output = Result<R, E>> + 'static,
+        ApiError: From<E>,
     {
-        Change { scope, work: Box::new(move |turn| Box::pin(work(turn))) }
+        Change { scope, work: Box::new(move |turn| Box::pin(async move { Ok(work(turn).await?) })) }
     }
 }
 

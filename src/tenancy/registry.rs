@@ -213,11 +213,12 @@ impl TenantRegistry {
 
     /// Runs `work` as one change of the scope's application, in its actor's
     /// turn; answers once the new state is published (see [`super::change`]).
-    pub async fn change<R, F, Fut>(&self, scope: &TenantScope, work: F) -> ApiResult<R>
+    pub async fn change<R, F, Fut, E>(&self, scope: &TenantScope, work: F) -> ApiResult<R>
     where
         R: Send + 'static,
         F: FnOnce(InTurn) -> Fut + Send + 'static,
-        Fut: Future<Output = ApiResult<R>> + 'static,
+        Fut: Future<Output = Result<R, E>> + 'static,
+        ApiError: From<E>,
     {
         self.send(scope.tenant().id, Change::new(scope.clone(), work)).await
     }

@@ -52,9 +52,9 @@ impl TestStorage {
                 url.set_path(&db);
                 (db, url.to_string())
             };
-            let (catalog, _) = url_for("catalog");
+            let (catalog, catalog_url) = url_for("catalog");
             admin.execute_unprepared(&format!("CREATE DATABASE {catalog}")).await.expect("create test database");
-            settings.storage.catalog_url = Some(url_for("catalog").1);
+            settings.storage.catalog_url = Some(catalog_url);
             for region in settings.deployment.regions.clone() {
                 let (db, url) = url_for(region.as_str());
                 admin.execute_unprepared(&format!("CREATE DATABASE {db}")).await.expect("create test database");
