@@ -11,7 +11,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, UpdateMany};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use super::{value_issue, EntitlementError, OrganizationEntitlements, OrganizationInputs};
+use super::{canonical, value_issue, EntitlementError, OrganizationEntitlements, OrganizationInputs};
 use crate::{
     events::catalog::EventType,
     service::{organizations, validate::Issues},
@@ -81,6 +81,7 @@ pub async fn put_override(
         .one(txn.conn())
         .await?
         .ok_or_else(|| EntitlementError::FeatureNotFound(feature_key.into()))?;
+    let value = canonical(&feature.kind, value);
     if let Some(issue) = value_issue(&feature.kind, &value) {
         let mut issues = Issues::default();
         issues.add("value", issue);

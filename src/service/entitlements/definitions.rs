@@ -8,7 +8,7 @@ use entity::{entitlement_override, feature, organization, plan};
 use sea_orm::{ActiveModelTrait, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder};
 use serde_json::{json, Map, Value};
 
-use super::{value_issue, Catalog, EntitlementError, KINDS};
+use super::{canonical, value_issue, Catalog, EntitlementError, KINDS};
 use crate::{
     events::catalog::EventType,
     service::validate::{is_scope, Issues},
@@ -71,10 +71,11 @@ fn in_use(what: &str, (plans, overrides): &(Vec<String>, u64)) -> Option<Entitle
 pub async fn put_feature(
     turn: &InTurn,
     key: &str,
-    input: FeatureInput,
+    mut input: FeatureInput,
     limit: u64,
 ) -> Result<feature::Model, EntitlementError> {
     let scope = turn.scope();
+    input.default_value = canonical(&input.kind, input.default_value);
     let mut issues = Issues::default();
     key_issue(&mut issues, "feature_key", key);
     if !KINDS.contains(&input.kind.as_str()) {
@@ -144,12 +145,13 @@ pub async fn delete_feature(turn: &InTurn, key: &str) -> Result<(), EntitlementE
 }
 
 /// Every grant names a feature and fits its kind.
-fn check_grants(issues: &mut Issues, features: &[feature::Model], grants: &Map<String, Value>) {
+fn check_grants(issues: &mut Issues, features: &[feature::Model], grants: &mut Map<String, Value>) {
     for (key, value) in grants {
         let field = format!("grants.{key}");
         match features.iter().find(|f| f.key == *key) {
             None => issues.add(&field, "no such feature"),
             Some(feature) => {
+                *value = canonical(&feature.kind, value.take());
                 if let Some(issue) = value_issue(&feature.kind, value) {
                     issues.add(&field, issue);
                 }
@@ -162,7 +164,7 @@ pub async fn put_plan(
     turn: &InTurn,
     key: &str,
     name: &str,
-    grants: Map<String, Value>,
+    mut grants: Map<String, Value>,
     limit: u64,
 ) -> Result<plan::Model, EntitlementError> {
     let scope = turn.scope();
@@ -172,7 +174,7 @@ pub async fn put_plan(
     let mut txn = scope.begin().await?;
     txn.lock_tenant().await?;
     let features = txn.find::<feature::Entity>().all(txn.conn()).await?;
-    check_grants(&mut issues, &features, &grants);
+    check_grants(&mut issues, &features, &mut grants);
     issues.finish()?;
     let now = crate::clock::now();
     let plan = match find_plan(&txn, key).await? {

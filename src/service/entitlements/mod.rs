@@ -65,6 +65,18 @@ pub enum EntitlementError {
     Read(std::sync::Arc<sea_orm::DbErr>),
 }
 
+/// `value` as a feature of `kind` stores it: a limit written with a zero
+/// fraction (`5.0`, the same JSON number as `5`, and an integer to JSON
+/// Schema) is the integer.
+pub fn canonical(kind: &str, value: Value) -> Value {
+    match value.as_f64() {
+        Some(n) if kind == LIMIT && value.is_f64() && n.fract() == 0.0 && (0.0..i64::MAX as f64).contains(&n) => {
+            Value::from(n as i64)
+        }
+        _ => value,
+    }
+}
+
 /// Whether `value` is a value of a feature of `kind`: a boolean, a
 /// non-negative integer (a limit), or any JSON up to 8 KiB (a config).
 pub fn value_issue(kind: &str, value: &Value) -> Option<String> {
@@ -319,6 +331,10 @@ mod tests {
         assert!(value_issue(LIMIT, &json!(0)).is_none());
         assert!(value_issue(LIMIT, &json!(-1)).is_some());
         assert!(value_issue(LIMIT, &json!(1.5)).is_some());
+        assert_eq!(canonical(LIMIT, json!(2761.0)), json!(2761), "the same number as 2761");
+        assert!(value_issue(LIMIT, &canonical(LIMIT, json!(2761.0))).is_none());
+        assert_eq!(canonical(LIMIT, json!(1.5)), json!(1.5));
+        assert_eq!(canonical(CONFIG, json!(2.0)), json!(2.0), "a config keeps what it was given");
         assert!(value_issue(CONFIG, &json!({"theme": "dark"})).is_none());
         assert!(value_issue(CONFIG, &json!("x".repeat(MAX_CONFIG_BYTES))).is_some());
     }
