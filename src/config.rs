@@ -88,6 +88,18 @@ pub struct OAuthSettings {
     pub endpoints: std::collections::BTreeMap<String, EndpointOverrides>,
 }
 
+impl OAuthSettings {
+    /// The shared development credentials of a provider, when configured
+    /// (`oauth.shared.<provider>.client_id` and `client_secret`, both set).
+    pub fn shared_credentials(&self, provider: &str) -> Option<(&str, &str)> {
+        let shared = self.shared.get(provider)?;
+        match (shared.client_id.as_deref(), shared.client_secret.as_deref()) {
+            (Some(id), Some(secret)) if !id.is_empty() && !secret.is_empty() => Some((id, secret)),
+            _ => None,
+        }
+    }
+}
+
 /// Any of a provider's endpoints; unset ones keep the provider's own.
 #[derive(Clone, Debug, Default, Deserialize)]
 pub struct EndpointOverrides {
@@ -630,7 +642,7 @@ mod tests {
         assert_eq!(settings.tokens.access_ttl_seconds, 300, "untouched keys keep their defaults");
         assert_eq!(settings.public_url(), "http://127.0.0.1:9999");
         assert_eq!(settings.region_url(region("eu")), "sqlite://./data/eu.db");
-        let shared = |provider| crate::service::oauth_providers::shared_credentials(&settings.oauth, provider);
+        let shared = |provider| settings.oauth.shared_credentials(provider);
         assert_eq!(shared("github"), Some(("12345", "shared-secret")));
         assert_eq!(shared("google"), None, "a client id without its secret is not usable");
         assert_eq!(shared("slack"), None);

@@ -1,3 +1,4 @@
+pub mod application;
 pub mod audit;
 pub mod auth;
 pub mod bootstrap;
@@ -9,6 +10,7 @@ pub mod error;
 pub mod events;
 pub mod failpoint;
 pub mod http;
+pub mod json_schema;
 pub mod memory;
 pub mod oauth;
 pub mod openapi;

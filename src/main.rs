@@ -135,8 +135,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             println!("{}", serde_json::to_string(&measured)?);
         }
         Command::Openapi => {
-            let served = gatehouse::openapi::Served::for_regions(&settings.deployment.regions);
-            println!("{}", String::from_utf8_lossy(served.as_bytes()));
+            println!("{}", gatehouse::openapi::for_regions(&settings.deployment.regions));
         }
         Command::Migrate => {
             startup::open_storage(&settings).await?;

@@ -4,10 +4,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 use actix_web::{dev::Server, middleware::from_fn, rt::task::JoinHandle, web, App, HttpServer};
 
 use crate::{
-    auth::{
-        rate_limit::{self, RateLimiter},
-        secret_key::KeyCache,
-    },
+    auth::rate_limit::{self, RateLimiter},
     cache::{bus::Bus, redis::SharedRedis},
     config::Settings,
     crypto::{master_key::MasterKey, password::PasswordHasher},
@@ -16,12 +13,12 @@ use crate::{
     http::{self as gh_http, errors},
     region::{forward, router::Directory},
     routes,
-    service::rotations::Rotations,
+    service::{api_keys::KeyCache, rotations::Rotations},
     shutdown::Shutdown,
     state::AppState,
     storage::{catalog, Storage},
     telemetry,
-    tenancy::registry::TenantRegistry,
+    tenancy::{parts::Parts, registry::TenantRegistry},
     tokens::{keys::SigningKeys, AccessTokens},
 };
 
@@ -118,6 +115,7 @@ impl Application {
             master_key.clone(),
             shared.clone(),
             Duration::from_secs(settings.node.move_lease_seconds.max(1)),
+            tenant_parts(),
         );
         let state = web::Data::new(AppState {
             mailer: crate::service::mailer::Mailer::new(
@@ -141,7 +139,6 @@ impl Application {
                 settings.tokens.access_ttl_seconds,
                 settings.tokens.jwks_max_age_seconds,
             ),
-            cors: OriginUnion::new(&bus),
             connect_statuses: crate::service::billing::ConnectStatuses::new(shared.clone(), &bus),
             entitlements: crate::service::entitlements::OrganizationEntitlements::new(shared.clone(), &bus),
             bus,
@@ -160,15 +157,29 @@ impl Application {
             )?,
             shutdown: Shutdown::default(),
         });
-        let workers = delivery::start(state.clone());
+        let deliverer = delivery::Deliverer {
+            settings: settings.webhooks.clone(),
+            directory: state.directory.clone(),
+            clients: state.webhooks.clone(),
+            master_key: state.master_key.clone(),
+            shutdown: state.shutdown.clone(),
+        };
+        let workers = delivery::start(deliverer, &state.storage);
         relay_catalog_audit(state.storage.clone());
         state.tenants.resume_stalled_moves();
         let app_state = state.clone();
-        let document = web::Data::new(crate::openapi::Served::for_regions(&settings.deployment.regions));
+        let settings_data = web::Data::from(state.settings.clone());
+        let origins = web::Data::new(OriginUnion::new(&state.bus, state.storage.catalog.clone()));
+        let described = crate::openapi::for_regions(&settings.deployment.regions);
+        let document = web::Data::new(crate::openapi::served::Served::new(&described));
+        let requirements = web::Data::new(crate::openapi::security::Requirements::of_document(&described));
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
                 .app_data(document.clone())
+                .app_data(requirements.clone())
+                .app_data(settings_data.clone())
+                .app_data(origins.clone())
                 .wrap(errors::method_not_allowed())
                 .wrap(from_fn(errors::head_as_get))
                 .wrap(from_fn(rate_limit::headers))
@@ -214,4 +225,15 @@ impl Application {
         tracing::info!("stopped");
         Ok(())
     }
+}
+
+/// The areas' settings every tenant state holds (see `tenancy::parts`).
+fn tenant_parts() -> Parts {
+    use crate::service::{entitlements, hooks, messaging, oauth_providers, sod};
+    Parts::default()
+        .with::<hooks::Hooks>()
+        .with::<messaging::Providers>()
+        .with::<oauth_providers::Providers>()
+        .with::<sod::Policies>()
+        .with::<entitlements::Catalog>()
 }

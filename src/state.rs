@@ -4,11 +4,12 @@ use std::sync::Arc;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::{
-    auth::{rate_limit::RateLimiter, secret_key::KeyCache},
+    auth::rate_limit::RateLimiter,
     config::Settings,
     crypto::{master_key::MasterKey, password::PasswordHasher},
     events::delivery,
     region::router::Directory,
+    service::api_keys::KeyCache,
     storage::Storage,
     tenancy::registry::TenantRegistry,
     tokens::AccessTokens,
@@ -24,7 +25,6 @@ pub struct AppState {
     pub master_key: MasterKey,
     pub passwords: PasswordHasher,
     pub tokens: AccessTokens,
-    pub cors: crate::http::cors::OriginUnion,
     pub rotations: crate::service::rotations::Rotations,
     pub metrics: PrometheusHandle,
     pub redis: Option<redis::Client>,

@@ -31,16 +31,16 @@ pub struct AuditQuery {
     #[param(pattern = "^(user|api_key|system|public)?$")]
     pub actor_kind: Option<String>,
     /// The resource the rows are about.
-    #[param(schema_with = crate::openapi::fields::filter_uuid)]
+    #[param(schema_with = crate::json_schema::filter_uuid)]
     pub aggregate_id: Option<String>,
     /// Free-text match on the event type.
     #[param(pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub search: Option<String>,
     /// Inclusive lower bound on `occurred_at`.
-    #[param(schema_with = crate::openapi::fields::filter_time)]
+    #[param(schema_with = crate::json_schema::filter_time)]
     pub after: Option<String>,
     /// Inclusive upper bound on `occurred_at`.
-    #[param(schema_with = crate::openapi::fields::filter_time)]
+    #[param(schema_with = crate::json_schema::filter_time)]
     pub before: Option<String>,
     #[param(ignore)]
     pub limit: Option<i64>,

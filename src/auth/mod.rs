@@ -18,6 +18,4 @@ pub fn public_scope(state: &AppState, tenant: Tenant) -> Option<TenantScope> {
     Some(TenantScope::new(tenant, shard, Actor::public()))
 }
 
-/// The scope that implies every other: what operations 3, 9, 11 and 17,
-/// key revocation and signing-key rotation require themselves.
-pub const ADMIN_SCOPE: &str = "admin";
+pub use crate::service::api_keys::ADMIN_SCOPE;

@@ -567,7 +567,7 @@ mod tests {
         let id = Uuid::nil();
         let (code, message, ..) = wire(ApplicationError::NotFound(id));
         assert_eq!((code, message.as_str()), (Code::NotFound, format!("Application `{id}` not found.").as_str()));
-        assert_eq!(code.status().as_u16(), 404);
+        assert_eq!(code.status(), 404);
         let (code, message, ..) = wire(WebhookError::DeliveryInFlight(id));
         assert_eq!((code, message), (Code::Conflict, format!("Delivery `{id}` is being sent right now.")));
         let (code, message, ..) = wire(ProfileFieldError::KeyTaken("plan".into()));
@@ -584,7 +584,7 @@ mod tests {
     fn a_limit_is_422_naming_its_field() {
         let limit = Limit { max: 10, what: "hooks", field: "url" };
         let (code, message, details, _) = wire(HookError::Limit(ReserveError::Reached(LimitReached(limit))));
-        assert_eq!(code.status().as_u16(), 422);
+        assert_eq!(code.status(), 422);
         assert_eq!((code, message.as_str()), (Code::ValidationFailed, "`url`: the limit of 10 hooks is reached"));
         assert_eq!(details, vec![FieldIssue { field: "url".into(), issue: "the limit of 10 hooks is reached".into() }]);
     }
@@ -625,7 +625,7 @@ mod tests {
         let (code, message, ..) = wire(taken);
         assert_eq!((code, message.as_str()), (Code::Conflict, "A user with this email already exists."));
         let (code, message, ..) = wire(WebhookError::Db(violation().await));
-        assert_eq!(code.status().as_u16(), 409);
+        assert_eq!(code.status(), 409);
         assert_eq!((code, message.as_str()), (Code::Conflict, "The resource conflicts with an existing one."));
         let other = crate::service::unless_unique(UserError::EmailTaken)(DbErr::Custom("a defect".into()));
         assert!(matches!(other, UserError::Db(_)));

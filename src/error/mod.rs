@@ -1,16 +1,13 @@
 //! `ApiError` and the one table of error codes → HTTP status (contract §2).
 //! Each area's own error maps to a code and message in [`areas`].
-use actix_web::{http::StatusCode, HttpResponse, ResponseError};
 use serde::Serialize;
-
-use crate::http::envelope;
 
 mod areas;
 
 /// Declares [`Code`] from one table: each code's variant, its HTTP status
 /// and its wire name, so a new code is one line here.
 macro_rules! codes {
-    ($($variant:ident => $status:ident, $name:literal;)+) => {
+    ($($variant:ident => $status:literal, $name:literal;)+) => {
         /// Every `error.code` the API can answer, with its status.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum Code {
@@ -21,9 +18,10 @@ macro_rules! codes {
             /// Every code, for the OpenAPI document's `Error` schema.
             pub const ALL: &[Code] = &[$(Code::$variant,)+];
 
-            pub fn status(self) -> StatusCode {
+            /// The HTTP status it is answered with.
+            pub fn status(self) -> u16 {
                 match self {
-                    $(Code::$variant => StatusCode::$status,)+
+                    $(Code::$variant => $status,)+
                 }
             }
 
@@ -37,49 +35,49 @@ macro_rules! codes {
 }
 
 codes! {
-    MalformedJson => BAD_REQUEST, "malformed_json";
-    InvalidSignature => BAD_REQUEST, "invalid_signature";
-    InvalidState => BAD_REQUEST, "invalid_state";
-    InvalidGrant => BAD_REQUEST, "invalid_grant";
-    Unauthenticated => UNAUTHORIZED, "unauthenticated";
-    InvalidCredentials => UNAUTHORIZED, "invalid_credentials";
-    InsufficientScope => FORBIDDEN, "insufficient_scope";
-    InsufficientRole => FORBIDDEN, "insufficient_role";
-    NoActiveOrganization => FORBIDDEN, "no_active_organization";
-    OriginNotAllowed => FORBIDDEN, "origin_not_allowed";
-    SignUpDenied => FORBIDDEN, "sign_up_denied";
-    NotFound => NOT_FOUND, "not_found";
-    HostGroupNotFound => NOT_FOUND, "host_group_not_found";
-    MethodNotAllowed => METHOD_NOT_ALLOWED, "method_not_allowed";
-    Conflict => CONFLICT, "conflict";
-    KeyInUse => CONFLICT, "key_in_use";
-    AlreadyMember => CONFLICT, "already_member";
-    SodViolation => CONFLICT, "sod_violation";
-    LastOwner => CONFLICT, "last_owner";
-    AlreadyDecided => CONFLICT, "already_decided";
-    AlreadyInvited => CONFLICT, "already_invited";
-    InvitationEmailMismatch => FORBIDDEN, "invitation_email_mismatch";
-    DomainTaken => CONFLICT, "domain_taken";
-    DomainVerificationFailed => UNPROCESSABLE_ENTITY, "domain_verification_failed";
-    EmailNotVerified => FORBIDDEN, "email_not_verified";
-    Aal2Required => FORBIDDEN, "aal2_required";
-    PasskeysNotConfigured => CONFLICT, "passkeys_not_configured";
-    PayloadTooLarge => PAYLOAD_TOO_LARGE, "payload_too_large";
-    RequestTimeout => REQUEST_TIMEOUT, "request_timeout";
-    UriTooLong => URI_TOO_LONG, "uri_too_long";
-    HeadersTooLarge => REQUEST_HEADER_FIELDS_TOO_LARGE, "headers_too_large";
-    UnsupportedMediaType => UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type";
-    ValidationFailed => UNPROCESSABLE_ENTITY, "validation_failed";
-    InvalidUrl => UNPROCESSABLE_ENTITY, "invalid_url";
-    UnknownRegion => UNPROCESSABLE_ENTITY, "unknown_region";
-    PlatformMismatch => UNPROCESSABLE_ENTITY, "platform_mismatch";
-    ProductionSharedSenderForbidden => UNPROCESSABLE_ENTITY, "production_shared_sender_forbidden";
-    ProductionRequiresOwnCredentials => UNPROCESSABLE_ENTITY, "production_requires_own_credentials";
-    RateLimited => TOO_MANY_REQUESTS, "rate_limited";
-    Unavailable => SERVICE_UNAVAILABLE, "unavailable";
-    HookUnavailable => SERVICE_UNAVAILABLE, "hook_unavailable";
-    RegionMigrationInProgress => SERVICE_UNAVAILABLE, "region_migration_in_progress";
-    Internal => INTERNAL_SERVER_ERROR, "internal";
+    MalformedJson => 400, "malformed_json";
+    InvalidSignature => 400, "invalid_signature";
+    InvalidState => 400, "invalid_state";
+    InvalidGrant => 400, "invalid_grant";
+    Unauthenticated => 401, "unauthenticated";
+    InvalidCredentials => 401, "invalid_credentials";
+    InsufficientScope => 403, "insufficient_scope";
+    InsufficientRole => 403, "insufficient_role";
+    NoActiveOrganization => 403, "no_active_organization";
+    OriginNotAllowed => 403, "origin_not_allowed";
+    SignUpDenied => 403, "sign_up_denied";
+    NotFound => 404, "not_found";
+    HostGroupNotFound => 404, "host_group_not_found";
+    MethodNotAllowed => 405, "method_not_allowed";
+    Conflict => 409, "conflict";
+    KeyInUse => 409, "key_in_use";
+    AlreadyMember => 409, "already_member";
+    SodViolation => 409, "sod_violation";
+    LastOwner => 409, "last_owner";
+    AlreadyDecided => 409, "already_decided";
+    AlreadyInvited => 409, "already_invited";
+    InvitationEmailMismatch => 403, "invitation_email_mismatch";
+    DomainTaken => 409, "domain_taken";
+    DomainVerificationFailed => 422, "domain_verification_failed";
+    EmailNotVerified => 403, "email_not_verified";
+    Aal2Required => 403, "aal2_required";
+    PasskeysNotConfigured => 409, "passkeys_not_configured";
+    PayloadTooLarge => 413, "payload_too_large";
+    RequestTimeout => 408, "request_timeout";
+    UriTooLong => 414, "uri_too_long";
+    HeadersTooLarge => 431, "headers_too_large";
+    UnsupportedMediaType => 415, "unsupported_media_type";
+    ValidationFailed => 422, "validation_failed";
+    InvalidUrl => 422, "invalid_url";
+    UnknownRegion => 422, "unknown_region";
+    PlatformMismatch => 422, "platform_mismatch";
+    ProductionSharedSenderForbidden => 422, "production_shared_sender_forbidden";
+    ProductionRequiresOwnCredentials => 422, "production_requires_own_credentials";
+    RateLimited => 429, "rate_limited";
+    Unavailable => 503, "unavailable";
+    HookUnavailable => 503, "hook_unavailable";
+    RegionMigrationInProgress => 503, "region_migration_in_progress";
+    Internal => 500, "internal";
 }
 
 /// One problem with one field of a request.
@@ -157,24 +155,6 @@ impl ApiError {
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.code.as_str(), self.message)
-    }
-}
-
-impl ResponseError for ApiError {
-    fn status_code(&self) -> StatusCode {
-        self.code.status()
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        use actix_web::http::header::{HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
-        let mut answer = envelope::failure(self);
-        if self.code == Code::Unauthenticated {
-            answer.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-        }
-        if let Some(seconds) = self.retry_after {
-            answer.headers_mut().insert(RETRY_AFTER, HeaderValue::from(seconds));
-        }
-        answer
     }
 }
 

@@ -12,13 +12,15 @@
 //! disabling, the attempts) are allowed one by one, each with its reason.
 use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
 
-use actix_web::{rt::task::JoinHandle, web};
 use chrono::{DateTime, Utc};
 use entity::{webhook, webhook_attempt, webhook_message};
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use sea_orm::{sea_query::Expr, ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
-use tokio::sync::{mpsc, Semaphore};
+use tokio::{
+    sync::{mpsc, Semaphore},
+    task::JoinHandle,
+};
 use uuid::Uuid;
 
 use super::{
@@ -28,12 +30,14 @@ use super::{
 use crate::{
     audit::{self, Actor},
     clock,
-    crypto::seal,
+    config::WebhookSettings,
+    crypto::{master_key::MasterKey, seal},
     events::catalog::EventType,
-    state::AppState,
+    region::router::Directory,
+    shutdown::Shutdown,
     storage::{
         delivery_queue::{self, Settlement},
-        Db,
+        Db, Storage,
     },
 };
 
@@ -132,13 +136,25 @@ pub fn failure_class(err: &reqwest::Error) -> &'static str {
     }
 }
 
+/// What the delivery workers work with.
+pub struct Deliverer {
+    pub settings: WebhookSettings,
+    /// Whether an application is live (which destinations it may reach).
+    pub directory: Directory,
+    pub clients: Clients,
+    /// Opens the endpoints' signing secrets.
+    pub master_key: MasterKey,
+    pub shutdown: Shutdown,
+}
+
 /// Starts one worker per held region on the current arbiter; each ends
 /// after the node's shutdown signal, once its outcomes are recorded.
-pub fn start(state: web::Data<AppState>) -> Vec<JoinHandle<()>> {
+pub fn start(deliverer: Deliverer, storage: &Storage) -> Vec<JoinHandle<()>> {
+    let deliverer = Arc::new(deliverer);
     let mut workers = Vec::new();
-    for (_, shard) in state.storage.held() {
-        let (state, shard) = (state.clone(), shard.clone());
-        workers.push(actix_web::rt::spawn(async move { run(state, shard).await }));
+    for (_, shard) in storage.held() {
+        let (deliverer, shard) = (deliverer.clone(), shard.clone());
+        workers.push(actix::spawn(async move { run(deliverer, shard).await }));
     }
     workers
 }
@@ -147,15 +163,15 @@ pub fn start(state: web::Data<AppState>) -> Vec<JoinHandle<()>> {
 /// task; outcomes go to one recorder that writes them in batches, so a
 /// thousand deliveries cost a few commits, and a slow endpoint holds one
 /// permit, not the worker.
-async fn run(state: web::Data<AppState>, shard: Db) {
-    let poll = Duration::from_millis(state.settings.webhooks.poll_interval_ms.max(10));
-    let lease = Duration::from_secs(state.settings.webhooks.lease_seconds);
-    let permits = Arc::new(Semaphore::new(state.settings.webhooks.concurrency.max(1)));
+async fn run(state: Arc<Deliverer>, shard: Db) {
+    let poll = Duration::from_millis(state.settings.poll_interval_ms.max(10));
+    let lease = Duration::from_secs(state.settings.lease_seconds);
+    let permits = Arc::new(Semaphore::new(state.settings.concurrency.max(1)));
     let concurrency = permits.available_permits() as u32;
     let (outcomes, recorded) = mpsc::channel(RECORD_BATCH * 4);
     // Checked at start-up, so this parse succeeds.
-    let delays = schedule::parse(&state.settings.webhooks.retry_schedule).unwrap_or_else(|_| vec![Duration::ZERO]);
-    let recorder = actix_web::rt::spawn(recorder(delays, shard.clone(), recorded));
+    let delays = schedule::parse(&state.settings.retry_schedule).unwrap_or_else(|_| vec![Duration::ZERO]);
+    let recorder = actix::spawn(recorder(delays, shard.clone(), recorded));
     let shutdown = state.shutdown.clone();
     while !shutdown.is_signalled() {
         // Wait for at least one free permit before claiming anything.
@@ -197,7 +213,7 @@ async fn run(state: web::Data<AppState>, shard: Db) {
             };
             let permit = permits.clone().acquire_owned().await.expect("never closed");
             let (state, outcomes) = (state.clone(), outcomes.clone());
-            actix_web::rt::spawn(async move {
+            actix::spawn(async move {
                 let outcome = attempt(&state, &endpoint, &message).await;
                 metrics::counter!("webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
                     .increment(1);
@@ -251,7 +267,7 @@ impl Outcome {
     }
 }
 
-async fn attempt(state: &AppState, endpoint: &webhook::Model, message: &webhook_message::Model) -> Outcome {
+async fn attempt(state: &Deliverer, endpoint: &webhook::Model, message: &webhook_message::Model) -> Outcome {
     let started = std::time::Instant::now();
     let failed = |error: &'static str| Outcome {
         status: None,
@@ -263,14 +279,14 @@ async fn attempt(state: &AppState, endpoint: &webhook::Model, message: &webhook_
         Ok(Some(app)) => app.environment.is_live(),
         _ => return failed("application_unavailable"),
     };
-    let reach = state.webhooks.reach(production);
+    let reach = state.clients.reach(production);
     let Ok(url) = url_safety::check(&endpoint.url, production, reach) else {
         return failed("blocked_destination");
     };
     let Some(signature) = signatures(state, endpoint, message) else {
         return failed("secret_unavailable");
     };
-    let client = state.webhooks.client(reach);
+    let client = state.clients.client(reach);
     let response = client
         .post(url)
         .header("content-type", "application/json")
@@ -304,7 +320,7 @@ async fn attempt(state: &AppState, endpoint: &webhook::Model, message: &webhook_
 
 /// The timestamp and the `webhook-signature` value: the current secret, and
 /// during the day after a rotation the previous one too.
-fn signatures(state: &AppState, endpoint: &webhook::Model, message: &webhook_message::Model) -> Option<(i64, String)> {
+fn signatures(state: &Deliverer, endpoint: &webhook::Model, message: &webhook_message::Model) -> Option<(i64, String)> {
     let context = secret_context(endpoint.application_id, endpoint.id);
     let open =
         |sealed: &[u8]| seal::open(&state.master_key, &context, sealed).ok().and_then(|s| String::from_utf8(s).ok());

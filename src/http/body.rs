@@ -9,8 +9,8 @@ use serde::de::DeserializeOwned;
 use serde_json::error::Category;
 
 use crate::{
+    config::Settings,
     error::{ApiError, ApiResult, Code, FieldIssue},
-    state::AppState,
 };
 
 /// Bodies up to 1 MiB (contract §7).
@@ -43,7 +43,7 @@ impl FromRequest for Body {
                 .map(|v| v.to_str().unwrap_or("?").trim().to_ascii_lowercase())
                 .filter(|v| v != "identity"),
             deadline: std::time::Duration::from_secs(
-                req.app_data::<web::Data<AppState>>().map_or(30, |state| state.settings.server.body_timeout_seconds),
+                req.app_data::<web::Data<Settings>>().map_or(30, |settings| settings.server.body_timeout_seconds),
             ),
         }))
     }

@@ -22,7 +22,6 @@ use moka::future::Cache;
 use crate::{
     cache::bus::{Bus, Invalidation},
     error::{ApiError, Code},
-    state::AppState,
     storage::Db,
     tenancy::Tenant,
 };
@@ -31,17 +30,20 @@ const ALLOWED_METHODS: &str = "GET, POST, PATCH, DELETE";
 const ALLOWED_HEADERS: &str = "authorization, content-type, x-application-id, x-request-id";
 const EXPOSED_HEADERS: &str = "x-request-id, retry-after, ratelimit-limit, ratelimit-remaining, ratelimit-reset";
 
-/// Every application's allowed origins, read at most every few seconds.
+/// Every application's allowed origins, read from the catalog at most
+/// every few seconds (app data of the server, for preflight requests).
 #[derive(Clone)]
 pub struct OriginUnion {
+    catalog: Db,
     cache: Cache<(), Arc<HashSet<String>>>,
 }
 
 impl OriginUnion {
     /// Read again after any application's settings change: at once on the
     /// node that made it, through the bus on the others (5 s without Redis).
-    pub fn new(bus: &Bus) -> Self {
-        let union = Self { cache: Cache::builder().max_capacity(1).time_to_live(Duration::from_secs(5)).build() };
+    pub fn new(bus: &Bus, catalog: Db) -> Self {
+        let union =
+            Self { catalog, cache: Cache::builder().max_capacity(1).time_to_live(Duration::from_secs(5)).build() };
         let cache = union.cache.clone();
         bus.listen(move |invalidation| {
             if matches!(invalidation, Invalidation::Tenant { .. } | Invalidation::All) {
@@ -53,9 +55,9 @@ impl OriginUnion {
 }
 
 impl OriginUnion {
-    async fn contains(&self, catalog: &Db, origin: &str) -> Result<bool, ApiError> {
+    async fn contains(&self, origin: &str) -> Result<bool, ApiError> {
         let load = async {
-            let lists = crate::storage::catalog::origin_lists(catalog).await?;
+            let lists = crate::storage::catalog::origin_lists(&self.catalog).await?;
             let origins = lists.into_iter().filter_map(|l| serde_json::from_value::<Vec<String>>(l).ok()).flatten();
             Ok::<_, sea_orm::DbErr>(Arc::new(origins.collect::<HashSet<_>>()))
         };
@@ -81,9 +83,9 @@ pub async fn middleware<B: MessageBody + 'static>(
         return Ok(next.call(req).await?.map_into_left_body());
     };
     if req.method() == Method::OPTIONS && req.headers().contains_key(header::ACCESS_CONTROL_REQUEST_METHOD) {
-        let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
+        let union = req.app_data::<web::Data<OriginUnion>>().expect("the origin union is registered").clone();
         // Boxed: inline, the catalog read would make every request's future kilobytes larger.
-        let answer = match Box::pin(state.cors.contains(&state.storage.catalog, &origin)).await {
+        let answer = match Box::pin(union.contains(&origin)).await {
             Ok(true) => HttpResponse::NoContent()
                 .insert_header((header::ACCESS_CONTROL_ALLOW_ORIGIN, origin))
                 .insert_header((header::ACCESS_CONTROL_ALLOW_METHODS, ALLOWED_METHODS))

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::request_id;
-use crate::error::{ApiError, FieldIssue};
+use crate::error::{ApiError, Code, FieldIssue};
 
 #[derive(Serialize)]
 struct Envelope<'a, D> {
@@ -64,7 +64,7 @@ pub const JSON: HeaderValue = HeaderValue::from_static("application/json");
 /// The answer to a request that failed.
 pub fn failure(err: &ApiError) -> HttpResponse {
     let error = ErrorBody { code: err.code.as_str(), message: &err.message, details: &err.details };
-    respond(err.code.status(), &(), Some(&error), None)
+    respond(err.status_code(), &(), Some(&error), None)
 }
 
 pub fn ok(data: impl Serialize) -> HttpResponse {
@@ -82,6 +82,25 @@ pub fn accepted(data: impl Serialize) -> HttpResponse {
 /// A page of a list: `data` is the array, `meta` says whether more follow.
 pub fn page<T: Serialize>(items: Vec<T>, has_more: bool) -> HttpResponse {
     respond(StatusCode::OK, &items, None, Some(has_more))
+}
+
+/// An `ApiError` is answered in the envelope, with its code's status.
+impl ResponseError for ApiError {
+    fn status_code(&self) -> StatusCode {
+        StatusCode::from_u16(self.code.status()).expect("every code's status is a valid status")
+    }
+
+    fn error_response(&self) -> HttpResponse {
+        use actix_web::http::header::{HeaderValue, RETRY_AFTER, WWW_AUTHENTICATE};
+        let mut answer = failure(self);
+        if self.code == Code::Unauthenticated {
+            answer.headers_mut().insert(WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        }
+        if let Some(seconds) = self.retry_after {
+            answer.headers_mut().insert(RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        answer
+    }
 }
 
 #[cfg(test)]

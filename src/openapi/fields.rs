@@ -7,6 +7,7 @@ use utoipa::openapi::{RefOr, Schema};
 
 use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
+    json_schema::literal as schema,
     service::{
         access_reviews, applications, billing, enrollment, entitlements, hooks, messaging, oauth_providers,
         profile_fields, users, webhooks,
@@ -165,16 +166,6 @@ pub fn webhook_status() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": [outbox::ACTIVE, delivery::DISABLED]}), true)
 }
 
-/// A query filter: a UUID, or empty for none.
-pub fn filter_uuid() -> RefOr<Schema> {
-    schema(json!({"anyOf": [{"type": "string", "format": "uuid"}, {"type": "string", "maxLength": 0}]}), false)
-}
-
-/// A query filter: an RFC 3339 date-time, or empty for none.
-pub fn filter_time() -> RefOr<Schema> {
-    schema(json!({"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "maxLength": 0}]}), false)
-}
-
 /// A select field's choices: distinct strings of 1 to 255 characters.
 pub fn options() -> RefOr<Schema> {
     schema(options_of(), true)
@@ -326,26 +317,6 @@ fn nullable_bytes() -> Value {
 
 pub fn optional_boolean() -> RefOr<Schema> {
     schema(json!({"type": "boolean"}), true)
-}
-
-/// Any JSON value (an entitlement's value: a boolean, a limit or a config).
-pub fn any_json() -> RefOr<Schema> {
-    use utoipa::openapi::{schema::SchemaType, ObjectBuilder};
-    RefOr::T(Schema::Object(ObjectBuilder::new().schema_type(SchemaType::AnyValue).build()))
-}
-
-fn schema(mut value: Value, nullable: bool) -> RefOr<Schema> {
-    if nullable {
-        let kind = value["type"].clone();
-        value["type"] = json!([kind, "null"]);
-        if let Some(values) = value.get_mut("enum").and_then(Value::as_array_mut) {
-            values.push(Value::Null);
-        }
-    }
-    let parsed: RefOr<Schema> = serde_json::from_value(value.clone()).expect("a literal schema is valid");
-    let kept = serde_json::to_value(&parsed).expect("a schema serialises");
-    assert_eq!(kept, value, "utoipa keeps every keyword of a literal schema");
-    parsed
 }
 
 #[cfg(test)]

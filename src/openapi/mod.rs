@@ -5,12 +5,12 @@ pub mod fields;
 mod links;
 mod objects;
 pub mod security;
+pub mod served;
 mod wire;
 use wire::Wire;
 
 use std::{collections::HashMap, sync::OnceLock};
 
-use actix_web::{web, web::Bytes, HttpResponse};
 use utoipa::{
     openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme},
     Modify, OpenApi,
@@ -90,7 +90,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
         routes::messaging::upsert_messaging_provider, routes::messaging::list_messaging_providers,
         routes::messaging::test_messaging_provider, routes::messaging::messaging_outbox,
         routes::oauth_providers::upsert_oauth_provider, routes::oauth_providers::list_oauth_providers,
-        document,
+        served::document,
     ),
     components(schemas(AuditRow, FieldIssue, Region, Environment)),
     modifiers(&SecretKeyAuth, &Wire),
@@ -120,26 +120,12 @@ impl Modify for SecretKeyAuth {
     }
 }
 
-/// This document.
-#[utoipa::path(get, path = "/v1/openapi.json", tag = "operations", responses((status = 200, content_type = "application/json")))]
-pub async fn document(served: web::Data<Served>) -> HttpResponse {
-    HttpResponse::Ok().content_type("application/json").body(served.0.clone())
-}
-
 /// The document a deployment serves: [`json`] with its regions as the
-/// `Region` schema's `enum`.
-pub struct Served(Bytes);
-
-impl Served {
-    pub fn for_regions(regions: &[Region]) -> Served {
-        let mut document: serde_json::Value = serde_json::from_str(json()).expect("the document is JSON");
-        document["components"]["schemas"]["Region"]["enum"] = serde_json::json!(regions);
-        Served(Bytes::from(document.to_string()))
-    }
-
-    pub fn as_bytes(&self) -> &[u8] {
-        &self.0
-    }
+/// `Region` schema's `enum` (for [`served::Served`], and `gatehouse openapi`).
+pub fn for_regions(regions: &[Region]) -> serde_json::Value {
+    let mut document: serde_json::Value = serde_json::from_str(json()).expect("the document is JSON");
+    document["components"]["schemas"]["Region"]["enum"] = serde_json::json!(regions);
+    document
 }
 
 /// The document every deployment shares (a region is any region name),

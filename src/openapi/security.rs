@@ -4,9 +4,9 @@
 //! The credential extractors read that declaration here and enforce it, so
 //! a handler can neither skip its scope nor take a credential its operation
 //! does not declare, and the document a client reads states the same rule.
-use std::{collections::HashMap, sync::OnceLock};
+use std::collections::HashMap;
 
-use actix_web::{http::Method, HttpRequest};
+use actix_web::{http::Method, web, HttpRequest};
 use serde_json::Value;
 
 /// The security scheme names of the document.
@@ -36,32 +36,13 @@ impl Declared {
     }
 }
 
-/// The declaration of the operation a request was routed to; `None` for a
-/// route the document does not describe.
-pub fn of_request(req: &HttpRequest) -> Option<&'static Declared> {
-    let pattern = req.match_pattern()?;
-    // `HEAD` is routed as the `GET` of the same route.
-    let method = if req.method() == Method::HEAD { &Method::GET } else { req.method() };
-    of(method, &pattern)
-}
+/// Every operation's declaration, read from the served document once at
+/// start (app data, so the extractors need not import the document).
+pub struct Requirements(HashMap<String, Vec<(Method, Declared)>>);
 
-/// The declaration of `method` on a route pattern (`/v1/users/{user_id}`).
-pub fn of(method: &Method, pattern: &str) -> Option<&'static Declared> {
-    table().get(pattern)?.iter().find(|(m, _)| m == method).map(|(_, declared)| declared)
-}
-
-/// Every operation of the document: `(path, method, declaration)`.
-pub fn operations() -> impl Iterator<Item = (&'static str, &'static Method, &'static Declared)> {
-    table().iter().flat_map(|(path, ops)| ops.iter().map(move |(method, declared)| (path.as_str(), method, declared)))
-}
-
-type Table = HashMap<String, Vec<(Method, Declared)>>;
-
-fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        let document: Value = serde_json::from_str(super::json()).expect("the served document is JSON");
-        let mut table = Table::new();
+impl Requirements {
+    pub fn of_document(document: &Value) -> Requirements {
+        let mut table: HashMap<String, Vec<(Method, Declared)>> = HashMap::new();
         let paths = document["paths"].as_object().into_iter().flatten();
         for (path, item) in paths {
             let operations = item.as_object().into_iter().flatten();
@@ -70,8 +51,29 @@ fn table() -> &'static Table {
                 table.entry(path.clone()).or_default().push((method, Declared::of(&operation["security"])));
             }
         }
-        table
-    })
+        Requirements(table)
+    }
+
+    /// The declaration of `method` on a route pattern (`/v1/users/{user_id}`).
+    pub fn of(&self, method: &Method, pattern: &str) -> Option<&Declared> {
+        self.0.get(pattern)?.iter().find(|(m, _)| m == method).map(|(_, declared)| declared)
+    }
+
+    /// Every operation of the document: `(path, method, declaration)`.
+    pub fn operations(&self) -> impl Iterator<Item = (&str, &Method, &Declared)> {
+        self.0
+            .iter()
+            .flat_map(|(path, ops)| ops.iter().map(move |(method, declared)| (path.as_str(), method, declared)))
+    }
+}
+
+/// The declaration of the operation a request was routed to; `None` for a
+/// route the document does not describe (so no credential passes).
+pub fn of_request(req: &HttpRequest) -> Option<&Declared> {
+    let pattern = req.match_pattern()?;
+    // `HEAD` is routed as the `GET` of the same route.
+    let method = if req.method() == Method::HEAD { &Method::GET } else { req.method() };
+    req.app_data::<web::Data<Requirements>>()?.of(method, &pattern)
 }
 
 impl Declared {
@@ -96,10 +98,19 @@ impl Declared {
 mod tests {
     use super::*;
 
+    fn operations() -> impl Iterator<Item = (String, Method, &'static Declared)> {
+        static REQUIREMENTS: std::sync::OnceLock<Requirements> = std::sync::OnceLock::new();
+        let requirements = REQUIREMENTS.get_or_init(|| {
+            Requirements::of_document(&serde_json::from_str(crate::openapi::json()).expect("the document is JSON"))
+        });
+        requirements.operations().map(|(path, method, declared)| (path.to_string(), method.clone(), declared))
+    }
+
     #[test]
     fn every_secret_key_operation_declares_one_well_formed_scope() {
         let mut secret_key_operations = 0;
         for (path, method, declared) in operations() {
+            let path = path.as_str();
             if !declared.accepts(SECRET_KEY) {
                 continue;
             }
@@ -112,7 +123,7 @@ mod tests {
                 "{method} {path}: `{scope}` is not `admin`, `audit:read` or `<area>:read|write`"
             );
             assert!(area.chars().all(|c| c.is_ascii_lowercase() || c == '_'), "{method} {path}: area `{area}`");
-            if *method == Method::GET {
+            if method == Method::GET {
                 assert!(access != "write", "{method} {path} reads but declares `{scope}`");
             }
         }
@@ -143,11 +154,12 @@ mod tests {
     fn exactly_the_admin_operations_need_admin_and_only_reads_need_read() {
         let mut admin: Vec<(String, String)> = Vec::new();
         for (path, method, declared) in operations() {
+            let path = path.as_str();
             let Some(scope) = declared.secret_key_scope() else { continue };
             if scope == crate::auth::ADMIN_SCOPE {
                 admin.push((method.to_string(), path.to_string()));
             }
-            if scope.ends_with(":read") && *method != Method::GET {
+            if scope.ends_with(":read") && method != Method::GET {
                 assert!(READS_BY_POST.contains(&path), "{method} {path} changes something but declares `{scope}`");
             }
         }

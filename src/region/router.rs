@@ -10,6 +10,7 @@ use sea_orm::DbErr;
 use uuid::Uuid;
 
 use crate::{
+    application::{Tenant, TenantSnapshot},
     cache::{
         bus::{Bus, Invalidation},
         layer::ReadThrough,
@@ -17,7 +18,6 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     storage::{catalog, Db},
-    tenancy::{Tenant, TenantSnapshot},
 };
 
 /// How long a node trusts its own copy of an entry when no invalidation can

@@ -244,6 +244,9 @@ pub async fn update_application(
         request.require_aal2_for,
         request.passkey_rp_id,
     )?;
-    let app = state.tenants.update_settings(&key.scope, patch).await?;
+    let app = state
+        .tenants
+        .change(&key.scope, move |turn| async move { applications::update_settings(&turn, patch).await })
+        .await?;
     Ok(envelope::ok(ApplicationView::from(&app)))
 }

@@ -156,7 +156,7 @@ pub async fn list_features(
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
-    let catalog = state.tenants.state(&key.scope).await?.entitlements.clone();
+    let catalog = state.tenants.state(&key.scope).await?.part::<entitlements::Catalog>();
     page_of(catalog.features.values().collect(), page, FeatureView::from)
 }
 
@@ -219,7 +219,7 @@ pub async fn list_plans(
     query: Query<ListQuery>,
 ) -> ApiResult<HttpResponse> {
     let page = query.parsed()?.page()?;
-    let catalog = state.tenants.state(&key.scope).await?.entitlements.clone();
+    let catalog = state.tenants.state(&key.scope).await?.part::<entitlements::Catalog>();
     let mut plans: Vec<_> = catalog.plans.values().collect();
     plans.sort_by(|a, b| a.key.cmp(&b.key));
     page_of(plans, page, PlanView::from)
@@ -334,7 +334,7 @@ pub async fn org_entitlements(
     let id = path_id("Organization", &path)?;
     let inputs = state.entitlements.inputs(&key.scope, id).await?;
     let tenant = state.tenants.state(&key.scope).await?;
-    Ok(envelope::ok(entitlements::resolve(&tenant.entitlements, &inputs)))
+    Ok(envelope::ok(entitlements::resolve(&tenant.part::<entitlements::Catalog>(), &inputs)))
 }
 
 /// The whole resolution of one feature: every source that exists for the
@@ -350,7 +350,7 @@ pub async fn explain_entitlement(
     let id = path_id("Organization", &path.0)?;
     let inputs = state.entitlements.inputs(&key.scope, id).await?;
     let tenant = state.tenants.state(&key.scope).await?;
-    let explained = entitlements::explain(&tenant.entitlements, &inputs, &path.1)
+    let explained = entitlements::explain(&tenant.part::<entitlements::Catalog>(), &inputs, &path.1)
         .ok_or_else(|| ApiError::not_found("Feature", &path.1))?;
     Ok(envelope::ok(explained))
 }

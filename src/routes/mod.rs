@@ -68,7 +68,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         v1 = v1.service(group(segments, modules));
     }
     cfg.configure(ops::configure)
-        .service(v1.service(web::resource("/openapi.json").route(web::get().to(crate::openapi::document))));
+        .service(v1.service(web::resource("/openapi.json").route(web::get().to(crate::openapi::served::document))));
 }
 
 /// The resources of `modules` (registered with their whole `/v1`-relative

@@ -181,7 +181,7 @@ pub async fn add_membership(
 ) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path)?;
     let request: AddMembershipRequest = body.json().await?;
-    let policies = state.tenants.state(&key.scope).await?.sod_policies.clone();
+    let policies = state.tenants.state(&key.scope).await?.part::<crate::service::sod::Policies>();
     let added = memberships::add(&key.scope, &policies, organization_id, request.user_id, request.role).await?;
     Ok(envelope::created(MembershipView::from(&added)))
 }
@@ -219,7 +219,7 @@ pub async fn update_membership(
     let organization_id = path_id("Organization", &path.0)?;
     let user_id = path_id("Membership", &path.1)?;
     let request: UpdateMembershipRequest = body.json().await?;
-    let policies = state.tenants.state(&key.scope).await?.sod_policies.clone();
+    let policies = state.tenants.state(&key.scope).await?.part::<crate::service::sod::Policies>();
     let updated = memberships::update(&key.scope, &policies, organization_id, user_id, request.role).await?;
     Ok(envelope::ok(MembershipView::from(&updated)))
 }

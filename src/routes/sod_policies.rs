@@ -206,10 +206,10 @@ pub struct CheckGrantView {
 pub async fn check_grant(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: CheckGrantRequest = body.json().await?;
     let mut issues = crate::service::validate::Issues::default();
-    crate::service::organizations::role_issue(&mut issues, "role", &request.role);
+    issues.role("role", &request.role);
     issues.finish()?;
     users::find(&key.scope, request.user_id).await?;
-    let policies = state.tenants.state(&key.scope).await?.sod_policies.clone();
+    let policies = state.tenants.state(&key.scope).await?.part::<crate::service::sod::Policies>();
     // No organization: one no membership of the user is in.
     let organization_id = request.organization_id.unwrap_or(Uuid::nil());
     let grant = Grant { organization_id, user_id: request.user_id, role: request.role };

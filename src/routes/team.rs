@@ -131,7 +131,7 @@ pub struct AcceptRequest {
 pub async fn accept_invitation(state: web::Data<AppState>, user: EndUser, body: Body) -> ApiResult<HttpResponse> {
     let request: AcceptRequest = body.json().await?;
     let account = users::find(&user.scope, user.claims.sub).await?;
-    let policies = state.tenants.state(&user.scope).await?.sod_policies.clone();
+    let policies = state.tenants.state(&user.scope).await?.part::<crate::service::sod::Policies>();
     let (_, membership) = invitations::accept(&user.scope, &policies, &account, &request.token).await?;
     Ok(envelope::ok(MembershipView::from(&membership)))
 }

@@ -9,17 +9,16 @@ use serde_json::{json, Value};
 use uuid::Uuid;
 
 use super::{
-    api_keys::{self, ApiKeyError, Issued, NewApiKey},
+    api_keys::{self, ApiKeyError, Issued, NewApiKey, ADMIN_SCOPE},
     validate::{Invalid, Issues},
 };
 use crate::{
     audit::{self, Actor, ActorKind, Entry},
-    auth::ADMIN_SCOPE,
     events::catalog::EventType,
     events::url_safety,
     region::Region,
     storage::{catalog, Page, Storage, TenantConn, TenantScope},
-    tenancy::{Environment, Tenant, TenantSnapshot},
+    tenancy::{Environment, InTurn, Tenant, TenantSnapshot},
 };
 
 /// What went wrong with an application (its catalog row, its creation, its
@@ -354,12 +353,8 @@ pub async fn list(storage: &Storage, account_id: Uuid, page: Page) -> Result<(Ve
 /// audit row commit together in the catalog (an outbox row), and the row is
 /// then relayed into the regional chain; a crash in between leaves the row
 /// pending, and the next start (or any node's relay) appends it.
-pub async fn update_settings(
-    storage: &Storage,
-    id: Uuid,
-    patch: SettingsPatch,
-    actor: &Actor,
-) -> Result<Tenant, ApplicationError> {
+pub async fn update_settings(turn: &InTurn, patch: SettingsPatch) -> Result<Tenant, ApplicationError> {
+    let (storage, id, actor) = (turn.storage(), turn.scope().tenant().id, turn.scope().actor());
     let row = catalog::find_application(&storage.catalog, id).await?.ok_or(ApplicationError::NotFound(id))?;
     let mut changed = Vec::new();
     let mut active = row.into_active_model();
@@ -416,6 +411,8 @@ pub async fn update_settings(
     if let Err(err) = relay(storage, &tenant, &pending).await {
         tracing::warn!(application_id = %id, error = %crate::error::cause_chain(&err), "audit row left pending for the relay");
     }
+    // Before the actor's bus message, so the nodes that drop their copy read this one.
+    turn.directory().publish(tenant.clone()).await;
     Ok(tenant)
 }
 

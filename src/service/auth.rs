@@ -11,6 +11,7 @@ use super::{
     email_verifications::Codes,
     entitlements::{self, EntitlementError, OrganizationEntitlements},
     hooks::{self, HookError},
+    memberships,
     rotations::RotationError,
     second_factors::{
         self, challenges,
@@ -100,7 +101,7 @@ impl Issuer<'_> {
         } else {
             let inputs = self.entitlements.inputs(scope, membership.organization_id).await?;
             let state = self.tenants.state(scope).await.map_err(AuthError::Tenant)?;
-            let resolved = entitlements::resolve(&state.entitlements, &inputs);
+            let resolved = entitlements::resolve(&state.part::<entitlements::Catalog>(), &inputs);
             Some(
                 resolved
                     .into_iter()
@@ -120,7 +121,7 @@ impl Issuer<'_> {
         scope: &TenantScope,
         session: &session::Model,
     ) -> Result<Issued, AuthError> {
-        let organization = match sessions::active_membership(scope, session).await? {
+        let organization = match memberships::active_membership(scope, session).await? {
             Some(membership) => Some(self.organization_claims(scope, membership).await?),
             None => None,
         };
@@ -148,7 +149,14 @@ pub async fn sign_up(
 ) -> Result<(Signer, user::Model, Opened), AuthError> {
     // The hooks come from the tenant's state: no query when there are none.
     let state = issuer.tenants.state(scope).await.map_err(AuthError::Tenant)?;
-    hooks::pre_sign_up(hook_caller, scope, &state.hooks, &new.email, &Value::Object(new.profile.clone())).await?;
+    hooks::pre_sign_up(
+        hook_caller,
+        scope,
+        &state.part::<hooks::Hooks>(),
+        &new.email,
+        &Value::Object(new.profile.clone()),
+    )
+    .await?;
     let password_hash = passwords.hash(new.password).await?;
     let signer = issuer.signer(scope).await?;
     let mut txn = scope.begin().await?;
@@ -318,7 +326,7 @@ pub async fn activate_organization(
     session: session::Model,
     organization_id: Uuid,
 ) -> Result<(session::Model, Issued), AuthError> {
-    let membership = super::memberships::find(scope, organization_id, session.user_id)
+    let membership = memberships::find(scope, organization_id, session.user_id)
         .await?
         .ok_or(AuthError::NotAMember(organization_id))?;
     let signer = issuer.signer(scope).await?;

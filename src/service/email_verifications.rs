@@ -62,7 +62,7 @@ impl Codes<'_> {
     pub fn send(&self, scope: &TenantScope, user: &user::Model) {
         let (scope, mailer, master_key, user) =
             (scope.clone(), self.mailer.clone(), self.master_key.clone(), user.clone());
-        actix_web::rt::spawn(async move {
+        actix::spawn(async move {
             if let Err(err) = issue(&scope, &mailer, &master_key, &user).await {
                 tracing::warn!(error = %err, "an email verification code could not be sent");
             }
@@ -73,7 +73,7 @@ impl Codes<'_> {
     /// only to a user whose email is not verified yet.
     pub fn resend(&self, scope: &TenantScope, email: String) {
         let (scope, mailer, master_key) = (scope.clone(), self.mailer.clone(), self.master_key.clone());
-        actix_web::rt::spawn(async move {
+        actix::spawn(async move {
             let sent = async {
                 match users::find_by_email(&scope, &email).await? {
                     Some(user) if user.email_verified_at.is_none() => issue(&scope, &mailer, &master_key, &user).await,

@@ -20,11 +20,14 @@ use super::{
 use crate::{
     audit::Actor,
     crypto::{master_key::MasterKey, seal},
+    error::ApiResult,
     events::catalog::EventType,
     events::{delivery::Clients, signing, url_safety::Reach},
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope},
-    tenancy::InTurn,
-    tenancy::Tenant,
+    tenancy::{
+        parts::{Rows, TenantPart},
+        InTurn, Tenant,
+    },
 };
 
 pub const POINTS: [&str; 1] = ["pre_sign_up"];
@@ -137,6 +140,15 @@ pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<hook::Model>,
 /// what the tenant's state holds.
 pub async fn all(db: &impl TenantConn) -> Result<Vec<hook::Model>, sea_orm::DbErr> {
     in_order(db).all(db.conn()).await
+}
+
+/// The application's hooks in the order they run (a tenant part).
+pub type Hooks = Rows<hook::Model>;
+
+impl TenantPart for Hooks {
+    async fn load(scope: &TenantScope) -> ApiResult<Self> {
+        Ok(Rows(all(scope).await?))
+    }
 }
 
 fn in_order(db: &impl TenantConn) -> sea_orm::Select<hook::Entity> {

@@ -18,7 +18,7 @@ use uuid::Uuid;
 use super::{
     mailer::{Mailer, Message},
     memberships::{self, Manager, Refusal},
-    organizations::{self, OrganizationError},
+    organizations::OrganizationError,
     sod::Grant,
     users,
     validate::{Invalid, Issues},
@@ -85,7 +85,7 @@ pub async fn invite(
     let mut issues = Issues::default();
     // Normalised and checked as users' emails are (a user could not sign up with anything else).
     let email = users::email(&mut issues, &new.email);
-    organizations::role_issue(&mut issues, "role", &new.role);
+    issues.role("role", &new.role);
     let name = new.name.map(|n| issues.text("name", &n, 255));
     issues.finish()?;
     inviter.may_grant(&new.role)?;
@@ -143,7 +143,7 @@ fn send(scope: &TenantScope, mailer: &Mailer, invitation: &invitation::Model, or
     let message =
         Message { to: invitation.email.clone(), subject: format!("Join {organization} on {application}"), body };
     let (scope, mailer) = (scope.clone(), mailer.clone());
-    actix_web::rt::spawn(async move {
+    actix::spawn(async move {
         if let Err(err) = mailer.send(&scope, "email", message).await {
             tracing::warn!(error = %err, "an invitation email could not be sent");
         }

@@ -138,7 +138,7 @@ impl Mailer {
         channel: &str,
     ) -> Result<Option<messaging_provider::Model>, MessagingError> {
         let state = self.tenants.state(scope).await.map_err(MessagingError::Tenant)?;
-        Ok(state.messaging.iter().find(|p| p.channel == channel).cloned())
+        Ok(state.part::<crate::service::messaging::Providers>().iter().find(|p| p.channel == channel).cloned())
     }
 
     /// Sends through `provider`, then records the outcome on it.

@@ -127,6 +127,17 @@ pub async fn find(
     of_organization(db, organization_id).filter(membership::Column::UserId.eq(user_id)).one(db.conn()).await
 }
 
+/// The active organization and the user's role in it, if still a member.
+pub async fn active_membership(
+    db: &impl TenantConn,
+    session: &session::Model,
+) -> Result<Option<membership::Model>, DbErr> {
+    let Some(organization_id) = session.active_organization_id else {
+        return Ok(None);
+    };
+    find(db, organization_id, session.user_id).await
+}
+
 /// The organization, locked until the transaction ends.
 pub async fn lock_organization(txn: &TenantTxn, id: Uuid) -> Result<organization::Model, OrganizationError> {
     txn.find_by_id::<organization::Entity>(id)
@@ -138,7 +149,7 @@ pub async fn lock_organization(txn: &TenantTxn, id: Uuid) -> Result<organization
 
 fn checked_role(role: &str) -> Result<(), OrganizationError> {
     let mut issues = Issues::default();
-    organizations::role_issue(&mut issues, "role", role);
+    issues.role("role", role);
     Ok(issues.finish()?)
 }
 

@@ -17,12 +17,14 @@ use super::validate::{Invalid, Issues};
 use crate::{
     clock,
     crypto::{master_key::MasterKey, seal},
-    error::ApiError,
+    error::{ApiError, ApiResult},
     events::catalog::EventType,
     events::url_safety::{self, Reach},
     storage::{Page, TenantConn, TenantScope, Unaudited},
-    tenancy::InTurn,
-    tenancy::{Environment, Tenant},
+    tenancy::{
+        parts::{Rows, TenantPart},
+        Environment, InTurn, Tenant,
+    },
 };
 
 pub const CHANNELS: [&str; 2] = ["email", "sms"];
@@ -285,6 +287,15 @@ pub async fn all(db: &impl TenantConn) -> Result<Vec<messaging_provider::Model>,
         .order_by_asc(messaging_provider::Column::Id)
         .all(db.conn())
         .await
+}
+
+/// The application's providers, one per channel at most (a tenant part).
+pub type Providers = Rows<messaging_provider::Model>;
+
+impl TenantPart for Providers {
+    async fn load(scope: &TenantScope) -> ApiResult<Self> {
+        Ok(Rows(all(scope).await?))
+    }
 }
 
 /// What a send through a provider did to it.

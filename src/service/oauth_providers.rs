@@ -10,11 +10,13 @@ use uuid::Uuid;
 use super::validate::{Invalid, Issues};
 use crate::{
     clock,
-    config::OAuthSettings,
     crypto::{master_key::MasterKey, seal},
-    storage::TenantConn,
-    tenancy::InTurn,
-    tenancy::{Environment, Tenant},
+    error::ApiResult,
+    storage::{TenantConn, TenantScope},
+    tenancy::{
+        parts::{Rows, TenantPart},
+        Environment, InTurn, Tenant,
+    },
 };
 
 use crate::events::catalog::EventType;
@@ -135,16 +137,6 @@ pub fn open_client_secret(key: &MasterKey, row: &oauth_provider::Model) -> Resul
     String::from_utf8(opened).map(Some).map_err(|_| seal::OpenError)
 }
 
-/// The shared development credentials of a provider, when configured
-/// (`oauth.shared.<provider>.client_id` and `client_secret`, both set).
-pub fn shared_credentials<'a>(settings: &'a OAuthSettings, provider: &str) -> Option<(&'a str, &'a str)> {
-    let shared = settings.shared.get(provider)?;
-    match (shared.client_id.as_deref(), shared.client_secret.as_deref()) {
-        (Some(id), Some(secret)) if !id.is_empty() && !secret.is_empty() => Some((id, secret)),
-        _ => None,
-    }
-}
-
 /// The scopes as stored (a JSON array of strings).
 pub fn scopes_of(row: &oauth_provider::Model) -> Vec<String> {
     serde_json::from_value(row.scopes.clone()).unwrap_or_default()
@@ -228,6 +220,16 @@ pub async fn all(db: &impl TenantConn) -> Result<Vec<oauth_provider::Model>, DbE
         .order_by_asc(oauth_provider::Column::Id)
         .all(db.conn())
         .await
+}
+
+/// The identity providers' settings, one per provider at most; client
+/// secrets stay sealed, opened only at a sign-in's code exchange (a tenant part).
+pub type Providers = Rows<oauth_provider::Model>;
+
+impl TenantPart for Providers {
+    async fn load(scope: &TenantScope) -> ApiResult<Self> {
+        Ok(Rows(all(scope).await?))
+    }
 }
 
 #[cfg(test)]

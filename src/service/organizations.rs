@@ -63,12 +63,6 @@ fn slug_of(name: &str) -> String {
     slug.trim_end_matches('-').to_string()
 }
 
-/// `owner`, `admin`, `member` or any custom role: 1 to 64 characters
-/// without control characters.
-pub fn role_issue(issues: &mut Issues, field: &str, role: &str) {
-    issues.text(field, role, 64);
-}
-
 pub async fn create(
     scope: &TenantScope,
     name: &str,

@@ -48,7 +48,7 @@ pub enum PasswordResetError {
 /// and sends a token. Nothing is read or written before it returns.
 pub fn request(scope: &TenantScope, mailer: &Mailer, email: String, redirect_uri: Option<String>) {
     let (scope, mailer) = (scope.clone(), mailer.clone());
-    actix_web::rt::spawn(async move {
+    actix::spawn(async move {
         let sent = async {
             match users::find_by_email(&scope, &email).await? {
                 Some(user) => send_token(&scope, &mailer, &user, redirect_uri.as_deref()).await,

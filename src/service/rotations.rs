@@ -85,7 +85,7 @@ impl Rotations {
             let (sender, receiver) = mpsc::channel(QUEUE);
             let receiver = Arc::new(Mutex::new(receiver));
             for _ in 0..rotators(shard) {
-                actix_web::rt::spawn(run(shard.clone(), ttl, receiver.clone()));
+                actix::spawn(run(shard.clone(), ttl, receiver.clone()));
             }
             queues.insert(region, sender);
         }

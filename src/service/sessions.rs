@@ -4,7 +4,7 @@
 //! stolen: the whole session is revoked (as OAuth 2.0 Security BCP §4.14).
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Duration;
-use entity::{membership, refresh_token, session};
+use entity::{refresh_token, session};
 use rand::{rngs::OsRng, RngCore};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
@@ -275,15 +275,4 @@ pub async fn activate_organization(scope: &TenantScope, session_id: Uuid, organi
     let data = json!({"organization_id": organization_id});
     txn.audit(EventType::SessionOrganizationActivated, Some(session_id), data).await?;
     txn.commit().await
-}
-
-/// The active organization and the user's role in it, if still a member.
-pub async fn active_membership(
-    db: &impl TenantConn,
-    session: &session::Model,
-) -> Result<Option<membership::Model>, DbErr> {
-    let Some(organization_id) = session.active_organization_id else {
-        return Ok(None);
-    };
-    super::memberships::find(db, organization_id, session.user_id).await
 }

@@ -18,14 +18,15 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, Quer
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{
-    organizations,
-    validate::{Invalid, Issues},
-};
+use super::validate::{Invalid, Issues};
 use crate::{
+    error::ApiResult,
     events::catalog::EventType,
-    storage::{Limit, Page, ReserveError, TenantConn, TenantTxn},
-    tenancy::InTurn,
+    storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn},
+    tenancy::{
+        parts::{Rows, TenantPart},
+        InTurn,
+    },
 };
 
 #[derive(Debug, thiserror::Error)]
@@ -55,8 +56,8 @@ pub struct PolicyInput {
 fn check_input(input: &PolicyInput) -> Result<(), Invalid> {
     let mut issues = Issues::default();
     issues.text("name", &input.name, 255);
-    organizations::role_issue(&mut issues, "role_a", &input.role_a);
-    organizations::role_issue(&mut issues, "role_b", &input.role_b);
+    issues.role("role_a", &input.role_a);
+    issues.role("role_b", &input.role_b);
     if input.role_a == input.role_b {
         issues.add("role_b", "must differ from role_a");
     }
@@ -100,6 +101,15 @@ fn in_order(db: &impl TenantConn) -> sea_orm::Select<sod_policy::Entity> {
 /// Every policy of the application: what the tenant's state holds.
 pub async fn all(db: &impl TenantConn) -> Result<Vec<sod_policy::Model>, DbErr> {
     in_order(db).all(db.conn()).await
+}
+
+/// The policies every grant of a role passes (a tenant part).
+pub type Policies = Rows<sod_policy::Model>;
+
+impl TenantPart for Policies {
+    async fn load(scope: &TenantScope) -> ApiResult<Self> {
+        Ok(Rows(all(scope).await?))
+    }
 }
 
 pub async fn list(db: &impl TenantConn, page: Page) -> Result<(Vec<sod_policy::Model>, bool), DbErr> {

@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 use super::{
     memberships::{self, Manager, Refusal},
-    organizations::{self, OrganizationError},
+    organizations::OrganizationError,
     sod::Grant,
     validate::{Invalid, Issues},
 };
@@ -179,7 +179,7 @@ pub async fn claim(
         Some(_) => {}
     }
     if let Some(role) = &auto_join_role {
-        organizations::role_issue(&mut issues, "auto_join_role", role);
+        issues.role("auto_join_role", role);
     }
     issues.finish()?;
     if let Some(role) = &auto_join_role {

@@ -17,6 +17,12 @@ fn listed(issues: &[FieldIssue]) -> String {
 pub struct Issues(Vec<FieldIssue>);
 
 impl Issues {
+    /// `owner`, `admin`, `member` or any custom role: 1 to 64 characters
+    /// without control characters.
+    pub fn role(&mut self, field: &str, role: &str) {
+        self.text(field, role, 64);
+    }
+
     pub fn add(&mut self, field: &str, issue: impl Into<String>) {
         self.0.push(FieldIssue { field: field.to_string(), issue: issue.into() });
     }

@@ -18,9 +18,9 @@ use uuid::Uuid;
 
 use super::{Db, TenantEntity, WriteTxn};
 use crate::{
+    application::Tenant,
     audit::{self, Actor, Entry},
     events::catalog::EventType,
-    tenancy::Tenant,
 };
 
 /// The writes through a tenant handle that record no audit row, each with

@@ -18,7 +18,10 @@ use actix::prelude::*;
 use arc_swap::ArcSwapOption;
 use uuid::Uuid;
 
-use super::state::{version_now, Configuration, TenantState};
+use super::{
+    parts::Parts,
+    state::{version_now, TenantState},
+};
 use crate::{
     audit::Actor as AuditActor,
     cache::{
@@ -28,7 +31,6 @@ use crate::{
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
     region::router::Directory,
-    service::hooks,
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys},
 };
@@ -47,6 +49,8 @@ pub(super) struct Deps {
     pub documents: ReadThrough<JwksDocument>,
     /// How long this node's claim on a region move lasts unrenewed.
     pub move_lease: Duration,
+    /// The areas' settings every tenant state holds.
+    pub parts: Parts,
 }
 
 pub(super) type Published = Arc<ArcSwapOption<TenantState>>;
@@ -97,14 +101,8 @@ impl TenantActor {
             .ok_or_else(|| ApiError::unavailable("The application's region is not held here."))?;
         let scope = TenantScope::new(settings.clone(), shard.clone(), AuditActor::system());
         let keys = deps.keys.load(&scope).await?;
-        let configuration = Configuration {
-            hooks: hooks::all(&scope).await?,
-            messaging: crate::service::messaging::all(&scope).await?,
-            oauth: crate::service::oauth_providers::all(&scope).await?,
-            sod_policies: crate::service::sod::all(&scope).await?,
-            entitlements: crate::service::entitlements::definitions::catalog(&scope).await?,
-        };
-        Ok(TenantState::new(version, settings, keys, configuration))
+        let parts = deps.parts.load(&scope).await?;
+        Ok(TenantState::new(version, settings, keys, parts))
     }
 
     /// After a committed change: this node's copies go, the other nodes

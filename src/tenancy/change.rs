@@ -7,7 +7,7 @@
 //!
 //! Those functions take an [`InTurn`], which only the actor makes: a route
 //! cannot call them around it.
-use std::{future::Future, pin::Pin};
+use std::{future::Future, pin::Pin, sync::Arc};
 
 use actix::prelude::*;
 
@@ -15,17 +15,20 @@ use super::actor::TenantActor;
 use crate::{
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
-    storage::TenantScope,
+    region::router::Directory,
+    storage::{Storage, TenantScope},
     tokens::keys::SigningKeys,
 };
 
 /// What a change runs with: the caller's scope (whose actor and audit rows
 /// it names) and what tenant-wide changes need (the master key that seals
-/// secrets, the signing keys).
+/// secrets, the signing keys, the catalog and directory for settings).
 pub struct InTurn {
     scope: TenantScope,
     master_key: MasterKey,
     keys: SigningKeys,
+    storage: Arc<Storage>,
+    directory: Directory,
 }
 
 impl InTurn {
@@ -39,6 +42,17 @@ impl InTurn {
 
     pub fn keys(&self) -> &SigningKeys {
         &self.keys
+    }
+
+    /// The catalog (the application's settings) and the regions.
+    pub fn storage(&self) -> &Storage {
+        &self.storage
+    }
+
+    /// Where each application is; a settings change publishes its new entry
+    /// here before the actor tells the other nodes.
+    pub fn directory(&self) -> &Directory {
+        &self.directory
     }
 }
 
@@ -70,7 +84,14 @@ impl<R: 'static> Handler<Change<R>> for TenantActor {
     type Result = AtomicResponse<Self, ApiResult<R>>;
 
     fn handle(&mut self, msg: Change<R>, _: &mut Context<Self>) -> Self::Result {
-        let turn = InTurn { scope: msg.scope, master_key: self.deps.master_key.clone(), keys: self.deps.keys.clone() };
+        let deps = &self.deps;
+        let turn = InTurn {
+            scope: msg.scope,
+            master_key: deps.master_key.clone(),
+            keys: deps.keys.clone(),
+            storage: deps.storage.clone(),
+            directory: deps.directory.clone(),
+        };
         self.change((msg.work)(turn))
     }
 }

@@ -7,12 +7,10 @@ use super::{
     actor::TenantActor,
     messages::*,
     state::{version_now, TenantState},
-    Tenant,
 };
 use crate::{
     error::ApiResult,
     region::{moves::Mover, Region},
-    service::applications,
 };
 
 impl Handler<Load> for TenantActor {
@@ -34,24 +32,6 @@ impl Handler<Load> for TenantActor {
                 let state = Arc::new(TenantActor::load(&deps, id, version_now()).await?);
                 published.store(Some(state.clone()));
                 Ok(state)
-            }
-            .into_actor(self),
-        ))
-    }
-}
-
-impl Handler<UpdateSettings> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<Tenant>>;
-
-    fn handle(&mut self, msg: UpdateSettings, _: &mut Context<Self>) -> Self::Result {
-        let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
-        AtomicResponse::new(Box::pin(
-            async move {
-                let tenant = applications::update_settings(&deps.storage, id, msg.patch, msg.scope.actor()).await?;
-                // Before the bus message, so the nodes that drop their copy read this one.
-                deps.directory.publish(tenant.clone()).await;
-                TenantActor::publish_change(&deps, id, &published).await;
-                Ok(tenant)
             }
             .into_actor(self),
         ))

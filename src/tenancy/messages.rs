@@ -1,12 +1,12 @@
-//! The actor's own operations: loading its state, its settings, its first
-//! signing key, region moves. Every other tenant-wide change is a
+//! The actor's own operations: loading its state, its first signing key,
+//! region moves. Every other tenant-wide change is a
 //! [`super::change::Change`].
 use std::sync::Arc;
 
 use actix::Message;
 
-use super::{state::TenantState, Tenant};
-use crate::{error::ApiResult, region::Region, service::applications::SettingsPatch, storage::TenantScope};
+use super::state::TenantState;
+use crate::{error::ApiResult, region::Region, storage::TenantScope};
 
 /// Loads the state (when it is missing or stale).
 #[derive(Message)]
@@ -15,13 +15,6 @@ pub struct Load {
     /// Load even if the published state is fresh, for a `kid` it does not
     /// know, unless a load made since already says the `kid` is unknown.
     pub unknown_kid: Option<uuid::Uuid>,
-}
-
-#[derive(Message)]
-#[rtype(result = "ApiResult<Tenant>")]
-pub struct UpdateSettings {
-    pub scope: TenantScope,
-    pub patch: SettingsPatch,
 }
 
 /// Makes the first signing key if there is none.

@@ -17,8 +17,8 @@ use super::{
     actor::{Deps, Handle, Handles, TenantActor},
     change::{Change, InTurn},
     messages::*,
+    parts::Parts,
     state::TenantState,
-    Tenant,
 };
 use crate::{
     cache::{
@@ -29,7 +29,6 @@ use crate::{
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
     region::{router::Directory, Region},
-    service::applications::SettingsPatch,
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
 };
@@ -51,6 +50,7 @@ pub(super) fn fresh_for(deps: &Deps) -> Duration {
 }
 
 impl TenantRegistry {
+    #[allow(clippy::too_many_arguments)] // one per dependency every actor of the node shares
     pub fn new(
         storage: Arc<Storage>,
         directory: Directory,
@@ -59,10 +59,12 @@ impl TenantRegistry {
         master_key: MasterKey,
         redis: Option<SharedRedis>,
         move_lease: Duration,
+        parts: Parts,
     ) -> Self {
         let ttl = Duration::from_secs(CACHE_SECONDS);
         let documents = ReadThrough::new("jwks", redis, ttl, ttl);
-        let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents, move_lease });
+        let deps =
+            Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents, move_lease, parts });
         let registry = Self { handles: Arc::default(), deps };
         // Weak: the bus outlives nothing it holds (the deps hold the bus).
         let (handles, deps) = (Arc::downgrade(&registry.handles), Arc::downgrade(&registry.deps));
@@ -173,11 +175,6 @@ impl TenantRegistry {
         self.deps.documents.get_with(scope.tenant().id, load).await.map_err(|err| (*err).clone())
     }
 
-    /// Changes the application's settings through its actor.
-    pub async fn update_settings(&self, scope: &TenantScope, patch: SettingsPatch) -> ApiResult<Tenant> {
-        self.send(scope.tenant().id, UpdateSettings { scope: scope.clone(), patch }).await
-    }
-
     /// Moves the application's data to `to` (operation 17) and answers once
     /// it is there.
     pub async fn move_region(&self, scope: &TenantScope, to: Region) -> ApiResult<Region> {
@@ -190,7 +187,7 @@ impl TenantRegistry {
     pub fn resume_stalled_moves(&self) {
         // Weak, like the bus listener: the loop ends with the node.
         let (handles, deps) = (Arc::downgrade(&self.handles), Arc::downgrade(&self.deps));
-        actix_web::rt::spawn(async move {
+        actix::spawn(async move {
             loop {
                 let (Some(handles), Some(deps)) = (handles.upgrade(), deps.upgrade()) else { return };
                 let registry = TenantRegistry { handles, deps };

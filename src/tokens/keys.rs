@@ -92,13 +92,13 @@ impl KeySet {
 /// kept in Redis as its text.
 #[derive(Clone, Debug)]
 pub struct JwksDocument {
-    pub text: actix_web::web::Bytes,
+    pub text: bytes::Bytes,
     /// `"…"`: the first 16 bytes of the text's SHA-256, in hex.
     pub etag: String,
 }
 
 impl JwksDocument {
-    fn new(text: actix_web::web::Bytes) -> Self {
+    fn new(text: bytes::Bytes) -> Self {
         let digest = sha256_hex(&text);
         JwksDocument { etag: format!("\"{}\"", &digest[..32]), text }
     }

@@ -25,7 +25,7 @@ pub struct AccessTokens {
     public_url: String,
     ttl_seconds: i64,
     /// `Cache-Control` of the JWKS and discovery documents.
-    documents_cache_control: actix_web::http::header::HeaderValue,
+    documents_cache_control: String,
 }
 
 /// What a token says of its session's active organization.
@@ -99,16 +99,14 @@ pub struct Issued {
 
 impl AccessTokens {
     pub fn new(public_url: String, ttl_seconds: u64, jwks_max_age_seconds: u64) -> Self {
-        let cache_control = format!("public, max-age={jwks_max_age_seconds}");
-        let documents_cache_control =
-            actix_web::http::header::HeaderValue::from_str(&cache_control).expect("digits are a valid header value");
+        let documents_cache_control = format!("public, max-age={jwks_max_age_seconds}");
         Self { public_url, ttl_seconds: ttl_seconds as i64, documents_cache_control }
     }
 
     /// `public, max-age=…`: how long a verifier may keep the JWKS (a
     /// scheduled rotation waits that long before its key signs).
-    pub fn documents_cache_control(&self) -> actix_web::http::header::HeaderValue {
-        self.documents_cache_control.clone()
+    pub fn documents_cache_control(&self) -> &str {
+        &self.documents_cache_control
     }
 
     pub fn issuer(&self, application_id: Uuid) -> String {

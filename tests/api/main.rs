@@ -24,6 +24,7 @@ mod helpers;
 mod hooks;
 mod http_surface;
 mod invitations;
+mod layers;
 mod list_plans;
 mod machine_tokens;
 mod memory;

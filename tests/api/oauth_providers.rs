@@ -77,7 +77,14 @@ async fn providers_are_upserted_and_listed_without_their_secrets() {
     let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
     let scope = gatehouse::auth::public_scope(&app.state, tenant).unwrap();
     let state = app.state.tenants.state(&scope).await.unwrap();
-    assert_eq!(state.oauth.iter().map(|p| p.provider.as_str()).collect::<Vec<_>>(), ["github", "google"]);
+    assert_eq!(
+        state
+            .part::<gatehouse::service::oauth_providers::Providers>()
+            .iter()
+            .map(|p| p.provider.as_str())
+            .collect::<Vec<_>>(),
+        ["github", "google"]
+    );
     let audited = app.get("/v1/audit-logs/export?limit=1000").await;
     let rows: Vec<&Value> =
         audited.data().as_array().unwrap().iter().filter(|r| r["type"] == "provider.updated").collect();

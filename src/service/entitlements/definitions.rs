@@ -10,10 +10,11 @@ use serde_json::{json, Map, Value};
 
 use super::{canonical, value_issue, Catalog, EntitlementError, KINDS};
 use crate::{
+    error::ApiResult,
     events::catalog::EventType,
     service::validate::{is_scope, Issues},
-    storage::{Limit, TenantConn, TenantTxn},
-    tenancy::InTurn,
+    storage::{Limit, TenantConn, TenantScope, TenantTxn},
+    tenancy::{parts::TenantPart, InTurn},
 };
 
 /// Feature and plan keys: `^[a-z][a-z0-9_:.-]{0,63}$`.
@@ -34,6 +35,13 @@ pub async fn catalog(db: &impl TenantConn) -> Result<Catalog, DbErr> {
     let features = db.find::<feature::Entity>().all(db.conn()).await?;
     let plans = db.find::<plan::Entity>().all(db.conn()).await?;
     Ok(Catalog::new(features, plans))
+}
+
+/// The features and plans entitlements resolve against (a tenant part).
+impl TenantPart for Catalog {
+    async fn load(scope: &TenantScope) -> ApiResult<Self> {
+        Ok(catalog(scope).await?)
+    }
 }
 
 async fn find_feature(db: &impl TenantConn, key: &str) -> Result<Option<feature::Model>, DbErr> {

@@ -130,7 +130,7 @@ pub struct Entitlement {
     /// `boolean`, `limit` or `config`.
     pub kind: String,
     pub source: Source,
-    #[schema(schema_with = crate::openapi::fields::any_json)]
+    #[schema(schema_with = crate::json_schema::any_json)]
     pub value: Value,
 }
 
@@ -141,7 +141,7 @@ pub struct Candidate {
     /// The plan, for `source: plan`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub plan_key: Option<String>,
-    #[schema(schema_with = crate::openapi::fields::any_json)]
+    #[schema(schema_with = crate::json_schema::any_json)]
     pub value: Value,
     /// The one that won.
     pub applies: bool,

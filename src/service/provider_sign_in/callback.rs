@@ -166,7 +166,9 @@ async fn finish(
     };
     let issued = async {
         let mut txn = scope.acting_as(plan.actor()).begin().await?;
-        let user = link::apply(&mut txn, &flow.provider, &account, plan, &state.sod_policies).await?;
+        let user =
+            link::apply(&mut txn, &flow.provider, &account, plan, &state.part::<crate::service::sod::Policies>())
+                .await?;
         let code = oauth::random_token(32);
         let now = crate::clock::now();
         txn.update_many(|q: UpdateMany<oauth_flow::Entity>| {

@@ -92,9 +92,10 @@ pub struct Configured {
 pub fn configured(state: &TenantState, deps: &Deps<'_>, provider: &str) -> Result<Configured, ProviderSignInError> {
     let not_enabled = || ProviderSignInError::NotEnabled(provider.chars().take(32).collect());
     let endpoints = providers::endpoints(provider, deps.settings).ok_or_else(not_enabled)?;
-    let row = state.oauth.iter().find(|row| row.provider == provider && row.enabled).ok_or_else(not_enabled)?;
+    let providers = state.part::<oauth_providers::Providers>();
+    let row = providers.iter().find(|row| row.provider == provider && row.enabled).ok_or_else(not_enabled)?;
     let (client_id, client_secret) = if row.use_shared_dev_credentials && !state.settings.environment.is_live() {
-        let (id, secret) = oauth_providers::shared_credentials(deps.settings, provider).ok_or_else(not_enabled)?;
+        let (id, secret) = deps.settings.shared_credentials(provider).ok_or_else(not_enabled)?;
         (id.to_string(), secret.to_string())
     } else {
         let secret = oauth_providers::open_client_secret(deps.master_key, row).map_err(|_| not_enabled())?;

@@ -5,18 +5,24 @@ use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, Upda
 use serde_json::json;
 use uuid::Uuid;
 
+mod cache;
+pub use cache::{Authenticated, KeyCache};
+
 use super::{
     unless_unique,
     validate::{is_scope, Invalid, Issues},
 };
 use crate::{
-    auth::secret_key::KeyCache,
     crypto::{key_format, sha256},
     events::catalog::EventType,
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn, Unaudited},
 };
 
 pub const MAX_SCOPES: usize = 50;
+
+/// The scope that implies every other: what operations 3, 9, 11 and 17,
+/// key revocation and signing-key rotation require themselves.
+pub const ADMIN_SCOPE: &str = "admin";
 
 /// What went wrong with an application's secret key.
 #[derive(Debug, thiserror::Error)]
