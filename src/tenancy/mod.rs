@@ -2,7 +2,7 @@
 //! ([`crate::application::Tenant`]) is what routing attaches to each request; its
 //! [`actor::TenantActor`] (one per application, started on demand, stopped
 //! when idle) owns the rest of its in-memory state ([`state::TenantState`]:
-//! settings, signing keys, hooks, policies, entitlements), publishes it as an
+//! settings, signing keys, and each area's [`parts::TenantPart`]), publishes it as an
 //! immutable snapshot, and is the single writer of tenant-wide changes
 //! ([`change::Change`], one closure per change; its own operations, such as
 //! a region move, are [`messages`] handled in [`handlers`]). Handlers reach
