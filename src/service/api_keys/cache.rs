@@ -25,55 +25,6 @@ use crate::{
     storage::TenantScope,
 };
 
-/// A key proven by its secret: its id and scopes, and its application's
-/// scope acting as the key.
-pub struct Authenticated {
-    pub id: Uuid,
-    pub scopes: Arc<[String]>,
-    pub scope: TenantScope,
-}
-
-impl KeyCache {
-    /// The usable key of the scope's application whose secret hashes to
-    /// `hash`; `None` for an unknown, revoked or expired one (a known key's
-    /// refusal is recorded).
-    pub async fn authenticate(&self, scope: TenantScope, hash: [u8; 32]) -> ApiResult<Option<Authenticated>> {
-        let application_id = scope.tenant().id;
-        let records = &self.0.records;
-        let load = || load_by_secret(records, &scope, hash);
-        let found = records
-            .by_secret
-            .get_or_try_load((application_id, hash), load)
-            .await
-            .map_err(|err| ApiError::from(&*err))?;
-        let now = crate::clock::now();
-        let key = match found {
-            Some(key) if constant_time_eq(&key.hash, &hash) && key.usable(now) => key,
-            Some(key) if constant_time_eq(&key.hash, &hash) => {
-                metrics::counter!("auth_rejected_total", "reason" => "inactive").increment(1);
-                let reason = if key.revoked { "revoked" } else { "expired" };
-                self.record_refusal(&scope, key.id, reason);
-                return Ok(None);
-            }
-            _ => {
-                metrics::counter!("auth_rejected_total", "reason" => "unknown").increment(1);
-                return Ok(None);
-            }
-        };
-        let scope = scope.acting_as(Actor::api_key(key.id));
-        if key.claim_touch(now) {
-            let (scope, keys, key_id) = (scope.clone(), self.clone(), key.id);
-            actix::spawn(async move {
-                match super::touch(&scope, key_id, now).await {
-                    Ok(()) => keys.0.records.by_id.invalidate(&(application_id, key_id)).await,
-                    Err(err) => tracing::warn!(error = %err, "could not record last_used_at"),
-                }
-            });
-        }
-        Ok(Some(Authenticated { id: key.id, scopes: key.scopes, scope }))
-    }
-}
-
 #[derive(Clone)]
 struct CachedKey {
     id: Uuid,
@@ -224,6 +175,55 @@ impl KeyCache {
     pub async fn forget(&self, key: &api_key::Model) {
         self.0.records.forget(key.application_id, key.id).await;
         self.0.bus.publish(Invalidation::ApiKey { application_id: key.application_id, key_id: key.id }).await;
+    }
+}
+
+/// A key proven by its secret: its id and scopes, and its application's
+/// scope acting as the key.
+pub struct Authenticated {
+    pub id: Uuid,
+    pub scopes: Arc<[String]>,
+    pub scope: TenantScope,
+}
+
+impl KeyCache {
+    /// The usable key of the scope's application whose secret hashes to
+    /// `hash`; `None` for an unknown, revoked or expired one (a known key's
+    /// refusal is recorded).
+    pub async fn authenticate(&self, scope: TenantScope, hash: [u8; 32]) -> ApiResult<Option<Authenticated>> {
+        let application_id = scope.tenant().id;
+        let records = &self.0.records;
+        let load = || load_by_secret(records, &scope, hash);
+        let found = records
+            .by_secret
+            .get_or_try_load((application_id, hash), load)
+            .await
+            .map_err(|err| ApiError::from(&*err))?;
+        let now = crate::clock::now();
+        let key = match found {
+            Some(key) if constant_time_eq(&key.hash, &hash) && key.usable(now) => key,
+            Some(key) if constant_time_eq(&key.hash, &hash) => {
+                metrics::counter!("auth_rejected_total", "reason" => "inactive").increment(1);
+                let reason = if key.revoked { "revoked" } else { "expired" };
+                self.record_refusal(&scope, key.id, reason);
+                return Ok(None);
+            }
+            _ => {
+                metrics::counter!("auth_rejected_total", "reason" => "unknown").increment(1);
+                return Ok(None);
+            }
+        };
+        let scope = scope.acting_as(Actor::api_key(key.id));
+        if key.claim_touch(now) {
+            let (scope, keys, key_id) = (scope.clone(), self.clone(), key.id);
+            actix::spawn(async move {
+                match super::touch(&scope, key_id, now).await {
+                    Ok(()) => keys.0.records.by_id.invalidate(&(application_id, key_id)).await,
+                    Err(err) => tracing::warn!(error = %err, "could not record last_used_at"),
+                }
+            });
+        }
+        Ok(Some(Authenticated { id: key.id, scopes: key.scopes, scope }))
     }
 }
 
