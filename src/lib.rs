@@ -1,4 +1,5 @@
 pub mod application;
+pub mod area;
 pub mod audit;
 pub mod auth;
 pub mod bootstrap;

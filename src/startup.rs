@@ -11,7 +11,7 @@ use crate::{
     events::delivery,
     http::cors::OriginUnion,
     http::{self as gh_http, errors},
-    region::{forward, router::Directory},
+    region::{dispatch, router::Directory},
     routes,
     service::{api_keys::KeyCache, rotations::Rotations},
     shutdown::Shutdown,
@@ -173,6 +173,7 @@ impl Application {
         let described = crate::openapi::for_regions(&settings.deployment.regions);
         let document = web::Data::new(crate::openapi::served::Served::new(&described));
         let requirements = web::Data::new(crate::openapi::security::Requirements::of_document(&described));
+        let allowed = std::sync::Arc::new(errors::AllowedMethods::of_document(&described));
         let mut server = HttpServer::new(move || {
             App::new()
                 .app_data(app_state.clone())
@@ -180,11 +181,11 @@ impl Application {
                 .app_data(requirements.clone())
                 .app_data(settings_data.clone())
                 .app_data(origins.clone())
-                .wrap(errors::method_not_allowed())
+                .wrap(errors::method_not_allowed(allowed.clone()))
                 .wrap(from_fn(errors::head_as_get))
                 .wrap(from_fn(rate_limit::headers))
                 .wrap(from_fn(gh_http::cors::middleware))
-                .wrap(from_fn(forward::middleware))
+                .wrap(from_fn(dispatch::middleware))
                 .wrap(from_fn(gh_http::head_limits::middleware))
                 .wrap(from_fn(gh_http::metrics::middleware))
                 .wrap(from_fn(gh_http::caching::no_store_unless_declared))
@@ -229,11 +230,5 @@ impl Application {
 
 /// The areas' settings every tenant state holds (see `tenancy::parts`).
 fn tenant_parts() -> Parts {
-    use crate::service::{entitlements, hooks, messaging, oauth_providers, sod};
-    Parts::default()
-        .with::<hooks::Hooks>()
-        .with::<messaging::Providers>()
-        .with::<oauth_providers::Providers>()
-        .with::<sod::Policies>()
-        .with::<entitlements::Catalog>()
+    routes::AREAS.iter().fold(Parts::default(), |parts, area| (area.parts)(parts))
 }

@@ -49,6 +49,7 @@ pub mod region_move;
 pub mod service_account;
 pub mod service_account_key;
 pub mod session;
+pub mod sign_up_restriction;
 pub mod signing_key;
 pub mod sod_policy;
 pub mod sso_domain;

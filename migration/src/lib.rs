@@ -36,6 +36,7 @@ mod m20261129_000030_add_passkey_rp_id;
 mod m20261130_000031_add_signs_from;
 mod m20261130_000032_add_sso_domains_claimed_by;
 mod m20261130_000033_create_processor_account_claims;
+mod m20261201_000034_create_sign_up_restrictions;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -94,6 +95,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261129_000029_create_passkeys::Migration),
             Box::new(m20261130_000031_add_signs_from::Migration),
             Box::new(m20261130_000032_add_sso_domains_claimed_by::Migration),
+            Box::new(m20261201_000034_create_sign_up_restrictions::Migration),
         ]
     }
 

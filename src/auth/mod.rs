@@ -4,6 +4,7 @@
 //! access tokens ([`end_user::EndUser`]); the public caller of an
 //! application. Each principal yields the [`TenantScope`] its request works in.
 pub mod end_user;
+pub mod public;
 pub mod rate_limit;
 pub mod secret_key;
 

@@ -11,6 +11,7 @@
 //! under sign-ins. A thread that has had no work for ten seconds gives its
 //! block's pages back to the kernel, so a quiet service does not hold
 //! 19 MiB per core; the next hash faults them in again once.
+use crate::error::ApiError;
 use std::{
     cell::RefCell,
     sync::{
@@ -40,6 +41,16 @@ pub enum PasswordError {
     Lost,
     #[error("hashing a password failed: {0}")]
     Hash(argon2::password_hash::Error),
+}
+
+impl From<PasswordError> for ApiError {
+    fn from(err: PasswordError) -> Self {
+        match err {
+            PasswordError::Busy => ApiError::unavailable("Too many sign-ins at once; try again shortly."),
+            PasswordError::Stopped => ApiError::unavailable("Password hashing is unavailable."),
+            PasswordError::Lost | PasswordError::Hash(_) => ApiError::internal_error(&err),
+        }
+    }
 }
 
 /// CPU priority of the hashing threads: below the HTTP workers' 0.

@@ -1,8 +1,8 @@
 //! `ApiError` and the one table of error codes → HTTP status (contract §2).
-//! Each area's own error maps to a code and message in [`areas`].
+//! Each area maps its own error to a code and message with a `From<…> for
+//! ApiError` beside that error's type: the area says what happened in its
+//! own terms, and only that impl turns it into a code and a sentence.
 use serde::Serialize;
-
-mod areas;
 
 /// Declares [`Code`] from one table: each code's variant, its HTTP status
 /// and its wire name, so a new code is one line here.

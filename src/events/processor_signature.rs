@@ -4,6 +4,7 @@
 //! endpoint secret string as it is (`whsec_…` included, as the processor's
 //! own libraries use it). Any one `v1` may match (the processor sends two
 //! while its secret rolls); other schemes (`v0`) are ignored.
+use crate::error::{ApiError, Code};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
@@ -23,6 +24,12 @@ pub enum SignatureError {
     InFuture,
     #[error("no signature matches")]
     Mismatch,
+}
+
+impl From<SignatureError> for ApiError {
+    fn from(err: SignatureError) -> Self {
+        ApiError::new(Code::InvalidSignature, format!("The processor event was refused: {err}."))
+    }
 }
 
 /// Checks `header` over `body` at `now` (Unix seconds).

@@ -9,8 +9,9 @@ use crate::{
     events::{delivery, outbox, url_safety::MAX_URL},
     json_schema::literal as schema,
     service::{
-        access_reviews, applications, billing, enrollment, entitlements, hooks, messaging, oauth_providers,
-        profile_fields, users, webhooks,
+        access_reviews, applications, billing, enrollment, entitlements,
+        hooks::{self, restrictions},
+        messaging, oauth_providers, profile_fields, users, webhooks,
     },
 };
 
@@ -251,10 +252,20 @@ pub fn optional_review_decision() -> RefOr<Schema> {
 /// IDNA form, though not described here). `conditions` adds that it is not
 /// a consumer mail domain (a keyword utoipa's schema type does not keep).
 pub fn sso_domain() -> RefOr<Schema> {
+    schema(domain(), false)
+}
+
+fn domain() -> Value {
     let label = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
     let top = "[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
     let pattern = format!(r"^({label}\.)+{top}$");
-    schema(json!({"type": "string", "maxLength": 253, "pattern": pattern}), false)
+    json!({"type": "string", "maxLength": 253, "pattern": pattern})
+}
+
+/// Email domains a sign-up is checked against: at most 100 domain names
+/// (a name given twice is kept once).
+pub fn email_domains() -> RefOr<Schema> {
+    schema(json!({"type": "array", "maxItems": restrictions::MAX_DOMAINS, "items": domain()}), false)
 }
 
 /// A phone number in E.164 form (`+4915112345678`).

@@ -7,6 +7,7 @@
 //! Which regions exist is configuration (`deployment.regions`, by default
 //! `us`, `eu` and `ap`), not code: adding `ca` is a line of configuration
 //! and a `gatehouse migrate`.
+pub mod dispatch;
 pub mod forward;
 pub mod moves;
 pub mod router;

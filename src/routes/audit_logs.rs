@@ -2,6 +2,7 @@
 use actix_web::{web, HttpResponse};
 
 use crate::{
+    area::Area,
     audit::query::{self, AuditFilter, AuditQuery, AuditRow},
     auth::secret_key::SecretKey,
     error::ApiResult,
@@ -10,6 +11,17 @@ use crate::{
         query::{ListQuery, Query},
     },
 };
+
+pub const AREA: Area = Area {
+    segments: &["audit-logs"],
+    routes: configure,
+    operations: <Operations as utoipa::OpenApi>::openapi,
+    parts: Area::no_parts,
+};
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(list_audit_logs, export_audit_logs))]
+struct Operations;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/audit-logs").route(web::get().to(list_audit_logs)))

@@ -1,84 +1,81 @@
-//! Routes, one file per area, composed here.
-pub mod access_reviews;
-pub mod api_keys;
-pub mod applications;
+//! The route table: each area's handlers (`service::<area>::http`) and the
+//! node's own (health, metrics, the region, signing keys, audit logs),
+//! composed here.
 pub mod audit_logs;
-pub mod auth;
-pub mod billing;
-pub mod enrollment;
-pub mod entitlements;
-pub mod hooks;
-pub mod machine_tokens;
-pub mod messaging;
-pub mod oauth_providers;
 pub mod ops;
-pub mod organizations;
-pub mod profile_fields;
 pub mod region;
-pub mod service_accounts;
 pub mod signing_keys;
-pub mod sod_policies;
-pub mod sso_domains;
-pub mod team;
-pub mod users;
-pub mod webhooks;
 
 use actix_web::{guard, web};
 
-/// A module's routes.
-type Configure = fn(&mut web::ServiceConfig);
+use crate::{
+    area::Area,
+    service::{
+        access_reviews, api_keys, applications, auth, billing, email_verifications, enrollment, entitlements, hooks,
+        machine_tokens, memberships, messaging, oauth_providers, organizations, password_resets, personal_keys,
+        profile_fields, provider_sign_in, second_factors, service_accounts, sod, sso_domains, users, webhooks,
+    },
+};
 
-/// The `/v1` routes by their first path segment. A request is matched only
-/// against the resources of its segment's group: actix tests every dynamic
-/// resource it passes with a regular expression (and allocates its
-/// captures), so one flat list made each request pay for every route
-/// registered before its own (a tenth of an authenticated read's CPU).
-/// Public documents first: the most requested routes match soonest.
-const GROUPS: &[(&[&str], &[Configure])] = &[
-    (
-        &["applications"],
-        &[
-            signing_keys::configure,
-            machine_tokens::configure,
-            applications::configure,
-            messaging::configure,
-            oauth_providers::configure,
-        ],
-    ),
-    (&["auth"], &[auth::configure, team::configure]),
-    (&["api-keys"], &[api_keys::configure]),
-    (&["users", "sessions"], &[users::configure]),
-    (&["organizations", "features", "plans"], &[organizations::configure, entitlements::configure]),
-    (&["security"], &[region::configure]),
-    (&["audit-logs"], &[audit_logs::configure]),
-    (&["webhooks"], &[webhooks::configure]),
-    (&["hooks"], &[hooks::configure]),
-    (&["billing"], &[billing::configure]),
-    (&["profile-fields"], &[profile_fields::configure]),
-    (&["sod-policies"], &[sod_policies::configure]),
-    (&["access-reviews", "access-review-items"], &[access_reviews::configure]),
-    (&["dashboard"], &[team::configure, sso_domains::configure]),
-    (&["os"], &[enrollment::configure]),
-    (&["service-accounts"], &[service_accounts::configure]),
+/// Every area the node serves, in the order its routes are tried. The
+/// route table, the OpenAPI document and the tenant state are built from
+/// this list.
+pub const AREAS: &[Area] = &[
+    signing_keys::AREA,
+    machine_tokens::http::AREA,
+    applications::http::AREA,
+    messaging::http::AREA,
+    oauth_providers::http::AREA,
+    auth::http::AREA,
+    second_factors::http::AREA,
+    password_resets::http::AREA,
+    email_verifications::http::AREA,
+    provider_sign_in::http::AREA,
+    personal_keys::http::AREA,
+    memberships::http::AREA,
+    api_keys::http::AREA,
+    users::http::AREA,
+    organizations::http::AREA,
+    entitlements::http::AREA,
+    region::AREA,
+    audit_logs::AREA,
+    webhooks::http::AREA,
+    hooks::http::AREA,
+    billing::http::AREA,
+    profile_fields::http::AREA,
+    sod::http::AREA,
+    access_reviews::http::AREA,
+    sso_domains::http::AREA,
+    enrollment::http::AREA,
+    service_accounts::http::AREA,
 ];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     let mut v1 = web::scope("/v1");
-    for (segments, modules) in GROUPS {
-        v1 = v1.service(group(segments, modules));
+    for segment in segments() {
+        v1 = v1.service(group(segment));
     }
     cfg.configure(ops::configure)
         .service(v1.service(web::resource("/openapi.json").route(web::get().to(crate::openapi::served::document))));
 }
 
-/// The resources of `modules` (registered with their whole `/v1`-relative
-/// paths), tried only for a path whose first segment is one of `segments`;
-/// any other path passes on to the next group.
-fn group(segments: &'static [&'static str], modules: &[Configure]) -> actix_web::Scope {
-    let in_group = move |ctx: &guard::GuardContext<'_>| {
-        first_segment(ctx.head().uri.path()).is_some_and(|s| segments.contains(&s))
-    };
-    modules.iter().fold(web::scope("").guard(guard::fn_guard(in_group)), |scope, module| scope.configure(*module))
+/// Every first segment some area's routes have, in the areas' order.
+fn segments() -> Vec<&'static str> {
+    let mut segments = Vec::new();
+    for segment in AREAS.iter().flat_map(|area| area.segments) {
+        if !segments.contains(segment) {
+            segments.push(*segment);
+        }
+    }
+    segments
+}
+
+/// The routes of every area under `segment`, tried only for a path whose
+/// first segment it is; any other path passes on to the next group.
+fn group(segment: &'static str) -> actix_web::Scope {
+    let in_group = move |ctx: &guard::GuardContext<'_>| first_segment(ctx.head().uri.path()) == Some(segment);
+    let areas = AREAS.iter().filter(|area| area.segments.contains(&segment));
+    areas.fold(web::scope("").guard(guard::fn_guard(in_group)), |scope, area| scope.configure(area.routes))
 }
 
 /// `users` of `/v1/users/…`.

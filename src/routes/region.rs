@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use crate::{
+    area::Area,
     auth::secret_key::SecretKey,
     config::Settings,
     error::{ApiError, ApiResult, Code},
@@ -12,6 +13,17 @@ use crate::{
     region::Region,
     state::AppState,
 };
+
+pub const AREA: Area = Area {
+    segments: &["security"],
+    routes: configure,
+    operations: <Operations as utoipa::OpenApi>::openapi,
+    parts: Area::no_parts,
+};
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(get_region, set_region))]
+struct Operations;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/security/region").route(web::get().to(get_region)).route(web::post().to(set_region)));
@@ -56,7 +68,7 @@ pub async fn set_region(state: web::Data<AppState>, key: SecretKey, body: Body) 
 
 /// The deployment's region a request names; 422 `unknown_region`, naming
 /// the deployment's regions, for any other.
-pub(super) fn requested(settings: &Settings, name: &str) -> ApiResult<Region> {
+pub fn requested(settings: &Settings, name: &str) -> ApiResult<Region> {
     settings.region_named(name).ok_or_else(|| {
         let message = format!("Region `{}` is not one of {}.", name.escape_debug(), settings.region_names());
         ApiError::new(Code::UnknownRegion, message)

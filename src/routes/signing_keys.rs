@@ -15,15 +15,28 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
+    area::Area,
+    auth::public::tenant_in_path,
     auth::{public_scope, secret_key::SecretKey},
     error::{ApiError, ApiResult},
-    http::{body::Body, envelope, metrics::RouteLabel, path_id},
+    http::{body::Body, envelope, metrics::RouteLabel},
     state::AppState,
     tenancy::Tenant,
 };
 
 /// The JWKS route: its metrics label, and its path under `/v1`.
 const JWKS_ROUTE: &str = "/v1/applications/{application_id}/.well-known/jwks.json";
+
+pub const AREA: Area = Area {
+    segments: &["applications"],
+    routes: configure,
+    operations: <Operations as utoipa::OpenApi>::openapi,
+    parts: Area::no_parts,
+};
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(jwks, discovery, rotate_signing_key))]
+struct Operations;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource(&JWKS_ROUTE["/v1".len()..]).route(web::get().to(jwks)))
@@ -35,21 +48,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
             web::resource("/applications/{application_id}/signing-keys/rotate")
                 .route(web::post().to(rotate_signing_key)),
         );
-}
-
-/// The application named in the path: the one the region router attached
-/// (it reads the id from these paths), else resolved here.
-pub(crate) async fn tenant_in_path(state: &AppState, req: &HttpRequest, raw: &str) -> ApiResult<Tenant> {
-    let id = path_id("Application", raw)?;
-    let attached = req.extensions().get::<Tenant>().filter(|t| t.id == id).cloned();
-    let tenant = match attached {
-        Some(tenant) => Some(tenant),
-        None => state.directory.resolve(id).await?,
-    };
-    match tenant {
-        Some(tenant) if state.storage.holds(tenant.region) => Ok(tenant),
-        _ => Err(ApiError::not_found("Application", id)),
-    }
 }
 
 /// A public document's answer: cacheable for the configured JWKS max-age

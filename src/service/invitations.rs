@@ -25,6 +25,7 @@ use super::{
 };
 use crate::{
     crypto::sha256,
+    error::{ApiError, Code},
     events::catalog::EventType,
     storage::{TenantConn, TenantScope},
 };
@@ -59,6 +60,34 @@ pub enum InvitationError {
     Invalid(#[from] Invalid),
     #[error(transparent)]
     Db(#[from] DbErr),
+}
+
+impl From<InvitationError> for ApiError {
+    fn from(err: InvitationError) -> Self {
+        match err {
+            InvitationError::Refused(err) => err.into(),
+            InvitationError::AlreadyMember => {
+                ApiError::new(Code::AlreadyMember, "The email belongs to a member of the organization.")
+            }
+            InvitationError::AlreadyInvited => {
+                ApiError::new(Code::AlreadyInvited, "A pending invitation for this email exists.")
+            }
+            InvitationError::NotFound(id) => ApiError::not_found("Invitation", id),
+            InvitationError::NotPending(status) => {
+                ApiError::new(Code::Conflict, format!("The invitation is {status}: only a pending one can be revoked."))
+            }
+            InvitationError::InvalidToken => {
+                ApiError::new(Code::InvalidGrant, "The invitation token is unknown, expired, revoked or already used.")
+            }
+            InvitationError::EmailMismatch => ApiError::new(
+                Code::InvitationEmailMismatch,
+                "The invitation is for another email address; sign in as the invited user.",
+            ),
+            InvitationError::Organization(err) => err.into(),
+            InvitationError::Invalid(err) => err.into(),
+            InvitationError::Db(err) => err.into(),
+        }
+    }
 }
 
 /// What the status reads as now: a pending invitation past its time is expired.

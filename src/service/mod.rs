@@ -9,6 +9,8 @@ pub mod billing;
 pub mod email_verifications;
 pub mod enrollment;
 pub mod entitlements;
+#[cfg(test)]
+mod errors_on_the_wire;
 pub mod hooks;
 pub mod invitations;
 pub mod machine_tokens;

@@ -30,6 +30,7 @@ use super::sessions::{self, Opened, RefreshRefused};
 use crate::{
     audit::{self, Actor},
     crypto::sha256,
+    error::ApiError,
     events::catalog::EventType,
     region::Region,
     storage::{Db, Storage, TenantScope},
@@ -53,6 +54,17 @@ pub enum RotationError {
     Batch(#[source] Arc<DbErr>),
     #[error(transparent)]
     Db(#[from] DbErr),
+}
+
+impl From<RotationError> for ApiError {
+    fn from(err: RotationError) -> Self {
+        match err {
+            RotationError::RegionNotHeld(_) => ApiError::unavailable("The region is not held here."),
+            RotationError::Stopped => ApiError::unavailable("Sessions are unavailable; try again shortly."),
+            RotationError::Batch(err) => ApiError::from(&*err),
+            RotationError::Db(err) => err.into(),
+        }
+    }
 }
 
 /// What the batch decided for one rotation.

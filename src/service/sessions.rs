@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::{
     audit::Actor,
     crypto::sha256,
+    error::ApiError,
     events::catalog::EventType,
     storage::{Page, TenantConn, TenantScope, TenantTxn},
 };
@@ -27,6 +28,15 @@ pub enum SessionError {
     NotFound(Uuid),
     #[error(transparent)]
     Db(#[from] DbErr),
+}
+
+impl From<SessionError> for ApiError {
+    fn from(err: SessionError) -> Self {
+        match err {
+            SessionError::NotFound(id) => ApiError::not_found("Session", id),
+            SessionError::Db(err) => err.into(),
+        }
+    }
 }
 
 /// A session with the refresh token just issued for it (shown once).

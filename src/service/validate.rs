@@ -1,5 +1,6 @@
 //! Checks shared by every area's input: they collect field issues so one
 //! answer names every problem.
+use crate::error::ApiError;
 use crate::error::FieldIssue;
 
 /// A request's field issues, all of them (422 `validation_failed`). Every
@@ -8,6 +9,12 @@ use crate::error::FieldIssue;
 #[derive(Debug, thiserror::Error)]
 #[error("invalid fields: {}", listed(.0))]
 pub struct Invalid(pub Vec<FieldIssue>);
+
+impl From<Invalid> for ApiError {
+    fn from(invalid: Invalid) -> Self {
+        ApiError::invalid_all(invalid.0)
+    }
+}
 
 fn listed(issues: &[FieldIssue]) -> String {
     issues.iter().map(|i| format!("`{}` {}", i.field, i.issue)).collect::<Vec<_>>().join("; ")

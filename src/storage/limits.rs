@@ -5,6 +5,7 @@
 //! at the limit take turns and the second counts the first's row. (Counting
 //! first, as PostgreSQL's READ COMMITTED allows, let twenty concurrent
 //! creators end with 114 keys of 100.)
+use crate::error::ApiError;
 use sea_orm::{PaginatorTrait, Select};
 
 use super::{TenantConn, TenantEntity, TenantTxn};
@@ -24,12 +25,27 @@ pub struct Limit {
 #[error("the limit of {} {} is reached", .0.max, .0.what)]
 pub struct LimitReached(pub Limit);
 
+impl From<LimitReached> for ApiError {
+    fn from(reached: LimitReached) -> Self {
+        ApiError::invalid(reached.0.field, reached.to_string())
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ReserveError {
     #[error(transparent)]
     Reached(#[from] LimitReached),
     #[error(transparent)]
     Db(#[from] sea_orm::DbErr),
+}
+
+impl From<ReserveError> for ApiError {
+    fn from(err: ReserveError) -> Self {
+        match err {
+            ReserveError::Reached(reached) => reached.into(),
+            ReserveError::Db(err) => err.into(),
+        }
+    }
 }
 
 impl TenantTxn {

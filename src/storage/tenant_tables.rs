@@ -92,6 +92,7 @@ tenant_tables!(
     oauth_flow,
     password_reset,
     sod_policy,
+    sign_up_restriction,
     access_review,
     access_review_item,
     feature,

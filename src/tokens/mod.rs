@@ -4,6 +4,7 @@
 pub mod jwt;
 pub mod keys;
 
+use crate::error::ApiError;
 use uuid::Uuid;
 
 /// `iss` of an application's tokens: `{public_url}/v1/applications/{id}`.
@@ -18,6 +19,12 @@ use entity::session;
 #[derive(Debug, thiserror::Error)]
 #[error("the application has no signing key")]
 pub struct NoSigningKey;
+
+impl From<NoSigningKey> for ApiError {
+    fn from(err: NoSigningKey) -> Self {
+        ApiError::internal_error(&err)
+    }
+}
 
 /// Issues and verifies one node's access tokens.
 #[derive(Clone)]

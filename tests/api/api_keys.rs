@@ -180,20 +180,19 @@ async fn a_production_application_gets_live_keys_and_refuses_test_ones() {
     assert_eq!(app.send(&test_key_at_live, Method::GET, "/v1/api-keys", None).await.status, 401);
 }
 
-/// `api_key.use_refused` rows with this reason, once they are written (off the request path).
+/// `api_key.use_refused` rows with this reason, once there is one (they
+/// are written off the request path), watched a moment longer: a second
+/// row for the same minute would arrive unannounced.
 async fn refusals(app: &crate::helpers::TestApp, reason: &str) -> usize {
-    let mut count = 0;
-    for _ in 0..40 {
+    let count = || async {
         let rows = app.get("/v1/audit-logs/export?type=api_key.use_refused").await;
-        count = rows.data().as_array().unwrap().iter().filter(|r| r["data"]["reason"] == reason).count();
-        if count > 0 {
-            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-            let rows = app.get("/v1/audit-logs/export?type=api_key.use_refused").await;
-            return rows.data().as_array().unwrap().iter().filter(|r| r["data"]["reason"] == reason).count();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    count
+        rows.data().as_array().unwrap().iter().filter(|r| r["data"]["reason"] == reason).count()
+    };
+    crate::wait::until(&format!("a `{reason}` refusal row"), || async { count().await > 0 }).await;
+    let one = || async { count().await == 1 };
+    crate::wait::stays(&format!("one `{reason}` refusal row a minute"), std::time::Duration::from_millis(100), one)
+        .await;
+    count().await
 }
 
 #[actix_web::test]

@@ -504,12 +504,7 @@ async fn after_an_event_a_second_node_reads_the_new_status() {
     let node = Application::build(a.storage.settings.clone()).await.expect("second node");
     let (b, b_state) = (format!("http://127.0.0.1:{}", node.port()), node.state.clone());
     actix_web::rt::spawn(node.run_until_stopped());
-    for _ in 0..200 {
-        if b_state.bus.connected() == Some(true) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    crate::wait::until("the second node's bus to connect", || async { b_state.bus.connected() == Some(true) }).await;
     let account = new_account();
     connect(&a, &a.caller, &account).await;
     let read_b = || async {

@@ -22,6 +22,10 @@ impl Binary {
         Binary { dir: tempfile::tempdir().unwrap(), base: format!("http://127.0.0.1:{port}"), port, env }
     }
 
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     pub fn add_env(&mut self, name: &str, value: String) {
         self.env.push((name.to_string(), value));
     }

@@ -1,19 +1,16 @@
 //! The `gatehouse` commands, run as a user would run them.
-use std::process::Command;
+use crate::binary::Binary;
 
-use crate::oidc::free_port;
-
-fn gatehouse(data_dir: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
-    command.env("GATEHOUSE__STORAGE__DATA_DIR", data_dir).env("RUST_LOG", "error");
-    command
+/// The binary on a fresh data directory and port, logging errors only.
+fn binary() -> Binary {
+    Binary::new(&[("RUST_LOG", "error".into())])
 }
 
 #[test]
 fn bootstrap_prints_one_json_object_and_audit_verify_checks_the_chain() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = gatehouse(dir.path())
-        .args([
+    let binary = binary();
+    let out = binary
+        .command(&[
             "bootstrap",
             "--name",
             "Acme",
@@ -31,38 +28,38 @@ fn bootstrap_prints_one_json_object_and_audit_verify_checks_the_chain() {
     let keys: Vec<&str> = printed.as_object().unwrap().keys().map(String::as_str).collect();
     assert_eq!(keys, ["account_id", "application_id", "secret_key"]);
     assert!(printed["secret_key"].as_str().unwrap().starts_with("sk_live_"));
-    assert!(dir.path().join("eu.db").exists() && dir.path().join("master.key").exists());
+    assert!(binary.dir.path().join("eu.db").exists() && binary.dir.path().join("master.key").exists());
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(dir.path().join("master.key")).unwrap().permissions().mode();
+        let mode = std::fs::metadata(binary.dir.path().join("master.key")).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }
 
     let application = printed["application_id"].as_str().unwrap();
-    let verified = gatehouse(dir.path()).args(["audit", "verify", "--application", application]).output().unwrap();
+    let verified = binary.command(&["audit", "verify", "--application", application]).output().unwrap();
     assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
     let report: serde_json::Value = serde_json::from_slice(&verified.stdout).unwrap();
     assert_eq!((report["ok"].as_bool(), report["rows"].as_i64()), (Some(true), Some(2)));
 
-    let migrated = gatehouse(dir.path()).arg("migrate").output().unwrap();
+    let migrated = binary.command(&["migrate"]).output().unwrap();
     assert!(migrated.status.success());
 }
 
 #[test]
 fn a_tampered_row_makes_audit_verify_fail_naming_it() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = gatehouse(dir.path()).args(["bootstrap", "--name", "Acme"]).output().unwrap();
+    let binary = binary();
+    let out = binary.command(&["bootstrap", "--name", "Acme"]).output().unwrap();
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let application = printed["application_id"].as_str().unwrap();
-    let db = dir.path().join("us.db");
+    let db = binary.dir.path().join("us.db");
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
         use sea_orm::ConnectionTrait;
         let conn = sea_orm::Database::connect(format!("sqlite://{}", db.display())).await.unwrap();
         conn.execute_unprepared("UPDATE audit_events SET data = '{\"name\":\"Evil\"}' WHERE seq = 2").await.unwrap();
     });
-    let verified = gatehouse(dir.path()).args(["audit", "verify", "--application", application]).output().unwrap();
+    let verified = binary.command(&["audit", "verify", "--application", application]).output().unwrap();
     assert!(!verified.status.success());
     let report: serde_json::Value = serde_json::from_slice(&verified.stdout).unwrap();
     assert_eq!(report["first_bad_seq"], 2);
@@ -92,16 +89,9 @@ fn wait_until_serving(port: u16) {
 #[test]
 fn serve_on_an_empty_catalog_prints_a_working_development_key_once() {
     use std::io::Read;
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let start = || {
-        gatehouse(dir.path())
-            .arg("serve")
-            .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
+    let binary = binary();
+    let port = binary.port();
+    let start = || binary.command(&["serve"]).stdout(std::process::Stdio::piped()).spawn().unwrap();
     let mut first = start();
     wait_until_serving(port);
     let mut printed = String::new();
@@ -133,41 +123,40 @@ fn serve_on_an_empty_catalog_prints_a_working_development_key_once() {
     assert!(!again.contains("secret_key"), "a second start prints no key: {again}");
 }
 
-/// `gatehouse serve` on `dir` with `env` until it answers, then stopped:
+/// `gatehouse serve` with `env` until it logs that it listens, then stopped:
 /// what it wrote on stdout and on stderr (logs at `info`).
-fn serve_once(dir: &std::path::Path, env: &[(String, String)]) -> (String, String) {
-    use std::io::Read;
-    let port = free_port();
-    let mut child = gatehouse(dir)
-        .arg("serve")
-        .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+fn serve_once(binary: &Binary, env: &[(String, String)]) -> (String, String) {
+    let logs = tempfile::tempdir().unwrap();
+    let (out, err) = (logs.path().join("stdout"), logs.path().join("stderr"));
+    let mut child = binary
+        .command(&["serve"])
         .env("RUST_LOG", "info")
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(std::fs::File::create(&err).unwrap())
         .spawn()
         .unwrap();
-    wait_until_serving(port);
-    // The first-start decision follows the server's start within the same task: give it a moment.
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The first-start decision is made, and printed, before this line.
+    let deadline = std::time::Instant::now() + crate::wait::DEADLINE;
+    while !std::fs::read_to_string(&err).unwrap().contains("gatehouse listening") {
+        assert!(std::time::Instant::now() < deadline, "gatehouse serve did not start");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     child.kill().unwrap();
-    let (mut stdout, mut stderr) = (String::new(), String::new());
-    child.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
-    child.stderr.take().unwrap().read_to_string(&mut stderr).unwrap();
     child.wait().unwrap();
-    (stdout, stderr)
+    (std::fs::read_to_string(&out).unwrap(), std::fs::read_to_string(&err).unwrap())
 }
 
 /// The embedded default keeps its first-start key unless the setting says
 /// `never`: then nothing is created, and one log line names the command.
 #[test]
 fn serve_on_an_empty_embedded_catalog_creates_nothing_when_the_setting_says_never() {
-    let dir = tempfile::tempdir().unwrap();
+    let binary = binary();
     let never = [("GATEHOUSE__BOOTSTRAP__FIRST_START_APPLICATION".to_string(), "never".to_string())];
-    let (stdout, stderr) = serve_once(dir.path(), &never);
+    let (stdout, stderr) = serve_once(&binary, &never);
     assert!(!stdout.contains("secret_key"), "{stdout}");
     assert_eq!(stderr.lines().filter(|l| l.contains("`gatehouse bootstrap`")).count(), 1, "{stderr}");
-    let (stdout, _) = serve_once(dir.path(), &[]);
+    let (stdout, _) = serve_once(&binary, &[]);
     assert!(stdout.contains("secret_key:"), "auto on SQLite creates it: {stdout}");
 }
 
@@ -199,7 +188,7 @@ fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
         let name = format!("GATEHOUSE__REGIONS__{}__DATABASE_URL", region.as_str().to_uppercase());
         env.push((name, own.database_url.clone().unwrap()));
     }
-    let dir = tempfile::tempdir().unwrap();
+    let binary = binary();
     let applications = || {
         runtime.block_on(async {
             let catalog = Database::connect(&catalog_url).await.unwrap();
@@ -213,7 +202,7 @@ fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
         })
     };
 
-    let (stdout, stderr) = serve_once(dir.path(), &env);
+    let (stdout, stderr) = serve_once(&binary, &env);
     assert!(
         !stdout.contains("secret_key") && !stderr.contains("sk_test_") && !stderr.contains("sk_live_"),
         "{stdout}\n{stderr}"
@@ -221,22 +210,22 @@ fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
     assert_eq!(applications(), 0);
     assert_eq!(stderr.lines().filter(|l| l.contains("`gatehouse bootstrap`")).count(), 1, "{stderr}");
     assert!(!stderr.contains("already exists"), "{stderr}");
-    let (stdout, stderr) = serve_once(dir.path(), &env);
+    let (stdout, stderr) = serve_once(&binary, &env);
     assert!(!stdout.contains("secret_key"), "{stdout}");
     assert!(!stderr.contains("already exists"), "a start with every table in place: {stderr}");
     assert_eq!(applications(), 0);
 
-    let booted = gatehouse(dir.path()).arg("bootstrap").args(["--name", "Acme"]).envs(env.clone()).output().unwrap();
+    let booted = binary.command(&["bootstrap"]).args(["--name", "Acme"]).envs(env.clone()).output().unwrap();
     assert!(booted.status.success(), "{}", String::from_utf8_lossy(&booted.stderr));
-    let (_, stderr) = serve_once(dir.path(), &env);
+    let (_, stderr) = serve_once(&binary, &env);
     assert!(!stderr.contains("gatehouse bootstrap") && !stderr.contains("already exists"), "{stderr}");
     assert_eq!(applications(), 1);
 }
 
 #[test]
 fn measure_hashing_reports_the_cost_of_a_password_hash() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = gatehouse(dir.path()).args(["measure-hashing", "--rounds", "1"]).output().unwrap();
+    let binary = binary();
+    let out = binary.command(&["measure-hashing", "--rounds", "1"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let printed: serde_json::Value = serde_json::from_slice(&out.stdout).expect("stdout is one JSON object");
     for field in ["hash_ms", "parallel_per_second", "ceiling_per_second"] {
@@ -248,11 +237,10 @@ fn measure_hashing_reports_the_cost_of_a_password_hash() {
 #[test]
 fn json_logs_are_one_object_per_line_with_the_request_id() {
     use std::io::{BufRead, BufReader};
-    let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
-    let mut server = gatehouse(dir.path())
-        .arg("serve")
-        .env("GATEHOUSE__SERVER__LISTEN", format!("127.0.0.1:{port}"))
+    let binary = binary();
+    let port = binary.port();
+    let mut server = binary
+        .command(&["serve"])
         .env("GATEHOUSE__LOG__FORMAT", "json")
         .env("RUST_LOG", "info,gatehouse::http::request_id=debug")
         .stderr(std::process::Stdio::piped())
@@ -279,8 +267,8 @@ fn json_logs_are_one_object_per_line_with_the_request_id() {
 
 #[test]
 fn a_pool_of_one_connection_is_refused_at_start_with_a_reason() {
-    let dir = tempfile::tempdir().unwrap();
-    let out = gatehouse(dir.path()).env("GATEHOUSE__STORAGE__MAX_CONNECTIONS", "1").arg("migrate").output().unwrap();
+    let binary = binary();
+    let out = binary.command(&[]).env("GATEHOUSE__STORAGE__MAX_CONNECTIONS", "1").arg("migrate").output().unwrap();
     assert!(!out.status.success());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("storage.max_connections is 1: it must be at least 2"), "{stderr}");

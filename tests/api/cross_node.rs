@@ -24,24 +24,18 @@ async fn second_node(a: &TestApp) -> (String, web::Data<AppState>) {
     let (address, state) = (format!("http://127.0.0.1:{}", node.port()), node.state.clone());
     actix_web::rt::spawn(node.run_until_stopped());
     // The bus subscribes in the background; wait until it listens.
-    for _ in 0..200 {
-        if state.bus.connected() == Some(true) {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    crate::wait::until("the second node's bus to connect", || async { state.bus.connected() == Some(true) }).await;
     (address, state)
 }
 
 /// B records a key's first use in the background; with two nodes on one
 /// SQLite file (a test-only setup) that write must be done before A writes.
 async fn wait_for_first_use(a: &TestApp, key_id: &str) {
-    for _ in 0..200 {
-        if a.get(&format!("/v1/api-keys/{key_id}")).await.data()["last_used_at"].is_string() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let path = format!("/v1/api-keys/{key_id}");
+    crate::wait::until("the key's first use to be recorded", || async {
+        a.get(&path).await.data()["last_used_at"].is_string()
+    })
+    .await;
 }
 
 /// How long until `check` holds, polling every 5 ms; panics after 5 s.

@@ -142,10 +142,13 @@ async fn two_nodes_on_one_postgresql_send_each_message_once() {
         });
         assert!(futures_util::future::join_all(writes).await.iter().all(|r| r.status == 200));
     }
-    let received = receiver.wait_for(1000).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    let received =
-        if received.len() < 1000 { receiver.wait_for(1000).await } else { receiver.received.lock().unwrap().clone() };
+    receiver.wait_for(1000).await;
+    // An absence: a second send of a message would arrive after the first, unannounced.
+    crate::wait::stays("no message arrives twice", Duration::from_millis(500), || async {
+        receiver.received.lock().unwrap().len() <= 1000
+    })
+    .await;
+    let received = receiver.received.lock().unwrap().clone();
     let mut ids: Vec<&String> = received.iter().map(|r| &r.id).collect();
     let total = ids.len();
     ids.sort();
@@ -155,7 +158,7 @@ async fn two_nodes_on_one_postgresql_send_each_message_once() {
 }
 
 /// SIGTERM under load: the requests in flight are answered, a new one is
-/// answered or refused at connect, the deliveries in flight are recorded,
+/// refused at connect once the listener closes, the deliveries in flight are recorded,
 /// and the process exits 0.
 #[actix_web::test]
 async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
@@ -202,17 +205,17 @@ async fn sigterm_drains_requests_and_records_the_deliveries_in_flight() {
             actix_web::rt::spawn(request)
         })
         .collect();
-    tokio::time::sleep(Duration::from_secs(1)).await;
+    crate::wait::until("the eight sign-ups to be held at the hook", || async { hook.calls() >= 8 }).await;
     let pid = server.id() as i32;
     // SAFETY: a plain signal to the child this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // The listener closes first: a new request is refused at connect, never cut off half-way.
+    let address = base.trim_start_matches("http://").to_string();
+    let closed = || async { tokio::net::TcpStream::connect(&address).await.is_err() };
+    crate::wait::until("the listener to close after SIGTERM", closed).await;
     let late = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
-    // Answered (if it beat the listener's closing) or refused at connect:
-    // never cut off half-way.
-    if let Err(err) = late.get(format!("{base}/healthz")).send().await {
-        assert!(err.is_connect(), "a request after SIGTERM is refused at connect: {err:?}");
-    }
+    let refused = late.get(format!("{base}/healthz")).send().await.expect_err("the listener is closed");
+    assert!(refused.is_connect(), "a request after SIGTERM is refused at connect: {refused:?}");
 
     // Assert: every sign-up in flight was answered, and the process ended well.
     for sign_up in sign_ups {

@@ -406,7 +406,7 @@ async fn a_scheduled_rotation_publishes_the_next_key_before_it_signs_and_keeps_t
 
     let during = token_of(&sign_up(&app, &app.caller, "bob@example.com").await);
     assert_eq!(kid_of(&during), kid_of(&before), "the old key signs until the new one's time");
-    tokio::time::sleep(std::time::Duration::from_millis(lead as u64 + 100)).await;
+    crate::wait::until("the new key's time to sign", || async { chrono::Utc::now() >= signs_from }).await;
     let after = token_of(&sign_up(&app, &app.caller, "cy@example.com").await);
     assert_eq!(kid_of(&after), kid);
     for token in [&before, &during, &after] {

@@ -50,6 +50,13 @@ async fn answer(req: HttpRequest, body: web::Bytes, script: web::Data<HookScript
     }
 }
 
+impl HookScript {
+    /// How many calls have arrived (a slow answer counts from its arrival).
+    pub fn calls(&self) -> usize {
+        self.calls.lock().unwrap().len()
+    }
+}
+
 pub async fn start_hook_receiver() -> (String, HookScript) {
     let script = HookScript::default();
     let data = web::Data::new(script.clone());
@@ -201,4 +208,44 @@ async fn a_sign_ups_hooks_share_one_overall_deadline() {
     let calls: Vec<&Value> = rows.data().as_array().unwrap().iter().filter(|r| r["type"] == "hook.called").collect();
     assert_eq!(calls.len(), 3, "every hook's call (or the lack of time for it) is recorded");
     assert!(calls.iter().all(|c| c["data"]["error"] == "timeout"), "{calls:?}");
+}
+
+/// Sign-up restrictions, a tenant setting of this area: a blocked domain
+/// and a domain off the allowed list are refused 403 `sign_up_denied`
+/// before any hook is called; a user made with a
+/// secret key is the operator's and is not checked; the change is audited.
+#[actix_web::test]
+async fn sign_up_restrictions_refuse_blocked_and_unlisted_domains_before_any_hook() {
+    let (app, script, _) = hook_app(false).await;
+    let path = "/v1/sign-up-restrictions";
+    let empty = json!({"allowed_email_domains": [], "blocked_email_domains": []});
+    assert_eq!(app.get(path).await.data(), &empty, "none until set");
+    let wanted = json!({"allowed_email_domains": ["Acme.test.", "acme.test"], "blocked_email_domains": ["contractors.acme.test"]});
+    let put = app.send(&app.caller, Method::PUT, path, Some(&wanted)).await;
+    assert_eq!(put.status, 200, "{:?}", put.body);
+    let stored = json!({"allowed_email_domains": ["acme.test"], "blocked_email_domains": ["contractors.acme.test"]});
+    assert_eq!(put.data(), &stored, "normal form, each once");
+    assert_eq!(app.get(path).await.data(), &stored);
+
+    for email in ["eve@gmail.com", "bob@contractors.acme.test", "mal@acme.test.evil.example"] {
+        let refused = try_sign_up(&app, &script, "allow", email).await;
+        assert_eq!((refused.status, refused.error_code()), (403, "sign_up_denied"), "{email}");
+    }
+    assert_eq!(script.calls(), 0, "refused before any hook is called");
+    let admitted = try_sign_up(&app, &script, "allow", "amy@eu.acme.test").await;
+    assert_eq!(admitted.status, 201, "{:?}", admitted.body);
+    assert_eq!(script.calls(), 1);
+    let made = app.post("/v1/users", &json!({"email": "ext@gmail.com"})).await;
+    assert_eq!(made.status, 201, "a secret key's user is not checked: {:?}", made.body);
+
+    let invalid =
+        app.send(&app.caller, Method::PUT, path, Some(&json!({"blocked_email_domains": ["not a domain"]}))).await;
+    assert_eq!((invalid.status, invalid.error_code()), (422, "validation_failed"));
+    assert_eq!(invalid.body["error"]["details"][0]["field"], "blocked_email_domains[0]");
+    assert_eq!(app.get(path).await.data(), &stored, "a refused change changes nothing");
+    let cleared = app.send(&app.caller, Method::PUT, path, Some(&json!({}))).await;
+    assert_eq!(cleared.data(), &empty);
+    assert_eq!(try_sign_up(&app, &script, "allow", "eve@gmail.com").await.status, 201, "cleared at once");
+    let audited = app.audit_types().await;
+    assert_eq!(audited.iter().filter(|t| *t == "sign_up_restrictions.updated").count(), 2);
 }

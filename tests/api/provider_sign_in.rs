@@ -352,6 +352,15 @@ async fn a_user_signs_in_with_a_real_openid_provider() {
     assert_eq!(query_of(&back)["error_description"], "Only employees may sign up.");
     let users = app.get("/v1/users?email=erin%40example.com").await;
     assert_eq!(users.data().as_array().unwrap().len(), 0, "{:?}", users.body);
+    // A new user whose email's domain the application blocks: refused before the hook is asked.
+    let restrictions = "/v1/sign-up-restrictions";
+    let blocked = json!({"blocked_email_domains": ["example.com"]});
+    assert_eq!(app.send(&app.caller, Method::PUT, restrictions, Some(&blocked)).await.status, 200);
+    let asked = script.calls();
+    let back = Browser::new("frank").until_application(authorization_url(&app, &verifier).await).await;
+    assert_eq!(query_of(&back)["error"], "sign_up_denied", "{back}");
+    assert_eq!(script.calls(), asked, "the hook is not asked");
+    assert_eq!(app.send(&app.caller, Method::PUT, restrictions, Some(&json!({}))).await.status, 200);
     // Known users are not new: the hook is not asked.
     let back = alice.until_application(authorization_url(&app, &verifier).await).await;
     assert!(query_of(&back).contains_key("code"), "{back}");

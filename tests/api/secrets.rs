@@ -144,7 +144,14 @@ async fn no_secret_appears_in_lists_the_audit_export_or_the_logs() {
     issued.push(serde_json::from_str::<Value>(&personal).unwrap()["data"]["secret"].as_str().unwrap().into());
     issued.extend(sign_in_with_the_provider(&server, oauth).await);
     // The webhook's deliveries fail (nothing listens on port 9): their log lines are searched too.
-    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (_, webhooks) = server.call(Method::GET, "/v1/webhooks", None, None).await;
+    let webhook = serde_json::from_str::<Value>(&webhooks).unwrap()["data"][0]["id"].as_str().unwrap().to_string();
+    crate::wait::until("a failed delivery attempt", || async {
+        let (_, text) = server.call(Method::GET, &format!("/v1/webhooks/{webhook}/deliveries"), None, None).await;
+        let deliveries = serde_json::from_str::<Value>(&text).unwrap();
+        deliveries["data"].as_array().unwrap().iter().any(|d| !d["attempts"].as_array().unwrap().is_empty())
+    })
+    .await;
 
     // Everything readable afterwards.
     let mut read = String::new();
@@ -246,16 +253,12 @@ async fn password_reset_token(server: &Server) -> String {
     let (status, text) = server.call(Method::POST, "/v1/auth/password/forgot", Some(forgot), None).await;
     assert_eq!(status, 202, "{text}");
     let outbox = format!("/v1/applications/{}/providers/messaging/outbox", server.application);
-    for _ in 0..100 {
+    crate::wait::until_some("the reset email", || async {
         let (_, text) = server.call(Method::GET, &outbox, None, None).await;
         let messages: Value = serde_json::from_str(&text).unwrap();
         let reset =
             messages["data"].as_array().unwrap().iter().find(|m| m["subject"].as_str().unwrap().contains("password"));
-        if let Some(message) = reset {
-            let body = message["body"].as_str().unwrap();
-            return body.split("\n\n").nth(2).unwrap().trim().to_string();
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    panic!("no reset email");
+        reset.map(|message| message["body"].as_str().unwrap().split("\n\n").nth(2).unwrap().trim().to_string())
+    })
+    .await
 }

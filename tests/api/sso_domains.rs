@@ -29,21 +29,13 @@ async fn proven_sign_up(app: &TestApp, email: &str) -> serde_json::Value {
 /// Proves `email` with the code the outbox holds for it.
 async fn prove(app: &TestApp, email: &str) {
     let path = format!("/v1/applications/{}/providers/messaging/outbox", app.caller.application_id);
-    let mut code = None;
-    for _ in 0..100 {
+    let code = crate::wait::until_some(&format!("a verification code to {email}"), || async {
         let messages = app.get(&path).await.data().as_array().unwrap().clone();
         let sent =
             |m: &&serde_json::Value| m["recipient"] == email && m["subject"].as_str().unwrap().starts_with("Verify");
-        code = messages
-            .iter()
-            .find(sent)
-            .map(|m| m["body"].as_str().unwrap().split("\n\n").nth(1).unwrap().trim().to_string());
-        if code.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
-    let code = code.unwrap_or_else(|| panic!("no verification code to {email}"));
+        messages.iter().find(sent).map(|m| m["body"].as_str().unwrap().split("\n\n").nth(1).unwrap().trim().to_string())
+    })
+    .await;
     let proven = crate::end_users::public_post(
         app,
         &app.caller,

@@ -1,5 +1,6 @@
 //! Tests wait on conditions, not on time: a test polls for what it needs,
-//! every 20 ms, up to [`DEADLINE`]. The deadline is a slow machine's bound,
+//! every 20 ms, up to [`DEADLINE`]; only an absence is watched for a
+//! period ([`stays`]). The deadline is a slow machine's bound,
 //! never a figure under test: how fast something happens is measured in
 //! `bench/`, not asserted here.
 use std::{future::Future, time::Duration};
@@ -42,6 +43,24 @@ where
             return found;
         }
         assert!(tokio::time::Instant::now() < deadline, "waited {bound:?} for {what}");
+        tokio::time::sleep(EVERY).await;
+    }
+}
+
+/// Checks that `check` holds throughout `period`: the one wait on time, for
+/// an absence that leaves no trace to poll for (nothing more arrives,
+/// nothing is sent). Each use says why no condition could stand in for it.
+pub async fn stays<F, Fut>(what: &str, period: Duration, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = bool>,
+{
+    let end = tokio::time::Instant::now() + period;
+    loop {
+        assert!(check().await, "{what}");
+        if tokio::time::Instant::now() >= end {
+            return;
+        }
         tokio::time::sleep(EVERY).await;
     }
 }

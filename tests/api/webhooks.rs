@@ -79,12 +79,7 @@ pub async fn start_slow_receiver(answers: Vec<u16>, delay: Duration) -> Receiver
 
 impl Receiver {
     pub async fn wait_for(&self, count: usize) -> Vec<Received> {
-        for _ in 0..400 {
-            if self.received.lock().unwrap().len() >= count {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
+        wait::until(&format!("{count} deliveries"), || async { self.received.lock().unwrap().len() >= count }).await;
         self.received.lock().unwrap().clone()
     }
 }
@@ -359,15 +354,11 @@ async fn a_production_endpoint_pointing_inside_is_refused_at_delivery_time() {
         .await
         .unwrap();
     app.send(&production, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await;
-    let mut error = Value::Null;
-    for _ in 0..80 {
+    let error = wait::until_some("the refused attempt to be recorded", || async {
         let deliveries = app.send(&production, Method::GET, &format!("/v1/webhooks/{id}/deliveries"), None).await;
-        error = deliveries.data()[0]["attempts"][0]["error"].clone();
-        if !error.is_null() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+        Some(deliveries.data()[0]["attempts"][0]["error"].clone()).filter(|error| !error.is_null())
+    })
+    .await;
     assert_eq!(error, "blocked_destination");
     assert!(receiver.received.lock().unwrap().is_empty(), "nothing was sent inside");
 }

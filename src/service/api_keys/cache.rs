@@ -233,6 +233,7 @@ enum LoadError {
     Missing,
     Db(sea_orm::DbErr),
 }
+
 impl From<sea_orm::DbErr> for LoadError {
     fn from(err: sea_orm::DbErr) -> Self {
         LoadError::Db(err)

@@ -6,6 +6,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 mod cache;
+pub mod http;
+pub mod view;
 pub use cache::{Authenticated, KeyCache};
 
 use super::{
@@ -14,6 +16,7 @@ use super::{
 };
 use crate::{
     crypto::{key_format, sha256},
+    error::{ApiError, Code},
     events::catalog::EventType,
     storage::{Limit, Page, ReserveError, TenantConn, TenantScope, TenantTxn, Unaudited},
 };
@@ -38,6 +41,20 @@ pub enum ApiKeyError {
     Limit(#[from] ReserveError),
     #[error(transparent)]
     Db(#[from] DbErr),
+}
+
+impl From<ApiKeyError> for ApiError {
+    fn from(err: ApiKeyError) -> Self {
+        match err {
+            ApiKeyError::NotFound(id) => ApiError::not_found("API key", id),
+            ApiKeyError::NameTaken(name) => {
+                ApiError::new(Code::Conflict, format!("An active key named `{name}` already exists."))
+            }
+            ApiKeyError::Invalid(err) => err.into(),
+            ApiKeyError::Limit(err) => err.into(),
+            ApiKeyError::Db(err) => err.into(),
+        }
+    }
 }
 
 /// A validated request for a new key.

@@ -11,6 +11,7 @@
 //! over the features in memory: no query on a warm path.
 pub mod assignments;
 pub mod definitions;
+pub mod http;
 
 use std::{
     collections::{BTreeMap, HashMap},
@@ -26,6 +27,7 @@ use uuid::Uuid;
 use super::{organizations::OrganizationError, validate::Invalid};
 use crate::{
     cache::{pair_key, Bus, Invalidation, ReadThrough, SharedRedis},
+    error::{ApiError, Code},
     storage::{ReserveError, TenantScope},
 };
 
@@ -63,6 +65,22 @@ pub enum EntitlementError {
     /// A read through the cache layer (its failure is shared by the waiters).
     #[error(transparent)]
     Read(std::sync::Arc<sea_orm::DbErr>),
+}
+
+impl From<EntitlementError> for ApiError {
+    fn from(err: EntitlementError) -> Self {
+        match err {
+            EntitlementError::FeatureNotFound(key) => ApiError::not_found("Feature", key),
+            EntitlementError::PlanNotFound(key) => ApiError::not_found("Plan", key),
+            EntitlementError::OverrideNotFound(key) => ApiError::not_found("Entitlement override of feature", key),
+            EntitlementError::InUse(why) => ApiError::new(Code::Conflict, format!("{why}.")),
+            EntitlementError::Organization(err) => err.into(),
+            EntitlementError::Invalid(err) => err.into(),
+            EntitlementError::Limit(err) => err.into(),
+            EntitlementError::Db(err) => err.into(),
+            EntitlementError::Read(err) => ApiError::from(&*err),
+        }
+    }
 }
 
 /// `value` as a feature of `kind` stores it: a limit written with a zero

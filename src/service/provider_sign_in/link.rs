@@ -105,7 +105,7 @@ pub async fn plan(
     if let Err(invalid) = issues.finish() {
         return Ok(Err(LinkRefused::ProfileIncomplete(invalid)));
     }
-    match hooks::pre_sign_up(hook_caller, scope, &state.part::<hooks::Hooks>(), &email, &json!({})).await {
+    match hooks::pre_sign_up(hook_caller, scope, state, &email, &json!({})).await {
         Ok(()) => Ok(Ok(Plan::Create { email })),
         Err(HookError::Db(err)) => Err(err),
         Err(refused) => Ok(Err(LinkRefused::Hook(refused))),

@@ -7,6 +7,7 @@
 //! exactly as a password sign-in does. Tokens never travel in a URL.
 pub mod callback;
 pub mod exchange;
+pub mod http;
 pub mod link;
 pub mod start;
 
@@ -18,7 +19,7 @@ use super::{auth::AuthError, oauth_providers, validate::Invalid};
 use crate::{
     config::OAuthSettings,
     crypto::{master_key::MasterKey, seal, sha256},
-    error::ApiError,
+    error::{ApiError, Code},
     oauth::{
         client::ProviderClient,
         providers::{self, Endpoints, Protocol},
@@ -53,6 +54,28 @@ pub enum ProviderSignInError {
     Auth(#[from] AuthError),
     #[error(transparent)]
     Db(#[from] DbErr),
+}
+
+impl From<ProviderSignInError> for ApiError {
+    fn from(err: ProviderSignInError) -> Self {
+        match err {
+            ProviderSignInError::NotEnabled(provider) => {
+                ApiError::new(Code::NotFound, format!("Sign-in with `{provider}` is not enabled for this application."))
+            }
+            ProviderSignInError::RedirectUri(issue) => ApiError::invalid_url("redirect_uri", issue),
+            ProviderSignInError::InvalidState => ApiError::new(
+                Code::InvalidState,
+                "The sign-in's `state` is unknown, expired or already used: start the sign-in again.",
+            ),
+            ProviderSignInError::InvalidGrant => ApiError::new(
+                Code::InvalidGrant,
+                "The code is unknown, expired, already used, or its `code_verifier` does not match.",
+            ),
+            ProviderSignInError::Invalid(invalid) => invalid.into(),
+            ProviderSignInError::Auth(err) => err.into(),
+            ProviderSignInError::Db(err) => err.into(),
+        }
+    }
 }
 
 impl From<ApiError> for ProviderSignInError {

@@ -9,6 +9,7 @@
 //! proves a factor to continue at `aal2` ([`step_up`]). Removing the factor
 //! needs a fresh `aal2` session.
 pub mod challenges;
+pub mod http;
 pub mod passkeys;
 pub mod recovery;
 pub mod step_up;
@@ -23,6 +24,7 @@ use webauthn_rs::prelude::PublicKeyCredential;
 
 use crate::{
     crypto::master_key::MasterKey,
+    error::{ApiError, Code},
     storage::{TenantConn, TenantTxn},
     tenancy::Tenant,
 };
@@ -178,4 +180,41 @@ pub enum SecondFactorError {
     CeremonyFailed(String),
     #[error(transparent)]
     Db(#[from] DbErr),
+}
+
+impl From<SecondFactorError> for ApiError {
+    fn from(err: SecondFactorError) -> Self {
+        let message = err.to_string();
+        match err {
+            SecondFactorError::AlreadyEnrolled => {
+                ApiError::new(Code::Conflict, "A TOTP factor is active; remove it first.")
+            }
+            SecondFactorError::NotEnrolling
+            | SecondFactorError::NotEnrolled
+            | SecondFactorError::NoPasskey
+            | SecondFactorError::PasskeyNotFound => ApiError::new(Code::NotFound, capitalized(&message)),
+            SecondFactorError::WrongCode | SecondFactorError::InvalidChallenge | SecondFactorError::InvalidCeremony => {
+                ApiError::new(Code::InvalidGrant, capitalized(&message))
+            }
+            SecondFactorError::PasskeysOff | SecondFactorError::NoOriginOnRpId => {
+                ApiError::new(Code::PasskeysNotConfigured, capitalized(&message))
+            }
+            SecondFactorError::PasskeyTaken => ApiError::new(Code::Conflict, capitalized(&message)),
+            SecondFactorError::TooManyPasskeys | SecondFactorError::PasskeyRefused => {
+                ApiError::invalid("credential", message)
+            }
+            SecondFactorError::InvalidCode => ApiError::new(Code::InvalidCredentials, capitalized(&message)),
+            SecondFactorError::Aal2Required => ApiError::new(Code::Aal2Required, capitalized(&message)),
+            SecondFactorError::SecretUnreadable
+            | SecondFactorError::PasskeyUnreadable
+            | SecondFactorError::CeremonyFailed(_) => ApiError::internal(message),
+            SecondFactorError::SessionEnded => ApiError::unauthenticated(),
+            SecondFactorError::Db(err) => err.into(),
+        }
+    }
+}
+
+fn capitalized(message: &str) -> String {
+    let mut chars = message.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect::<String>() + ".").unwrap_or_default()
 }
