@@ -8,7 +8,10 @@ use std::{
 
 use serde::Deserialize;
 
-use crate::region::Region;
+use crate::{
+    error::{ApiError, ApiResult, Code},
+    region::Region,
+};
 
 #[derive(Clone, Debug, Deserialize)]
 pub struct Settings {
@@ -496,6 +499,15 @@ impl Settings {
     /// How a request's unknown region is answered: which ones there are.
     pub fn region_names(&self) -> String {
         self.deployment.regions.iter().map(|r| r.as_str()).collect::<Vec<_>>().join(", ")
+    }
+
+    /// The deployment's region a request names; 422 `unknown_region`, naming
+    /// the deployment's regions, for any other.
+    pub fn requested_region(&self, name: &str) -> ApiResult<Region> {
+        self.region_named(name).ok_or_else(|| {
+            let message = format!("Region `{}` is not one of {}.", name.escape_debug(), self.region_names());
+            ApiError::new(Code::UnknownRegion, message)
+        })
     }
 
     fn defaults_builder() -> Result<config::ConfigBuilder<config::builder::DefaultState>, config::ConfigError> {

@@ -11,7 +11,6 @@
 //! under sign-ins. A thread that has had no work for ten seconds gives its
 //! block's pages back to the kernel, so a quiet service does not hold
 //! 19 MiB per core; the next hash faults them in again once.
-use crate::error::ApiError;
 use std::{
     cell::RefCell,
     sync::{
@@ -27,6 +26,8 @@ use argon2::{
 };
 use crossbeam_channel::{RecvTimeoutError, Sender};
 use tokio::sync::oneshot;
+
+use crate::error::ApiError;
 
 /// Why a password was not hashed or checked.
 #[derive(Debug, thiserror::Error)]

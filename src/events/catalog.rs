@@ -100,8 +100,8 @@ catalog! {
     HookCreated => "hook.created", "A hook was registered.";
     HookUpdated => "hook.updated", "A hook changed.";
     HookDeleted => "hook.deleted", "A hook was deleted.";
-    SignUpRestrictionsUpdated => "sign_up_restrictions.updated", "The email domains new end users may sign up with changed.";
     HookCalled => "hook.called", "A hook was called during a sign-up; `data` has its decision or failure.";
+    SignUpRestrictionsUpdated => "sign_up_restrictions.updated", "The email domains new end users may sign up with changed.";
     ProfileFieldCreated => "profile_field.created", "A profile field was defined.";
     ProfileFieldUpdated => "profile_field.updated", "A profile field's definition changed.";
     ProfileFieldDeleted => "profile_field.deleted", "A profile field was deleted.";

@@ -4,9 +4,10 @@
 //! endpoint secret string as it is (`whsec_…` included, as the processor's
 //! own libraries use it). Any one `v1` may match (the processor sends two
 //! while its secret rolls); other schemes (`v0`) are ignored.
-use crate::error::{ApiError, Code};
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
+
+use crate::error::{ApiError, Code};
 
 /// How far the signed timestamp may be from this node's clock, either way.
 pub const TOLERANCE_SECONDS: i64 = 300;

@@ -263,7 +263,9 @@ fn domain() -> Value {
 }
 
 /// Email domains a sign-up is checked against: at most 100 domain names
-/// (a name given twice is kept once).
+/// (a name given twice is kept once; as with `sso_domain`, a Unicode name
+/// or a trailing dot is taken too and stored in normal form, though not
+/// described here).
 pub fn email_domains() -> RefOr<Schema> {
     schema(json!({"type": "array", "maxItems": restrictions::MAX_DOMAINS, "items": domain()}), false)
 }

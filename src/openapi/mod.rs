@@ -27,7 +27,7 @@ use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, t
     paths(routes::ops::healthz, routes::ops::readyz, routes::ops::metrics, served::document),
     components(schemas(AuditRow, FieldIssue, Region, Environment))
 )]
-pub struct ApiDoc;
+struct ApiDoc;
 
 struct SecretKeyAuth;
 

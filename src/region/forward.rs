@@ -17,6 +17,8 @@ const FORWARDED_HEADER: &str = "x-gatehouse-forwarded";
 /// Tells the caller which region's node answered a forwarded request.
 pub const SERVED_BY_HEADER: &str = "x-gatehouse-region";
 
+/// Reads the request's body (with the body deadline of a request answered
+/// here) and sends the request to `region`'s node.
 pub async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> Result<HttpResponse, ApiError> {
     // The same limit and deadline as a body read here: a trickling client
     // holds no connection open through the router either.

@@ -12,7 +12,7 @@ use crate::{
     area::Area,
     service::{
         access_reviews, api_keys, applications, auth, billing, email_verifications, enrollment, entitlements, hooks,
-        machine_tokens, memberships, messaging, oauth_providers, organizations, password_resets, personal_keys,
+        invitations, machine_tokens, messaging, oauth_providers, organizations, password_resets, personal_keys,
         profile_fields, provider_sign_in, second_factors, service_accounts, sod, sso_domains, users, webhooks,
     },
 };
@@ -32,7 +32,7 @@ pub const AREAS: &[Area] = &[
     email_verifications::http::AREA,
     provider_sign_in::http::AREA,
     personal_keys::http::AREA,
-    memberships::http::AREA,
+    invitations::http::AREA,
     api_keys::http::AREA,
     users::http::AREA,
     organizations::http::AREA,
@@ -81,4 +81,21 @@ fn group(segment: &'static str) -> actix_web::Scope {
 /// `users` of `/v1/users/…`.
 fn first_segment(path: &str) -> Option<&str> {
     path.strip_prefix("/v1/")?.split('/').next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An area's routes are tried only under its segments: an operation it
+    /// documents under another segment would answer 404.
+    #[test]
+    fn every_operation_of_an_area_is_under_one_of_its_segments() {
+        for area in AREAS {
+            for path in (area.operations)().paths.paths.keys() {
+                let segment = first_segment(path);
+                assert!(segment.is_some_and(|s| area.segments.contains(&s)), "{path}: not under {:?}", area.segments);
+            }
+        }
+    }
 }

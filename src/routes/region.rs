@@ -7,8 +7,7 @@ use utoipa::ToSchema;
 use crate::{
     area::Area,
     auth::secret_key::SecretKey,
-    config::Settings,
-    error::{ApiError, ApiResult, Code},
+    error::ApiResult,
     http::{body::Body, envelope},
     region::Region,
     state::AppState,
@@ -61,16 +60,7 @@ pub async fn get_region(key: SecretKey) -> ApiResult<HttpResponse> {
     security(("secret_key" = ["admin"])))]
 pub async fn set_region(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
     let request: SetRegionRequest = body.json().await?;
-    let to = requested(&state.settings, &request.region)?;
+    let to = state.settings.requested_region(&request.region)?;
     let region = state.tenants.move_region(&key.scope, to).await?;
     Ok(envelope::ok(RegionView { region }))
-}
-
-/// The deployment's region a request names; 422 `unknown_region`, naming
-/// the deployment's regions, for any other.
-pub fn requested(settings: &Settings, name: &str) -> ApiResult<Region> {
-    settings.region_named(name).ok_or_else(|| {
-        let message = format!("Region `{}` is not one of {}.", name.escape_debug(), settings.region_names());
-        ApiError::new(Code::UnknownRegion, message)
-    })
 }

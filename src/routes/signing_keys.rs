@@ -16,8 +16,7 @@ use uuid::Uuid;
 
 use crate::{
     area::Area,
-    auth::public::tenant_in_path,
-    auth::{public_scope, secret_key::SecretKey},
+    auth::{public::tenant_in_path, public_scope, secret_key::SecretKey},
     error::{ApiError, ApiResult},
     http::{body::Body, envelope, metrics::RouteLabel},
     state::AppState,
@@ -72,7 +71,7 @@ pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<
 
 /// The JWKS of an application this node holds, answered by the region
 /// router as soon as it has resolved the application from the path
-/// (`region::forward`), before routing: every verifier of the
+/// (`region::dispatch`), before routing: every verifier of the
 /// application's tokens fetches it, and it needs nothing the later stages
 /// add (no credential, no body, no CORS check, since any origin may read
 /// it). The route above answers what this leaves: an application the

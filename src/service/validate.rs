@@ -1,7 +1,6 @@
 //! Checks shared by every area's input: they collect field issues so one
 //! answer names every problem.
-use crate::error::ApiError;
-use crate::error::FieldIssue;
+use crate::error::{ApiError, FieldIssue};
 
 /// A request's field issues, all of them (422 `validation_failed`). Every
 /// area whose input is checked has it as a variant, so one answer shape

@@ -5,10 +5,10 @@
 //! at the limit take turns and the second counts the first's row. (Counting
 //! first, as PostgreSQL's READ COMMITTED allows, let twenty concurrent
 //! creators end with 114 keys of 100.)
-use crate::error::ApiError;
 use sea_orm::{PaginatorTrait, Select};
 
 use super::{TenantConn, TenantEntity, TenantTxn};
+use crate::error::ApiError;
 
 /// A limit on the rows a creation counts.
 #[derive(Clone, Copy, Debug)]
@@ -20,7 +20,7 @@ pub struct Limit {
     pub field: &'static str,
 }
 
-/// Past a limit: 422 `validation_failed` naming it (`error::areas`).
+/// Past a limit: 422 `validation_failed` naming it.
 #[derive(Debug, thiserror::Error)]
 #[error("the limit of {} {} is reached", .0.max, .0.what)]
 pub struct LimitReached(pub Limit);

@@ -4,15 +4,15 @@
 pub mod jwt;
 pub mod keys;
 
-use crate::error::ApiError;
+use entity::session;
 use uuid::Uuid;
+
+use crate::error::ApiError;
 
 /// `iss` of an application's tokens: `{public_url}/v1/applications/{id}`.
 pub fn issuer(public_url: &str, application_id: Uuid) -> String {
     format!("{}/v1/applications/{application_id}", public_url.trim_end_matches('/'))
 }
-
-use entity::session;
 
 /// An application without a current signing key: its first key is made
 /// before any token is signed, so this is a defect.

@@ -1,7 +1,8 @@
 //! The floor plan, checked from the source: no import circles between
-//! files, each layer imports only its own and lower layers, and only the
-//! edge speaks HTTP (actix-web). `docs/decisions.md` says why the layers
-//! are these.
+//! files, each layer imports only its own and lower layers, only the edge
+//! and the layers above it speak HTTP (actix-web), and no area's HTTP
+//! imports another area's. `docs/decisions.md` says why the layers are
+//! these.
 use std::{
     collections::{BTreeMap, BTreeSet},
     path::{Path, PathBuf},
@@ -91,7 +92,10 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
 }
 
 /// Every module path a file names: its `use crate::…`, `use super::…` and
-/// `use self::…` trees and its inline `crate::…` and `super::…` paths.
+/// `use self::…` trees and its inline `crate::…` and `super::…` paths. (A
+/// path continued from an imported name, `users::http::X` after `use
+/// crate::service::users`, is not followed: the file still imports
+/// `users`, and its own layer's rule still holds.)
 fn named_paths(source: &Source) -> Vec<Vec<String>> {
     let parent = &source.module[..source.module.len().saturating_sub(1)];
     let bases: [(&str, &[String]); 3] = [("crate::", &[]), ("super::", parent), ("self::", &source.module)];
@@ -351,6 +355,25 @@ fn no_area_reaches_into_another_areas_http() {
         }
     }
     assert_eq!(reaching, Vec::<String>::new());
+}
+
+#[test]
+fn a_module_is_placed_by_its_most_specific_entry() {
+    let path = |p: &str| p.split("::").map(str::to_owned).collect::<Vec<_>>();
+    let layer = |p: &str| layer_of(&path(p)).map(|(_, layer)| layer);
+    assert_eq!(layer("service::hooks::http"), Some("handlers"));
+    assert_eq!(layer("service::auth::http::sign_in"), Some("handlers"));
+    assert_eq!(layer("service::hooks::restrictions"), Some("areas"));
+    assert_eq!(layer("service"), Some("areas"));
+    assert_eq!(layer("routes"), Some("assembly"));
+    assert_eq!(layer("routes::ops"), Some("handlers"));
+    assert_eq!(layer("region::dispatch"), Some("assembly"));
+    assert_eq!(layer("region::forward"), Some("edge"));
+    assert_eq!(layer("region"), Some("kernel"));
+    assert_eq!(layer("nowhere"), None);
+    assert_eq!(area_of(&path("service::auth::http::me")), Some(("auth", true)));
+    assert_eq!(area_of(&path("service::auth::view")), Some(("auth", false)));
+    assert_eq!(area_of(&path("routes::ops")), None);
 }
 
 #[test]

@@ -13,9 +13,12 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::api_keys::view::{ApiKeyView, IssuedApiKeyView},
     service::{
-        api_keys::{self, NewApiKey},
+        api_keys::{
+            self,
+            view::{ApiKeyView, IssuedApiKeyView},
+            NewApiKey,
+        },
         personal_keys, service_accounts,
     },
     state::AppState,

@@ -171,7 +171,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
     issues.finish()?;
     let region = match request.region.as_deref() {
         None => key.tenant().region,
-        Some(value) => crate::routes::region::requested(&state.settings, value)?,
+        Some(value) => state.settings.requested_region(value)?,
     };
     let mut new = NewApplication {
         account_id: key.tenant().account_id,

@@ -1,4 +1,5 @@
-//! Hooks (operation 8, with create, list, get, delete).
+//! Hooks (operation 8, with create, list, get, delete), and the sign-up
+//! restrictions checked before them.
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use entity::hook;
@@ -249,10 +250,7 @@ pub async fn put_sign_up_restrictions(
     body: Body,
 ) -> ApiResult<HttpResponse> {
     let r: SignUpRestrictionsBody = body.json().await?;
-    let given = SignUpRestrictions {
-        allowed_email_domains: r.allowed_email_domains,
-        blocked_email_domains: r.blocked_email_domains,
-    };
+    let given = SignUpRestrictions::new(r.allowed_email_domains, r.blocked_email_domains);
     let put =
         state.tenants.change(&key.scope, move |turn| async move { restrictions::put(&turn, given).await }).await?;
     Ok(envelope::ok(SignUpRestrictionsBody::from(put)))

@@ -32,6 +32,9 @@ pub const MAX_DOMAINS: usize = 100;
 pub struct SignUpRestrictions {
     pub allowed_email_domains: Vec<String>,
     pub blocked_email_domains: Vec<String>,
+    /// The stored row could not be read (only a hand-edited row can be
+    /// so): every sign-up is refused rather than none checked.
+    unreadable: bool,
 }
 
 impl TenantPart for SignUpRestrictions {
@@ -41,23 +44,47 @@ impl TenantPart for SignUpRestrictions {
 }
 
 impl SignUpRestrictions {
+    pub fn new(allowed_email_domains: Vec<String>, blocked_email_domains: Vec<String>) -> SignUpRestrictions {
+        SignUpRestrictions { allowed_email_domains, blocked_email_domains, unreadable: false }
+    }
+
     fn of(row: &sign_up_restriction::Model) -> SignUpRestrictions {
-        let list = |value: &serde_json::Value| serde_json::from_value(value.clone()).unwrap_or_default();
-        SignUpRestrictions {
-            allowed_email_domains: list(&row.allowed_email_domains),
-            blocked_email_domains: list(&row.blocked_email_domains),
+        let list = |value: &serde_json::Value| serde_json::from_value::<Vec<String>>(value.clone());
+        match (list(&row.allowed_email_domains), list(&row.blocked_email_domains)) {
+            (Ok(allowed), Ok(blocked)) => SignUpRestrictions::new(allowed, blocked),
+            _ => {
+                let application_id = row.application_id;
+                tracing::error!(%application_id, "unreadable sign-up restrictions: every sign-up is refused until they are set again");
+                SignUpRestrictions { unreadable: true, ..SignUpRestrictions::default() }
+            }
         }
     }
 
-    /// Refuses an email whose domain is blocked, or not allowed.
+    fn is_empty(&self) -> bool {
+        self.allowed_email_domains.is_empty() && self.blocked_email_domains.is_empty() && !self.unreadable
+    }
+
+    /// Refuses an email whose domain is blocked, or not allowed. The domain
+    /// is compared in its IDNA form whatever characters its labels hold
+    /// (an address's shape is checked elsewhere); one with no IDNA form is
+    /// refused while any restriction is set.
     pub fn check(&self, email: &str) -> Result<(), HookError> {
-        let domain = email.rsplit_once('@').and_then(|(_, domain)| normalize_domain(domain)).unwrap_or_default();
-        let covers = |entry: &String| {
-            domain == *entry || domain.strip_suffix(entry.as_str()).is_some_and(|rest| rest.ends_with('.'))
+        if self.is_empty() {
+            return Ok(());
+        }
+        let domain = email.rsplit_once('@').and_then(|(_, domain)| idna::domain_to_ascii(domain).ok());
+        let domain = domain.as_deref().map(|d| d.trim_end_matches('.'));
+        let covers = |domain: &str, entry: &String| {
+            domain == entry || domain.strip_suffix(entry.as_str()).is_some_and(|rest| rest.ends_with('.'))
         };
-        let blocked = self.blocked_email_domains.iter().any(covers);
-        let allowed = self.allowed_email_domains.is_empty() || self.allowed_email_domains.iter().any(covers);
-        if blocked || !allowed {
+        let admitted = domain.is_some_and(|domain| {
+            !self.unreadable
+                && !self.blocked_email_domains.iter().any(|entry| covers(domain, entry))
+                && (self.allowed_email_domains.is_empty()
+                    || self.allowed_email_domains.iter().any(|entry| covers(domain, entry)))
+        });
+        if !admitted {
+            metrics::counter!("sign_ups_refused_total", "reason" => "email_domain").increment(1);
             return Err(HookError::Denied("Sign-ups with this email address's domain are not allowed.".into()));
         }
         Ok(())
@@ -87,10 +114,10 @@ fn checked(given: SignUpRestrictions) -> Result<SignUpRestrictions, Invalid> {
         }
         seen
     };
-    let checked = SignUpRestrictions {
-        allowed_email_domains: normal("allowed_email_domains", given.allowed_email_domains),
-        blocked_email_domains: normal("blocked_email_domains", given.blocked_email_domains),
-    };
+    let checked = SignUpRestrictions::new(
+        normal("allowed_email_domains", given.allowed_email_domains),
+        normal("blocked_email_domains", given.blocked_email_domains),
+    );
     issues.finish()?;
     Ok(checked)
 }
@@ -128,10 +155,8 @@ mod tests {
     use super::*;
 
     fn restrictions(allowed: &[&str], blocked: &[&str]) -> SignUpRestrictions {
-        SignUpRestrictions {
-            allowed_email_domains: allowed.iter().map(|d| d.to_string()).collect(),
-            blocked_email_domains: blocked.iter().map(|d| d.to_string()).collect(),
-        }
+        let list = |domains: &[&str]| domains.iter().map(|d| d.to_string()).collect();
+        SignUpRestrictions::new(list(allowed), list(blocked))
     }
 
     #[test]
@@ -141,6 +166,23 @@ mod tests {
         assert!(blocked.check("a@EU.Example.com").is_err());
         assert!(blocked.check("a@notexample.com").is_ok());
         assert!(blocked.check("a@example.com.evil.test").is_ok());
+        assert!(blocked.check("a@example.com.").is_err(), "a trailing dot");
+        for shaped in ["a@x_y.example.com", "a@-x.example.com", "a@x+y.example.com"] {
+            assert!(blocked.check(shaped).is_err(), "{shaped}: a label no host name has");
+        }
+        let unicode = checked(restrictions(&[], &["b\u{fc}cher.example"])).unwrap();
+        assert!(unicode.check("a@x_y.B\u{dc}CHER.example").is_err(), "compared in IDNA form");
+    }
+
+    #[test]
+    fn an_unreadable_row_refuses_every_sign_up() {
+        let row = sign_up_restriction::Model {
+            application_id: uuid::Uuid::nil(),
+            allowed_email_domains: json!("not a list"),
+            blocked_email_domains: json!([]),
+            updated_at: crate::clock::now(),
+        };
+        assert!(SignUpRestrictions::of(&row).check("a@example.com").is_err());
     }
 
     #[test]
@@ -161,7 +203,7 @@ mod tests {
         let issues = checked_issues(restrictions(&[], &["not a domain", "localhost"]));
         assert_eq!(issues, ["blocked_email_domains[0]", "blocked_email_domains[1]"]);
         let many: Vec<String> = (0..=MAX_DOMAINS).map(|i| format!("d{i}.test")).collect();
-        let too_many = SignUpRestrictions { allowed_email_domains: many, blocked_email_domains: vec![] };
+        let too_many = SignUpRestrictions::new(many, vec![]);
         assert_eq!(checked_issues(too_many), ["allowed_email_domains"]);
     }
 

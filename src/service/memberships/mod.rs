@@ -13,7 +13,6 @@
 //! policy names, the user's), so two changes of one organization take turns
 //! on PostgreSQL as they do on SQLite's one writer, and the second counts
 //! what the first left.
-pub mod http;
 pub mod view;
 
 use entity::{membership, organization, session, sod_policy};

@@ -13,8 +13,10 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::{memberships, organizations},
-    service::{memberships::view::MembershipView, organizations::view::OrganizationView},
+    service::{
+        memberships::{self, view::MembershipView},
+        organizations::{self, view::OrganizationView},
+    },
     state::AppState,
 };
 

@@ -9,8 +9,11 @@ use crate::{
     auth::public::{client_ip, limit, public_caller},
     error::{ApiError, ApiResult},
     http::{body::Body, envelope},
-    service::users::view::UserView,
-    service::{applications, password_resets, users, validate::Issues},
+    service::{
+        applications, password_resets,
+        users::{self, view::UserView},
+        validate::Issues,
+    },
     state::AppState,
 };
 

@@ -12,8 +12,10 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::api_keys::view::ApiKeyView,
-    service::{api_keys::NewApiKey, personal_keys},
+    service::{
+        api_keys::{view::ApiKeyView, NewApiKey},
+        personal_keys,
+    },
     state::AppState,
 };
 

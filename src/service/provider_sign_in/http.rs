@@ -11,8 +11,10 @@ use crate::{
     auth::public::{client_ip, limit, public_caller, session_ttl},
     error::{ApiError, ApiResult},
     http::{body::Body, envelope, query::Query},
-    service::auth::view::SignInAnswer,
-    service::provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest, Deps},
+    service::{
+        auth::view::SignInAnswer,
+        provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest, Deps},
+    },
     state::AppState,
 };
 

@@ -16,9 +16,12 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::api_keys::view::{ApiKeyView, IssuedApiKeyView},
     service::{
-        api_keys::{is_usable, NewApiKey},
+        api_keys::{
+            is_usable,
+            view::{ApiKeyView, IssuedApiKeyView},
+            NewApiKey,
+        },
         service_accounts::{self, account_scopes, NewServiceAccount, ServiceAccountPatch, MAX_DESCRIPTION, MAX_NAME},
         validate::Issues,
     },

@@ -12,10 +12,13 @@ use crate::{
         envelope, path_id,
         query::{ListQuery, Query},
     },
-    service::users::view::{SessionView, UserView},
     service::{
         sessions,
-        users::{self, UserPatch},
+        users::{
+            self,
+            view::{SessionView, UserView},
+            UserPatch,
+        },
         validate::Issues,
     },
     state::AppState,

@@ -8,8 +8,13 @@ use crate::{
     auth::end_user::EndUser,
     error::ApiResult,
     http::{body::Body, envelope, path_id},
-    service::users::view::{SessionView, UserView},
-    service::{auth, memberships, users},
+    service::{
+        auth, memberships,
+        users::{
+            self,
+            view::{SessionView, UserView},
+        },
+    },
     state::AppState,
 };
 

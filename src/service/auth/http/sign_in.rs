@@ -10,12 +10,14 @@ use crate::{
     },
     error::ApiResult,
     http::{body::Body, envelope},
-    service::auth::view::{signed_in, SignInAnswer, SignedInView},
-    service::users::view::SessionView,
     service::{
-        auth::{self, NewSignUp},
-        sessions::{self},
-        users,
+        auth::{
+            self,
+            view::{signed_in, SignInAnswer, SignedInView},
+            NewSignUp,
+        },
+        sessions,
+        users::{self, view::SessionView},
         validate::Issues,
     },
     state::AppState,
@@ -36,7 +38,7 @@ pub struct SignUpRequest {
 /// Sign up: checks the profile against the schema, runs the `pre_sign_up`
 /// hooks, creates the user and a session.
 #[utoipa::path(post, path = "/v1/auth/sign-up", tag = "auth", request_body = SignUpRequest,
-    responses((status = 201, body = SignedInView), (status = 403, description = "`sign_up_denied`: a `pre_sign_up` hook refused; or `origin_not_allowed`"),
+    responses((status = 201, body = SignedInView), (status = 403, description = "`sign_up_denied`: the email's domain is restricted (`/v1/sign-up-restrictions`), or a `pre_sign_up` hook refused; or `origin_not_allowed`"),
         (status = 409, description = "email in use"), (status = 422), (status = 429), (status = 503, description = "hook_unavailable")))]
 pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;

@@ -17,9 +17,11 @@ use crate::{
     },
     error::{ApiError, ApiResult},
     http::{body::Body, envelope},
-    service::auth::view::signed_in,
-    service::second_factors::{self, challenges, recovery, step_up, totp, Proof},
-    service::users::view::SessionView,
+    service::{
+        auth::view::signed_in,
+        second_factors::{self, challenges, recovery, step_up, totp, Proof},
+        users::view::SessionView,
+    },
     state::AppState,
 };
 

@@ -7,7 +7,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::service::memberships::view::MembershipView;
 use crate::{
     area::Area,
     auth::end_user::EndUser,
@@ -15,7 +14,8 @@ use crate::{
     http::{body::Body, envelope, path_id},
     service::{
         invitations::{self, NewInvitation},
-        memberships, users,
+        memberships::{self, view::MembershipView},
+        users,
     },
     state::AppState,
 };

@@ -9,6 +9,8 @@
 //! address receives the invitation (accepting marks the email verified),
 //! the session proves the account; the membership is then written through
 //! the one grant path (separation of duties applies).
+pub mod http;
+
 use chrono::Duration;
 use entity::{invitation, membership, sod_policy, user};
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, UpdateMany};
