@@ -53,18 +53,43 @@ impl Binary {
 
     /// `gatehouse serve`, its standard error to `stderr` (or nowhere);
     /// answers once `/healthz` does.
-    pub async fn serve(&self, stderr: Option<std::fs::File>) -> Child {
+    pub async fn serve(&self, stderr: Option<std::fs::File>) -> Serving {
         let stderr = stderr.map(Stdio::from).unwrap_or_else(Stdio::null);
         let mut child = self.command(&["serve"]).stdout(Stdio::null()).stderr(stderr).spawn().unwrap();
         let client = reqwest::Client::new();
         for _ in 0..300 {
             if client.get(format!("{}/healthz", self.base)).send().await.is_ok() {
-                return child;
+                return Serving(child);
             }
             tokio::time::sleep(std::time::Duration::from_millis(50)).await;
         }
         let _ = child.kill();
         let _ = child.wait();
         panic!("gatehouse serve did not start");
+    }
+}
+
+/// A running `gatehouse serve`, killed when dropped: a test that fails
+/// half-way leaves no server behind.
+pub struct Serving(Child);
+
+impl std::ops::Deref for Serving {
+    type Target = Child;
+
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Serving {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
     }
 }

@@ -4,7 +4,6 @@
 //! and the whole log output are searched. A canary may appear nowhere; a
 //! secret the server made only in the one answer that issued it (a
 //! password-reset token: only in the email, here the development outbox).
-use std::process::Child;
 
 use reqwest::{Client, Method};
 use serde_json::{json, Value};
@@ -27,7 +26,7 @@ const PLANTED: [&str; 5] = [
 
 struct Server {
     binary: Binary,
-    child: Child,
+    child: crate::binary::Serving,
     base: String,
     /// Where the `google` provider's endpoints point (a real provider is
     /// started there when node and its package are installed).
