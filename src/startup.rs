@@ -11,7 +11,7 @@ use crate::{
     events::delivery,
     http::cors::OriginUnion,
     http::{self as gh_http, errors},
-    region::{dispatch, router::Directory},
+    region::{dispatch, moves::Lease, predecessor::Predecessor, router::Directory},
     routes,
     service::{api_keys::KeyCache, rotations::Rotations},
     shutdown::Shutdown,
@@ -45,6 +45,8 @@ pub enum StartupError {
 pub struct Application {
     port: u16,
     server: Server,
+    /// This process's claim on its data directory, held while it runs.
+    _predecessor: Predecessor,
     /// The delivery workers, awaited at shutdown.
     workers: Vec<JoinHandle<()>>,
     pub state: web::Data<AppState>,
@@ -99,6 +101,7 @@ impl Application {
         let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
         let shared = redis.clone().map(|client| SharedRedis::new(client, &settings.deployment.name));
         let bus = shared.clone().map(Bus::start).unwrap_or_else(Bus::local);
+        let predecessor = Predecessor::claim(&settings.storage.data_dir, bus.node());
         let directory = Directory::start(storage.catalog.clone(), shared.clone());
         directory.listen(&bus);
         let rotations =
@@ -114,7 +117,10 @@ impl Application {
             ),
             master_key.clone(),
             shared.clone(),
-            Duration::from_secs(settings.node.move_lease_seconds.max(1)),
+            Lease {
+                duration: Duration::from_secs(settings.node.move_lease_seconds.max(1)),
+                predecessor: predecessor.id,
+            },
             tenant_parts(),
         );
         let state = web::Data::new(AppState {
@@ -199,7 +205,7 @@ impl Application {
         }
         let server =
             server.listen(listener).map_err(|e| StartupError::Listen(settings.server.listen.clone(), e))?.run();
-        Ok(Application { port, server, workers, state })
+        Ok(Application { port, server, _predecessor: predecessor, workers, state })
     }
 
     pub fn port(&self) -> u16 {

@@ -10,6 +10,7 @@
 pub mod dispatch;
 pub mod forward;
 pub mod moves;
+pub mod predecessor;
 pub mod router;
 
 use std::{

@@ -50,8 +50,18 @@ pub struct Mover {
     pub storage: Arc<Storage>,
     pub directory: Directory,
     pub bus: Bus,
-    /// How long this node's claim on a move lasts unrenewed (renewed every third of it).
-    pub lease: Duration,
+    pub lease: Lease,
+}
+
+/// This node's claims on moves.
+#[derive(Clone, Copy, Debug)]
+pub struct Lease {
+    /// How long a claim lasts unrenewed (renewed every third of it).
+    pub duration: Duration,
+    /// The process that ran on this node's data directory before this one
+    /// and is gone (`region::predecessor`): its claims are this node's to
+    /// take at once.
+    pub predecessor: Option<Uuid>,
 }
 
 /// A move in progress: the journal's row with its two regions parsed.
@@ -90,7 +100,7 @@ static COPYING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl Mover {
     fn lease_until(&self) -> DateTime<Utc> {
-        crate::clock::now() + chrono::Duration::from_std(self.lease).unwrap_or(chrono::Duration::seconds(15))
+        crate::clock::now() + chrono::Duration::from_std(self.lease.duration).unwrap_or(chrono::Duration::seconds(15))
     }
 
     /// Moves the caller's application to `to` and answers once it is there
@@ -134,9 +144,8 @@ impl Mover {
         if !self.storage.holds(Journaled::parse(&row)?.from) {
             return Ok(None); // a node of the old region runs it
         }
-        let owner = self.bus.node();
-        let Some(row) =
-            move_journal::take_lease(&self.storage.catalog, application_id, owner, self.lease_until()).await?
+        let (catalog, owner, until) = (&self.storage.catalog, self.bus.node(), self.lease_until());
+        let Some(row) = move_journal::take_lease(catalog, application_id, owner, until, self.lease.predecessor).await?
         else {
             return Ok(None);
         };
@@ -241,9 +250,9 @@ impl Mover {
         let mover = self.clone();
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(mover.lease / 3).await;
+                tokio::time::sleep(mover.lease.duration / 3).await;
                 let (catalog, owner, until) = (&mover.storage.catalog, mover.bus.node(), mover.lease_until());
-                if let Err(err) = move_journal::take_lease(catalog, id, owner, until).await {
+                if let Err(err) = move_journal::take_lease(catalog, id, owner, until, None).await {
                     tracing::warn!(application_id = %id, error = %err, "renewing a region move's lease failed");
                 }
             }

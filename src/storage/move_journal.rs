@@ -113,19 +113,22 @@ pub async fn take_lease(
     application_id: Uuid,
     owner: Uuid,
     until: DateTime<Utc>,
+    predecessor: Option<Uuid>,
 ) -> Result<Option<region_move::Model>, DbErr> {
     let now = crate::clock::now();
+    let mut free = Condition::any()
+        .add(region_move::Column::LeaseOwner.eq(owner))
+        .add(region_move::Column::LeaseOwner.is_null())
+        .add(region_move::Column::LeaseExpiresAt.lt(now));
+    if let Some(predecessor) = predecessor {
+        free = free.add(region_move::Column::LeaseOwner.eq(predecessor));
+    }
     let taken = region_move::Entity::update_many()
         .col_expr(region_move::Column::LeaseOwner, Expr::value(owner))
         .col_expr(region_move::Column::LeaseExpiresAt, Expr::value(until))
         .filter(region_move::Column::ApplicationId.eq(application_id))
         .filter(region_move::Column::Step.ne(Step::Cleaned.as_str()))
-        .filter(
-            Condition::any()
-                .add(region_move::Column::LeaseOwner.eq(owner))
-                .add(region_move::Column::LeaseOwner.is_null())
-                .add(region_move::Column::LeaseExpiresAt.lt(now)),
-        )
+        .filter(free)
         .exec(&catalog.conn)
         .await?;
     if taken.rows_affected == 0 {
@@ -181,15 +184,18 @@ pub async fn advance(
     Ok(true)
 }
 
-/// Unfinished moves whose lease is free or expired: what a node may resume.
-pub async fn stalled(catalog: &Db) -> Result<Vec<region_move::Model>, DbErr> {
+/// Unfinished moves whose lease is free, expired, or held by `predecessor`
+/// (this node's previous process, which is gone): what a node may resume.
+pub async fn stalled(catalog: &Db, predecessor: Option<Uuid>) -> Result<Vec<region_move::Model>, DbErr> {
+    let mut free = Condition::any()
+        .add(region_move::Column::LeaseOwner.is_null())
+        .add(region_move::Column::LeaseExpiresAt.lt(crate::clock::now()));
+    if let Some(predecessor) = predecessor {
+        free = free.add(region_move::Column::LeaseOwner.eq(predecessor));
+    }
     region_move::Entity::find()
         .filter(region_move::Column::Step.ne(Step::Cleaned.as_str()))
-        .filter(
-            Condition::any()
-                .add(region_move::Column::LeaseOwner.is_null())
-                .add(region_move::Column::LeaseExpiresAt.lt(crate::clock::now())),
-        )
+        .filter(free)
         .all(&catalog.conn)
         .await
 }

@@ -30,7 +30,7 @@ use crate::{
     },
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
-    region::router::Directory,
+    region::{moves::Lease, router::Directory},
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys},
 };
@@ -47,8 +47,8 @@ pub(super) struct Deps {
     pub master_key: MasterKey,
     /// The public JWKS documents (moka, then Redis).
     pub documents: ReadThrough<JwksDocument>,
-    /// How long this node's claim on a region move lasts unrenewed.
-    pub move_lease: Duration,
+    /// This node's claims on region moves.
+    pub lease: Lease,
     /// The areas' settings every tenant state holds.
     pub parts: Parts,
 }

@@ -28,7 +28,7 @@ use crate::{
     },
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
-    region::{router::Directory, Region},
+    region::{moves::Lease, router::Directory, Region},
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
 };
@@ -58,13 +58,12 @@ impl TenantRegistry {
         keys: SigningKeys,
         master_key: MasterKey,
         redis: Option<SharedRedis>,
-        move_lease: Duration,
+        lease: Lease,
         parts: Parts,
     ) -> Self {
         let ttl = Duration::from_secs(CACHE_SECONDS);
         let documents = ReadThrough::new("jwks", redis, ttl, ttl);
-        let deps =
-            Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents, move_lease, parts });
+        let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents, lease, parts });
         let registry = Self { handles: Arc::default(), deps };
         // Weak: the bus outlives nothing it holds (the deps hold the bus).
         let (handles, deps) = (Arc::downgrade(&registry.handles), Arc::downgrade(&registry.deps));
@@ -182,8 +181,9 @@ impl TenantRegistry {
     }
 
     /// Resumes, through their actors, the region moves whose node stopped
-    /// renewing their lease (crashed, or cut off): now, then every few
-    /// seconds until the node stops.
+    /// renewing their lease (crashed, or cut off), and at once those this
+    /// node's previous process held: now, then every few seconds until the
+    /// node stops.
     pub fn resume_stalled_moves(&self) {
         // Weak, like the bus listener: the loop ends with the node.
         let (handles, deps) = (Arc::downgrade(&self.handles), Arc::downgrade(&self.deps));
@@ -191,7 +191,8 @@ impl TenantRegistry {
             loop {
                 let (Some(handles), Some(deps)) = (handles.upgrade(), deps.upgrade()) else { return };
                 let registry = TenantRegistry { handles, deps };
-                match crate::storage::move_journal::stalled(&registry.deps.storage.catalog).await {
+                let (catalog, predecessor) = (&registry.deps.storage.catalog, registry.deps.lease.predecessor);
+                match crate::storage::move_journal::stalled(catalog, predecessor).await {
                     Ok(stalled) => {
                         let ours = |from: &str| Region::new(from).is_ok_and(|r| registry.deps.storage.holds(r));
                         for id in stalled.into_iter().filter(|m| ours(&m.from_region)).map(|m| m.application_id) {
