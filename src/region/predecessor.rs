@@ -34,7 +34,7 @@ impl Predecessor {
             Ok(Some((id, lock))) => Predecessor { id, _lock: Some(lock) },
             Ok(None) => {
                 tracing::info!(
-                    "another process holds this data directory: its region moves resume when their leases expire"
+                    "another node holds this data directory: this one's region moves resume when their leases expire"
                 );
                 Predecessor { id: None, _lock: None }
             }
