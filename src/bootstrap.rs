@@ -4,14 +4,14 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use crate::{
+    areas::{
+        applications::{self, NewApplication},
+        validate::Issues,
+    },
     audit::Actor,
     config::Settings,
     error::ApiResult,
     region::Region,
-    service::{
-        applications::{self, NewApplication},
-        validate::Issues,
-    },
     storage::{catalog, Storage},
     tenancy::Environment,
 };

@@ -1,5 +1,6 @@
 pub mod application;
 pub mod area;
+pub mod areas;
 pub mod audit;
 pub mod auth;
 pub mod bootstrap;
@@ -17,7 +18,6 @@ pub mod oauth;
 pub mod openapi;
 pub mod region;
 pub mod routes;
-pub mod service;
 pub mod shutdown;
 pub mod startup;
 pub mod state;

@@ -4,6 +4,7 @@ use std::{net::TcpListener, sync::Arc, time::Duration};
 use actix_web::{dev::Server, middleware::from_fn, rt::task::JoinHandle, web, App, HttpServer};
 
 use crate::{
+    areas::{api_keys::KeyCache, rotations::Rotations},
     auth::rate_limit::{self, RateLimiter},
     cache::{bus::Bus, redis::SharedRedis},
     config::Settings,
@@ -13,7 +14,6 @@ use crate::{
     http::{self as gh_http, errors},
     region::{dispatch, moves::Lease, predecessor::Predecessor, router::Directory},
     routes,
-    service::{api_keys::KeyCache, rotations::Rotations},
     shutdown::Shutdown,
     state::AppState,
     storage::{catalog, Storage},
@@ -63,7 +63,7 @@ fn relay_catalog_audit(storage: Arc<Storage>) {
         let mut min_age = chrono::Duration::zero();
         loop {
             let Some(storage) = storage.upgrade() else { return };
-            if let Err(err) = crate::service::applications::relay_pending_audit(&storage, min_age).await {
+            if let Err(err) = crate::areas::applications::relay_pending_audit(&storage, min_age).await {
                 tracing::warn!(error = %crate::error::cause_chain(&err), "relaying catalog audit rows failed");
             }
             min_age = chrono::Duration::seconds(10);
@@ -124,12 +124,12 @@ impl Application {
             tenant_parts(),
         );
         let state = web::Data::new(AppState {
-            mailer: crate::service::mailer::Mailer::new(
+            mailer: crate::areas::mailer::Mailer::new(
                 tenants.clone(),
                 master_key.clone(),
                 settings.private_destinations_allowed(),
             ),
-            domains: crate::service::sso_domains::DomainResolver::new(&settings.dns).map_err(StartupError::Dns)?,
+            domains: crate::areas::sso_domains::DomainResolver::new(&settings.dns).map_err(StartupError::Dns)?,
             tenants,
             settings: Arc::new(settings.clone()),
             storage,
@@ -145,8 +145,8 @@ impl Application {
                 settings.tokens.access_ttl_seconds,
                 settings.tokens.jwks_max_age_seconds,
             ),
-            connect_statuses: crate::service::billing::ConnectStatuses::new(shared.clone(), &bus),
-            entitlements: crate::service::entitlements::OrganizationEntitlements::new(shared.clone(), &bus),
+            connect_statuses: crate::areas::billing::ConnectStatuses::new(shared.clone(), &bus),
+            entitlements: crate::areas::entitlements::OrganizationEntitlements::new(shared.clone(), &bus),
             bus,
             rotations,
             master_key,

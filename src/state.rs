@@ -4,12 +4,12 @@ use std::sync::Arc;
 use metrics_exporter_prometheus::PrometheusHandle;
 
 use crate::{
+    areas::api_keys::KeyCache,
     auth::rate_limit::RateLimiter,
     config::Settings,
     crypto::{master_key::MasterKey, password::PasswordHasher},
     events::delivery,
     region::router::Directory,
-    service::api_keys::KeyCache,
     storage::Storage,
     tenancy::registry::TenantRegistry,
     tokens::AccessTokens,
@@ -25,19 +25,19 @@ pub struct AppState {
     pub master_key: MasterKey,
     pub passwords: PasswordHasher,
     pub tokens: AccessTokens,
-    pub rotations: crate::service::rotations::Rotations,
+    pub rotations: crate::areas::rotations::Rotations,
     pub metrics: PrometheusHandle,
     pub redis: Option<redis::Client>,
     /// Invalidations across nodes (Redis pub/sub; this node only without Redis).
     pub bus: crate::cache::bus::Bus,
     /// Connected-account statuses, read through the cache layer.
-    pub connect_statuses: crate::service::billing::ConnectStatuses,
+    pub connect_statuses: crate::areas::billing::ConnectStatuses,
     /// Organizations' entitlement inputs, read through the cache layer.
-    pub entitlements: crate::service::entitlements::OrganizationEntitlements,
+    pub entitlements: crate::areas::entitlements::OrganizationEntitlements,
     /// TXT lookups of SSO domain verification (`dns.nameservers`).
-    pub domains: crate::service::sso_domains::DomainResolver,
+    pub domains: crate::areas::sso_domains::DomainResolver,
     /// Sends through each application's messaging providers.
-    pub mailer: crate::service::mailer::Mailer,
+    pub mailer: crate::areas::mailer::Mailer,
     /// For forwarding to peer nodes.
     pub http: reqwest::Client,
     /// Calls to identity providers (code exchange, user info, their keys).
@@ -50,19 +50,19 @@ pub struct AppState {
 
 impl AppState {
     /// What end-user flows sign tokens with.
-    pub fn issuer(&self) -> crate::service::auth::Issuer<'_> {
-        crate::service::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens, entitlements: &self.entitlements }
+    pub fn issuer(&self) -> crate::areas::auth::Issuer<'_> {
+        crate::areas::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens, entitlements: &self.entitlements }
     }
 
     /// What sends and checks email verification codes.
-    pub fn email_codes(&self) -> crate::service::email_verifications::Codes<'_> {
-        crate::service::email_verifications::Codes { mailer: &self.mailer, master_key: &self.master_key }
+    pub fn email_codes(&self) -> crate::areas::email_verifications::Codes<'_> {
+        crate::areas::email_verifications::Codes { mailer: &self.mailer, master_key: &self.master_key }
     }
 
     /// What runs an application's sign-up hooks (at sign-up, and when a
     /// provider sign-in creates a user).
-    pub fn hook_caller(&self) -> crate::service::hooks::Caller<'_> {
-        crate::service::hooks::Caller {
+    pub fn hook_caller(&self) -> crate::areas::hooks::Caller<'_> {
+        crate::areas::hooks::Caller {
             master_key: &self.master_key,
             clients: &self.webhooks,
             total_timeout: std::time::Duration::from_millis(self.settings.hooks.total_timeout_ms),

@@ -9,10 +9,10 @@ use entity::session;
 
 use super::secret_key::bearer_token;
 use crate::{
+    areas::sessions,
     audit::Actor,
     error::{ApiError, ApiResult},
     openapi::security,
-    service::sessions,
     state::AppState,
     storage::TenantScope,
     tenancy::Tenant,

@@ -19,4 +19,4 @@ pub fn public_scope(state: &AppState, tenant: Tenant) -> Option<TenantScope> {
     Some(TenantScope::new(tenant, shard, Actor::public()))
 }
 
-pub use crate::service::api_keys::ADMIN_SCOPE;
+pub use crate::areas::api_keys::ADMIN_SCOPE;

@@ -13,10 +13,10 @@ use uuid::Uuid;
 
 use super::ADMIN_SCOPE;
 use crate::{
+    areas::api_keys::KeyCache,
     crypto::{key_format, sha256},
     error::{ApiError, ApiResult, Code},
     openapi::security,
-    service::api_keys::KeyCache,
     state::AppState,
     storage::TenantScope,
     tenancy::Tenant,

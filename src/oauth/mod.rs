@@ -2,7 +2,7 @@
 //! of providers and their endpoints ([`providers`]), the calls to them
 //! ([`client`]: code exchange, user info, keys) and ID-token verification
 //! against the provider's published keys ([`id_token`]). Nothing here
-//! touches the database; the flow is `service::provider_sign_in`.
+//! touches the database; the flow is `areas::provider_sign_in`.
 pub mod client;
 pub mod id_token;
 pub mod providers;

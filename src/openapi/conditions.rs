@@ -8,7 +8,7 @@
 use serde_json::{json, Value};
 
 use super::fields::{email_of, options_of, PHONE};
-use crate::service::{entitlements, profile_fields, sso_domains};
+use crate::areas::{entitlements, profile_fields, sso_domains};
 
 /// What a branch gives the decided field: its schema, and whether it is required.
 struct Takes(Value, bool);

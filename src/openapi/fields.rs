@@ -1,18 +1,18 @@
 //! Schemas of the request fields whose rules a type alone cannot say, for
 //! `#[schema(schema_with = …)]` beside the field: the document then states
-//! exactly what the checks in `service::validate` and the areas accept, so a
+//! exactly what the checks in `areas::validate` and the areas accept, so a
 //! generated client or a fuzzer knows a valid request before sending it.
 use serde_json::{json, Value};
 use utoipa::openapi::{RefOr, Schema};
 
 use crate::{
-    events::{delivery, outbox, url_safety::MAX_URL},
-    json_schema::literal as schema,
-    service::{
+    areas::{
         access_reviews, applications, billing, enrollment, entitlements,
         hooks::{self, restrictions},
         messaging, oauth_providers, profile_fields, users, webhooks,
     },
+    events::{delivery, outbox, url_safety::MAX_URL},
+    json_schema::literal as schema,
 };
 
 /// `Issues::text`: not blank, no control characters (Unicode `Cc`).

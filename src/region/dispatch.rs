@@ -86,6 +86,6 @@ fn provider_sign_in_application(req: &actix_web::HttpRequest) -> Option<Uuid> {
     let value = url::form_urlencoded::parse(req.query_string().as_bytes()).find(|(name, _)| name == wanted)?.1;
     match step {
         "start" => Uuid::try_parse(&value).ok(),
-        _ => crate::service::provider_sign_in::application_of_state(&value),
+        _ => crate::areas::provider_sign_in::application_of_state(&value),
     }
 }

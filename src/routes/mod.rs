@@ -1,4 +1,4 @@
-//! The route table: each area's handlers (`service::<area>::http`) and the
+//! The route table: each area's handlers (`areas::<area>::http`) and the
 //! node's own (health, metrics, the region, signing keys, audit logs),
 //! composed here.
 pub mod audit_logs;
@@ -10,7 +10,7 @@ use actix_web::{guard, web};
 
 use crate::{
     area::Area,
-    service::{
+    areas::{
         access_reviews, api_keys, applications, auth, billing, email_verifications, enrollment, entitlements, hooks,
         invitations, machine_tokens, messaging, oauth_providers, organizations, password_resets, personal_keys,
         profile_fields, provider_sign_in, second_factors, service_accounts, sod, sso_domains, users, webhooks,

@@ -96,7 +96,7 @@ pub async fn origin_lists(catalog: &Db) -> Result<Vec<serde_json::Value>, DbErr>
 }
 
 /// Writes a changed application row and the audit row that records the
-/// change in one catalog transaction; [`crate::service::applications::relay_pending_audit`] later moves
+/// change in one catalog transaction; [`crate::areas::applications::relay_pending_audit`] later moves
 /// the audit row into the application's regional chain.
 pub async fn update_application(
     catalog: &Db,

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use entity::{billing_profile, unmatched_processor_event};
-use gatehouse::{crypto::seal, events::processor_signature, service::billing::token_context, startup::Application};
+use gatehouse::{areas::billing::token_context, crypto::seal, events::processor_signature, startup::Application};
 use reqwest::Method;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};

@@ -16,7 +16,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use gatehouse::service::messaging::{self, CheckedUpdate};
+use gatehouse::areas::messaging::{self, CheckedUpdate};
 use reqwest::Method;
 use serde_json::{json, Value};
 use uuid::Uuid;

@@ -10,7 +10,7 @@ use std::{
 
 /// The layers, lowest first. A module is placed by its most specific entry
 /// here (`region::router` before `region`; `*` stands for any one name, so
-/// `service::*::http` is every area's HTTP); a new top-level module must be
+/// `areas::*::http` is every area's HTTP); a new top-level module must be
 /// placed before the test passes.
 const LAYERS: &[(&str, &[&str])] = &[
     (
@@ -37,9 +37,9 @@ const LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("tenancy", &["tenancy", "region::router", "region::moves", "events::delivery"]),
-    ("areas", &["service"]),
+    ("areas", &["areas"]),
     ("edge", &["area", "auth", "http", "openapi::fields", "openapi::security", "state", "region::forward"]),
-    ("handlers", &["service::*::http", "routes::*"]),
+    ("handlers", &["areas::*::http", "routes::*"]),
     ("assembly", &["routes", "openapi", "region::dispatch"]),
     ("root", &["startup", "bootstrap", "main", "lib"]),
 ];
@@ -94,7 +94,7 @@ fn collect(dir: &Path, files: &mut Vec<PathBuf>) {
 /// Every module path a file names: its `use crate::…`, `use super::…` and
 /// `use self::…` trees and its inline `crate::…` and `super::…` paths. (A
 /// path continued from an imported name, `users::http::X` after `use
-/// crate::service::users`, is not followed: the file still imports
+/// crate::areas::users`, is not followed: the file still imports
 /// `users`, and its own layer's rule still holds.)
 fn named_paths(source: &Source) -> Vec<Vec<String>> {
     let parent = &source.module[..source.module.len().saturating_sub(1)];
@@ -243,10 +243,10 @@ fn layer_of(module: &[String]) -> Option<(usize, &'static str)> {
         .map(|(rank, layer, _)| (rank, layer))
 }
 
-/// The area of a file in `service/<area>/…`, and whether it is that area's HTTP.
+/// The area of a file in `areas/<area>/…`, and whether it is that area's HTTP.
 fn area_of(module: &[String]) -> Option<(&str, bool)> {
     match module {
-        [service, area, rest @ ..] if service == "service" => {
+        [areas, area, rest @ ..] if areas == "areas" => {
             Some((area.as_str(), rest.first().is_some_and(|part| part == "http")))
         }
         _ => None,
@@ -361,18 +361,18 @@ fn no_area_reaches_into_another_areas_http() {
 fn a_module_is_placed_by_its_most_specific_entry() {
     let path = |p: &str| p.split("::").map(str::to_owned).collect::<Vec<_>>();
     let layer = |p: &str| layer_of(&path(p)).map(|(_, layer)| layer);
-    assert_eq!(layer("service::hooks::http"), Some("handlers"));
-    assert_eq!(layer("service::auth::http::sign_in"), Some("handlers"));
-    assert_eq!(layer("service::hooks::restrictions"), Some("areas"));
-    assert_eq!(layer("service"), Some("areas"));
+    assert_eq!(layer("areas::hooks::http"), Some("handlers"));
+    assert_eq!(layer("areas::auth::http::sign_in"), Some("handlers"));
+    assert_eq!(layer("areas::hooks::restrictions"), Some("areas"));
+    assert_eq!(layer("areas"), Some("areas"));
     assert_eq!(layer("routes"), Some("assembly"));
     assert_eq!(layer("routes::ops"), Some("handlers"));
     assert_eq!(layer("region::dispatch"), Some("assembly"));
     assert_eq!(layer("region::forward"), Some("edge"));
     assert_eq!(layer("region"), Some("kernel"));
     assert_eq!(layer("nowhere"), None);
-    assert_eq!(area_of(&path("service::auth::http::me")), Some(("auth", true)));
-    assert_eq!(area_of(&path("service::auth::view")), Some(("auth", false)));
+    assert_eq!(area_of(&path("areas::auth::http::me")), Some(("auth", true)));
+    assert_eq!(area_of(&path("areas::auth::view")), Some(("auth", false)));
     assert_eq!(area_of(&path("routes::ops")), None);
 }
 

@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::helpers::{region, spawn_app};
 
-/// The lists of the service, as `service::*::list` build them.
+/// The lists of the areas, as `areas::*::list` build them.
 fn lists(backend: DbBackend) -> Vec<(&'static str, Statement)> {
     let (app, owner) = (Uuid::now_v7(), Uuid::now_v7());
     vec![

@@ -227,13 +227,13 @@ async fn the_log_kind_and_a_channel_without_provider_keep_messages_in_the_outbox
 async fn the_mailer_records_email_without_a_provider_in_the_outbox() {
     let app = spawn_app().await;
     let scope = gatehouse_scope(&app).await;
-    let message = gatehouse::service::mailer::Message {
+    let message = gatehouse::areas::mailer::Message {
         to: "dave@example.com".to_string(),
         subject: "Welcome".to_string(),
         body: "Hello".to_string(),
     };
     let sent = app.state.mailer.send(&scope, "email", message).await.unwrap();
-    assert_eq!(sent, gatehouse::service::mailer::Sent::Recorded);
+    assert_eq!(sent, gatehouse::areas::mailer::Sent::Recorded);
     let kept = outbox(&app, &app.caller).await;
     assert_eq!(kept.len(), 1);
     assert_eq!(kept[0]["reason"], "no_provider");

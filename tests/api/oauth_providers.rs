@@ -35,7 +35,7 @@ async fn row(app: &TestApp, caller: &Caller, provider: &str) -> oauth_provider::
 }
 
 fn opened(app: &TestApp, row: &oauth_provider::Model) -> Option<String> {
-    gatehouse::service::oauth_providers::open_client_secret(&app.state.master_key, row).unwrap()
+    gatehouse::areas::oauth_providers::open_client_secret(&app.state.master_key, row).unwrap()
 }
 
 #[actix_web::test]
@@ -79,7 +79,7 @@ async fn providers_are_upserted_and_listed_without_their_secrets() {
     let state = app.state.tenants.state(&scope).await.unwrap();
     assert_eq!(
         state
-            .part::<gatehouse::service::oauth_providers::Providers>()
+            .part::<gatehouse::areas::oauth_providers::Providers>()
             .iter()
             .map(|p| p.provider.as_str())
             .collect::<Vec<_>>(),
@@ -224,7 +224,7 @@ async fn a_sealed_client_secret_copied_to_another_application_does_not_open() {
     target.client_secret_sealed = Set(Some(sealed.clone()));
     target.update(shard).await.unwrap();
     let tampered = row(&app, &second, "slack").await;
-    assert!(gatehouse::service::oauth_providers::open_client_secret(&app.state.master_key, &tampered).is_err());
+    assert!(gatehouse::areas::oauth_providers::open_client_secret(&app.state.master_key, &tampered).is_err());
     // Another provider's row of the same application does not open it either.
     put(&app, &app.caller, json!({"provider": "discord", "enabled": false, "client_id": "d", "client_secret": "d"}))
         .await;
@@ -232,7 +232,7 @@ async fn a_sealed_client_secret_copied_to_another_application_does_not_open() {
     discord.client_secret_sealed = Set(Some(sealed));
     discord.update(shard).await.unwrap();
     let tampered = row(&app, &app.caller, "discord").await;
-    assert!(gatehouse::service::oauth_providers::open_client_secret(&app.state.master_key, &tampered).is_err());
+    assert!(gatehouse::areas::oauth_providers::open_client_secret(&app.state.master_key, &tampered).is_err());
     assert_eq!(opened(&app, &first).as_deref(), Some("copied-client-secret"));
 }
 

@@ -107,7 +107,7 @@ async fn a_settings_change_killed_between_its_two_databases_keeps_its_audit_row(
 #[actix_web::test]
 async fn two_relays_of_one_pending_audit_row_append_it_once() {
     use entity::{audit_event, pending_audit_event};
-    use gatehouse::service::applications::relay_pending_audit;
+    use gatehouse::areas::applications::relay_pending_audit;
     use sea_orm::{ColumnTrait, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter};
     let app = spawn_app().await;
     let storage = &app.state.storage;
