@@ -47,7 +47,7 @@ pub struct Application {
     server: Server,
     /// This process's claim on its data directory, held while it runs.
     _predecessor: Predecessor,
-    /// The delivery workers, awaited at shutdown.
+    /// The webhook delivery and mail workers, awaited at shutdown.
     workers: Vec<JoinHandle<()>>,
     pub state: web::Data<AppState>,
 }
@@ -168,9 +168,17 @@ impl Application {
             directory: state.directory.clone(),
             clients: state.webhooks.clone(),
             master_key: state.master_key.clone(),
+            storage: state.storage.clone(),
             shutdown: state.shutdown.clone(),
         };
-        let workers = delivery::start(deliverer, &state.storage);
+        let mut workers = delivery::start(deliverer);
+        workers.extend(crate::areas::mail_queue::worker::start(crate::areas::mail_queue::worker::MailWorker {
+            mailer: state.mailer.clone(),
+            master_key: state.master_key.clone(),
+            directory: state.directory.clone(),
+            storage: state.storage.clone(),
+            shutdown: state.shutdown.clone(),
+        }));
         relay_catalog_audit(state.storage.clone());
         state.tenants.resume_stalled_moves();
         let app_state = state.clone();

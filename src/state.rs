@@ -54,9 +54,9 @@ impl AppState {
         crate::areas::auth::Issuer { tenants: &self.tenants, tokens: &self.tokens, entitlements: &self.entitlements }
     }
 
-    /// What sends and checks email verification codes.
+    /// What queues email verification codes.
     pub fn email_codes(&self) -> crate::areas::email_verifications::Codes<'_> {
-        crate::areas::email_verifications::Codes { mailer: &self.mailer, master_key: &self.master_key }
+        crate::areas::email_verifications::Codes { master_key: &self.master_key }
     }
 
     /// What runs an application's sign-up hooks (at sign-up, and when a

@@ -37,6 +37,7 @@ mod m20261130_000031_add_signs_from;
 mod m20261130_000032_add_sso_domains_claimed_by;
 mod m20261130_000033_create_processor_account_claims;
 mod m20261201_000034_create_sign_up_restrictions;
+mod m20261202_000035_create_mail_queue;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -96,6 +97,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261130_000031_add_signs_from::Migration),
             Box::new(m20261130_000032_add_sso_domains_claimed_by::Migration),
             Box::new(m20261201_000034_create_sign_up_restrictions::Migration),
+            Box::new(m20261202_000035_create_mail_queue::Migration),
         ]
     }
 

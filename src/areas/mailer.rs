@@ -52,6 +52,7 @@ const MAX_ADDRESSES: usize = 4;
 pub const BLOCKED_DESTINATION: &str = "blocked_destination";
 
 /// One message to one recipient (an email address, or an E.164 number for `sms`).
+#[derive(Clone, serde::Serialize, serde::Deserialize)]
 pub struct Message {
     pub to: String,
     pub subject: String,
@@ -172,16 +173,31 @@ impl Mailer {
             }
         };
         let outcome = if result.is_ok() { Outcome::Delivered } else { Outcome::Failed };
+        let (provider_id, settings_at) = (provider.id, provider.updated_at);
+        let record = {
+            let (tenants, scope) = (self.tenants.clone(), scope.clone());
+            async move {
+                tenants
+                    .change(&scope, move |turn| async move {
+                        messaging::record_outcome(&turn, provider_id, settings_at, outcome, test).await
+                    })
+                    .await
+            }
+        };
         // Only a test send, or a send that changes the status, is a change.
-        let row = if test || provider.status != outcome.status() {
-            let (provider_id, settings_at) = (provider.id, provider.updated_at);
-            self.tenants
-                .change(scope, move |turn| async move {
-                    messaging::record_outcome(&turn, provider_id, settings_at, outcome, test).await
-                })
-                .await
-                .map_err(MessagingError::Tenant)?
+        // A test send answers the row; a queued mail's send does not wait
+        // for its application's turn (a region move may hold it), the next
+        // send records its outcome too.
+        let row = if test {
+            record.await.map_err(MessagingError::Tenant)?
         } else {
+            if provider.status != outcome.status() {
+                actix::spawn(async move {
+                    if let Err(err) = record.await {
+                        tracing::warn!(error = %err.message, "a provider's status could not be recorded");
+                    }
+                });
+            }
             None
         };
         match result {

@@ -14,6 +14,7 @@ mod errors_on_the_wire;
 pub mod hooks;
 pub mod invitations;
 pub mod machine_tokens;
+pub mod mail_queue;
 pub mod mailer;
 pub mod memberships;
 pub mod messaging;

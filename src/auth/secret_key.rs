@@ -40,11 +40,11 @@ impl SecretKey {
 
     /// Refuses a key without the scope its operation declares (403), and
     /// records the refusal.
-    fn authorize(self, scope: &str) -> ApiResult<SecretKey> {
+    async fn authorize(self, scope: &str) -> ApiResult<SecretKey> {
         if self.holds(scope) {
             return Ok(self);
         }
-        self.keys.record_refusal(&self.scope, self.id, "insufficient_scope");
+        self.keys.record_refusal(&self.scope, self.id, "insufficient_scope").await;
         Err(ApiError::new(Code::InsufficientScope, format!("This operation needs the `{scope}` scope.")))
     }
 
@@ -92,7 +92,7 @@ impl FromRequest for SecretKey {
             else {
                 return Err(ApiError::unauthenticated());
             };
-            let key = authenticate(&state, tenant, presented?).await?.authorize(&required)?;
+            let key = authenticate(&state, tenant, presented?).await?.authorize(&required).await?;
             let rate = f64::from(state.settings.rate_limits.management_per_application_per_second);
             if rate > 0.0 {
                 // Boxed: inline, the Redis round trip would make every request's future larger.

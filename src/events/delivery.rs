@@ -33,14 +33,20 @@ use crate::{
     config::WebhookSettings,
     crypto::{master_key::MasterKey, seal},
     events::catalog::EventType,
-    region::router::Directory,
+    region::{
+        router::{Directory, Serving},
+        Region,
+    },
     shutdown::Shutdown,
     storage::{
-        delivery_queue::{self, Settlement},
+        delivery_queue::{self, Leased, Settlement},
         Db, Storage,
     },
 };
 
+/// When a message of an application this region does not serve now (it
+/// is moving) is looked at again.
+const NOT_HERE_AFTER: Duration = Duration::from_millis(250);
 /// Outcomes written per transaction at most.
 const RECORD_BATCH: usize = 256;
 /// How much of an answer is read (and dropped) so the connection can be reused.
@@ -144,26 +150,29 @@ pub struct Deliverer {
     pub clients: Clients,
     /// Opens the endpoints' signing secrets.
     pub master_key: MasterKey,
+    /// The held regions' databases.
+    pub storage: Arc<Storage>,
     pub shutdown: Shutdown,
 }
 
 /// Starts one worker per held region on the current arbiter; each ends
 /// after the node's shutdown signal, once its outcomes are recorded.
-pub fn start(deliverer: Deliverer, storage: &Storage) -> Vec<JoinHandle<()>> {
+pub fn start(deliverer: Deliverer) -> Vec<JoinHandle<()>> {
     let deliverer = Arc::new(deliverer);
-    let mut workers = Vec::new();
-    for (_, shard) in storage.held() {
-        let (deliverer, shard) = (deliverer.clone(), shard.clone());
-        workers.push(actix::spawn(async move { run(deliverer, shard).await }));
-    }
-    workers
+    let held: Vec<(Region, Db)> = deliverer.storage.held().map(|(region, db)| (region, db.clone())).collect();
+    held.into_iter()
+        .map(|(region, shard)| {
+            let deliverer = deliverer.clone();
+            actix::spawn(async move { run(deliverer, region, shard).await })
+        })
+        .collect()
 }
 
 /// Claims due messages while permits are free and delivers each in its own
 /// task; outcomes go to one recorder that writes them in batches, so a
 /// thousand deliveries cost a few commits, and a slow endpoint holds one
 /// permit, not the worker.
-async fn run(state: Arc<Deliverer>, shard: Db) {
+async fn run(state: Arc<Deliverer>, region: Region, shard: Db) {
     let poll = Duration::from_millis(state.settings.poll_interval_ms.max(10));
     let lease = Duration::from_secs(state.settings.lease_seconds);
     let permits = Arc::new(Semaphore::new(state.settings.concurrency.max(1)));
@@ -180,7 +189,7 @@ async fn run(state: Arc<Deliverer>, shard: Db) {
             () = shutdown.signalled() => break,
         }
         let free = permits.available_permits() as u64;
-        let claimed = match delivery_queue::lease_due(&shard, free, lease).await {
+        let claimed = match delivery_queue::lease_due::<webhook_message::Entity>(&shard, free, lease).await {
             Ok(claimed) => claimed,
             Err(err) => {
                 tracing::warn!(error = %err, region = %shard.label, "claiming webhook deliveries failed");
@@ -203,6 +212,26 @@ async fn run(state: Arc<Deliverer>, shard: Db) {
             }
         };
         for message in claimed {
+            match state.directory.serving(message.application_id, region, &state.storage).await {
+                Serving::Here(_) => {}
+                Serving::Gone => {
+                    finish_without_attempt(&shard, &message).await;
+                    continue;
+                }
+                Serving::NotNow => {
+                    let leased = Leased {
+                        application_id: message.application_id,
+                        id: message.id,
+                        lease_until: message.lease_until,
+                    };
+                    if let Err(err) =
+                        delivery_queue::release::<webhook_message::Entity>(&shard, leased, NOT_HERE_AFTER).await
+                    {
+                        tracing::warn!(error = %err, "releasing a webhook message failed; its lease will expire");
+                    }
+                    continue;
+                }
+            }
             let endpoint = endpoints
                 .get(&message.webhook_id)
                 .filter(|e| e.application_id == message.application_id && e.status == outbox::ACTIVE)

@@ -35,6 +35,7 @@ use crate::{
     error::{ApiError, ApiResult, Code},
     events::catalog::EventType,
     storage::{
+        delivery_queue,
         move_journal::{self, Begun, Step},
         tenant_tables, Db, Storage, TenantConn, TenantScope,
     },
@@ -93,6 +94,10 @@ pub fn in_progress() -> ApiError {
     ApiError::new(Code::RegionMigrationInProgress, "The application is moving to another region; try again shortly.")
         .with_retry_after(RETRY_AFTER_SECONDS)
 }
+
+/// The longest a copy waits for sends in flight to settle: past one send's
+/// deadline, a lease left is a crashed worker's.
+const IN_FLIGHT_WAIT: Duration = Duration::from_secs(15);
 
 /// Copies run one at a time on a node: two moves in opposite directions on
 /// SQLite would each hold one file's write lock and wait for the other's.
@@ -189,8 +194,10 @@ impl Mover {
         }
     }
 
-    /// The copy: the old region's chain head locked for its duration, the
-    /// new region written in one transaction.
+    /// The copy: the old region's chain head and queued rows locked for its
+    /// duration, the new region written in one transaction. A webhook
+    /// message or mail in a worker's hands (sent, not yet settled) is
+    /// waited for, so the new region does not send it again.
     async fn copy(&self, journaled: &Journaled) -> ApiResult<u64> {
         let _one_at_a_time = COPYING.lock().await;
         let (source, target) = (self.database(journaled.from).await?, self.database(journaled.to).await?);
@@ -200,8 +207,23 @@ impl Mover {
             .await?
             .ok_or_else(|| ApiError::not_found("Application", journaled.application_id))?;
         let held = TenantScope::new(tenant.clone(), source, Actor::system());
-        let mut read = held.begin().await?;
-        read.lock_tenant().await?;
+        let waited = std::time::Instant::now();
+        let read = loop {
+            let mut read = held.begin().await?;
+            read.lock_tenant().await?;
+            let in_flight = delivery_queue::any_in_flight(read.conn(), journaled.application_id).await?;
+            if !in_flight {
+                break read;
+            }
+            if waited.elapsed() > IN_FLIGHT_WAIT {
+                // A crashed worker's lease: copied as it is, the new region
+                // sends it once the lease lapses (at least once, as after any crash).
+                tracing::warn!(application_id = %journaled.application_id, "a send still in flight is copied with its lease");
+                break read;
+            }
+            drop(read); // rolled back: the worker settles in its own transaction
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        };
         let mut write = TenantScope::new(tenant, target, journaled.actor.clone()).begin().await?;
         tenant_tables::delete_all(write.conn(), journaled.application_id).await?;
         let copied = tenant_tables::copy_all(read.conn(), write.conn(), journaled.application_id).await?;

@@ -17,7 +17,8 @@ use crate::{
         redis::SharedRedis,
     },
     error::{ApiError, ApiResult},
-    storage::{catalog, Db},
+    region::Region,
+    storage::{catalog, Db, Storage},
 };
 
 /// How long a node trusts its own copy of an entry when no invalidation can
@@ -69,6 +70,16 @@ impl Handler<Publish> for RegionRouter {
     }
 }
 
+/// What [`Directory::serving`] found.
+pub enum Serving {
+    Here(Tenant),
+    /// The application was deleted.
+    Gone,
+    /// It is moving, is served from another database, or cannot be read
+    /// this moment: look again later.
+    NotNow,
+}
+
 /// The handlers' view of the directory.
 #[derive(Clone)]
 pub struct Directory {
@@ -94,6 +105,19 @@ impl Directory {
             }
         };
         self.entries.get_with(id, load).await.map_err(|err| (*err).clone())
+    }
+
+    /// Whether a background worker of `region`'s database may act on the
+    /// application's queued rows now: not while it moves (its rows are
+    /// being copied), nor once another database serves it.
+    pub async fn serving(&self, id: Uuid, region: Region, storage: &Storage) -> Serving {
+        match self.resolve(id).await {
+            Ok(Some(tenant)) if tenant.moving_to.is_none() && storage.same_database(tenant.region, region) => {
+                Serving::Here(tenant)
+            }
+            Ok(None) => Serving::Gone,
+            _ => Serving::NotNow,
+        }
     }
 
     /// Reads the application's entry from the catalog afresh and publishes

@@ -1,64 +1,167 @@
-//! The webhook delivery queue as the region's delivery worker reads and
-//! writes it. The worker serves every application of its region and has no
-//! principal: each statement here names the claimed rows' own
-//! `application_id`. Two of them are raw SQL, the only raw SQL outside
-//! start-up's own statements: leasing (`FOR UPDATE SKIP LOCKED`, `UPDATE …
-//! RETURNING`) and settling a batch on PostgreSQL (`UPDATE … FROM (VALUES
-//! …)`), which sea-orm has no form of.
+//! The outbox queues as the region's workers read and write them: webhook
+//! messages (`events::delivery`) and mail (`areas::mail_queue`). A worker
+//! serves every application of its region and has no principal: each
+//! statement here names the claimed rows' own `application_id`. Three of
+//! them are raw SQL, the only raw SQL outside start-up's own statements:
+//! the due check and leasing (`FOR UPDATE SKIP LOCKED`, `UPDATE …
+//! RETURNING`), which run on either queue's table, and settling a batch of
+//! webhook messages on PostgreSQL (`UPDATE … FROM (VALUES …)`), which
+//! sea-orm has no form of.
 use std::{collections::HashSet, time::Duration};
 
 use chrono::{DateTime, Utc};
-use entity::webhook_message;
+use entity::{mail_queue, webhook_message};
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, QueryFilter, QuerySelect, Statement,
+    sea_query::Expr, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter,
+    QuerySelect, Statement,
 };
 use uuid::Uuid;
 
-use super::Db;
+use super::{Db, TenantEntity};
 use crate::{clock, events::outbox};
 
-/// Leases up to `limit` due messages of any application in the region for
-/// `lease`: several nodes never hold one message at once, and a crashed
-/// node's lease expires. A read first: an idle region takes no write lock.
+/// A queue table: `id`, `application_id`, `status` (`pending` until
+/// settled), `next_attempt_at` and `lease_until` columns, leased by one
+/// worker at a time.
+pub trait Queue: TenantEntity + Default
+where
+    Self::Model: FromQueryResult + Send + Sync,
+{
+    fn id_column() -> Self::Column;
+    fn status_column() -> Self::Column;
+    fn next_attempt_column() -> Self::Column;
+    fn lease_column() -> Self::Column;
+}
+
+macro_rules! queue {
+    ($table:ident) => {
+        impl Queue for $table::Entity {
+            fn id_column() -> Self::Column {
+                $table::Column::Id
+            }
+            fn status_column() -> Self::Column {
+                $table::Column::Status
+            }
+            fn next_attempt_column() -> Self::Column {
+                $table::Column::NextAttemptAt
+            }
+            fn lease_column() -> Self::Column {
+                $table::Column::LeaseUntil
+            }
+        }
+    };
+}
+
+queue!(webhook_message);
+queue!(mail_queue);
+
+/// A leased row, by what names it.
+pub struct Leased {
+    pub application_id: Uuid,
+    pub id: Uuid,
+    pub lease_until: Option<DateTime<Utc>>,
+}
+
+/// Lets go of a leased row without an attempt, due again `after` (its
+/// application is not served from this database now: it is moving). Only
+/// while the lease is still the caller's.
+#[allow(clippy::disallowed_methods)] // by the leased row's own application and id
+pub async fn release<Q: Queue>(shard: &Db, leased: Leased, after: Duration) -> Result<(), DbErr>
+where
+    Q::Model: FromQueryResult + Send + Sync,
+{
+    let next = clock::now() + chrono::Duration::from_std(after).unwrap_or_default();
+    let txn = shard.begin_write().await?;
+    Q::update_many()
+        .col_expr(Q::next_attempt_column(), Expr::value(Some(next)))
+        .col_expr(Q::lease_column(), Expr::value(Option::<DateTime<Utc>>::None))
+        .filter(Q::application_id_column().eq(leased.application_id))
+        .filter(Q::id_column().eq(leased.id))
+        .filter(Q::lease_column().eq(leased.lease_until))
+        .exec(&*txn)
+        .await?;
+    txn.commit().await
+}
+
+/// Leases up to `limit` due rows of any application in the region for
+/// `lease`: several nodes never hold one row at once, and a crashed node's
+/// lease expires. A read first: an idle region takes no write lock.
 #[allow(clippy::disallowed_methods)] // the region's queue across applications; raw for the lease (see the module)
-pub async fn lease_due(shard: &Db, limit: u64, lease: Duration) -> Result<Vec<webhook_message::Model>, DbErr> {
+pub async fn lease_due<Q: Queue>(shard: &Db, limit: u64, lease: Duration) -> Result<Vec<Q::Model>, DbErr>
+where
+    Q::Model: FromQueryResult + Send + Sync,
+{
     let now = clock::now();
-    let due = webhook_message::Column::Status
-        .eq(outbox::PENDING)
-        .and(webhook_message::Column::NextAttemptAt.lte(now))
-        .and(webhook_message::Column::LeaseUntil.is_null().or(webhook_message::Column::LeaseUntil.lt(now)));
-    if webhook_message::Entity::find()
-        .filter(due)
-        .select_only()
-        .column(webhook_message::Column::Id)
-        .into_tuple::<Uuid>()
-        .one(&shard.conn)
-        .await?
-        .is_none()
-    {
+    let table = Q::default().table_name().to_owned();
+    let backend = shard.backend();
+    let (first, second) = match backend {
+        DbBackend::Postgres => ("$1", "$2"),
+        _ => ("?", "?"),
+    };
+    let due = Statement::from_sql_and_values(
+        backend,
+        format!(
+            "SELECT id FROM {table} WHERE status = 'pending' AND next_attempt_at <= {first} \
+             AND (lease_until IS NULL OR lease_until < {second}) LIMIT 1"
+        ),
+        [now.into(), now.into()],
+    );
+    if shard.conn.query_one(due).await?.is_none() {
         return Ok(Vec::new());
     }
     let until = now + chrono::Duration::from_std(lease).unwrap_or_default();
-    let statement = match shard.backend() {
+    let statement = match backend {
         DbBackend::Postgres => Statement::from_sql_and_values(
             DbBackend::Postgres,
-            "UPDATE webhook_messages SET lease_until = $1 WHERE id IN (SELECT id FROM webhook_messages \
-             WHERE status = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2) \
-             ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *",
+            format!(
+                "UPDATE {table} SET lease_until = $1 WHERE id IN (SELECT id FROM {table} \
+                 WHERE status = 'pending' AND next_attempt_at <= $2 AND (lease_until IS NULL OR lease_until < $2) \
+                 ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING *"
+            ),
             [until.into(), now.into(), (limit as i64).into()],
         ),
         backend => Statement::from_sql_and_values(
             backend,
-            "UPDATE webhook_messages SET lease_until = ? WHERE id IN (SELECT id FROM webhook_messages \
-             WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) \
-             ORDER BY next_attempt_at LIMIT ?) RETURNING *",
+            format!(
+                "UPDATE {table} SET lease_until = ? WHERE id IN (SELECT id FROM {table} \
+                 WHERE status = 'pending' AND next_attempt_at <= ? AND (lease_until IS NULL OR lease_until < ?) \
+                 ORDER BY next_attempt_at LIMIT ?) RETURNING *"
+            ),
             [until.into(), now.into(), now.into(), (limit as i64).into()],
         ),
     };
     let txn = shard.begin_write().await?;
-    let claimed = webhook_message::Entity::find().from_raw_sql(statement).all(&*txn).await?;
+    let claimed = Q::find().from_raw_sql(statement).all(&*txn).await?;
     txn.commit().await?;
     Ok(claimed)
+}
+
+/// For a region move, in the transaction that copies the application:
+/// locks its pending rows of every queue (a worker's lease skips them until
+/// the copy ends) and answers whether one is in a worker's hands now (its
+/// lease is live), which the copy must wait out, else the old region sends
+/// what the new one sends again.
+pub async fn any_in_flight(db: &impl ConnectionTrait, application_id: Uuid) -> Result<bool, DbErr> {
+    Ok(in_flight::<webhook_message::Entity>(db, application_id).await?
+        || in_flight::<mail_queue::Entity>(db, application_id).await?)
+}
+
+#[allow(clippy::disallowed_methods)] // by the application's own id, on the copy's connection
+async fn in_flight<Q: Queue>(db: &impl ConnectionTrait, application_id: Uuid) -> Result<bool, DbErr>
+where
+    Q::Model: FromQueryResult + Send + Sync,
+{
+    let now = clock::now();
+    let leases: Vec<Option<DateTime<Utc>>> = Q::find()
+        .filter(Q::application_id_column().eq(application_id))
+        .filter(Q::status_column().eq(outbox::PENDING))
+        .select_only()
+        .column(Q::lease_column())
+        .lock_exclusive()
+        .into_tuple()
+        .all(db)
+        .await?;
+    Ok(leases.into_iter().any(|until| until.is_some_and(|until| until > now)))
 }
 
 /// A leased message's new state after an attempt.

@@ -354,6 +354,12 @@ impl Storage {
         self.urls.get(&a).is_some_and(|url| self.urls.get(&b) == Some(url))
     }
 
+    /// Whether two regions' rows are in one database (one region, or two
+    /// configured with one URL).
+    pub fn same_database(&self, a: Region, b: Region) -> bool {
+        a == b || self.share_a_database(a, b)
+    }
+
     pub fn holds(&self, region: Region) -> bool {
         self.shards.contains_key(&region)
     }

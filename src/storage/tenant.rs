@@ -43,6 +43,11 @@ pub enum Unaudited {
     /// A passkey ceremony's server-side state: its outcome is audited
     /// (`passkey.registered`, `sign_in.succeeded`, a failure).
     PasskeyCeremony,
+    /// An email queued or prepared (`areas::mail_queue`): what it reports
+    /// has its own audit row (`user.email_verification_sent`,
+    /// `user.password_reset_requested`, `team_invitation.created`), written
+    /// when its code, token or invitation is made.
+    MailQueue,
 }
 
 /// Read access to one application's rows, through a handle or a transaction.

@@ -87,6 +87,7 @@ tenant_tables!(
     service_account_key,
     messaging_provider,
     messaging_outbox,
+    mail_queue,
     oauth_provider,
     user_identity,
     oauth_flow,

@@ -43,6 +43,7 @@ mod regions;
 mod second_factors;
 mod secrets;
 mod service_accounts;
+mod slow_smtp;
 mod sso_domains;
 mod structure;
 mod wait;

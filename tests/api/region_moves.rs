@@ -1,14 +1,18 @@
 //! Operation 17: moving an application, with all its data, to another
 //! region's database, while its requests are held; and its crash safety.
 
+use std::time::Duration;
+
 use gatehouse::{region::Region, storage::tenant_tables};
 use reqwest::Method;
+use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 use uuid::Uuid;
 
 use crate::{
     end_users::{as_user, public_post, sign_up},
     helpers::{region, spawn_with, TestApp, FOURTH_REGION},
+    slow_smtp::SlowSmtp,
     webhooks::{start_receiver, verifies},
 };
 
@@ -21,8 +25,8 @@ fn count(rows: &[(&str, u64)], table: &str) -> u64 {
     rows.iter().find(|(t, _)| *t == table).map(|(_, n)| *n).unwrap_or(0)
 }
 
-/// Sign-ups send their verification email after answering; its audit row
-/// is written then.
+/// Sign-ups queue their verification email; the mail worker makes its code
+/// (and writes its audit row) once the sign-up has answered.
 async fn settled(app: &TestApp, emails_sent: usize) {
     crate::wait::until("the verification emails' audit rows", || async {
         let types = app.audit_types().await;
@@ -246,4 +250,57 @@ async fn a_node_refuses_to_start_without_a_region_an_application_is_pinned_to() 
     let refused = gatehouse::startup::Application::build(settings).await.err().expect("start-up is refused");
     let message = refused.to_string();
     assert!(message.contains("region `us` is not in deployment.regions, but 1 application(s)"), "{message}");
+}
+
+/// Sign-ups answered just before a move have promised their verification
+/// emails: each is sent exactly once, by the region that holds the
+/// application when its turn comes. The SMTP server takes two seconds per
+/// message (four at once), so when the move starts a few are in flight
+/// and the rest wait.
+#[actix_web::test]
+async fn emails_promised_just_before_a_move_are_each_sent_exactly_once() {
+    let app = spawn_with(|_| {}).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let smtp = SlowSmtp::start(Duration::from_secs(2)).await;
+    let config = json!({"host": "127.0.0.1", "port": smtp.port, "from": "no-reply@example.com"});
+    let provider = json!({"channel": "email", "kind": "smtp", "config": config});
+    let path = format!("/v1/applications/{id}/providers/messaging");
+    let put = app.send(&app.caller, Method::PUT, &path, Some(&provider)).await;
+    assert_eq!(put.status, 200, "{:?}", put.body);
+    let mut emails: Vec<String> = (0..16).map(|i| format!("user{i}@example.com")).collect();
+    futures_util::future::join_all(emails.iter().map(|email| sign_up(&app, &app.caller, email))).await;
+    tokio::time::sleep(Duration::from_millis(150)).await;
+
+    let moved = move_to(&app, "eu").await;
+
+    assert_eq!(moved.status, 200, "{:?}", moved.body);
+    let sent_from_us = smtp.accepted().len();
+    assert!(sent_from_us < emails.len(), "some emails were left for eu to send ({sent_from_us} sent from us)");
+    crate::wait::until("every verification email", || async { smtp.accepted().len() >= emails.len() }).await;
+    // Every queued mail moved to eu and is settled there: one copied with
+    // a live lease would stay pending until the lease lapsed (30 s), then
+    // be sent again.
+    let eu = app.state.storage.shard(region("eu")).unwrap();
+    crate::wait::until("every mail settled `sent` in eu", || async {
+        let rows = entity::mail_queue::Entity::find()
+            .filter(entity::mail_queue::Column::ApplicationId.eq(id))
+            .all(&eu.conn)
+            .await
+            .unwrap();
+        rows.len() == emails.len() && rows.iter().all(|row| row.status == "sent" && row.sealed.is_empty())
+    })
+    .await;
+    assert_eq!(count(&rows_in(&app, region("us"), id).await, "mail_queue"), 0);
+    // The one wait on time: a second send of one email leaves no trace to poll for.
+    crate::wait::stays("no email is sent twice", Duration::from_secs(1), || async {
+        smtp.accepted().len() == emails.len()
+    })
+    .await;
+    let accepted = smtp.accepted();
+    assert!(accepted.iter().all(|a| a.subject.starts_with("Verify your email")), "{accepted:?}");
+    let mut recipients: Vec<String> = accepted.into_iter().flat_map(|accepted| accepted.to).collect();
+    recipients.sort();
+    emails.sort();
+    assert_eq!(recipients, emails, "each email once");
+    println!("sent from us before the move answered: {sent_from_us} of {}", emails.len());
 }

@@ -150,24 +150,24 @@ impl KeyCache {
         }
     }
 
-    /// Writes `api_key.use_refused` for a known key, off the request path and
-    /// at most once a minute per key and reason on this node.
-    pub fn record_refusal(&self, scope: &TenantScope, key_id: Uuid, reason: &'static str) {
+    /// Writes `api_key.use_refused` for a known key before the refusal is
+    /// answered, at most once a minute per key and reason on this node.
+    pub async fn record_refusal(&self, scope: &TenantScope, key_id: Uuid, reason: &'static str) {
         if self.0.refusals.contains_key(&(key_id, reason)) {
             return;
         }
         self.0.refusals.insert((key_id, reason), ());
-        let scope = scope.acting_as(Actor::api_key(key_id));
-        actix::spawn(async move {
-            let write = async {
-                let mut txn = scope.begin().await?;
-                txn.audit(EventType::ApiKeyUseRefused, Some(key_id), serde_json::json!({ "reason": reason })).await?;
-                txn.commit().await
-            };
-            if let Err(err) = write.await {
-                tracing::warn!(error = %err, "could not record a refused key use");
-            }
-        });
+        let mut txn = match scope.acting_as(Actor::api_key(key_id)).begin().await {
+            Ok(txn) => txn,
+            Err(err) => return tracing::warn!(error = %err, "could not record a refused key use"),
+        };
+        let written = async {
+            txn.audit(EventType::ApiKeyUseRefused, Some(key_id), serde_json::json!({ "reason": reason })).await?;
+            txn.commit().await
+        };
+        if let Err(err) = written.await {
+            tracing::warn!(error = %err, "could not record a refused key use");
+        }
     }
 
     /// Forgets a changed key (a revocation) at once on this node, and on
@@ -205,7 +205,7 @@ impl KeyCache {
             Some(key) if constant_time_eq(&key.hash, &hash) => {
                 metrics::counter!("auth_rejected_total", "reason" => "inactive").increment(1);
                 let reason = if key.revoked { "revoked" } else { "expired" };
-                self.record_refusal(&scope, key.id, reason);
+                self.record_refusal(&scope, key.id, reason).await;
                 return Ok(None);
             }
             _ => {

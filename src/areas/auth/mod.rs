@@ -183,8 +183,8 @@ pub async fn sign_up(
     // until its code is (`email_verifications::verify` joins then).
     let user = users::insert(&mut txn, new.email, Some(password_hash), new.profile).await?;
     let opened = sessions::open(&mut txn, user.id, false, "aal1", session_ttl).await?;
+    codes.queue(&mut txn, user.id).await?;
     txn.commit().await?;
-    codes.send(scope, &user);
     Ok((signer, user, opened))
 }
 
@@ -224,7 +224,7 @@ pub async fn sign_in(
     };
     if scope.tenant().require_verified_email && user.email_verified_at.is_none() {
         // Only after the right password: the answer tells nothing to a guesser.
-        codes.send(scope, &user);
+        codes.send(scope, user.id).await?;
         record_failed_sign_in(scope, email, Some(user.id), "email_not_verified").await?;
         return Err(AuthError::EmailNotVerified);
     }
@@ -275,7 +275,7 @@ pub async fn sign_in_with_passkey(
     };
     if scope.tenant().require_verified_email && user.email_verified_at.is_none() {
         refuse_passkey(txn, Some(user_id), "email_not_verified").await?;
-        codes.send(scope, &user);
+        codes.send(scope, user.id).await?;
         return Err(AuthError::EmailNotVerified);
     }
     let now = crate::clock::now();

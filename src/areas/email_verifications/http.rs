@@ -103,6 +103,6 @@ pub async fn resend_code(state: web::Data<AppState>, req: HttpRequest, body: Bod
     let mut issues = Issues::default();
     let email = users::email(&mut issues, &request.email);
     issues.finish()?;
-    state.email_codes().resend(&scope, email);
+    state.email_codes().resend(&scope, email).await?;
     Ok(envelope::accepted(ResendCodeView { accepted: true }))
 }

@@ -17,7 +17,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{
-    mailer::{Mailer, Message},
+    mail_queue::{self, Mail},
+    mailer::Message,
     users,
 };
 use crate::{
@@ -55,10 +56,10 @@ impl From<EmailVerificationError> for ApiError {
     }
 }
 
-/// What sends and checks codes.
+/// What queues codes: a code is made and sent by the mail worker
+/// (`mail_queue`), from a row written before the request answers.
 #[derive(Clone, Copy)]
 pub struct Codes<'a> {
-    pub mailer: &'a Mailer,
     pub master_key: &'a MasterKey,
 }
 
@@ -72,57 +73,51 @@ fn new_code() -> String {
 }
 
 impl Codes<'_> {
-    /// Sends the user a new code, off the request path (after the caller's
-    /// commit); none when one went out in the last minute.
-    pub fn send(&self, scope: &TenantScope, user: &user::Model) {
-        let (scope, mailer, master_key, user) =
-            (scope.clone(), self.mailer.clone(), self.master_key.clone(), user.clone());
-        actix::spawn(async move {
-            if let Err(err) = issue(&scope, &mailer, &master_key, &user).await {
-                tracing::warn!(error = %err, "an email verification code could not be sent");
-            }
-        });
+    /// Queues a new code for the user in the caller's transaction.
+    pub async fn queue(&self, txn: &mut TenantTxn, user_id: Uuid) -> Result<(), DbErr> {
+        mail_queue::queue(txn, self.master_key, &Mail::VerificationCode { user_id }).await
     }
 
-    /// A resend asked for by email: looked up off the request path, sent
-    /// only to a user whose email is not verified yet.
-    pub fn resend(&self, scope: &TenantScope, email: String) {
-        let (scope, mailer, master_key) = (scope.clone(), self.mailer.clone(), self.master_key.clone());
-        actix::spawn(async move {
-            let sent = async {
-                match users::find_by_email(&scope, &email).await? {
-                    Some(user) if user.email_verified_at.is_none() => issue(&scope, &mailer, &master_key, &user).await,
-                    _ => Ok(()),
-                }
-            };
-            if let Err(err) = sent.await {
-                tracing::warn!(error = %err, "an email verification code could not be sent");
-            }
-        });
+    /// Queues a new code for the user on its own, before the answer (a
+    /// refused sign-in, a changed address).
+    pub async fn send(&self, scope: &TenantScope, user_id: Uuid) -> Result<(), DbErr> {
+        mail_queue::queue_alone(scope, self.master_key, &Mail::VerificationCode { user_id }).await
+    }
+
+    /// A resend asked for by email: the same row whether or not the email
+    /// is a user's; the mail worker looks it up and sends only to a user
+    /// whose email is not verified yet.
+    pub async fn resend(&self, scope: &TenantScope, email: String) -> Result<(), DbErr> {
+        mail_queue::queue_alone(scope, self.master_key, &Mail::VerificationResend { email }).await
     }
 }
 
-async fn issue(
-    scope: &TenantScope,
-    mailer: &Mailer,
+/// Makes a code for the user and the message that carries it, in the mail
+/// worker's transaction; none when the email is verified or a code went
+/// out in the last minute.
+pub async fn issue(
+    txn: &mut TenantTxn,
     master_key: &MasterKey,
+    application: &str,
     user: &user::Model,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<Option<Message>, DbErr> {
+    if user.email_verified_at.is_some() {
+        return Ok(None);
+    }
     let now = crate::clock::now();
     // The newest live code (one superseded by an email change does not count).
-    let latest = scope
+    let latest = txn
         .find::<email_verification::Entity>()
         .filter(email_verification::Column::UserId.eq(user.id))
         .filter(email_verification::Column::UsedAt.is_null())
         .order_by_desc(email_verification::Column::CreatedAt)
-        .one(scope.conn())
+        .one(txn.conn())
         .await?;
     if latest.is_some_and(|row| row.created_at > now - Duration::seconds(RESEND_AFTER_SECONDS)) {
-        return Ok(());
+        return Ok(None);
     }
     let code = new_code();
-    let mut txn = scope.acting_as(Actor::system()).begin().await?;
-    supersede(&mut txn, user.id, now).await?;
+    supersede(txn, user.id, now).await?;
     let row = email_verification::Model {
         id: Uuid::now_v7(),
         application_id: txn.application_id(),
@@ -135,14 +130,10 @@ async fn issue(
     };
     txn.insert(row.clone().into_active_model()).await?;
     txn.audit(EventType::UserEmailVerificationSent, Some(user.id), json!({"verification_id": row.id})).await?;
-    txn.commit().await?;
-    let application = &scope.tenant().name;
     let body = format!(
         "Your {application} verification code is:\n\n{code}\n\nIt expires in {CODE_TTL_MINUTES} minutes. If you did not sign up, ignore this message.\n"
     );
-    let message = Message { to: user.email.clone(), subject: format!("Verify your email for {application}"), body };
-    mailer.send(scope, "email", message).await?;
-    Ok(())
+    Ok(Some(Message { to: user.email.clone(), subject: format!("Verify your email for {application}"), body }))
 }
 
 /// The user's unused codes stop working.

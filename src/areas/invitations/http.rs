@@ -98,7 +98,7 @@ pub async fn invite_member(state: web::Data<AppState>, user: EndUser, body: Body
     let request: InviteRequest = body.json().await?;
     let inviter = memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?;
     let new = NewInvitation { email: request.email, role: request.role, name: request.name };
-    let invited = invitations::invite(&user.scope, &state.mailer, &inviter, new).await?;
+    let invited = invitations::invite(&user.scope, &state.master_key, &inviter, new).await?;
     Ok(envelope::created(InvitationView::from(&invited)))
 }
 

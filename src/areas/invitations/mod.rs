@@ -18,7 +18,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{
-    mailer::{Mailer, Message},
+    mail_queue::{self, Mail},
+    mailer::Message,
     memberships::{self, Manager, Refusal},
     organizations::OrganizationError,
     sod::Grant,
@@ -26,7 +27,7 @@ use super::{
     validate::{Invalid, Issues},
 };
 use crate::{
-    crypto::sha256,
+    crypto::{master_key::MasterKey, sha256},
     error::{ApiError, Code},
     events::catalog::EventType,
     storage::{TenantConn, TenantScope},
@@ -109,7 +110,7 @@ pub struct NewInvitation {
 
 pub async fn invite(
     scope: &TenantScope,
-    mailer: &Mailer,
+    master_key: &MasterKey,
     inviter: &Manager,
     new: NewInvitation,
 ) -> Result<invitation::Model, InvitationError> {
@@ -158,27 +159,20 @@ pub async fn invite(
     txn.insert(row.clone().into_active_model()).await?;
     let data = json!({"invitation_id": row.id, "role": row.role, "expires_at": crate::clock::format(row.expires_at)});
     txn.audit(EventType::TeamInvitationCreated, Some(organization.id), data).await?;
+    let message = message(&scope.tenant().name, &row, &organization.name, &token);
+    mail_queue::queue(&mut txn, master_key, &Mail::Message(message)).await?;
     txn.commit().await?;
-    send(scope, mailer, &row, &organization.name, token);
     Ok(row)
 }
 
-/// After the commit, off the request path: a failed send leaves the
+/// The invitation's email, queued with it: a failed send leaves the
 /// invitation pending (revoke it and invite again to resend).
-fn send(scope: &TenantScope, mailer: &Mailer, invitation: &invitation::Model, organization: &str, token: String) {
-    let application = scope.tenant().name.clone();
+fn message(application: &str, invitation: &invitation::Model, organization: &str, token: &str) -> Message {
     let body = format!(
         "You are invited to join {organization} on {application} as {role}.\n\nSign up or sign in with this email address, then accept with this code within {TTL_DAYS} days:\n\n{token}\n\nIf you did not expect this, ignore this message.\n",
         role = invitation.role,
     );
-    let message =
-        Message { to: invitation.email.clone(), subject: format!("Join {organization} on {application}"), body };
-    let (scope, mailer) = (scope.clone(), mailer.clone());
-    actix::spawn(async move {
-        if let Err(err) = mailer.send(&scope, "email", message).await {
-            tracing::warn!(error = %err, "an invitation email could not be sent");
-        }
-    });
+    Message { to: invitation.email.clone(), subject: format!("Join {organization} on {application}"), body }
 }
 
 /// The organization's pending invitations, newest first.

@@ -114,7 +114,7 @@ pub async fn token(
         Err(refused) => {
             if let TokenRefused::InvalidClient(key) = &refused {
                 if let Some((key_id, reason)) = key.known_key() {
-                    state.keys.record_refusal(&scope, key_id, reason);
+                    state.keys.record_refusal(&scope, key_id, reason).await;
                 }
             }
             return Ok(refusal(refused));

@@ -81,7 +81,7 @@ pub async fn forgot_password(state: web::Data<AppState>, req: HttpRequest, body:
     }
     limit(&state, &req, format!("password_forgot:email:{application_id}:{email}"), limits.sign_in_per_email_per_minute)
         .await?;
-    password_resets::request(&scope, &state.mailer, email, request.redirect_uri);
+    password_resets::request(&scope, &state.master_key, email, request.redirect_uri).await?;
     Ok(envelope::accepted(ForgotPasswordView { accepted: true }))
 }
 

@@ -1,8 +1,8 @@
 //! Password reset: a user who forgot a password asks for a reset by email
 //! ([`request`]) and sets a new password with the token it received
 //! ([`reset`]). The request answers the same, after the same work, whether
-//! or not the email is a user's: the lookup, the token and the email all
-//! happen after the answer, off the request path. Tokens are 256 random bits, stored
+//! or not the email is a user's: it queues one mail (`mail_queue`), and
+//! the lookup, the token and the email happen in the mail worker. Tokens are 256 random bits, stored
 //! hashed, valid 30 minutes, used once; a new one supersedes the user's
 //! older ones. A reset revokes every session of the user.
 pub mod http;
@@ -14,7 +14,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 use super::{
-    mailer::{Mailer, Message},
+    mail_queue::{self, Mail},
+    mailer::Message,
     sessions,
     users::{self, UserError},
     validate::{Invalid, Issues},
@@ -22,12 +23,13 @@ use super::{
 use crate::{
     audit::Actor,
     crypto::{
+        master_key::MasterKey,
         password::{PasswordError, PasswordHasher},
         sha256,
     },
     error::{ApiError, Code},
     events::catalog::EventType,
-    storage::{TenantConn, TenantScope},
+    storage::{TenantConn, TenantScope, TenantTxn},
 };
 
 pub const TOKEN_TTL_MINUTES: i64 = 30;
@@ -62,33 +64,30 @@ impl From<PasswordResetError> for ApiError {
     }
 }
 
-/// In the background: looks the email up and, when it is a user's, makes
-/// and sends a token. Nothing is read or written before it returns.
-pub fn request(scope: &TenantScope, mailer: &Mailer, email: String, redirect_uri: Option<String>) {
-    let (scope, mailer) = (scope.clone(), mailer.clone());
-    actix::spawn(async move {
-        let sent = async {
-            match users::find_by_email(&scope, &email).await? {
-                Some(user) => send_token(&scope, &mailer, &user, redirect_uri.as_deref()).await,
-                None => Ok(()),
-            }
-        };
-        if let Err(err) = sent.await {
-            tracing::warn!(error = %err, "a password reset could not be sent");
-        }
-    });
+/// Queues the reset before the answer: the same row whether or not the
+/// email is a user's, so the answer and its work are the same either way;
+/// the mail worker looks the email up and makes and sends a token only
+/// for a user's.
+pub async fn request(
+    scope: &TenantScope,
+    master_key: &MasterKey,
+    email: String,
+    redirect_uri: Option<String>,
+) -> Result<(), DbErr> {
+    mail_queue::queue_alone(scope, master_key, &Mail::PasswordReset { email, redirect_uri }).await
 }
 
-async fn send_token(
-    scope: &TenantScope,
-    mailer: &Mailer,
+/// Makes a token for the user and the message that carries it, in the
+/// mail worker's transaction: the user's older tokens stop working, the
+/// newest email is the one.
+pub async fn issue(
+    txn: &mut TenantTxn,
+    application: &str,
     user: &user::Model,
     redirect_uri: Option<&str>,
-) -> Result<(), Box<dyn std::error::Error>> {
+) -> Result<Message, DbErr> {
     let token = crate::oauth::random_token(32);
     let now = crate::clock::now();
-    let mut txn = scope.acting_as(Actor::public()).begin().await?;
-    // The user's older tokens stop working: the newest email is the one.
     txn.update_many(|q: UpdateMany<password_reset::Entity>| {
         q.col_expr(password_reset::Column::UsedAt, Expr::value(now))
             .filter(password_reset::Column::UserId.eq(user.id))
@@ -97,7 +96,7 @@ async fn send_token(
     .await?;
     let row = password_reset::Model {
         id: Uuid::now_v7(),
-        application_id: scope.tenant().id,
+        application_id: txn.application_id(),
         user_id: user.id,
         token_hash: sha256(&token).to_vec(),
         expires_at: now + Duration::minutes(TOKEN_TTL_MINUTES),
@@ -106,8 +105,6 @@ async fn send_token(
     };
     txn.insert(row.clone().into_active_model()).await?;
     txn.audit(EventType::UserPasswordResetRequested, Some(user.id), json!({"reset_id": row.id})).await?;
-    txn.commit().await?;
-    let application = &scope.tenant().name;
     let how = match redirect_uri.and_then(|uri| url::Url::parse(uri).ok()) {
         Some(mut link) => {
             link.query_pairs_mut().append_pair("token", &token);
@@ -118,9 +115,7 @@ async fn send_token(
     let body = format!(
         "Someone asked to reset the password of your account at {application}.\n\n{how}\n\nIf it was not you, ignore this message: your password stays as it is.\n"
     );
-    let message = Message { to: user.email.clone(), subject: format!("Reset your {application} password"), body };
-    mailer.send(scope, "email", message).await?;
-    Ok(())
+    Ok(Message { to: user.email.clone(), subject: format!("Reset your {application} password"), body })
 }
 
 /// Sets a new password with a reset token and revokes every session of

@@ -157,7 +157,7 @@ pub async fn update_user(
     let user = users::update(&key.scope, id, patch).await?;
     if email_given && user.email_verified_at.is_none() {
         // A new address (or one never proven) is sent a code.
-        state.email_codes().send(&key.scope, &user);
+        state.email_codes().send(&key.scope, user.id).await?;
     }
     Ok(envelope::ok(UserView::from(&user)))
 }
