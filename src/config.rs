@@ -210,15 +210,29 @@ pub struct NodeSettings {
     /// crash, another node (or this one restarted) resumes the move then.
     #[serde(default = "default_move_lease_seconds")]
     pub move_lease_seconds: u64,
+    /// How long after its start a region move may still be copying (its
+    /// copy tried again each second after a failure); past it the move is
+    /// rolled back and the application serves from its old region again.
+    #[serde(default = "default_move_copy_timeout_seconds")]
+    pub move_copy_timeout_seconds: u64,
 }
 
 fn default_move_lease_seconds() -> u64 {
     15
 }
 
+fn default_move_copy_timeout_seconds() -> u64 {
+    60
+}
+
 impl Default for NodeSettings {
     fn default() -> Self {
-        NodeSettings { regions: Vec::new(), peers: BTreeMap::new(), move_lease_seconds: default_move_lease_seconds() }
+        NodeSettings {
+            regions: Vec::new(),
+            peers: BTreeMap::new(),
+            move_lease_seconds: default_move_lease_seconds(),
+            move_copy_timeout_seconds: default_move_copy_timeout_seconds(),
+        }
     }
 }
 

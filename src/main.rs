@@ -7,6 +7,10 @@ use gatehouse::{
     config::Settings,
     crypto::master_key::MasterKey,
     startup::{self, Application},
+    storage::{
+        move_journal::{self, CancelAsked},
+        Db,
+    },
     telemetry,
     tenancy::Environment,
 };
@@ -52,6 +56,31 @@ enum Command {
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
+    },
+    /// Region moves: inspect the journal, cancel a move.
+    Moves {
+        #[command(subcommand)]
+        command: MovesCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum MovesCommand {
+    /// Print the journal's moves as JSON lines, unfinished first.
+    List {
+        /// Finished moves too (`cleaned`, `rolled_back`).
+        #[arg(long)]
+        all: bool,
+    },
+    /// Ask for an application's move to be rolled back (refused once it
+    /// has switched); wait for the node running it, or the next to resume
+    /// it, to do so.
+    Cancel {
+        #[arg(long)]
+        application: Uuid,
+        /// How long to wait for the roll-back (0: ask and return).
+        #[arg(long, default_value_t = 90)]
+        wait_seconds: u64,
     },
 }
 
@@ -141,6 +170,16 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             startup::open_storage(&settings).await?;
             eprintln!("migrations applied");
         }
+        Command::Moves { command: MovesCommand::List { all } } => {
+            let storage = startup::open_storage(&settings).await?;
+            for row in move_journal::list(&storage.catalog, !all).await? {
+                println!("{}", serde_json::to_string(&row)?);
+            }
+        }
+        Command::Moves { command: MovesCommand::Cancel { application, wait_seconds } } => {
+            let storage = startup::open_storage(&settings).await?;
+            return cancel_move(&storage.catalog, application, std::time::Duration::from_secs(wait_seconds)).await;
+        }
         Command::Audit { command: AuditCommand::Verify { application } } => {
             let storage = startup::open_storage(&settings).await?;
             let mut found = false;
@@ -171,4 +210,42 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks for the move to be cancelled, then waits for its roll-back; prints
+/// the journal's row as JSON. Fails when there is no move, when it has
+/// switched already, or when no node rolled it back within `wait`.
+async fn cancel_move(
+    catalog: &Db,
+    application: Uuid,
+    wait: std::time::Duration,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    match move_journal::request_cancel(catalog, application).await? {
+        CancelAsked::NoMove => {
+            eprintln!("application {application} has no region move");
+            return Ok(ExitCode::FAILURE);
+        }
+        CancelAsked::TooLate(row) => {
+            println!("{}", serde_json::to_string(&row)?);
+            eprintln!("the move has reached `{}`: it can no longer be rolled back, and completes", row.step);
+            return Ok(ExitCode::FAILURE);
+        }
+        CancelAsked::Requested(_) => {}
+    }
+    let until = std::time::Instant::now() + wait;
+    loop {
+        let row = move_journal::find(catalog, application).await?.ok_or("the move's journal row is gone")?;
+        if row.step == move_journal::Step::RolledBack.as_str() || std::time::Instant::now() >= until {
+            println!("{}", serde_json::to_string(&row)?);
+            if row.step == move_journal::Step::RolledBack.as_str() {
+                return Ok(ExitCode::SUCCESS);
+            }
+            eprintln!(
+                "cancel requested; the move is still `{}`: the node running it, or the next node of `{}` to resume it, rolls it back",
+                row.step, row.from_region
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
 }

@@ -12,7 +12,7 @@ use crate::{
     events::delivery,
     http::cors::OriginUnion,
     http::{self as gh_http, errors},
-    region::{dispatch, moves::Lease, predecessor::Predecessor, router::Directory},
+    region::{dispatch, moves::MovePolicy, predecessor::Predecessor, router::Directory},
     routes,
     shutdown::Shutdown,
     state::AppState,
@@ -117,9 +117,10 @@ impl Application {
             ),
             master_key.clone(),
             shared.clone(),
-            Lease {
-                duration: Duration::from_secs(settings.node.move_lease_seconds.max(1)),
+            MovePolicy {
+                lease: Duration::from_secs(settings.node.move_lease_seconds.max(1)),
                 predecessor: predecessor.id,
+                copy_within: Duration::from_secs(settings.node.move_copy_timeout_seconds.max(1)),
             },
             tenant_parts(),
         );

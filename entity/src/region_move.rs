@@ -1,10 +1,10 @@
 use sea_orm::entity::prelude::*;
 
 /// The region-move journal (catalog): an application's latest move, the step
-/// it reached (`pending`, `copied`, `switched`, `cleaned`) and the lease of
-/// the node running it. A move that is not `cleaned` resumes on any node
-/// once the lease has expired.
-#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel)]
+/// it reached (`pending`, `copied`, `switched`, `cleaned`, or `rolled_back`)
+/// and the lease of the node running it. A move that is not finished
+/// (`cleaned` or `rolled_back`) resumes on any node once the lease has expired.
+#[derive(Clone, Debug, PartialEq, Eq, DeriveEntityModel, serde::Serialize)]
 #[sea_orm(table_name = "region_moves")]
 pub struct Model {
     #[sea_orm(primary_key, auto_increment = false)]
@@ -22,6 +22,9 @@ pub struct Model {
     pub started_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
     pub finished_at: Option<DateTimeUtc>,
+    /// When an operator asked to cancel it: the node running it rolls it
+    /// back unless it has switched already.
+    pub cancel_requested_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -38,6 +38,7 @@ mod m20261130_000032_add_sso_domains_claimed_by;
 mod m20261130_000033_create_processor_account_claims;
 mod m20261201_000034_create_sign_up_restrictions;
 mod m20261202_000035_create_mail_queue;
+mod m20261202_000036_add_move_cancel_requested;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -58,6 +59,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261128_000028_add_require_aal2_for::Migration),
             Box::new(m20261129_000030_add_passkey_rp_id::Migration),
             Box::new(m20261130_000033_create_processor_account_claims::Migration),
+            Box::new(m20261202_000036_add_move_cancel_requested::Migration),
         ]
     }
 

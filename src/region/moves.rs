@@ -36,7 +36,7 @@ use crate::{
     events::catalog::EventType,
     storage::{
         delivery_queue,
-        move_journal::{self, Begun, Step},
+        move_journal::{self, Advanced, Begun, Step},
         tenant_tables, Db, Storage, TenantConn, TenantScope,
     },
     tenancy::state::version_now,
@@ -51,18 +51,21 @@ pub struct Mover {
     pub storage: Arc<Storage>,
     pub directory: Directory,
     pub bus: Bus,
-    pub lease: Lease,
+    pub policy: MovePolicy,
 }
 
-/// This node's claims on moves.
+/// How this node runs moves.
 #[derive(Clone, Copy, Debug)]
-pub struct Lease {
-    /// How long a claim lasts unrenewed (renewed every third of it).
-    pub duration: Duration,
+pub struct MovePolicy {
+    /// How long a claim on a move lasts unrenewed (renewed every third of it).
+    pub lease: Duration,
     /// The process that ran on this node's data directory before this one
     /// and is gone (`region::predecessor`): its claims are this node's to
     /// take at once.
     pub predecessor: Option<Uuid>,
+    /// How long after its start a move may still be copying; past it the
+    /// move is rolled back (`node.move_copy_timeout_seconds`).
+    pub copy_within: Duration,
 }
 
 /// A move in progress: the journal's row with its two regions parsed.
@@ -72,6 +75,7 @@ struct Journaled {
     to: Region,
     step: Step,
     actor: Actor,
+    started_at: DateTime<Utc>,
 }
 
 impl Journaled {
@@ -86,8 +90,26 @@ impl Journaled {
                 kind: ActorKind::parse(&row.actor_kind).unwrap_or(ActorKind::System),
                 id: row.actor_id.clone(),
             },
+            started_at: row.started_at,
         })
     }
+}
+
+fn cancelled() -> ApiError {
+    ApiError::new(Code::Conflict, "An operator cancelled the move (`gatehouse moves cancel`).")
+}
+
+fn lease_lost() -> ApiError {
+    ApiError::new(Code::RegionMigrationInProgress, "Another node took over the region move.")
+        .with_retry_after(RETRY_AFTER_SECONDS)
+}
+
+/// The answer of a move that was rolled back: the application is where it was.
+fn rolled_back(journaled: &Journaled, why: String) -> ApiError {
+    ApiError::unavailable(format!(
+        "The move to `{}` was rolled back ({why}); the application serves from `{}` as before.",
+        journaled.to, journaled.from
+    ))
 }
 
 pub fn in_progress() -> ApiError {
@@ -105,7 +127,7 @@ static COPYING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 impl Mover {
     fn lease_until(&self) -> DateTime<Utc> {
-        crate::clock::now() + chrono::Duration::from_std(self.lease.duration).unwrap_or(chrono::Duration::seconds(15))
+        crate::clock::now() + chrono::Duration::from_std(self.policy.lease).unwrap_or(chrono::Duration::seconds(15))
     }
 
     /// Moves the caller's application to `to` and answers once it is there
@@ -150,7 +172,8 @@ impl Mover {
             return Ok(None); // a node of the old region runs it
         }
         let (catalog, owner, until) = (&self.storage.catalog, self.bus.node(), self.lease_until());
-        let Some(row) = move_journal::take_lease(catalog, application_id, owner, until, self.lease.predecessor).await?
+        let Some(row) =
+            move_journal::take_lease(catalog, application_id, owner, until, self.policy.predecessor).await?
         else {
             return Ok(None);
         };
@@ -173,10 +196,22 @@ impl Mover {
                     // Again after a crash: the mark may never have been published.
                     self.publish(id).await?;
                     tokio::time::sleep(self.settling_time()).await;
-                    let copied = self.copy(journaled).await?;
+                    let copied = match self.copy_within_bound(journaled).await {
+                        Ok(copied) => copied,
+                        Err(given_up) => return Err(self.roll_back(journaled, given_up).await),
+                    };
                     self.advance(id, (Step::Pending, Step::Copied), Some(copied)).await?
                 }
-                Step::Copied => self.advance(id, (Step::Copied, Step::Switched), None).await?,
+                Step::Copied => {
+                    let owner = self.bus.node();
+                    match move_journal::advance(&self.storage.catalog, id, owner, (Step::Copied, Step::Switched), None)
+                        .await?
+                    {
+                        Advanced::Done => Step::Switched,
+                        Advanced::Cancelled => return Err(self.roll_back(journaled, cancelled()).await),
+                        Advanced::LeaseLost => return Err(lease_lost()),
+                    }
+                }
                 Step::Switched => {
                     // Again after a crash: every node must drop the `moving` entry.
                     self.publish(id).await?;
@@ -188,6 +223,7 @@ impl Mover {
                     self.advance(id, (Step::Switched, Step::Cleaned), None).await?
                 }
                 Step::Cleaned => return Ok(journaled.to),
+                Step::RolledBack => return Err(rolled_back(journaled, "it was rolled back".into())),
             };
             crate::failpoint::hit(&format!("region_move.{}", next.as_str()));
             journaled.step = next;
@@ -235,13 +271,86 @@ impl Mover {
         Ok(copied)
     }
 
+    /// Records the next step (other than the switch, which a cancel can stop).
     async fn advance(&self, id: Uuid, steps: (Step, Step), rows: Option<u64>) -> ApiResult<Step> {
-        if move_journal::advance(&self.storage.catalog, id, self.bus.node(), steps, rows).await? {
-            Ok(steps.1)
-        } else {
-            Err(ApiError::new(Code::RegionMigrationInProgress, "Another node took over the region move.")
-                .with_retry_after(RETRY_AFTER_SECONDS))
+        match move_journal::advance(&self.storage.catalog, id, self.bus.node(), steps, rows).await? {
+            Advanced::Done => Ok(steps.1),
+            Advanced::Cancelled | Advanced::LeaseLost => Err(lease_lost()),
         }
+    }
+
+    /// Copies, trying again each second after a failure, until the move's
+    /// bound (from its start, so a resumed move keeps its first deadline;
+    /// one try at least) or an operator's cancel; then the error it gives up with.
+    async fn copy_within_bound(&self, journaled: &Journaled) -> ApiResult<u64> {
+        let bound = chrono::Duration::from_std(self.policy.copy_within).unwrap_or(chrono::Duration::seconds(60));
+        let deadline = journaled.started_at + bound;
+        loop {
+            if move_journal::cancel_requested(&self.storage.catalog, journaled.application_id).await? {
+                return Err(cancelled());
+            }
+            let left = (deadline - crate::clock::now()).to_std().unwrap_or_default().max(Duration::from_secs(1));
+            let failed = match tokio::time::timeout(left, self.copy(journaled)).await {
+                Ok(Ok(copied)) => return Ok(copied),
+                Ok(Err(err)) => err,
+                Err(_) => ApiError::unavailable(format!(
+                    "The copy did not finish within the move's {} s.",
+                    self.policy.copy_within.as_secs()
+                )),
+            };
+            tracing::warn!(application_id = %journaled.application_id, error = %failed.message, "a region move's copy failed");
+            if crate::clock::now() >= deadline {
+                return Err(failed);
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    }
+
+    /// Gives the move up before its switch: what the copy wrote to the new
+    /// region goes (if it can be reached: else the next copy there removes
+    /// it first), the journal ends `rolled_back` and the application serves
+    /// from its old region again, its chain saying why. Answers the error to
+    /// give the caller.
+    async fn roll_back(&self, journaled: &Journaled, why: ApiError) -> ApiError {
+        let id = journaled.application_id;
+        if let Err(err) = self.remove_copy(journaled).await {
+            tracing::warn!(application_id = %id, error = %err.message, "a rolled-back move's copy could not be removed yet");
+        }
+        match move_journal::roll_back(&self.storage.catalog, id, self.bus.node()).await {
+            Ok(true) => {}
+            Ok(false) => return lease_lost(),
+            Err(err) => return err.into(),
+        }
+        tracing::warn!(application_id = %id, from = %journaled.from, to = %journaled.to, reason = %why.message, "region move rolled back");
+        if let Err(err) = self.record_roll_back(journaled, &why).await {
+            tracing::warn!(application_id = %id, error = %err.message, "a rolled-back move's audit row could not be written");
+        }
+        if let Err(err) = self.publish(id).await {
+            tracing::warn!(application_id = %id, error = %err.message, "a rolled-back move could not be published");
+        }
+        rolled_back(journaled, why.message)
+    }
+
+    async fn remove_copy(&self, journaled: &Journaled) -> ApiResult<()> {
+        let target = self.database(journaled.to).await?;
+        let txn = target.begin_write().await?;
+        tenant_tables::delete_all(&*txn, journaled.application_id).await?;
+        txn.commit().await?;
+        Ok(())
+    }
+
+    async fn record_roll_back(&self, journaled: &Journaled, why: &ApiError) -> ApiResult<()> {
+        let tenant = self
+            .directory
+            .reload(journaled.application_id)
+            .await?
+            .ok_or_else(|| ApiError::not_found("Application", journaled.application_id))?;
+        let scope = TenantScope::new(tenant, self.database(journaled.from).await?, Actor::system());
+        let mut txn = scope.begin().await?;
+        let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "reason": why.message});
+        txn.audit(EventType::ApplicationRegionMoveRolledBack, Some(journaled.application_id), data).await?;
+        txn.commit().await?;
+        Ok(())
     }
 
     /// The directory's entry afresh, here and on every node.
@@ -272,7 +381,7 @@ impl Mover {
         let mover = self.clone();
         tokio::spawn(async move {
             loop {
-                tokio::time::sleep(mover.lease.duration / 3).await;
+                tokio::time::sleep(mover.policy.lease / 3).await;
                 let (catalog, owner, until) = (&mover.storage.catalog, mover.bus.node(), mover.lease_until());
                 if let Err(err) = move_journal::take_lease(catalog, id, owner, until, None).await {
                     tracing::warn!(application_id = %id, error = %err, "renewing a region move's lease failed");

@@ -26,10 +26,16 @@ pub enum Step {
     Switched,
     /// The old region holds nothing of the application: the move is over.
     Cleaned,
+    /// Given up before the switch (the copy did not succeed within its
+    /// bound, or an operator cancelled it): the application serves from
+    /// its old region, and the new one holds nothing of it.
+    RolledBack,
 }
 
 impl Step {
-    const ALL: [Step; 4] = [Step::Pending, Step::Copied, Step::Switched, Step::Cleaned];
+    const ALL: [Step; 5] = [Step::Pending, Step::Copied, Step::Switched, Step::Cleaned, Step::RolledBack];
+    /// Where a move ends.
+    const FINISHED: [&'static str; 2] = ["cleaned", "rolled_back"];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -37,6 +43,7 @@ impl Step {
             Step::Copied => "copied",
             Step::Switched => "switched",
             Step::Cleaned => "cleaned",
+            Step::RolledBack => "rolled_back",
         }
     }
 
@@ -70,7 +77,7 @@ pub async fn begin(
 ) -> Result<Begun, DbErr> {
     let txn = catalog.begin_write().await?;
     let previous = region_move::Entity::find_by_id(application_id).one(&*txn).await?;
-    if let Some(unfinished) = previous.clone().filter(|m| m.step != Step::Cleaned.as_str()) {
+    if let Some(unfinished) = previous.clone().filter(|m| !Step::FINISHED.contains(&m.step.as_str())) {
         return Ok(Begun::Unfinished(unfinished));
     }
     let marked = application::Entity::update_many()
@@ -97,6 +104,7 @@ pub async fn begin(
         started_at: now,
         updated_at: now,
         finished_at: None,
+        cancel_requested_at: None,
     };
     if previous.is_some() {
         region_move::Entity::delete_by_id(application_id).exec(&*txn).await?;
@@ -127,7 +135,7 @@ pub async fn take_lease(
         .col_expr(region_move::Column::LeaseOwner, Expr::value(owner))
         .col_expr(region_move::Column::LeaseExpiresAt, Expr::value(until))
         .filter(region_move::Column::ApplicationId.eq(application_id))
-        .filter(region_move::Column::Step.ne(Step::Cleaned.as_str()))
+        .filter(region_move::Column::Step.is_not_in(Step::FINISHED))
         .filter(free)
         .exec(&catalog.conn)
         .await?;
@@ -137,15 +145,25 @@ pub async fn take_lease(
     find(catalog, application_id).await
 }
 
+/// What recording a step came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Advanced {
+    Done,
+    /// The lease was lost: another node runs the move now.
+    LeaseLost,
+    /// An operator asked to cancel before the switch: roll it back.
+    Cancelled,
+}
+
 /// Records that the move reached `to` from `from`, if `owner` still holds
-/// its lease; `false`: the lease was lost (another node runs the move now).
+/// its lease, and, for the switch, if no one asked to cancel it.
 pub async fn advance(
     catalog: &Db,
     application_id: Uuid,
     owner: Uuid,
     (from, to): (Step, Step),
     rows_copied: Option<u64>,
-) -> Result<bool, DbErr> {
+) -> Result<Advanced, DbErr> {
     let txn = catalog.begin_write().await?;
     let now = crate::clock::now();
     let mut update = region_move::Entity::update_many()
@@ -160,6 +178,9 @@ pub async fn advance(
             .col_expr(region_move::Column::LeaseOwner, Expr::value(Option::<Uuid>::None))
             .col_expr(region_move::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None));
     }
+    if to == Step::Switched {
+        update = update.filter(region_move::Column::CancelRequestedAt.is_null());
+    }
     let advanced = update
         .filter(region_move::Column::ApplicationId.eq(application_id))
         .filter(region_move::Column::Step.eq(from.as_str()))
@@ -167,7 +188,9 @@ pub async fn advance(
         .exec(&*txn)
         .await?;
     if advanced.rows_affected == 0 {
-        return Ok(false);
+        let row = region_move::Entity::find_by_id(application_id).one(&*txn).await?;
+        let cancelled = row.is_some_and(|m| m.lease_owner == Some(owner) && m.cancel_requested_at.is_some());
+        return Ok(if cancelled { Advanced::Cancelled } else { Advanced::LeaseLost });
     }
     if to == Step::Switched {
         let journaled = region_move::Entity::find_by_id(application_id).one(&*txn).await?;
@@ -181,7 +204,7 @@ pub async fn advance(
             .await?;
     }
     txn.commit().await?;
-    Ok(true)
+    Ok(Advanced::Done)
 }
 
 /// Unfinished moves whose lease is free, expired, or held by `predecessor`
@@ -194,8 +217,84 @@ pub async fn stalled(catalog: &Db, predecessor: Option<Uuid>) -> Result<Vec<regi
         free = free.add(region_move::Column::LeaseOwner.eq(predecessor));
     }
     region_move::Entity::find()
-        .filter(region_move::Column::Step.ne(Step::Cleaned.as_str()))
+        .filter(region_move::Column::Step.is_not_in(Step::FINISHED))
         .filter(free)
         .all(&catalog.conn)
         .await
+}
+
+/// Every move in the journal (each application's latest), unfinished first,
+/// then newest; or only the unfinished ones.
+pub async fn list(catalog: &Db, unfinished_only: bool) -> Result<Vec<region_move::Model>, DbErr> {
+    let mut query = region_move::Entity::find();
+    if unfinished_only {
+        query = query.filter(region_move::Column::Step.is_not_in(Step::FINISHED));
+    }
+    let mut moves = query.all(&catalog.conn).await?;
+    moves.sort_by_key(|m| (Step::FINISHED.contains(&m.step.as_str()), std::cmp::Reverse(m.started_at)));
+    Ok(moves)
+}
+
+/// What asking to cancel a move found.
+pub enum CancelAsked {
+    /// Recorded: the node running the move (or the next to resume it) rolls it back.
+    Requested(region_move::Model),
+    /// The move has switched (or ended): it completes as it is.
+    TooLate(region_move::Model),
+    NoMove,
+}
+
+/// Asks to cancel the application's move: recorded only while it has not
+/// switched, which [`advance`] to `switched` checks in the same catalog.
+pub async fn request_cancel(catalog: &Db, application_id: Uuid) -> Result<CancelAsked, DbErr> {
+    let now = crate::clock::now();
+    let before_switch = [Step::Pending.as_str(), Step::Copied.as_str()];
+    region_move::Entity::update_many()
+        .col_expr(region_move::Column::CancelRequestedAt, Expr::value(now))
+        .col_expr(region_move::Column::UpdatedAt, Expr::value(now))
+        .filter(region_move::Column::ApplicationId.eq(application_id))
+        .filter(region_move::Column::Step.is_in(before_switch))
+        .filter(region_move::Column::CancelRequestedAt.is_null())
+        .exec(&catalog.conn)
+        .await?;
+    Ok(match find(catalog, application_id).await? {
+        None => CancelAsked::NoMove,
+        Some(row) if before_switch.contains(&row.step.as_str()) => CancelAsked::Requested(row),
+        Some(row) => CancelAsked::TooLate(row),
+    })
+}
+
+/// Whether an operator asked to cancel the application's move.
+pub async fn cancel_requested(catalog: &Db, application_id: Uuid) -> Result<bool, DbErr> {
+    Ok(find(catalog, application_id).await?.is_some_and(|m| m.cancel_requested_at.is_some()))
+}
+
+/// Ends a move that has not switched as `rolled_back`, and clears the
+/// application's `moving` mark (its region unchanged), in one catalog
+/// transaction, if `owner` still holds the lease.
+pub async fn roll_back(catalog: &Db, application_id: Uuid, owner: Uuid) -> Result<bool, DbErr> {
+    let txn = catalog.begin_write().await?;
+    let now = crate::clock::now();
+    let ended = region_move::Entity::update_many()
+        .col_expr(region_move::Column::Step, Expr::value(Step::RolledBack.as_str()))
+        .col_expr(region_move::Column::UpdatedAt, Expr::value(now))
+        .col_expr(region_move::Column::FinishedAt, Expr::value(now))
+        .col_expr(region_move::Column::LeaseOwner, Expr::value(Option::<Uuid>::None))
+        .col_expr(region_move::Column::LeaseExpiresAt, Expr::value(Option::<DateTime<Utc>>::None))
+        .filter(region_move::Column::ApplicationId.eq(application_id))
+        .filter(region_move::Column::Step.is_in([Step::Pending.as_str(), Step::Copied.as_str()]))
+        .filter(region_move::Column::LeaseOwner.eq(owner))
+        .exec(&*txn)
+        .await?;
+    if ended.rows_affected == 0 {
+        return Ok(false);
+    }
+    application::Entity::update_many()
+        .col_expr(application::Column::MovingTo, Expr::value(Option::<String>::None))
+        .col_expr(application::Column::UpdatedAt, Expr::value(now))
+        .filter(application::Column::Id.eq(application_id))
+        .exec(&*txn)
+        .await?;
+    txn.commit().await?;
+    Ok(true)
 }

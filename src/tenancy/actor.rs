@@ -30,7 +30,7 @@ use crate::{
     },
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
-    region::{moves::Lease, router::Directory},
+    region::{moves::MovePolicy, router::Directory},
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys},
 };
@@ -48,7 +48,7 @@ pub(super) struct Deps {
     /// The public JWKS documents (moka, then Redis).
     pub documents: ReadThrough<JwksDocument>,
     /// This node's claims on region moves.
-    pub lease: Lease,
+    pub moves: MovePolicy,
     /// The areas' settings every tenant state holds.
     pub parts: Parts,
 }

@@ -44,7 +44,7 @@ impl TenantActor {
             storage: self.deps.storage.clone(),
             directory: self.deps.directory.clone(),
             bus: self.deps.bus.clone(),
-            lease: self.deps.lease,
+            policy: self.deps.moves,
         }
     }
 }

@@ -28,7 +28,7 @@ use crate::{
     },
     crypto::master_key::MasterKey,
     error::{ApiError, ApiResult},
-    region::{moves::Lease, router::Directory, Region},
+    region::{moves::MovePolicy, router::Directory, Region},
     storage::{Storage, TenantScope},
     tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
 };
@@ -58,12 +58,12 @@ impl TenantRegistry {
         keys: SigningKeys,
         master_key: MasterKey,
         redis: Option<SharedRedis>,
-        lease: Lease,
+        moves: MovePolicy,
         parts: Parts,
     ) -> Self {
         let ttl = Duration::from_secs(CACHE_SECONDS);
         let documents = ReadThrough::new("jwks", redis, ttl, ttl);
-        let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents, lease, parts });
+        let deps = Arc::new(Deps { storage, directory, bus: bus.clone(), keys, master_key, documents, moves, parts });
         let registry = Self { handles: Arc::default(), deps };
         // Weak: the bus outlives nothing it holds (the deps hold the bus).
         let (handles, deps) = (Arc::downgrade(&registry.handles), Arc::downgrade(&registry.deps));
@@ -191,7 +191,7 @@ impl TenantRegistry {
             loop {
                 let (Some(handles), Some(deps)) = (handles.upgrade(), deps.upgrade()) else { return };
                 let registry = TenantRegistry { handles, deps };
-                let (catalog, predecessor) = (&registry.deps.storage.catalog, registry.deps.lease.predecessor);
+                let (catalog, predecessor) = (&registry.deps.storage.catalog, registry.deps.moves.predecessor);
                 match crate::storage::move_journal::stalled(catalog, predecessor).await {
                     Ok(stalled) => {
                         let ours = |from: &str| Region::new(from).is_ok_and(|r| registry.deps.storage.holds(r));

@@ -59,8 +59,8 @@ async fn killed_at(step: &str, lease: u64, bound: Duration) {
         call(reqwest::Method::POST, "/v1/api-keys").json(&json!({"name": "k"})).send().await.unwrap().status(),
         201
     );
-    // The verification emails are sent after the answers: their outbox
-    // entries and audit rows are written then.
+    // The mail worker sends the verification emails after the answers:
+    // their outbox entries and audit rows are written then.
     let before = wait::until_some("both verification emails' outbox entries and audit rows", || async {
         let path = "/v1/audit-logs/export?type=user.email_verification_sent";
         let audited: Value = call(reqwest::Method::GET, path).send().await.unwrap().json().await.unwrap();
@@ -147,4 +147,85 @@ async fn a_move_killed_once_switched_resumes_after_a_restart() {
 #[actix_web::test]
 async fn a_restarted_node_resumes_its_own_move_before_its_lease_expires() {
     killed_at("copied", 60, Duration::from_secs(15)).await;
+}
+
+/// An operator cancels a move its dead node left once copied (`gatehouse
+/// moves list`, `gatehouse moves cancel`): the restarted node rolls it back
+/// instead of switching, the new region's copy goes, and the application
+/// serves from its old region with every row.
+#[actix_web::test]
+async fn an_operator_cancels_a_move_its_dead_node_left_and_the_restarted_node_rolls_it_back() {
+    let mut binary = Binary::new(&[("RUST_LOG", "warn".into()), ("GATEHOUSE__NODE__MOVE_LEASE_SECONDS", "60".into())]);
+    let (app, key) = binary.bootstrap();
+    let id: Uuid = app.parse().unwrap();
+    let (client, base) = (reqwest::Client::new(), binary.base.clone());
+    let call = |method: reqwest::Method, path: &str| {
+        client.request(method, format!("{base}{path}")).bearer_auth(&key).header("x-application-id", &app)
+    };
+    binary.add_env("GATEHOUSE_PAUSEPOINT", "region_move.copied".into());
+    let log = binary.dir.path().join("stderr.log");
+    let mut server = binary.serve(Some(std::fs::File::create(&log).unwrap())).await;
+    let created = call(reqwest::Method::POST, "/v1/api-keys").json(&json!({"name": "k"})).send().await.unwrap();
+    assert_eq!(created.status(), 201);
+    let before = rows(&binary, "us", id).await;
+    let moving = call(reqwest::Method::POST, "/v1/security/region").json(&json!({"region": "eu"})).send();
+    let moving = actix_web::rt::spawn(moving);
+    wait_for_line(&log, "pausepoint region_move.copied").await;
+    server.kill().unwrap();
+    server.wait().unwrap();
+    assert!(moving.await.unwrap().is_err(), "the move was never answered");
+    binary.env_remove("GATEHOUSE_PAUSEPOINT");
+    assert!(!rows(&binary, "eu", id).await.is_empty(), "the copy is in eu");
+
+    // The journal shows the move; the cancel is recorded though no node runs it.
+    let listed = binary.command(&["moves", "list"]).output().unwrap();
+    assert!(listed.status.success(), "{}", String::from_utf8_lossy(&listed.stderr));
+    let journaled: Value = serde_json::from_slice(listed.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(
+        (journaled["application_id"].as_str(), journaled["step"].as_str()),
+        (Some(app.as_str()), Some("copied"))
+    );
+    let asked = binary.command(&["moves", "cancel", "--application", &app, "--wait-seconds", "0"]).output().unwrap();
+    assert!(!asked.status.success(), "not rolled back yet: no node runs it");
+    let row: Value = serde_json::from_slice(&asked.stdout).unwrap();
+    assert!(row["cancel_requested_at"].is_string(), "{row}");
+
+    // The restarted node takes its predecessor's move and rolls it back.
+    let _server = binary.serve(None).await;
+    let region = wait::until_some("the application served again", || async {
+        let reply = call(reqwest::Method::GET, "/v1/security/region").send().await.unwrap();
+        match reply.status().as_u16() {
+            200 => Some(reply.json::<Value>().await.unwrap()["data"]["region"].clone()),
+            status => {
+                assert_eq!(status, 503, "held, never anything else");
+                None
+            }
+        }
+    })
+    .await;
+    assert_eq!(region, "us");
+    assert_eq!(rows(&binary, "eu", id).await, vec![], "the copy in eu is gone");
+    let after = rows(&binary, "us", id).await;
+    for (table, count) in &before {
+        let expected = if *table == "audit_events" { count + 1 } else { *count };
+        let found = after.iter().find(|(t, _)| t == table).map(|(_, n)| *n).unwrap_or(0);
+        assert_eq!(found, expected, "{table}: {after:?}");
+    }
+    let audited: Value = call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_move_rolled_back")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(audited["data"][0]["data"]["to"], "eu", "{audited}");
+    let finished = binary.command(&["moves", "list", "--all"]).output().unwrap();
+    let journaled: Value = serde_json::from_slice(finished.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
+    assert_eq!(journaled["step"], "rolled_back");
+    let again = binary.command(&["moves", "cancel", "--application", &app, "--wait-seconds", "0"]).output().unwrap();
+    assert!(!again.status.success(), "a finished move cannot be cancelled");
+    assert_eq!(
+        call(reqwest::Method::POST, "/v1/api-keys").json(&json!({"name": "after"})).send().await.unwrap().status(),
+        201
+    );
 }

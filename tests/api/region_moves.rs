@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use gatehouse::{region::Region, storage::tenant_tables};
 use reqwest::Method;
-use sea_orm::{ColumnTrait, EntityTrait, QueryFilter};
+use sea_orm::{ColumnTrait, EntityTrait, IntoActiveModel, QueryFilter};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -303,4 +303,89 @@ async fn emails_promised_just_before_a_move_are_each_sent_exactly_once() {
     emails.sort();
     assert_eq!(recipients, emails, "each email once");
     println!("sent from us before the move answered: {sent_from_us} of {}", emails.len());
+}
+
+/// The eu database already holds a row with one of the application's ids
+/// (a user's, under another application): every copy fails on it.
+async fn block_the_copy_to_eu(app: &TestApp, id: Uuid) -> entity::user::Model {
+    sign_up(app, &app.caller, "ada@example.com").await;
+    let us = app.state.storage.shard(region("us")).unwrap();
+    let user = entity::user::Entity::find()
+        .filter(entity::user::Column::ApplicationId.eq(id))
+        .one(&us.conn)
+        .await
+        .unwrap()
+        .unwrap();
+    let stray = entity::user::Model { application_id: Uuid::now_v7(), ..user };
+    let eu = app.state.storage.shard(region("eu")).unwrap();
+    entity::user::Entity::insert(stray.clone().into_active_model()).exec_without_returning(&eu.conn).await.unwrap();
+    stray
+}
+
+async fn served_from(app: &TestApp) -> String {
+    let now = app.get("/v1/security/region").await;
+    assert_eq!(now.status, 200, "{:?}", now.body);
+    now.data()["region"].as_str().unwrap().to_string()
+}
+
+/// A move whose copy keeps failing is rolled back at its bound
+/// (`node.move_copy_timeout_seconds`): the caller gets the error, the
+/// application serves from its old region again, the new region holds
+/// nothing of it, its chain says why, and a later move succeeds.
+#[actix_web::test]
+async fn a_move_that_cannot_copy_within_its_bound_is_rolled_back() {
+    let app = spawn_with(|s| s.node.move_copy_timeout_seconds = 2).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let stray = block_the_copy_to_eu(&app, id).await;
+
+    let moved = move_to(&app, "eu").await;
+
+    assert_eq!(moved.status, 503, "{:?}", moved.body);
+    assert!(moved.body.to_string().contains("rolled back"), "{:?}", moved.body);
+    assert_eq!(served_from(&app).await, "us");
+    assert_eq!(app.post("/v1/api-keys", &json!({"name": "after"})).await.status, 201, "writes work again");
+    assert_eq!(rows_in(&app, region("eu"), id).await, vec![], "nothing of it in eu");
+    let audit = app.get("/v1/audit-logs?type=application.region_move_rolled_back").await;
+    assert_eq!(
+        (audit.data()[0]["data"]["from"].as_str(), audit.data()[0]["data"]["to"].as_str()),
+        (Some("us"), Some("eu"))
+    );
+    let journaled = gatehouse::storage::move_journal::find(&app.state.storage.catalog, id).await.unwrap().unwrap();
+    assert_eq!(journaled.step, "rolled_back");
+    // With the stray row gone, the same move goes through.
+    let eu = app.state.storage.shard(region("eu")).unwrap();
+    entity::user::Entity::delete_by_id(stray.id).exec(&eu.conn).await.unwrap();
+    assert_eq!(move_to(&app, "eu").await.status, 200);
+    assert_eq!(served_from(&app).await, "eu");
+}
+
+/// An operator's cancel reaches a move that is still trying to copy: it
+/// rolls back at its next try, long before its bound.
+#[actix_web::test]
+async fn a_cancelled_move_rolls_back_at_its_next_try() {
+    let app = spawn_with(|s| s.node.move_copy_timeout_seconds = 60).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    block_the_copy_to_eu(&app, id).await;
+    let mover = {
+        let (client, url, caller) = (app.client.clone(), app.url("/v1/security/region"), app.caller.clone());
+        actix_web::rt::spawn(async move {
+            let moving = client.post(url).header("x-application-id", &caller.application_id).bearer_auth(&caller.key);
+            moving.json(&json!({"region": "eu"})).send().await.unwrap().status()
+        })
+    };
+    let catalog = &app.state.storage.catalog;
+    crate::wait::until("the move is journaled", || async {
+        gatehouse::storage::move_journal::find(catalog, id).await.unwrap().is_some()
+    })
+    .await;
+    let started = std::time::Instant::now();
+
+    let asked = gatehouse::storage::move_journal::request_cancel(catalog, id).await.unwrap();
+
+    assert!(matches!(asked, gatehouse::storage::move_journal::CancelAsked::Requested(_)));
+    assert_eq!(mover.await.unwrap(), 503);
+    assert!(started.elapsed() < Duration::from_secs(30), "rolled back at a try, not at the 60 s bound");
+    assert_eq!(served_from(&app).await, "us");
+    let journaled = gatehouse::storage::move_journal::find(catalog, id).await.unwrap().unwrap();
+    assert_eq!(journaled.step, "rolled_back");
 }
