@@ -35,6 +35,7 @@ export GATEHOUSE__STORAGE__CATALOG_URL="$PG/${DB_PREFIX}_catalog" \
   GATEHOUSE__CACHE__REDIS_URL="$REDIS" \
   GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS=false \
   GATEHOUSE__DEPLOYMENT__NAME="$DEPLOYMENT" \
+  GATEHOUSE__DEPLOYMENT__NODES=4 \
   GATEHOUSE__STORAGE__DATA_DIR="${DATA_DIR:-./data/cluster}"
 mkdir -p "$GATEHOUSE__STORAGE__DATA_DIR"
 # One master key for the whole deployment (production: from a secret store).

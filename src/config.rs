@@ -189,7 +189,12 @@ pub struct ServerSettings {
 pub struct StorageSettings {
     pub data_dir: PathBuf,
     pub catalog_url: Option<String>,
-    pub max_connections: u32,
+    /// Each database pool's size; unset, an even share of the server
+    /// (`storage::pools`).
+    pub max_connections: Option<u32>,
+    /// The connections the PostgreSQL server, or the pooler in front of
+    /// it, takes from every node together; unset, read from the server.
+    pub server_connections: Option<u32>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -249,11 +254,19 @@ pub struct DeploymentSettings {
     /// (start-up refuses otherwise).
     #[serde(default = "default_regions")]
     pub regions: Vec<Region>,
+    /// How many nodes connect to the deployment's databases: each node's
+    /// pools are sized to leave room for the others' (`storage::pools`).
+    #[serde(default = "default_nodes")]
+    pub nodes: u32,
+}
+
+fn default_nodes() -> u32 {
+    1
 }
 
 impl Default for DeploymentSettings {
     fn default() -> Self {
-        DeploymentSettings { name: DeploymentName::default(), regions: default_regions() }
+        DeploymentSettings { name: DeploymentName::default(), regions: default_regions(), nodes: default_nodes() }
     }
 }
 
@@ -412,7 +425,6 @@ const DEFAULTS: &[(&str, &str)] = &[
     ("server.body_timeout_seconds", "30"),
     ("deployment.name", "default"),
     ("storage.data_dir", "./data"),
-    ("storage.max_connections", "16"),
     ("tokens.access_ttl_seconds", "300"),
     ("tokens.refresh_ttl_seconds", "2592000"),
     ("tokens.jwks_max_age_seconds", "300"),
@@ -661,7 +673,7 @@ mod tests {
         std::env::remove_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_ID");
         std::env::remove_var("GATEHOUSE__OAUTH__SHARED__GITHUB__CLIENT_SECRET");
         assert_eq!(settings.server.listen, "127.0.0.1:9999");
-        assert_eq!(settings.storage.max_connections, 7);
+        assert_eq!(settings.storage.max_connections, Some(7));
         assert_eq!(settings.deployment.name.as_str(), "staging-eu");
         assert_eq!(settings.node.regions, vec![region("eu"), region("ap")]);
         assert_eq!(settings.peer(region("us")), Some("http://us.internal:8080"));

@@ -20,6 +20,7 @@ pub mod delivery_queue;
 mod limits;
 pub mod move_journal;
 mod page;
+pub mod pools;
 mod revocation;
 mod tenant;
 mod tenant_rows;
@@ -69,13 +70,33 @@ impl Drop for WriteTxn {
             return;
         };
         let guard = self.guard.take();
-        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
-            runtime.spawn(async move {
-                if let Err(err) = txn.rollback().await {
-                    tracing::warn!(error = %err, "rolling back an abandoned write transaction failed");
-                }
-                drop(guard);
-            });
+        match tokio::runtime::Handle::try_current() {
+            Ok(runtime) => {
+                runtime.spawn(async move {
+                    if let Err(err) = txn.rollback().await {
+                        tracing::warn!(error = %err, "rolling back an abandoned write transaction failed");
+                    }
+                    drop(guard);
+                });
+            }
+            // The runtime itself is going away, cancelling a task in the
+            // middle of a transaction (a background worker when a test's
+            // runtime ends): sqlx hands a dropped connection back through a
+            // task, which panics outside a runtime, so the transaction is
+            // dropped inside a throwaway one on a thread of its own (this
+            // thread may still count as driving the old one), and its
+            // connection closes.
+            Err(_) => {
+                let dropped = std::thread::spawn(move || {
+                    if let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() {
+                        runtime.block_on(async move {
+                            drop(txn);
+                            drop(guard);
+                        });
+                    }
+                });
+                let _ = dropped.join();
+            }
         }
     }
 }
@@ -284,34 +305,45 @@ pub struct Storage {
     urls: HashMap<Region, String>,
     /// The databases of regions not held, opened on first use by a move.
     opened_elsewhere: Mutex<HashMap<Region, Db>>,
-    max_connections: u32,
+    /// Each database URL's pool size (`pools`).
+    pool_sizes: std::collections::BTreeMap<String, u32>,
 }
 
 impl Storage {
     pub async fn open(settings: &Settings) -> Result<Storage, DbErr> {
-        let max = settings.storage.max_connections;
         // Start-up holds one connection for its lock while another migrates
         // (`Db::exclusively`): with one, it would wait for itself.
-        if max < 2 {
+        if let Some(max) = settings.storage.max_connections.filter(|max| *max < pools::MIN_POOL) {
             return Err(DbErr::Custom(format!("storage.max_connections is {max}: it must be at least 2")));
         }
-        let catalog = Db::connect(&settings.catalog_url(), "catalog", max).await?;
-        let mut shards = HashMap::new();
-        for region in &settings.node.regions {
-            shards.insert(*region, Db::connect(&settings.region_url(*region), region.as_str(), max).await?);
-        }
-        let urls = settings
+        let held = settings.node.regions.clone();
+        let urls: HashMap<Region, String> = settings
             .deployment
             .regions
             .iter()
             .copied()
-            .filter_map(|r| match shards.contains_key(&r) {
+            .filter_map(|r| match held.contains(&r) {
                 true => Some((r, settings.region_url(r))),
                 false => settings.configured_region_url(r).map(|url| (r, url.to_string())),
             })
             .collect();
-        let held = settings.node.regions.clone();
-        Ok(Storage { catalog, held, shards, urls, opened_elsewhere: Mutex::default(), max_connections: max })
+        let mut every_url: Vec<String> = urls.values().cloned().collect();
+        every_url.push(settings.catalog_url());
+        every_url.sort();
+        every_url.dedup();
+        let (configured, nodes) = (settings.storage.max_connections, settings.deployment.nodes);
+        let pool_sizes = pools::sizes(&every_url, configured, nodes, settings.storage.server_connections)
+            .await
+            .map_err(DbErr::Custom)?;
+        let size_of = |url: &str| pool_sizes.get(url).copied().unwrap_or(pools::DEFAULT_POOL);
+        let catalog_url = settings.catalog_url();
+        let catalog = Db::connect(&catalog_url, "catalog", size_of(&catalog_url)).await?;
+        let mut shards = HashMap::new();
+        for region in &held {
+            let url = settings.region_url(*region);
+            shards.insert(*region, Db::connect(&url, region.as_str(), size_of(&url)).await?);
+        }
+        Ok(Storage { catalog, held, shards, urls, opened_elsewhere: Mutex::default(), pool_sizes })
     }
 
     /// Applies what is pending and says so in one line per database
@@ -342,7 +374,8 @@ impl Storage {
         if let Some(db) = opened.get(&region) {
             return Ok(Some(db.clone()));
         }
-        let db = Db::connect(url, region.as_str(), self.max_connections).await?;
+        let size = self.pool_sizes.get(url.as_str()).copied().unwrap_or(pools::DEFAULT_POOL);
+        let db = Db::connect(url, region.as_str(), size).await?;
         migrate_one::<migration::RegionMigrator>(&db).await?;
         opened.insert(region, db.clone());
         Ok(Some(db))

@@ -220,6 +220,20 @@ fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
     let (_, stderr) = serve_once(&binary, &env);
     assert!(!stderr.contains("gatehouse bootstrap") && !stderr.contains("already exists"), "{stderr}");
     assert_eq!(applications(), 1);
+
+    // Pools fit the server every node shares (its max_connections read at
+    // start), or start-up refuses and says why.
+    let migrate = |more: &[(&str, &str)]| {
+        let out = binary.command(&["migrate"]).envs(env.clone()).envs(more.iter().copied()).output().unwrap();
+        (out.status.success(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let (fits, stderr) = migrate(&[("GATEHOUSE__DEPLOYMENT__NODES", "4")]);
+    assert!(fits, "four nodes share the server: {stderr}");
+    let (fits, stderr) = migrate(&[("GATEHOUSE__DEPLOYMENT__NODES", "1000")]);
+    assert!(!fits && stderr.contains("cannot each have 2 connections"), "{stderr}");
+    let (fits, stderr) =
+        migrate(&[("GATEHOUSE__DEPLOYMENT__NODES", "8"), ("GATEHOUSE__STORAGE__MAX_CONNECTIONS", "16")]);
+    assert!(!fits && stderr.contains("does not fit"), "{stderr}");
 }
 
 #[test]

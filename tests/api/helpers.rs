@@ -30,7 +30,7 @@ impl TestStorage {
         let dir = tempfile::tempdir().expect("temporary directory");
         let mut settings = Settings::defaults();
         settings.storage.data_dir = dir.path().to_path_buf();
-        settings.storage.max_connections = 5;
+        settings.storage.max_connections = Some(5);
         settings.server.listen = "127.0.0.1:0".to_string();
         settings.server.workers = 2;
         settings.cache.redis_url = std::env::var("GATEHOUSE_TEST_REDIS_URL").ok();

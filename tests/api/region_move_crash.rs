@@ -19,6 +19,20 @@ async fn rows(binary: &Binary, region: &str, id: Uuid) -> Vec<(&'static str, u64
     counted
 }
 
+/// Every table holds the rows it held `before`, and the audit chain one
+/// row more (the move's own).
+fn holds_the_same_rows_and_one_audit_row_more(after: &[(&str, u64)], before: &[(&str, u64)], when: &str) {
+    for (table, count) in before {
+        let expected = if *table == "audit_events" { count + 1 } else { *count };
+        let found = after.iter().find(|(t, _)| t == table).map(|(_, n)| *n).unwrap_or(0);
+        assert_eq!(found, expected, "{table} after {when}: {after:?}");
+    }
+}
+
+async fn get_json(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 async fn wait_for_line(path: &std::path::Path, line: &str) {
     for _ in 0..600 {
         if std::fs::read_to_string(path).unwrap_or_default().contains(line) {
@@ -99,19 +113,8 @@ async fn killed_at(step: &str, lease: u64, bound: Duration) {
         assert!(started.elapsed() < bound, "nothing may be left in us after a kill at {step}");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let after = rows(&binary, "eu", id).await;
-    for (table, count) in &before {
-        let expected = if *table == "audit_events" { count + 1 } else { *count };
-        let found = after.iter().find(|(t, _)| t == table).map(|(_, n)| *n).unwrap_or(0);
-        assert_eq!(found, expected, "{table} after a kill at {step}: {after:?}");
-    }
-    let moves: Value = call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_changed")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    holds_the_same_rows_and_one_audit_row_more(&rows(&binary, "eu", id).await, &before, &format!("a kill at {step}"));
+    let moves = get_json(call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_changed")).await;
     assert_eq!(moves["data"].as_array().unwrap().len(), 1, "one move, recorded once: {moves}");
     let signed_in = client
         .post(format!("{}/v1/auth/sign-in", binary.base))
@@ -205,19 +208,8 @@ async fn an_operator_cancels_a_move_its_dead_node_left_and_the_restarted_node_ro
     .await;
     assert_eq!(region, "us");
     assert_eq!(rows(&binary, "eu", id).await, vec![], "the copy in eu is gone");
-    let after = rows(&binary, "us", id).await;
-    for (table, count) in &before {
-        let expected = if *table == "audit_events" { count + 1 } else { *count };
-        let found = after.iter().find(|(t, _)| t == table).map(|(_, n)| *n).unwrap_or(0);
-        assert_eq!(found, expected, "{table}: {after:?}");
-    }
-    let audited: Value = call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_move_rolled_back")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    holds_the_same_rows_and_one_audit_row_more(&rows(&binary, "us", id).await, &before, "a cancelled move");
+    let audited = get_json(call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_move_rolled_back")).await;
     assert_eq!(audited["data"][0]["data"]["to"], "eu", "{audited}");
     let finished = binary.command(&["moves", "list", "--all"]).output().unwrap();
     let journaled: Value = serde_json::from_slice(finished.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
