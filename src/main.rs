@@ -227,7 +227,11 @@ async fn cancel_move(
         }
         CancelAsked::TooLate(row) => {
             println!("{}", serde_json::to_string(&row)?);
-            eprintln!("the move has reached `{}`: it can no longer be rolled back, and completes", row.step);
+            if row.finished_at.is_some() {
+                eprintln!("the move has ended (`{}`): there is nothing to cancel", row.step);
+            } else {
+                eprintln!("the move has reached `{}`: it can no longer be rolled back, and completes", row.step);
+            }
             return Ok(ExitCode::FAILURE);
         }
         CancelAsked::Requested(_) => {}

@@ -27,6 +27,7 @@ use lettre::{
     },
     AsyncSmtpTransport, AsyncTransport, Tokio1Executor,
 };
+use sea_orm::{ColumnTrait, QueryFilter};
 use tokio::{
     sync::{OwnedSemaphorePermit, Semaphore},
     time::Instant,
@@ -35,7 +36,10 @@ use uuid::Uuid;
 
 use super::messaging::{self, MessagingError, OutboxEntry, Outcome, SmtpConfig, NO_PROVIDER};
 use crate::{
-    crypto::master_key::MasterKey, events::url_safety::Reach, storage::TenantScope, tenancy::registry::TenantRegistry,
+    crypto::master_key::MasterKey,
+    events::url_safety::Reach,
+    storage::{TenantConn, TenantScope},
+    tenancy::registry::TenantRegistry,
 };
 
 /// One SMTP send, all of it: resolving the host, waiting for a slot,
@@ -97,9 +101,17 @@ impl Mailer {
     }
 
     /// Sends through the channel's provider, or records the message in the
-    /// outbox when the channel has none.
+    /// outbox when the channel has none. The provider is read from the
+    /// database, not through the application's tenant actor: a queued
+    /// mail's send must not wait for the application's turn, which a region
+    /// move holds while it waits for that send.
     pub async fn send(&self, scope: &TenantScope, channel: &str, message: Message) -> Result<Sent, MessagingError> {
-        match self.provider(scope, channel).await? {
+        let provider = scope
+            .find::<messaging_provider::Entity>()
+            .filter(messaging_provider::Column::Channel.eq(channel))
+            .one(scope.conn())
+            .await?;
+        match provider {
             None => {
                 let entry = entry(channel, NO_PROVIDER, &message);
                 messaging::record_in_outbox(scope, entry).await?;

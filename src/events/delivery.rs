@@ -47,6 +47,9 @@ use crate::{
 /// When a message of an application this region does not serve now (it
 /// is moving) is looked at again.
 const NOT_HERE_AFTER: Duration = Duration::from_millis(250);
+/// When a leftover message (its application served by another database,
+/// and not moving) is looked at again.
+const LEFTOVER_AFTER: Duration = Duration::from_secs(600);
 /// Outcomes written per transaction at most.
 const RECORD_BATCH: usize = 256;
 /// How much of an answer is read (and dropped) so the connection can be reused.
@@ -212,21 +215,21 @@ async fn run(state: Arc<Deliverer>, region: Region, shard: Db) {
             }
         };
         for message in claimed {
-            match state.directory.serving(message.application_id, region, &state.storage).await {
+            let serving = state.directory.serving(message.application_id, region, &state.storage).await;
+            match serving {
                 Serving::Here(_) => {}
                 Serving::Gone => {
                     finish_without_attempt(&shard, &message).await;
                     continue;
                 }
-                Serving::NotNow => {
+                Serving::NotNow | Serving::Elsewhere => {
                     let leased = Leased {
                         application_id: message.application_id,
                         id: message.id,
                         lease_until: message.lease_until,
                     };
-                    if let Err(err) =
-                        delivery_queue::release::<webhook_message::Entity>(&shard, leased, NOT_HERE_AFTER).await
-                    {
+                    let after = if matches!(serving, Serving::NotNow) { NOT_HERE_AFTER } else { LEFTOVER_AFTER };
+                    if let Err(err) = delivery_queue::release::<webhook_message::Entity>(&shard, leased, after).await {
                         tracing::warn!(error = %err, "releasing a webhook message failed; its lease will expire");
                     }
                     continue;

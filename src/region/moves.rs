@@ -66,6 +66,9 @@ pub struct MovePolicy {
     /// How long after its start a move may still be copying; past it the
     /// move is rolled back (`node.move_copy_timeout_seconds`).
     pub copy_within: Duration,
+    /// The longest lease a queue worker takes (webhook messages, mail): how
+    /// long a copy waits for sends in flight to settle.
+    pub sends_settle_within: Duration,
 }
 
 /// A move in progress: the journal's row with its two regions parsed.
@@ -117,9 +120,9 @@ pub fn in_progress() -> ApiError {
         .with_retry_after(RETRY_AFTER_SECONDS)
 }
 
-/// The longest a copy waits for sends in flight to settle: past one send's
-/// deadline, a lease left is a crashed worker's.
-const IN_FLIGHT_WAIT: Duration = Duration::from_secs(15);
+/// The least a move resumed past its deadline has to copy in: a try long
+/// enough for a large application (bounded by the whole bound).
+const MIN_TRY: chrono::Duration = chrono::Duration::seconds(30);
 
 /// Copies run one at a time on a node: two moves in opposite directions on
 /// SQLite would each hold one file's write lock and wait for the other's.
@@ -251,9 +254,12 @@ impl Mover {
             if !in_flight {
                 break read;
             }
-            if waited.elapsed() > IN_FLIGHT_WAIT {
-                // A crashed worker's lease: copied as it is, the new region
-                // sends it once the lease lapses (at least once, as after any crash).
+            if waited.elapsed() > self.policy.sends_settle_within {
+                // Past the workers' longest lease: no send taken before the
+                // move can still be in hands (a lease that lapsed is not in
+                // flight), so this one was taken by a node that has not heard
+                // of the move: copied as it is, the new region sends it once
+                // the lease lapses (at least once, as after a crash).
                 tracing::warn!(application_id = %journaled.application_id, "a send still in flight is copied with its lease");
                 break read;
             }
@@ -280,14 +286,20 @@ impl Mover {
     }
 
     /// Copies, trying again each second after a failure, until the move's
-    /// bound (from its start, so a resumed move keeps its first deadline;
-    /// one try at least) or an operator's cancel; then the error it gives up with.
+    /// bound (from its start, so a resumed move keeps its first deadline,
+    /// though a move resumed past it still gets one try of the whole bound)
+    /// or an operator's cancel; then the error it gives up with.
     async fn copy_within_bound(&self, journaled: &Journaled) -> ApiResult<u64> {
         let bound = chrono::Duration::from_std(self.policy.copy_within).unwrap_or(chrono::Duration::seconds(60));
-        let deadline = journaled.started_at + bound;
+        let deadline = (journaled.started_at + bound).max(crate::clock::now() + bound.min(MIN_TRY));
         loop {
-            if move_journal::cancel_requested(&self.storage.catalog, journaled.application_id).await? {
-                return Err(cancelled());
+            match move_journal::cancel_requested(&self.storage.catalog, journaled.application_id).await {
+                Ok(true) => return Err(cancelled()),
+                Ok(false) => {}
+                // Read again at the next try; the copy's own errors decide.
+                Err(err) => {
+                    tracing::warn!(application_id = %journaled.application_id, error = %err, "reading a move's cancel flag failed")
+                }
             }
             let left = (deadline - crate::clock::now()).to_std().unwrap_or_default().max(Duration::from_secs(1));
             let failed = match tokio::time::timeout(left, self.copy(journaled)).await {
@@ -306,20 +318,22 @@ impl Mover {
         }
     }
 
-    /// Gives the move up before its switch: what the copy wrote to the new
-    /// region goes (if it can be reached: else the next copy there removes
-    /// it first), the journal ends `rolled_back` and the application serves
-    /// from its old region again, its chain saying why. Answers the error to
-    /// give the caller.
+    /// Gives the move up before its switch: the journal ends `rolled_back`
+    /// and the application serves from its old region again, what the copy
+    /// wrote to the new region goes (if it can be reached: else the next
+    /// copy there removes it first), and its chain says why. Answers the
+    /// error to give the caller.
     async fn roll_back(&self, journaled: &Journaled, why: ApiError) -> ApiError {
         let id = journaled.application_id;
-        if let Err(err) = self.remove_copy(journaled).await {
-            tracing::warn!(application_id = %id, error = %err.message, "a rolled-back move's copy could not be removed yet");
-        }
+        // The journal first, under this node's lease: a node that lost the
+        // lease must not delete the copy of the node that took it over.
         match move_journal::roll_back(&self.storage.catalog, id, self.bus.node()).await {
             Ok(true) => {}
             Ok(false) => return lease_lost(),
             Err(err) => return err.into(),
+        }
+        if let Err(err) = self.remove_copy(journaled).await {
+            tracing::warn!(application_id = %id, error = %err.message, "a rolled-back move's copy could not be removed yet");
         }
         tracing::warn!(application_id = %id, from = %journaled.from, to = %journaled.to, reason = %why.message, "region move rolled back");
         if let Err(err) = self.record_roll_back(journaled, &why).await {

@@ -75,8 +75,11 @@ pub enum Serving {
     Here(Tenant),
     /// The application was deleted.
     Gone,
-    /// It is moving, is served from another database, or cannot be read
-    /// this moment: look again later.
+    /// Another database serves it and it is not moving: the row is a
+    /// leftover (of a move's old region until it is cleaned, or of a
+    /// rolled-back copy until the next copy there removes it).
+    Elsewhere,
+    /// It is moving, or cannot be read this moment: look again soon.
     NotNow,
 }
 
@@ -115,6 +118,7 @@ impl Directory {
             Ok(Some(tenant)) if tenant.moving_to.is_none() && storage.same_database(tenant.region, region) => {
                 Serving::Here(tenant)
             }
+            Ok(Some(tenant)) if tenant.moving_to.is_none() => Serving::Elsewhere,
             Ok(None) => Serving::Gone,
             _ => Serving::NotNow,
         }

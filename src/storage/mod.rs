@@ -327,12 +327,13 @@ impl Storage {
                 false => settings.configured_region_url(r).map(|url| (r, url.to_string())),
             })
             .collect();
-        let mut every_url: Vec<String> = urls.values().cloned().collect();
-        every_url.push(settings.catalog_url());
-        every_url.sort();
-        every_url.dedup();
+        // One pool per database handle this node may open (the catalog, each
+        // held region, each region a move may write into), even where two
+        // share a URL: each is a pool of its own.
+        let mut every_pool: Vec<String> = urls.values().cloned().collect();
+        every_pool.push(settings.catalog_url());
         let (configured, nodes) = (settings.storage.max_connections, settings.deployment.nodes);
-        let pool_sizes = pools::sizes(&every_url, configured, nodes, settings.storage.server_connections)
+        let pool_sizes = pools::sizes(&every_pool, configured, nodes, settings.storage.server_connections)
             .await
             .map_err(DbErr::Custom)?;
         let size_of = |url: &str| pool_sizes.get(url).copied().unwrap_or(pools::DEFAULT_POOL);

@@ -4,9 +4,9 @@
 //! `superuser_reserved_connections` (read from it at start, or
 //! `storage.server_connections` when a pooler stands in front and the
 //! server's own figure is not the limit), how many nodes connect
-//! (`deployment.nodes`), and how many of this node's databases live on
-//! that server (the catalog, the held regions, and the regions a move may
-//! write into). Unset, `storage.max_connections` is the even share, at
+//! (`deployment.nodes`), and how many pools this node opens on that server
+//! (the catalog, the held regions, and the regions a move may write into:
+//! one each, even where two share a URL). Unset, `storage.max_connections` is the even share, at
 //! most [`DEFAULT_POOL`]; set, it must fit, or start-up refuses.
 use std::collections::BTreeMap;
 
@@ -29,7 +29,7 @@ pub struct Budget {
     /// Of those, the ones kept for superusers.
     pub reserved: u32,
     pub nodes: u32,
-    /// This node's databases on the server.
+    /// This node's pools on the server (one per database handle).
     pub databases: u32,
 }
 
@@ -82,7 +82,8 @@ pub fn server_of(url: &str) -> Option<String> {
     Some(format!("{}:{}", parsed.host_str().unwrap_or("localhost"), parsed.port().unwrap_or(5432)))
 }
 
-/// Each URL's pool size: SQLite files get `configured` or [`DEFAULT_POOL`];
+/// Each URL's pool size, given one entry per pool the node opens (a URL
+/// twice: two pools): SQLite files get `configured` or [`DEFAULT_POOL`];
 /// PostgreSQL databases a share of their server, read from it unless
 /// `server_connections` says what it takes.
 pub async fn sizes(
@@ -147,6 +148,13 @@ mod tests {
         assert!(too_many.contains("4 nodes × 4 databases × 16 = 256 connections"), "{too_many}");
         let cannot = budget(20, 4).pool_size(None).unwrap_err();
         assert!(cannot.contains("cannot each have 2 connections"), "{cannot}");
+    }
+
+    #[tokio::test]
+    async fn two_pools_on_one_url_count_twice() {
+        let urls = ["postgres://u@db/shared".to_string(), "postgres://u@db/shared".to_string()];
+        let sizes = sizes(&urls, None, 4, Some(100)).await.unwrap();
+        assert_eq!(sizes["postgres://u@db/shared"], (100 - HEADROOM) / 8);
     }
 
     #[test]

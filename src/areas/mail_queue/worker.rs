@@ -51,7 +51,7 @@ const BATCH: u64 = 32;
 /// How long a lease lasts: a send is bounded by the mailer's 10 s deadline
 /// ([`SEND_DEADLINE`]); a row still waiting its turn when less than that is
 /// left is let go, not sent.
-const LEASE: Duration = Duration::from_secs(30);
+pub const LEASE: Duration = Duration::from_secs(30);
 /// How often an idle worker looks for due mail.
 const POLL: Duration = Duration::from_millis(100);
 /// Waits before the attempts after the first; then the mail has failed.
@@ -60,6 +60,9 @@ const RETRY_AFTER: [Duration; 3] = [Duration::from_secs(10), Duration::from_secs
 /// When mail of an application this region does not serve now (it is
 /// moving) is looked at again.
 const NOT_HERE_AFTER: Duration = Duration::from_millis(250);
+/// When a leftover row (its application served by another database, and
+/// not moving) is looked at again.
+const LEFTOVER_AFTER: Duration = Duration::from_secs(600);
 /// How long settled rows are kept (their sealed text is emptied at once).
 const KEEP_SETTLED: chrono::Duration = chrono::Duration::days(7);
 
@@ -132,6 +135,7 @@ async fn handle(worker: &MailWorker, region: Region, shard: &Db, row: mail_queue
         // Its application was deleted: there is no one to write to.
         Serving::Gone => return settle(shard, &row, SKIPPED).await,
         Serving::NotNow => return release(shard, &row, NOT_HERE_AFTER).await,
+        Serving::Elsewhere => return release(shard, &row, LEFTOVER_AFTER).await,
     };
     // Waiting for its turn took so long that the lease could lapse during
     // the send, and another worker send it too: due again at once instead.
