@@ -215,14 +215,13 @@ async fn run(state: Arc<Deliverer>, region: Region, shard: Db) {
             }
         };
         for message in claimed {
-            let serving = state.directory.serving(message.application_id, region, &state.storage).await;
-            match serving {
-                Serving::Here(_) => {}
+            let tenant = match state.directory.serving(message.application_id, region, &state.storage).await {
+                Serving::Here(tenant) => tenant,
                 Serving::Gone => {
                     finish_without_attempt(&shard, &message).await;
                     continue;
                 }
-                Serving::NotNow | Serving::Elsewhere => {
+                serving @ (Serving::NotNow | Serving::Elsewhere) => {
                     let leased = Leased {
                         application_id: message.application_id,
                         id: message.id,
@@ -234,7 +233,8 @@ async fn run(state: Arc<Deliverer>, region: Region, shard: Db) {
                     }
                     continue;
                 }
-            }
+            };
+            let production = tenant.environment.is_live();
             let endpoint = endpoints
                 .get(&message.webhook_id)
                 .filter(|e| e.application_id == message.application_id && e.status == outbox::ACTIVE)
@@ -246,7 +246,7 @@ async fn run(state: Arc<Deliverer>, region: Region, shard: Db) {
             let permit = permits.clone().acquire_owned().await.expect("never closed");
             let (state, outcomes) = (state.clone(), outcomes.clone());
             actix::spawn(async move {
-                let outcome = attempt(&state, &endpoint, &message).await;
+                let outcome = attempt(&state, &endpoint, &message, production).await;
                 metrics::counter!("webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
                     .increment(1);
                 metrics::histogram!("webhook_message_age_seconds")
@@ -299,17 +299,20 @@ impl Outcome {
     }
 }
 
-async fn attempt(state: &Deliverer, endpoint: &webhook::Model, message: &webhook_message::Model) -> Outcome {
+/// One attempt; `production`: whether the message's application is live
+/// (which destinations it may reach), as the directory said at the claim.
+async fn attempt(
+    state: &Deliverer,
+    endpoint: &webhook::Model,
+    message: &webhook_message::Model,
+    production: bool,
+) -> Outcome {
     let started = std::time::Instant::now();
     let failed = |error: &'static str| Outcome {
         status: None,
         error: Some(error),
         duration_ms: started.elapsed().as_millis() as i64,
         retry_after: None,
-    };
-    let production = match state.directory.resolve(message.application_id).await {
-        Ok(Some(app)) => app.environment.is_live(),
-        _ => return failed("application_unavailable"),
     };
     let reach = state.clients.reach(production);
     let Ok(url) = url_safety::check(&endpoint.url, production, reach) else {

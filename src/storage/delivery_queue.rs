@@ -13,7 +13,7 @@ use chrono::{DateTime, Utc};
 use entity::{mail_queue, webhook_message};
 use sea_orm::{
     sea_query::Expr, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter,
-    QuerySelect, Statement,
+    QuerySelect, Statement, UpdateMany,
 };
 use uuid::Uuid;
 
@@ -65,16 +65,31 @@ pub struct Leased {
 /// Lets go of a leased row without an attempt, due again `after` (its
 /// application is not served from this database now: it is moving). Only
 /// while the lease is still the caller's.
-#[allow(clippy::disallowed_methods)] // by the leased row's own application and id
 pub async fn release<Q: Queue>(shard: &Db, leased: Leased, after: Duration) -> Result<(), DbErr>
 where
     Q::Model: FromQueryResult + Send + Sync,
 {
     let next = clock::now() + chrono::Duration::from_std(after).unwrap_or_default();
+    update_leased::<Q>(shard, leased, |q| {
+        q.col_expr(Q::next_attempt_column(), Expr::value(Some(next)))
+            .col_expr(Q::lease_column(), Expr::value(Option::<DateTime<Utc>>::None))
+    })
+    .await
+}
+
+/// Changes a leased row while the lease is still the caller's (one that
+/// expired belongs to the worker that took it over, which settles it).
+#[allow(clippy::disallowed_methods)] // by the leased row's own application and id
+pub async fn update_leased<Q: Queue>(
+    shard: &Db,
+    leased: Leased,
+    build: impl FnOnce(UpdateMany<Q>) -> UpdateMany<Q>,
+) -> Result<(), DbErr>
+where
+    Q::Model: FromQueryResult + Send + Sync,
+{
     let txn = shard.begin_write().await?;
-    Q::update_many()
-        .col_expr(Q::next_attempt_column(), Expr::value(Some(next)))
-        .col_expr(Q::lease_column(), Expr::value(Option::<DateTime<Utc>>::None))
+    build(Q::update_many())
         .filter(Q::application_id_column().eq(leased.application_id))
         .filter(Q::id_column().eq(leased.id))
         .filter(Q::lease_column().eq(leased.lease_until))

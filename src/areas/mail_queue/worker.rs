@@ -267,33 +267,24 @@ async fn retry(shard: &Db, row: &mail_queue::Model) {
 
 /// Lets go of a row without an attempt, to be looked at again `after`.
 async fn release(shard: &Db, row: &mail_queue::Model, after: Duration) {
-    let leased = Leased { application_id: row.application_id, id: row.id, lease_until: row.lease_until };
-    if let Err(err) = delivery_queue::release::<mail_queue::Entity>(shard, leased, after).await {
+    if let Err(err) = delivery_queue::release::<mail_queue::Entity>(shard, leased(row), after).await {
         tracing::warn!(error = %err, mail_id = %row.id, "releasing a mail failed; its lease will expire");
     }
 }
 
-/// Changes a leased row while the lease is still this worker's (one that
-/// expired belongs to the worker that took it over, which settles it).
-#[allow(clippy::disallowed_methods)] // by the leased row's own application and id
+/// Changes a leased row while the lease is still this worker's.
 async fn update_leased(
     shard: &Db,
     row: &mail_queue::Model,
     build: impl FnOnce(UpdateMany<mail_queue::Entity>) -> UpdateMany<mail_queue::Entity>,
 ) {
-    let result = async {
-        let txn = shard.begin_write().await?;
-        build(mail_queue::Entity::update_many())
-            .filter(mail_queue::Column::ApplicationId.eq(row.application_id))
-            .filter(mail_queue::Column::Id.eq(row.id))
-            .filter(mail_queue::Column::LeaseUntil.eq(row.lease_until))
-            .exec(&*txn)
-            .await?;
-        txn.commit().await
-    };
-    if let Err(err) = result.await {
+    if let Err(err) = delivery_queue::update_leased::<mail_queue::Entity>(shard, leased(row), build).await {
         tracing::warn!(error = %err, mail_id = %row.id, "settling a mail failed; its lease will expire and it is retried");
     }
+}
+
+fn leased(row: &mail_queue::Model) -> Leased {
+    Leased { application_id: row.application_id, id: row.id, lease_until: row.lease_until }
 }
 
 /// Removes the region's mail settled more than [`KEEP_SETTLED`] ago.
