@@ -121,8 +121,7 @@ impl Application {
                 lease: Duration::from_secs(settings.node.move_lease_seconds.max(1)),
                 predecessor: predecessor.id,
                 copy_within: Duration::from_secs(settings.node.move_copy_timeout_seconds.max(1)),
-                sends_settle_within: Duration::from_secs(settings.webhooks.lease_seconds)
-                    .max(crate::areas::mail_queue::worker::LEASE),
+                sends_settle_within: crate::areas::mail_queue::worker::LEASE,
             },
             tenant_parts(),
         );

@@ -66,8 +66,8 @@ pub struct MovePolicy {
     /// How long after its start a move may still be copying; past it the
     /// move is rolled back (`node.move_copy_timeout_seconds`).
     pub copy_within: Duration,
-    /// The longest lease a queue worker takes (webhook messages, mail): how
-    /// long a copy waits for sends in flight to settle.
+    /// The mail worker's lease: how long a copy waits at most for mail in
+    /// flight to settle.
     pub sends_settle_within: Duration,
 }
 
@@ -234,9 +234,9 @@ impl Mover {
     }
 
     /// The copy: the old region's chain head and queued rows locked for its
-    /// duration, the new region written in one transaction. A webhook
-    /// message or mail in a worker's hands (sent, not yet settled) is
-    /// waited for, so the new region does not send it again.
+    /// duration, the new region written in one transaction. Mail in a
+    /// worker's hands (sent, not yet settled) is waited for, so the new
+    /// region does not send it again.
     async fn copy(&self, journaled: &Journaled) -> ApiResult<u64> {
         let _one_at_a_time = COPYING.lock().await;
         let (source, target) = (self.database(journaled.from).await?, self.database(journaled.to).await?);
@@ -255,7 +255,7 @@ impl Mover {
                 break read;
             }
             if waited.elapsed() > self.policy.sends_settle_within {
-                // Past the workers' longest lease: no send taken before the
+                // Past the mail worker's lease: no send taken before the
                 // move can still be in hands (a lease that lapsed is not in
                 // flight), so this one was taken by a node that has not heard
                 // of the move: copied as it is, the new region sends it once

@@ -152,13 +152,14 @@ where
 }
 
 /// For a region move, in the transaction that copies the application:
-/// locks its pending rows of every queue (a worker's lease skips them until
-/// the copy ends) and answers whether one is in a worker's hands now (its
-/// lease is live), which the copy must wait out, else the old region sends
-/// what the new one sends again.
+/// locks its pending mail (a worker's lease skips it until the copy ends)
+/// and answers whether one is in a worker's hands now (its lease is live),
+/// which the copy must wait out, else the old region sends what the new one
+/// sends again. Webhook messages are not waited for: an endpoint may take
+/// its whole timeout, the application would be held that long, and
+/// receivers deduplicate on `webhook-id` (Standard Webhooks).
 pub async fn any_in_flight(db: &impl ConnectionTrait, application_id: Uuid) -> Result<bool, DbErr> {
-    Ok(in_flight::<webhook_message::Entity>(db, application_id).await?
-        || in_flight::<mail_queue::Entity>(db, application_id).await?)
+    in_flight::<mail_queue::Entity>(db, application_id).await
 }
 
 #[allow(clippy::disallowed_methods)] // by the application's own id, on the copy's connection
