@@ -2,8 +2,10 @@
 # Three regions on this machine, as production runs them: one PostgreSQL
 # database per region and one for the catalog (here: databases on the local
 # server), Redis shared by every node. Four nodes: two for `us` (behind a
-# load balancer in production), one for `eu`, one for `ap`; each forwards
-# other regions' applications to a node of theirs.
+# load balancer in production), one for `eu`, one for `ap`. Each announces
+# itself (its listen address and region) through Redis every second and
+# forwards other regions' applications to their announced nodes in turn,
+# passing over one that refuses connections; no node names another.
 #
 #   bash deploy/local-cluster.sh          # Ctrl-C stops every node
 #   PG=postgres://… REDIS=redis://… BASE_PORT=8081 bash deploy/local-cluster.sh
@@ -43,8 +45,6 @@ mkdir -p "$GATEHOUSE__STORAGE__DATA_DIR"
 export GATEHOUSE__SECURITY__MASTER_KEY="$(cat "$GATEHOUSE__STORAGE__DATA_DIR/master.key")"
 
 us1=$BASE_PORT us2=$((BASE_PORT + 1)) eu=$((BASE_PORT + 2)) ap=$((BASE_PORT + 3))
-export GATEHOUSE__NODE__PEERS__US="http://127.0.0.1:$us1" GATEHOUSE__NODE__PEERS__EU="http://127.0.0.1:$eu" \
-  GATEHOUSE__NODE__PEERS__AP="http://127.0.0.1:$ap"
 # One deployment, one issuer: tokens verify on every node.
 export GATEHOUSE__SERVER__PUBLIC_URL="${PUBLIC_URL:-http://127.0.0.1:$us1}"
 node() { # name port regions

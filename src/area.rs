@@ -29,3 +29,23 @@ impl Area {
         parts
     }
 }
+
+/// A route whose requests name their application somewhere other than the
+/// `x-application-id` header: public documents and token endpoints that
+/// standard clients call, and browser redirects. The region router reads
+/// these declarations (`routes::APPLICATION_ELSEWHERE`) to find the
+/// application before routing.
+pub struct ApplicationIn {
+    /// The route's whole path pattern (`/v1/…`), as registered.
+    pub route: &'static str,
+    pub from: ApplicationFrom,
+}
+
+pub enum ApplicationFrom {
+    /// The path's `{application_id}` segment.
+    Path,
+    /// A query parameter holding the id.
+    Query(&'static str),
+    /// A query parameter the area reads the id from (a sign-in's `state`).
+    QueryRead(&'static str, fn(&str) -> Option<uuid::Uuid>),
+}

@@ -208,9 +208,14 @@ pub struct NodeSettings {
     /// of the deployment's.
     #[serde(default)]
     pub regions: Vec<Region>,
-    /// Base URLs of nodes serving the regions this node does not hold.
+    /// A fixed address per region (a load balancer, a Service), tried after
+    /// the nodes that announce themselves (`region::membership`).
     #[serde(default)]
     pub peers: BTreeMap<Region, String>,
+    /// The base URL the other nodes forward requests to; unset:
+    /// `http://{server.listen}` unless that listens on every address.
+    #[serde(default)]
+    pub advertise_url: Option<String>,
     /// How long a node's claim on a region move lasts unrenewed: after a
     /// crash, another node (or this one restarted) resumes the move then.
     #[serde(default = "default_move_lease_seconds")]
@@ -235,6 +240,7 @@ impl Default for NodeSettings {
         NodeSettings {
             regions: Vec::new(),
             peers: BTreeMap::new(),
+            advertise_url: None,
             move_lease_seconds: default_move_lease_seconds(),
             move_copy_timeout_seconds: default_move_copy_timeout_seconds(),
         }
@@ -513,6 +519,20 @@ impl Settings {
         if self.node.regions.is_empty() {
             self.node.regions = deployment.clone();
         }
+        let urls = self
+            .node
+            .peers
+            .values()
+            .map(|url| ("node.peers", url))
+            .chain(self.node.advertise_url.iter().map(|url| ("node.advertise_url", url)));
+        for (key, url) in urls {
+            if !url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host()) {
+                return Err(config::ConfigError::Message(format!(
+                    "{key} `{}` must be an http or https URL",
+                    url.escape_debug()
+                )));
+            }
+        }
         Ok(self)
     }
 
@@ -591,8 +611,15 @@ impl Settings {
         self.regions.get(&region).and_then(|r| r.database_url.as_deref())
     }
 
-    pub fn peer(&self, region: Region) -> Option<&str> {
-        self.node.peers.get(&region).map(String::as_str)
+    /// Where the other nodes reach this one: `node.advertise_url`, or
+    /// `http://{server.listen}` when it names one address; `None` when it
+    /// listens on every address (0.0.0.0, [::]) and nothing says which.
+    pub fn advertised_url(&self) -> Option<String> {
+        if let Some(url) = &self.node.advertise_url {
+            return Some(url.trim_end_matches('/').to_string());
+        }
+        let address: std::net::SocketAddr = self.server.listen.parse().ok()?;
+        (!address.ip().is_unspecified()).then(|| format!("http://{address}"))
     }
 
     fn sqlite_url(&self, name: &str) -> String {
@@ -676,7 +703,7 @@ mod tests {
         assert_eq!(settings.storage.max_connections, Some(7));
         assert_eq!(settings.deployment.name.as_str(), "staging-eu");
         assert_eq!(settings.node.regions, vec![region("eu"), region("ap")]);
-        assert_eq!(settings.peer(region("us")), Some("http://us.internal:8080"));
+        assert_eq!(settings.node.peers[&region("us")], "http://us.internal:8080");
         assert_eq!(settings.tokens.access_ttl_seconds, 300, "untouched keys keep their defaults");
         assert_eq!(settings.public_url(), "http://127.0.0.1:9999");
         assert_eq!(settings.region_url(region("eu")), "sqlite://./data/eu.db");
@@ -763,11 +790,24 @@ mod tests {
             ("[deployment]\nregions = []\n", "at least one region"),
             ("[deployment]\nregions = [\"us\", \"us\"]\n", "each once"),
             ("[deployment]\nregions = [\"US\"]\n", "region name `US`"),
+            ("[node.peers]\nus = \"us.internal:8080\"\n", "node.peers `us.internal:8080` must be an http"),
+            ("[node]\nadvertise_url = \"ftp://10.0.0.7\"\n", "node.advertise_url `ftp://10.0.0.7` must be"),
             ("[deployment]\nregions = [\"ca_central\"]\n", "region name `ca_central`"),
         ] {
             let err = load(text).unwrap_err().to_string();
             assert!(err.contains(named), "{text}: {err}");
         }
+    }
+
+    #[test]
+    fn a_node_advertises_its_listen_address_unless_it_listens_on_every_address() {
+        let mut settings = Settings::defaults();
+        settings.server.listen = "127.0.0.1:8081".into();
+        assert_eq!(settings.advertised_url().as_deref(), Some("http://127.0.0.1:8081"));
+        settings.server.listen = "0.0.0.0:8080".into();
+        assert_eq!(settings.advertised_url(), None, "which of its addresses the others reach is not known");
+        settings.node.advertise_url = Some("http://10.1.2.3:8080/".into());
+        assert_eq!(settings.advertised_url().as_deref(), Some("http://10.1.2.3:8080"));
     }
 
     #[test]

@@ -12,7 +12,14 @@ use crate::{
     events::delivery,
     http::cors::OriginUnion,
     http::{self as gh_http, errors},
-    region::{dispatch, moves::MovePolicy, predecessor::Predecessor, router::Directory},
+    region::{
+        dispatch,
+        membership::{Announcement, Membership, HEARTBEAT},
+        moves::MovePolicy,
+        predecessor::Predecessor,
+        route_table::RouteTable,
+        router::Directory,
+    },
     routes,
     shutdown::Shutdown,
     state::AppState,
@@ -102,7 +109,19 @@ impl Application {
         let shared = redis.clone().map(|client| SharedRedis::new(client, &settings.deployment.name));
         let bus = shared.clone().map(Bus::start).unwrap_or_else(Bus::local);
         let predecessor = Predecessor::claim(&settings.storage.data_dir, bus.node());
-        let directory = Directory::start(storage.catalog.clone(), shared.clone());
+        let membership = shared.clone().map(|redis| {
+            let me = settings.advertised_url().map(|url| Announcement {
+                node: bus.node(),
+                url,
+                regions: settings.node.regions.clone(),
+            });
+            if me.is_none() {
+                tracing::warn!("server.listen is every address and node.advertise_url is unset: this node takes no forwarded requests");
+            }
+            Membership::new(redis, me)
+        });
+        let routes = RouteTable::new(&settings.node.peers);
+        let directory = Directory::start(storage.catalog.clone(), shared.clone(), &bus, routes, membership);
         directory.listen(&bus);
         let rotations =
             Rotations::start(&storage, chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));
@@ -209,7 +228,9 @@ impl Application {
                 .configure(routes::configure)
                 .default_service(web::to(errors::unknown_route))
         })
-        .shutdown_timeout(settings.server.shutdown_timeout_seconds);
+        .shutdown_timeout(settings.server.shutdown_timeout_seconds)
+        // `run_until_stopped` takes the node out of the route table first.
+        .disable_signals();
         if settings.server.workers > 0 {
             server = server.workers(settings.server.workers);
         }
@@ -222,13 +243,27 @@ impl Application {
         self.port
     }
 
-    /// Serves until a signal stops the server (SIGTERM: gracefully), then
-    /// stops the delivery workers once they have recorded the outcomes they
-    /// hold, and closes the database pools, all within
-    /// `server.shutdown_timeout_seconds` for each stage.
+    /// Serves until a signal stops the server, then stops the delivery
+    /// workers once they have recorded the outcomes they hold, and closes the
+    /// database pools, all within `server.shutdown_timeout_seconds` for each
+    /// stage. On SIGTERM or SIGINT the node first leaves the route table and
+    /// keeps answering while the others take note ([`LEAVING_FOR`]), then
+    /// stops accepting and finishes what it holds; SIGQUIT stops at once.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await?;
+        let handle = self.server.handle();
+        let mut server = self.server;
         let state = self.state;
+        tokio::select! {
+            served = &mut server => served?,
+            graceful = stop_signal() => {
+                if graceful && state.directory.leave().await {
+                    tokio::time::sleep(LEAVING_FOR).await;
+                }
+                // The server acts on the stop only while it is polled.
+                let (_, served) = futures_util::future::join(handle.stop(graceful), server).await;
+                served?;
+            }
+        }
         state.shutdown.signal();
         let bound = Duration::from_secs(state.settings.server.shutdown_timeout_seconds);
         if tokio::time::timeout(bound, futures_util::future::join_all(self.workers)).await.is_err() {
@@ -241,6 +276,26 @@ impl Application {
         }
         tracing::info!("stopped");
         Ok(())
+    }
+}
+
+/// How long a node that left the route table keeps answering: the others
+/// hear of it on the bus at once, or at their next heartbeat without it.
+const LEAVING_FOR: Duration = HEARTBEAT.saturating_mul(2);
+
+/// Waits for SIGTERM or SIGINT (`true`: stop gracefully) or SIGQUIT.
+async fn stop_signal() -> bool {
+    use tokio::signal::unix::{signal, SignalKind};
+    let listen = |kind| signal(kind).map_err(|err| tracing::error!(error = %err, "cannot listen for signals"));
+    let (Ok(mut terminate), Ok(mut interrupt), Ok(mut quit)) =
+        (listen(SignalKind::terminate()), listen(SignalKind::interrupt()), listen(SignalKind::quit()))
+    else {
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = terminate.recv() => true,
+        _ = interrupt.recv() => true,
+        _ = quit.recv() => false,
     }
 }
 

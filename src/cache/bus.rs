@@ -44,6 +44,9 @@ pub enum Invalidation {
     /// An organization's entitlement inputs changed (its plan, an override)
     /// or it was deleted.
     Organization { application_id: Uuid, organization_id: Uuid },
+    /// A node joined or left the deployment: read the route table now
+    /// (`region::membership`).
+    Nodes,
     // Personal keys, service accounts with their keys, and sessions are read
     // from the database on every use (nothing caches them), so their
     // revocations (and a service account disabled or deleted) need no message.

@@ -1,30 +1,34 @@
 //! Region dispatch at the edge: a request carrying `x-application-id` is
-//! resolved to its application; if this node holds the application's region
-//! the tenant is attached to the request, otherwise the request is sent
-//! unchanged to `node.peers.<region>` and the peer's answer returned. While
-//! the application moves to another region its requests are answered 503
+//! resolved to its application (a route without the header declares where
+//! its requests name it: `routes::APPLICATION_ELSEWHERE`). If this node
+//! holds the application's region the tenant is attached to the request;
+//! otherwise the request is sent unchanged to a node of that region
+//! (`region::forward`) and its answer returned. While the application moves
+//! to another region its requests are answered 503
 //! `region_migration_in_progress` here, on every node. The JWKS of an
 //! application held here is answered here too, before routing
-//! ([`signing_keys::answer_jwks`]). Sending to the peer is `region::forward`.
+//! ([`signing_keys::answer_jwks`]).
+use std::sync::LazyLock;
+
 use actix_web::{
     body::{EitherBody, MessageBody},
-    dev::{ServiceRequest, ServiceResponse},
+    dev::{Path, ResourceDef, ServiceRequest, ServiceResponse},
     middleware::Next,
     web, Error, HttpMessage, ResponseError,
 };
 use uuid::Uuid;
 
 use super::forward::forward;
-use crate::{routes::signing_keys, state::AppState};
+use crate::{area::ApplicationFrom, routes::signing_keys, state::AppState};
 
 pub const APPLICATION_HEADER: &str = "x-application-id";
 
 /// The application id of a request: exactly one header holding a UUID, or,
-/// for the public documents that carry no header, the id in their path.
+/// for a route that carries no header, where the route declares it.
 pub fn application_id(req: &actix_web::HttpRequest) -> Option<Uuid> {
     let mut values = req.headers().get_all(APPLICATION_HEADER);
     let Some(value) = values.next() else {
-        return application_in_path(req.path()).or_else(|| provider_sign_in_application(req));
+        return application_elsewhere(req);
     };
     if values.next().is_some() {
         return None;
@@ -65,27 +69,59 @@ pub async fn middleware<B: MessageBody + 'static>(
     Ok(req.into_response(response).map_into_right_body())
 }
 
-/// `/v1/applications/{id}/.well-known/…` and the issuer's token endpoint
-/// `/v1/applications/{id}/oauth/token`: standard documents and clients
-/// that send no header.
-fn application_in_path(path: &str) -> Option<Uuid> {
-    let (id, rest) = path.strip_prefix("/v1/applications/")?.split_once('/')?;
-    (rest.starts_with(".well-known/") || rest == "oauth/token").then(|| Uuid::parse_str(id).ok()).flatten()
+/// The application a header-less request names, where its route declares
+/// it (`routes::APPLICATION_ELSEWHERE`).
+fn application_elsewhere(req: &actix_web::HttpRequest) -> Option<Uuid> {
+    static DECLARED: LazyLock<Vec<(ResourceDef, &ApplicationFrom)>> = LazyLock::new(|| {
+        let declared = crate::routes::APPLICATION_ELSEWHERE.iter().flat_map(|routes| routes.iter());
+        declared.map(|route| (ResourceDef::new(route.route), &route.from)).collect()
+    });
+    let mut path = Path::new(req.path());
+    let (_, from) = DECLARED.iter().find(|(route, _)| route.capture_match_info(&mut path))?;
+    let query = |name: &str| {
+        url::form_urlencoded::parse(req.query_string().as_bytes()).find(|(key, _)| key == name).map(|(_, v)| v)
+    };
+    match from {
+        ApplicationFrom::Path => Uuid::try_parse(path.get("application_id")?).ok(),
+        ApplicationFrom::Query(name) => Uuid::try_parse(&query(name)?).ok(),
+        ApplicationFrom::QueryRead(name, read) => read(&query(name)?),
+    }
 }
 
-/// A browser's sign-in with a provider carries no header: its start names
-/// the application in the query (`application_id`), its callback in the
-/// `state` the start made.
-fn provider_sign_in_application(req: &actix_web::HttpRequest) -> Option<Uuid> {
-    let step = req.path().strip_prefix("/v1/auth/oauth/")?.split_once('/')?.1;
-    let wanted = match step {
-        "start" => "application_id",
-        "callback" => "state",
-        _ => return None,
-    };
-    let value = url::form_urlencoded::parse(req.query_string().as_bytes()).find(|(name, _)| name == wanted)?.1;
-    match step {
-        "start" => Uuid::try_parse(&value).ok(),
-        _ => crate::areas::provider_sign_in::application_of_state(&value),
+#[cfg(test)]
+mod tests {
+    use actix_web::test::TestRequest;
+
+    use super::*;
+
+    #[test]
+    fn a_request_names_its_application_by_header_or_where_its_route_declares() {
+        let id = Uuid::new_v4();
+        let of = |req: TestRequest| application_id(&req.to_http_request());
+        let header = TestRequest::get().uri("/v1/users").insert_header((APPLICATION_HEADER, id.to_string()));
+        assert_eq!(of(header), Some(id));
+        for path in [
+            format!("/v1/applications/{id}/.well-known/jwks.json"),
+            format!("/v1/applications/{id}/.well-known/openid-configuration"),
+            format!("/v1/applications/{id}/oauth/token"),
+            format!("/v1/auth/oauth/google/start?redirect_uri=x&application_id={id}"),
+        ] {
+            assert_eq!(of(TestRequest::get().uri(&path)), Some(id), "{path}");
+        }
+        for path in [
+            format!("/v1/applications/{id}/signing-keys/rotate"),
+            format!("/v1/applications/{id}/.well-known/other"),
+            format!("/v1/users/{id}"),
+            "/v1/applications/not-a-uuid/oauth/token".to_string(),
+            "/v1/auth/oauth/google/start?application_id=nope".to_string(),
+            "/v1/auth/oauth/google/callback?state=forged".to_string(),
+        ] {
+            assert_eq!(of(TestRequest::get().uri(&path)), None, "{path}");
+        }
+        let twice = TestRequest::get()
+            .uri("/v1/users")
+            .insert_header((APPLICATION_HEADER, id.to_string()))
+            .append_header((APPLICATION_HEADER, id.to_string()));
+        assert_eq!(of(twice), None, "two headers name no one application");
     }
 }

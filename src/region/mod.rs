@@ -2,15 +2,19 @@
 //! actor owns the application directory (catalog) and publishes a cache that
 //! handlers read without a mailbox hop; [`forward`] sends requests for
 //! applications of regions this node does not hold to a peer node;
-//! [`moves`] moves an application's data to another region.
+//! [`moves`] moves an application's data to another region. Nodes find
+//! each other through [`membership`] heartbeats; the router publishes them
+//! as the [`route_table`].
 //!
 //! Which regions exist is configuration (`deployment.regions`, by default
 //! `us`, `eu` and `ap`), not code: adding `ca` is a line of configuration
 //! and a `gatehouse migrate`.
 pub mod dispatch;
 pub mod forward;
+pub mod membership;
 pub mod moves;
 pub mod predecessor;
+pub mod route_table;
 pub mod router;
 
 use std::{

@@ -1,12 +1,22 @@
-//! The RegionRouter actor: owner of the application directory. Its entries
-//! are read through the cache layer (this node's copy, then the one in
-//! Redis that any node loaded, then the catalog, which only the router
-//! reads); a changed entry is published by the router, and every node drops
-//! its copy when the bus says an application changed.
-use std::time::Duration;
+//! The RegionRouter actor: owner of the application directory and of the
+//! route table. Directory entries are read through the cache layer (this
+//! node's copy, then the one in Redis that any node loaded, then the
+//! catalog, which only the router reads); a changed entry is published by
+//! the router, and every node drops its copy when the bus says an
+//! application changed. The route table (which nodes serve each region) is
+//! kept by the router's heartbeat ([`super::membership`]) and read by the
+//! forwarding path ([`super::forward`]).
+use std::{
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+    time::Duration,
+};
 
 use actix::prelude::*;
 use sea_orm::DbErr;
+use tokio::sync::{oneshot, Notify};
 use uuid::Uuid;
 
 use crate::{
@@ -17,7 +27,11 @@ use crate::{
         redis::SharedRedis,
     },
     error::{ApiError, ApiResult},
-    region::Region,
+    region::{
+        membership::{Membership, HEARTBEAT},
+        route_table::RouteTable,
+        Region,
+    },
     storage::{catalog, Db, Storage},
 };
 
@@ -33,10 +47,83 @@ type Entries = ReadThrough<Option<Tenant>>;
 pub struct RegionRouter {
     catalog: Db,
     entries: Entries,
+    routes: RouteTable,
+    /// Taken by the heartbeat when the router starts (none without Redis).
+    membership: Option<Membership>,
+    bus: Bus,
+    /// Wakes the heartbeat early: another node joined or left.
+    refresh: Arc<Notify>,
+    /// Tells the heartbeat to leave; it answers once this node is out of
+    /// the table in Redis.
+    leave: Option<oneshot::Sender<oneshot::Sender<()>>>,
 }
 
 impl Actor for RegionRouter {
     type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Context<Self>) {
+        if let Some(membership) = self.membership.take() {
+            let (leave, asked) = oneshot::channel();
+            self.leave = Some(leave);
+            let heartbeat =
+                keep_membership(membership, self.routes.clone(), self.bus.clone(), self.refresh.clone(), asked);
+            ctx.spawn(heartbeat.into_actor(self));
+        }
+    }
+}
+
+/// Every [`HEARTBEAT`] (or at once when the bus says the nodes changed):
+/// announce this node, read the others, publish the route table. Until
+/// told to leave.
+async fn keep_membership(
+    membership: Membership,
+    routes: RouteTable,
+    bus: Bus,
+    refresh: Arc<Notify>,
+    mut leave: oneshot::Receiver<oneshot::Sender<()>>,
+) {
+    let mut joined = false;
+    loop {
+        if let Some(nodes) = membership.beat().await {
+            routes.publish(&nodes);
+            if !joined {
+                // The others take this node's share at once, not at their next beat.
+                bus.publish(Invalidation::Nodes).await;
+                joined = true;
+            }
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(HEARTBEAT) => {}
+            _ = refresh.notified() => {}
+            asked = &mut leave => {
+                membership.leave().await;
+                bus.publish(Invalidation::Nodes).await;
+                if let Ok(done) = asked {
+                    let _ = done.send(());
+                }
+                return;
+            }
+        }
+    }
+}
+
+#[derive(Message)]
+#[rtype(result = "()")]
+struct Leave;
+
+impl Handler<Leave> for RegionRouter {
+    type Result = ResponseFuture<()>;
+
+    fn handle(&mut self, _: Leave, _: &mut Context<Self>) -> Self::Result {
+        let leave = self.leave.take();
+        Box::pin(async move {
+            let Some(leave) = leave else { return };
+            let (done, left) = oneshot::channel();
+            if leave.send(done).is_ok() {
+                let _ = left.await;
+            }
+        })
+    }
 }
 
 #[derive(Message)]
@@ -88,14 +175,61 @@ pub enum Serving {
 pub struct Directory {
     entries: Entries,
     router: Addr<RegionRouter>,
+    routes: RouteTable,
+    announced: bool,
+    leaving: Arc<AtomicBool>,
 }
 
 impl Directory {
     /// Starts the router on the current arbiter and returns its handle.
-    pub fn start(catalog: Db, redis: Option<SharedRedis>) -> Directory {
+    /// With `membership` (Redis configured), the router keeps the route
+    /// table from the nodes' heartbeats; `routes` starts from `node.peers`.
+    pub fn start(
+        catalog: Db,
+        redis: Option<SharedRedis>,
+        bus: &Bus,
+        routes: RouteTable,
+        membership: Option<Membership>,
+    ) -> Directory {
         let entries = ReadThrough::new("directory", redis, ENTRY_TTL, SHARED_TTL);
-        let router = RegionRouter { catalog, entries: entries.clone() }.start();
-        Directory { entries, router }
+        let announced = membership.as_ref().is_some_and(Membership::announces);
+        let refresh = Arc::new(Notify::new());
+        let heard = refresh.clone();
+        bus.listen(move |invalidation| {
+            if *invalidation == Invalidation::Nodes {
+                heard.notify_one();
+            }
+        });
+        let router = RegionRouter {
+            catalog,
+            entries: entries.clone(),
+            routes: routes.clone(),
+            membership,
+            bus: bus.clone(),
+            refresh,
+            leave: None,
+        }
+        .start();
+        Directory { entries, router, routes, announced, leaving: Arc::default() }
+    }
+
+    /// Which nodes serve each region (the router's published table).
+    pub fn routes(&self) -> &RouteTable {
+        &self.routes
+    }
+
+    /// Takes this node out of the route table (on SIGTERM, before it stops
+    /// answering): `true` when it had announced itself, so the others may
+    /// still be sending it requests for a moment.
+    pub async fn leave(&self) -> bool {
+        self.leaving.store(true, Ordering::Release);
+        let _ = self.router.send(Leave).await;
+        self.announced
+    }
+
+    /// Whether [`Self::leave`] was called: readiness fails from then on.
+    pub fn is_leaving(&self) -> bool {
+        self.leaving.load(Ordering::Acquire)
     }
 
     /// The application `id`: this node's copy, Redis's, or (once, however

@@ -9,7 +9,7 @@ pub mod signing_keys;
 use actix_web::{guard, web};
 
 use crate::{
-    area::Area,
+    area::{ApplicationIn, Area},
     areas::{
         access_reviews, api_keys, applications, auth, billing, email_verifications, enrollment, entitlements, hooks,
         invitations, machine_tokens, messaging, oauth_providers, organizations, password_resets, personal_keys,
@@ -49,6 +49,11 @@ pub const AREAS: &[Area] = &[
     enrollment::http::AREA,
     service_accounts::http::AREA,
 ];
+
+/// The routes whose requests name their application other than by header,
+/// and where: the region router finds the application from these.
+pub const APPLICATION_ELSEWHERE: &[&[ApplicationIn]] =
+    &[signing_keys::APPLICATION_IN, machine_tokens::http::APPLICATION_IN, provider_sign_in::http::APPLICATION_IN];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     let mut v1 = web::scope("/v1");

@@ -21,10 +21,16 @@ pub async fn healthz() -> HttpResponse {
 /// Every database this node holds answers: 200 `ready`. A held database
 /// down: 503 naming it. Redis down alone (it does not answer, or the
 /// invalidation bus lost its subscription): 200 `degraded` naming `redis`,
-/// since the node still serves correctly on its own caches' TTLs.
+/// since the node still serves correctly on its own caches' TTLs. A node
+/// stopping (it left the route table on SIGTERM): 503 `leaving`, so a load
+/// balancer takes it out too while it finishes what it holds.
 #[utoipa::path(get, path = "/readyz", tag = "operations", responses((status = 200), (status = 503)))]
 pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
     const WAIT: Duration = Duration::from_secs(2);
+    if state.directory.is_leaving() {
+        let body = json!({"status": "leaving", "checks": {}, "failing": ["node"], "degraded": []});
+        return HttpResponse::ServiceUnavailable().insert_header(("Retry-After", "1")).json(body);
+    }
     let mut checks = Map::new();
     for db in state.storage.all() {
         let ok = matches!(tokio::time::timeout(WAIT, db.conn.ping()).await, Ok(Ok(())));

@@ -2,6 +2,7 @@
 //! key rotation. The documents need no credential; the application is named
 //! in the path, and the region router forwards by that id.
 use actix_web::{
+    dev::ResourceDef,
     http::{
         header::{self, HeaderValue},
         Method, StatusCode,
@@ -15,7 +16,7 @@ use utoipa::ToSchema;
 use uuid::Uuid;
 
 use crate::{
-    area::Area,
+    area::{ApplicationFrom, ApplicationIn, Area},
     auth::{public::tenant_in_path, public_scope, secret_key::SecretKey},
     error::{ApiError, ApiResult},
     http::{body::Body, envelope, metrics::RouteLabel},
@@ -25,6 +26,13 @@ use crate::{
 
 /// The JWKS route: its metrics label, and its path under `/v1`.
 const JWKS_ROUTE: &str = "/v1/applications/{application_id}/.well-known/jwks.json";
+const DISCOVERY_ROUTE: &str = "/v1/applications/{application_id}/.well-known/openid-configuration";
+
+/// Verifiers and standard clients send no header: the path names the application.
+pub const APPLICATION_IN: &[ApplicationIn] = &[
+    ApplicationIn { route: JWKS_ROUTE, from: ApplicationFrom::Path },
+    ApplicationIn { route: DISCOVERY_ROUTE, from: ApplicationFrom::Path },
+];
 
 pub const AREA: Area = Area {
     segments: &["applications"],
@@ -39,10 +47,7 @@ struct Operations;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource(&JWKS_ROUTE["/v1".len()..]).route(web::get().to(jwks)))
-        .service(
-            web::resource("/applications/{application_id}/.well-known/openid-configuration")
-                .route(web::get().to(discovery)),
-        )
+        .service(web::resource(&DISCOVERY_ROUTE["/v1".len()..]).route(web::get().to(discovery)))
         .service(
             web::resource("/applications/{application_id}/signing-keys/rotate")
                 .route(web::post().to(rotate_signing_key)),
@@ -77,11 +82,8 @@ pub async fn jwks(state: web::Data<AppState>, req: HttpRequest, path: web::Path<
 /// it). The route above answers what this leaves: an application the
 /// router did not resolve, and the methods other than GET and HEAD.
 pub async fn answer_jwks(state: &AppState, req: &HttpRequest, tenant: &Tenant) -> Option<HttpResponse> {
-    let is_jwks = |path: &str| {
-        let rest = path.strip_prefix("/v1/applications/").and_then(|p| p.split_once('/')).map(|(_, rest)| rest);
-        rest == Some(".well-known/jwks.json")
-    };
-    if !matches!(*req.method(), Method::GET | Method::HEAD) || !is_jwks(req.path()) {
+    static JWKS: std::sync::LazyLock<ResourceDef> = std::sync::LazyLock::new(|| ResourceDef::new(JWKS_ROUTE));
+    if !matches!(*req.method(), Method::GET | Method::HEAD) || !JWKS.is_match(req.path()) {
         return None;
     }
     req.extensions_mut().insert(RouteLabel(JWKS_ROUTE));

@@ -280,6 +280,10 @@ async fn a_disabled_or_deleted_service_account_is_refused_by_the_other_node_with
         let key = a.post(&format!("/v1/service-accounts/{id}/keys"), &json!({"name": "k"})).await;
         let secret = key.data()["secret"].as_str().unwrap().to_string();
         assert!(verify_at(b.clone(), secret.clone()).await, "B resolves the key");
+        if change == "disable" {
+            let caller_key = a.get("/v1/api-keys?limit=1").await.data()[0]["id"].as_str().unwrap().to_string();
+            wait_for_first_use(&a, &caller_key).await;
+        }
         let path = format!("/v1/service-accounts/{id}");
         let status = if change == "disable" {
             a.patch(&path, &json!({"enabled": false})).await.status

@@ -34,6 +34,10 @@ impl TestStorage {
         settings.server.listen = "127.0.0.1:0".to_string();
         settings.server.workers = 2;
         settings.cache.redis_url = std::env::var("GATEHOUSE_TEST_REDIS_URL").ok();
+        // One deployment per test: the tests share one Redis, and a node
+        // must find only its own test's nodes in the route table.
+        let deployment = format!("test-{}", &Uuid::new_v4().simple().to_string()[..16]);
+        settings.deployment.name = gatehouse::config::DeploymentName::parse(&deployment).expect("a deployment name");
         settings.billing.processor_webhook_secret = Some(PROCESSOR_SECRET.to_string());
         // Development applications' webhooks, hooks and SMTP providers reach
         // the tests' receivers on loopback, on SQLite and PostgreSQL alike

@@ -40,6 +40,7 @@ mod rate_limits;
 mod region_move_crash;
 mod region_moves;
 mod regions;
+mod routing;
 mod second_factors;
 mod secrets;
 mod service_accounts;

@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """The cluster test: deploy/local-cluster.sh's four nodes (us twice, eu, ap)
-on PostgreSQL databases of their own and a Redis of their own, then:
+on PostgreSQL databases of their own and a Redis of their own, no node
+naming another (they find each other by heartbeats through Redis), then:
 
 1. requests sent to the wrong region's node are answered by the right one;
 2. a key revoked on one node is refused on every other within 200 ms;
 3. a region move started on one node is seen by all;
-4. one of the two us nodes killed (SIGKILL) under a write load: every
-   acknowledged write is there afterwards and the other us node answers;
-5. Redis stopped: every node still answers correctly (a revoked key is
+4. one of the two us nodes killed (SIGKILL) under a write load, sent to the
+   us nodes and through the eu and ap nodes: every acknowledged write is
+   there afterwards, and every node keeps serving every region;
+5. a us node added while traffic runs through eu and ap takes its share;
+6. that node stopped (SIGTERM) under the same traffic: no request fails;
+7. Redis stopped: every node still answers correctly (a revoked key is
    refused everywhere within the directory and key caches' 5 s bound).
 
 usage: tests/cluster/run.py path/to/gatehouse   (run by .ci/run)
@@ -30,6 +34,8 @@ BASE_PORT = 18181
 REDIS_PORT = 16390
 PREFIX = f"ghcluster_{os.getpid()}"
 NODES = {"us1": BASE_PORT, "us2": BASE_PORT + 1, "eu": BASE_PORT + 2, "ap": BASE_PORT + 3}
+ADDED = ("us3", BASE_PORT + 4)
+STARTED = []  # nodes the test starts itself, killed at the end whatever happens
 
 
 def url(node, path):
@@ -80,6 +86,29 @@ def wait_healthy(nodes):
     raise SystemExit("cluster test FAILED: the nodes did not start")
 
 
+def organization_names(node, app, key):
+    names, offset = set(), 0
+    while True:
+        status, _, page = call(node, "GET", f"/v1/organizations?limit=100&offset={offset}", app, key)
+        if status != 200:
+            check(False, f"{node} lists organizations (offset {offset}: {status})")
+        names.update(o["name"] for o in page["data"])
+        if not page["meta"]["has_more"]:
+            return names
+        offset += 100
+
+
+def served(node, route):
+    """How many requests of `route` the node answered (its /metrics)."""
+    try:
+        with urllib.request.urlopen(url(node, "/metrics"), timeout=5) as answer:
+            text = answer.read().decode()
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return 0
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith("http_requests_total{") and f'route="{route}"' in line)
+
+
 def until(predicate, limit):
     """Seconds until predicate() holds, or None after `limit` seconds."""
     started = time.monotonic()
@@ -110,6 +139,8 @@ def main():
         scenarios(node_env, data)
         print("cluster test passed")
     finally:
+        for process in STARTED:
+            process.kill()
         os.killpg(cluster.pid, signal.SIGTERM)
         cluster.wait()
         redis.kill()
@@ -121,6 +152,8 @@ def main():
 def scenarios(env, data):
     print("1. the wrong node answers for the right one")
     eu_app, eu_key = bootstrap(env, "eu", "Cluster EU")
+    found = until(lambda: all(call(n, "GET", "/v1/api-keys", eu_app, eu_key)[0] == 200 for n in NODES), 5)
+    check(found is not None, f"every node found the eu node through Redis ({found and round(found, 2)} s)")
     for node in NODES:
         status, headers, _ = call(node, "GET", "/v1/api-keys", eu_app, eu_key)
         served_by = headers.get("x-gatehouse-region") or headers.get("X-Gatehouse-Region")
@@ -149,48 +182,102 @@ def scenarios(env, data):
         status, _, region = call(node, "GET", "/v1/security/region", us_app, us_key)
         check(status == 200 and region["data"]["region"] == "ap", f"{node} sees it in ap at once")
 
-    print("4. one us node killed under load")
+    print("4. one us node killed under load, sent to it directly and through the eu and ap nodes")
     load_app, load_key = bootstrap(env, "us", "Cluster load")
     acknowledged, cut_off, wrong, stop = [], [], [], threading.Event()
+    forwarded_after_kill = []
+    killed = threading.Event()
 
     def writer(node, index):
         n = 0
         while not stop.is_set():
             name = f"{node}-{index}-{n}"
+            after_kill = killed.is_set()
             status, _, _ = call(node, "POST", "/v1/organizations", load_app, load_key, {"name": name}, timeout=5)
-            {201: acknowledged, 0: cut_off}.get(status, wrong).append((name, status))
+            # 503 from eu or ap: a write in flight on the killed node, which
+            # a forwarder may not repeat (its client may).
+            failed = status == 0 or (status == 503 and node in ("eu", "ap") and not after_kill)
+            {201: acknowledged}.get(status, cut_off if failed else wrong).append((name, status))
+            if node in ("eu", "ap") and after_kill:
+                forwarded_after_kill.append(status)
             n += 1
             if status == 0:
                 time.sleep(0.01)  # a dead node refuses at once; do not spin
 
-    threads = [threading.Thread(target=writer, args=(node, i)) for node in ("us1", "us2") for i in range(4)]
+    threads = [threading.Thread(target=writer, args=(node, i)) for node in ("us1", "us2", "eu", "ap") for i in range(2)]
     for thread in threads:
         thread.start()
     time.sleep(1.5)
     os.kill(int(open(os.path.join(data, "us2.pid")).read()), signal.SIGKILL)
+    time.sleep(0.2)  # writes in flight on us2 when it died have answered
+    killed.set()
     time.sleep(1.5)
     stop.set()
     for thread in threads:
         thread.join()
-    names = set()
-    offset = 0
-    while True:
-        status, _, page = call("us1", "GET", f"/v1/organizations?limit=100&offset={offset}", load_app, load_key)
-        if status != 200:
-            check(False, f"us1 lists organizations (offset {offset}: {status})")
-        names.update(o["name"] for o in page["data"])
-        if not page["meta"]["has_more"]:
-            break
-        offset += 100
+    names = organization_names("us1", load_app, load_key)
     lost = [n for n, _ in acknowledged if n not in names]
     check(len(acknowledged) > 50 and not lost,
           f"{len(acknowledged)} acknowledged writes, {len(cut_off)} cut off by the kill, none lost ({len(lost)})")
     check(not wrong, f"no other answer than 201 or a cut connection ({wrong[:5]})")
+    check(len(forwarded_after_kill) > 10 and all(s == 201 for s in forwarded_after_kill),
+          f"after the kill, {len(forwarded_after_kill)} writes through eu and ap all landed on us1")
+    del NODES["us2"]
     after = [call("us1", "POST", "/v1/organizations", load_app, load_key, {"name": f"after-{i}"})[0] for i in range(20)]
     check(all(s == 201 for s in after), "us1 keeps answering")
-    del NODES["us2"]
+    for node in NODES:
+        for app, key in ((eu_app, eu_key), (us_app, us_key), (load_app, load_key)):
+            check(call(node, "GET", "/v1/api-keys", app, key)[0] == 200, f"{node} serves an application of every region")
 
-    print("5. Redis stopped: every answer still correct")
+    print("5. a us node added under traffic takes its share")
+    name, port = ADDED
+    added_env = dict(env, GATEHOUSE__SERVER__LISTEN=f"127.0.0.1:{port}", GATEHOUSE__NODE__REGIONS="us",
+                     GATEHOUSE__CACHE__REDIS_URL=f"redis://127.0.0.1:{REDIS_PORT}",
+                     GATEHOUSE__DEPLOYMENT__NAME=PREFIX.replace("_", "-"), GATEHOUSE__DEPLOYMENT__NODES="5",
+                     GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS="false",
+                     GATEHOUSE__SERVER__PUBLIC_URL=f"http://127.0.0.1:{BASE_PORT}", RUST_LOG="warn")
+    log = open(os.path.join(data, f"{name}.log"), "w")
+    added = subprocess.Popen([BIN, "serve"], env=added_env, stdout=log, stderr=log)
+    STARTED.append(added)
+    NODES[name] = port
+    answers, stop = [], threading.Event()
+
+    def reader(node):
+        while not stop.is_set():
+            status = call(node, "GET", "/v1/organizations?limit=1", load_app, load_key)[0]
+            answers.append(status)
+            if status != 200:
+                time.sleep(0.01)
+
+    def forwarded_to_added():
+        return served(name, "/v1/organizations")
+
+    readers = [threading.Thread(target=reader, args=(node,)) for node in ("eu", "ap") for _ in range(2)]
+    for thread in readers:
+        thread.start()
+    wait_healthy([name])
+    took = until(lambda: forwarded_to_added() > 0, 10)
+    check(took is not None, f"{name} takes forwarded requests {took and round(took, 2)} s after it answers")
+    time.sleep(1)
+    share = forwarded_to_added()
+
+    print("6. that node stopped (SIGTERM) under the same traffic")
+    before = len(answers)
+    added.send_signal(signal.SIGTERM)
+    stopped = until(lambda: added.poll() is not None, 30)
+    time.sleep(0.5)
+    stop.set()
+    for thread in readers:
+        thread.join()
+    during = answers[before:]
+    check(share > 20, f"{name} served {share} forwarded requests while it ran")
+    check(stopped is not None, f"{name} stopped {stopped and round(stopped, 2)} s after SIGTERM")
+    check(len(during) > 50 and all(s == 200 for s in during),
+          f"{len(during)} requests through eu and ap while it left, all answered ({sorted(set(during))})")
+    check(not [s for s in answers if s != 200], f"no request failed while it joined or left ({len(answers)} in all)")
+    del NODES[name]
+
+    print("7. Redis stopped: every answer still correct")
     subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "shutdown", "nosave"], stdout=subprocess.DEVNULL)
     status, _, third = call("eu", "POST", "/v1/api-keys", eu_app, eu_key, {"name": "no-redis", "scopes": ["api_keys:read"]})
     check(status == 201, "a write without Redis")

@@ -12,7 +12,7 @@ use utoipa::ToSchema;
 
 use crate::auth::public::tenant_in_path;
 use crate::{
-    area::Area,
+    area::{ApplicationFrom, ApplicationIn, Area},
     areas::{
         machine_tokens::{self, TokenRefused, TokenRequest},
         service_accounts::{self, KeyRefusal},
@@ -34,8 +34,13 @@ pub const AREA: Area = Area {
 #[openapi(paths(token))]
 struct Operations;
 
+/// Clients of the standard token endpoint send no header: the path names the application.
+const TOKEN_ROUTE: &str = "/v1/applications/{application_id}/oauth/token";
+
+pub const APPLICATION_IN: &[ApplicationIn] = &[ApplicationIn { route: TOKEN_ROUTE, from: ApplicationFrom::Path }];
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
-    cfg.service(web::resource("/applications/{application_id}/oauth/token").route(web::post().to(token)));
+    cfg.service(web::resource(&TOKEN_ROUTE["/v1".len()..]).route(web::post().to(token)));
 }
 
 /// The form of a token request (`application/x-www-form-urlencoded`).

@@ -7,7 +7,7 @@ use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
 use crate::{
-    area::Area,
+    area::{ApplicationFrom, ApplicationIn, Area},
     areas::{
         auth::view::SignInAnswer,
         provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest, Deps},
@@ -29,11 +29,24 @@ pub const AREA: Area = Area {
 #[openapi(paths(start, callback, callback_form, exchange_code))]
 struct Operations;
 
+const START_ROUTE: &str = "/v1/auth/oauth/{provider}/start";
+const CALLBACK_ROUTE: &str = "/v1/auth/oauth/{provider}/callback";
+
+/// A browser's sign-in carries no header: its start names the application
+/// in the query, its callback in the `state` the start made.
+pub const APPLICATION_IN: &[ApplicationIn] = &[
+    ApplicationIn { route: START_ROUTE, from: ApplicationFrom::Query("application_id") },
+    ApplicationIn {
+        route: CALLBACK_ROUTE,
+        from: ApplicationFrom::QueryRead("state", crate::areas::provider_sign_in::application_of_state),
+    },
+];
+
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/auth/oauth/exchange").route(web::post().to(exchange_code)))
-        .service(web::resource("/auth/oauth/{provider}/start").route(web::get().to(start)))
+        .service(web::resource(&START_ROUTE["/v1".len()..]).route(web::get().to(start)))
         .service(
-            web::resource("/auth/oauth/{provider}/callback")
+            web::resource(&CALLBACK_ROUTE["/v1".len()..])
                 .route(web::get().to(callback))
                 .route(web::post().to(callback_form)),
         );
