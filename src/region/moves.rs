@@ -266,7 +266,11 @@ impl Mover {
             drop(read); // rolled back: the worker settles in its own transaction
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
-        let mut write = TenantScope::new(tenant, target, journaled.actor.clone()).begin().await?;
+        let to = journaled.to;
+        let mut write = TenantScope::new(tenant, target, journaled.actor.clone()).begin().await.map_err(|err| {
+            tracing::warn!(error = %crate::error::cause_chain(&err), region = %to, "the new region's database refused the copy");
+            ApiError::unavailable(format!("Region `{to}`'s database did not accept a connection."))
+        })?;
         tenant_tables::delete_all(write.conn(), journaled.application_id).await?;
         let copied = tenant_tables::copy_all(read.conn(), write.conn(), journaled.application_id).await?;
         let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "rows": copied});

@@ -1,17 +1,22 @@
 #!/usr/bin/env python3
-"""The cluster test: deploy/local-cluster.sh's four nodes (us twice, eu, ap)
-on PostgreSQL databases of their own and a Redis of their own, no node
-naming another (they find each other by heartbeats through Redis), then:
+"""The cluster test: deploy/local-cluster.sh's five nodes (us twice, eu, ap,
+and ca, a region only the configuration names) on PostgreSQL databases of
+their own and a Redis of their own, no node naming another (they find each
+other by heartbeats through Redis), then:
 
 1. requests sent to the wrong region's node are answered by the right one;
 2. a key revoked on one node is refused on every other within 200 ms;
 3. a region move started on one node is seen by all;
-4. one of the two us nodes killed (SIGKILL) under a write load, sent to the
-   us nodes and through the eu and ap nodes: every acknowledged write is
-   there afterwards, and every node keeps serving every region;
-5. a us node added while traffic runs through eu and ap takes its share;
-6. that node stopped (SIGTERM) under the same traffic: no request fails;
-7. Redis stopped: every node still answers correctly (a revoked key is
+4. a move whose target database refuses connections is rolled back within
+   its bound (3 s here), and the same move goes through once it accepts;
+5. the node running a move killed (SIGKILL) and restarted: it resumes the
+   move at once; the application's 503 window is measured (target: 5 s);
+6. one of the two us nodes killed under a write load, sent to the us nodes
+   and through the others: every acknowledged write is there afterwards,
+   and every node keeps serving every region;
+7. a us node added while traffic runs through eu and ap takes its share;
+8. that node stopped (SIGTERM) under the same traffic: no request fails;
+9. Redis stopped: every node still answers correctly (a revoked key is
    refused everywhere within the directory and key caches' 5 s bound).
 
 usage: tests/cluster/run.py path/to/gatehouse   (run by .ci/run)
@@ -33,8 +38,9 @@ PG = os.environ.get("PG", "postgres://postgres@127.0.0.1:5432")
 BASE_PORT = 18181
 REDIS_PORT = 16390
 PREFIX = f"ghcluster_{os.getpid()}"
-NODES = {"us1": BASE_PORT, "us2": BASE_PORT + 1, "eu": BASE_PORT + 2, "ap": BASE_PORT + 3}
-ADDED = ("us3", BASE_PORT + 4)
+NODES = {"us1": BASE_PORT, "us2": BASE_PORT + 1, "eu": BASE_PORT + 2, "ap": BASE_PORT + 3, "ca": BASE_PORT + 4}
+ADDED = ("us3", BASE_PORT + 5)
+COPY_TIMEOUT = 3
 STARTED = []  # nodes the test starts itself, killed at the end whatever happens
 
 
@@ -86,6 +92,21 @@ def wait_healthy(nodes):
     raise SystemExit("cluster test FAILED: the nodes did not start")
 
 
+def start_node(env, data, name, port, regions):
+    """A node as deploy/local-cluster.sh starts one (its own data directory)."""
+    node_env = dict(env, GATEHOUSE__SERVER__LISTEN=f"127.0.0.1:{port}", GATEHOUSE__NODE__REGIONS=regions,
+                    GATEHOUSE__STORAGE__DATA_DIR=os.path.join(data, "nodes", name),
+                    GATEHOUSE__CACHE__REDIS_URL=f"redis://127.0.0.1:{REDIS_PORT}",
+                    GATEHOUSE__DEPLOYMENT__NAME=PREFIX.replace("_", "-"), GATEHOUSE__DEPLOYMENT__NODES="6",
+                    GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS="false",
+                    GATEHOUSE__SERVER__PUBLIC_URL=f"http://127.0.0.1:{BASE_PORT}", RUST_LOG="warn")
+    log = open(os.path.join(data, f"{name}.log"), "a")
+    process = subprocess.Popen([BIN, "serve"], env=node_env, stdout=log, stderr=log)
+    STARTED.append(process)
+    NODES[name] = port
+    return process
+
+
 def organization_names(node, app, key):
     names, offset = set(), 0
     while True:
@@ -125,7 +146,8 @@ def main():
                               "--appendonly", "no"], stdout=subprocess.DEVNULL)
     env = dict(os.environ, PG=PG, REDIS=f"redis://127.0.0.1:{REDIS_PORT}", BASE_PORT=str(BASE_PORT),
                DB_PREFIX=PREFIX, DATA_DIR=data, BIN=BIN, RUST_LOG="warn",
-               GATEHOUSE__NODE__MOVE_LEASE_SECONDS="3")
+               GATEHOUSE__NODE__MOVE_LEASE_SECONDS="3",
+               GATEHOUSE__NODE__MOVE_COPY_TIMEOUT_SECONDS=str(COPY_TIMEOUT))
     cluster = subprocess.Popen(["bash", os.path.join(ROOT, "deploy/local-cluster.sh")], env=env,
                                stdout=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -134,6 +156,8 @@ def main():
                         GATEHOUSE__REGIONS__US__DATABASE_URL=f"{PG}/{PREFIX}_us",
                         GATEHOUSE__REGIONS__EU__DATABASE_URL=f"{PG}/{PREFIX}_eu",
                         GATEHOUSE__REGIONS__AP__DATABASE_URL=f"{PG}/{PREFIX}_ap",
+                        GATEHOUSE__REGIONS__CA__DATABASE_URL=f"{PG}/{PREFIX}_ca",
+                        GATEHOUSE__DEPLOYMENT__REGIONS="us,eu,ap,ca",
                         GATEHOUSE__STORAGE__DATA_DIR=data,
                         GATEHOUSE__SECURITY__MASTER_KEY=open(os.path.join(data, "master.key")).read().strip())
         scenarios(node_env, data)
@@ -145,7 +169,7 @@ def main():
         cluster.wait()
         redis.kill()
         redis.wait()
-        for db in ["catalog", "us", "eu", "ap"]:
+        for db in ["catalog", "us", "eu", "ap", "ca"]:
             psql(f"DROP DATABASE IF EXISTS {PREFIX}_{db} WITH (FORCE)")
 
 
@@ -182,7 +206,10 @@ def scenarios(env, data):
         status, _, region = call(node, "GET", "/v1/security/region", us_app, us_key)
         check(status == 200 and region["data"]["region"] == "ap", f"{node} sees it in ap at once")
 
-    print("4. one us node killed under load, sent to it directly and through the eu and ap nodes")
+    rollback(env)
+    crash_during_a_move(env, data)
+
+    print("6. one us node killed under load, sent to it directly and through the eu and ap nodes")
     load_app, load_key = bootstrap(env, "us", "Cluster load")
     acknowledged, cut_off, wrong, stop = [], [], [], threading.Event()
     forwarded_after_kill = []
@@ -229,17 +256,9 @@ def scenarios(env, data):
         for app, key in ((eu_app, eu_key), (us_app, us_key), (load_app, load_key)):
             check(call(node, "GET", "/v1/api-keys", app, key)[0] == 200, f"{node} serves an application of every region")
 
-    print("5. a us node added under traffic takes its share")
+    print("7. a us node added under traffic takes its share")
     name, port = ADDED
-    added_env = dict(env, GATEHOUSE__SERVER__LISTEN=f"127.0.0.1:{port}", GATEHOUSE__NODE__REGIONS="us",
-                     GATEHOUSE__CACHE__REDIS_URL=f"redis://127.0.0.1:{REDIS_PORT}",
-                     GATEHOUSE__DEPLOYMENT__NAME=PREFIX.replace("_", "-"), GATEHOUSE__DEPLOYMENT__NODES="5",
-                     GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS="false",
-                     GATEHOUSE__SERVER__PUBLIC_URL=f"http://127.0.0.1:{BASE_PORT}", RUST_LOG="warn")
-    log = open(os.path.join(data, f"{name}.log"), "w")
-    added = subprocess.Popen([BIN, "serve"], env=added_env, stdout=log, stderr=log)
-    STARTED.append(added)
-    NODES[name] = port
+    added = start_node(env, data, name, port, "us")
     answers, stop = [], threading.Event()
 
     def reader(node):
@@ -261,7 +280,7 @@ def scenarios(env, data):
     time.sleep(1)
     share = forwarded_to_added()
 
-    print("6. that node stopped (SIGTERM) under the same traffic")
+    print("8. that node stopped (SIGTERM) under the same traffic")
     before = len(answers)
     added.send_signal(signal.SIGTERM)
     stopped = until(lambda: added.poll() is not None, 30)
@@ -277,7 +296,7 @@ def scenarios(env, data):
     check(not [s for s in answers if s != 200], f"no request failed while it joined or left ({len(answers)} in all)")
     del NODES[name]
 
-    print("7. Redis stopped: every answer still correct")
+    print("9. Redis stopped: every answer still correct")
     subprocess.run(["redis-cli", "-p", str(REDIS_PORT), "shutdown", "nosave"], stdout=subprocess.DEVNULL)
     status, _, third = call("eu", "POST", "/v1/api-keys", eu_app, eu_key, {"name": "no-redis", "scopes": ["api_keys:read"]})
     check(status == 201, "a write without Redis")
@@ -292,6 +311,74 @@ def scenarios(env, data):
         check(took is not None, f"{node} refuses it after {took if took is None else round(took, 2)} s (bound: 5 s)")
     status, _, region = call("us1", "GET", "/v1/security/region", us_app, us_key)
     check(status == 200 and region["data"]["region"] == "ap", "the moved application still answers from ap")
+
+
+def served_from(node, app, key):
+    status, _, body = call(node, "GET", "/v1/security/region", app, key)
+    return body["data"]["region"] if status == 200 else status
+
+
+def rollback(env):
+    print("4. a move whose target refuses connections rolls back; once it accepts, the move goes through")
+    ready_app, ready_key = bootstrap(env, "us", "Cluster first to ca")
+    status, _, _ = call("us1", "POST", "/v1/security/region", ready_app, ready_key, {"region": "ca"}, timeout=60)
+    check(status == 200, "a move to ca, the region only the configuration names")
+    app, key = bootstrap(env, "us", "Cluster rollback")
+    psql(f"ALTER DATABASE {PREFIX}_ca WITH ALLOW_CONNECTIONS false")
+    psql(f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{PREFIX}_ca'")
+    try:
+        started = time.monotonic()
+        status, _, body = call("us1", "POST", "/v1/security/region", app, key, {"region": "ca"}, timeout=60)
+        took = time.monotonic() - started
+        check(status == 503 and "rolled back" in json.dumps(body),
+              f"the move answered {status} after {took:.1f} s (bound {COPY_TIMEOUT} s): {body and body['error']['message']}")
+        for node in ("us1", "us2", "eu", "ap"):
+            check(served_from(node, app, key) == "us", f"{node} serves it from us again")
+        status = call("eu", "POST", "/v1/organizations", app, key, {"name": "after the rollback"})[0]
+        check(status == 201, "writes through another node land again")
+    finally:
+        psql(f"ALTER DATABASE {PREFIX}_ca WITH ALLOW_CONNECTIONS true")
+    status = call("us2", "POST", "/v1/security/region", app, key, {"region": "ca"}, timeout=60)[0]
+    check(status == 200, "the same move, once ca accepts connections again")
+    names = organization_names("ap", app, key)
+    check(served_from("us1", app, key) == "ca" and names == {"after the rollback"},
+          "served from ca with its rows, once each")
+
+
+def crash_during_a_move(env, data):
+    print("5. the node running a move killed and restarted")
+    app, key = bootstrap(env, "us", "Cluster crash")
+    for i in range(20):
+        call("us2", "POST", "/v1/organizations", app, key, {"name": f"before-{i}"})
+    seen, stop = [], threading.Event()
+
+    def poll():
+        while not stop.is_set():
+            seen.append((time.monotonic(), served_from("eu", app, key)))
+            time.sleep(0.01)
+
+    poller = threading.Thread(target=poll)
+    poller.start()
+    mover = threading.Thread(target=lambda: call("us2", "POST", "/v1/security/region", app, key,
+                                                 {"region": "ap"}, timeout=30))
+    mover.start()
+    until(lambda: any(s == 503 for _, s in seen), 5)
+    os.kill(int(open(os.path.join(data, "us2.pid")).read()), signal.SIGKILL)
+    until(lambda: call("us2", "GET", "/healthz")[0] == 0, 5)  # its port is free again
+    restarted = start_node(env, data, "us2", NODES["us2"], "us")
+    open(os.path.join(data, "us2.pid"), "w").write(str(restarted.pid))
+    done = until(lambda: seen and seen[-1][1] == "ap", 30)
+    stop.set()
+    poller.join()
+    mover.join()
+    held = [t for t, s in seen if s == 503]
+    other = sorted({s for _, s in seen if s not in ("us", "ap", 503)})
+    window = held[-1] - held[0] if held else 0
+    check(done is not None, "the restarted node finished the move")
+    check(not other, f"the poller saw only us, 503 and ap ({other})")
+    check(window <= 5, f"the application was held (503) for {window:.2f} s across the crash (target: 5 s)")
+    names = organization_names("us1", app, key)
+    check(names == {f"before-{i}" for i in range(20)}, "every row arrived in ap once")
 
 
 if __name__ == "__main__":
