@@ -106,7 +106,7 @@ moved=$(curl -s -w ' %{http_code}' -X POST -H "Authorization: Bearer $key" -H "x
 took=$(( ($(date +%s%N) - started) / 1000000 ))
 wait "$poller"
 echo "answer: $moved"
-echo "move: ${took} ms in all (1 s of it the settling pause); requests held (503) for $(cat "$dir/held") ms as a poller saw it"
+echo "move: ${took} ms in all (1 s of it the settling pause before the clean, while the application serves); requests held (503) for $(cat "$dir/held") ms as a poller saw it"
 psql "$PG/gh_bench_eu" -Atc "SELECT 'in eu afterwards: ' || count(*) || ' users' FROM users WHERE application_id = '$app'"
 psql "$PG/gh_bench_us" -Atc "SELECT 'in us afterwards: ' || count(*) || ' users' FROM users WHERE application_id = '$app'"
 grep -h "copied\|cleaned" "$dir/us.log" | tail -2 || true

@@ -10,6 +10,9 @@ pub struct Model {
     pub application_id: Uuid,
     pub seq: i64,
     pub hash: String,
+    /// Set when a region move began copying the application away: no write
+    /// of it commits in this database from then on.
+    pub fenced_at: Option<DateTimeUtc>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -39,6 +39,7 @@ mod m20261130_000033_create_processor_account_claims;
 mod m20261201_000034_create_sign_up_restrictions;
 mod m20261202_000035_create_mail_queue;
 mod m20261202_000036_add_move_cancel_requested;
+mod m20261203_000037_add_audit_head_fence;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -100,6 +101,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261130_000032_add_sso_domains_claimed_by::Migration),
             Box::new(m20261201_000034_create_sign_up_restrictions::Migration),
             Box::new(m20261202_000035_create_mail_queue::Migration),
+            Box::new(m20261203_000037_add_audit_head_fence::Migration),
         ]
     }
 

@@ -6,6 +6,7 @@
 pub mod chain;
 pub mod query;
 
+use chrono::{DateTime, Utc};
 use entity::{audit_event, audit_head};
 use sea_orm::{sea_query::Expr, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde::Serialize;
@@ -70,8 +71,50 @@ pub async fn init_chain(txn: &mut TenantTxn) -> Result<(), DbErr> {
         application_id: Set(txn.application_id()),
         seq: Set(0),
         hash: Set(chain::GENESIS.to_string()),
+        fenced_at: Set(None),
     })
     .await
+}
+
+/// Fences the application in this database, in the transaction of a
+/// region move's copy that holds its chain head: from the commit on, no
+/// write of it commits here. An audited write fails its head update; any
+/// other write checks the fence before it commits ([`check_unfenced`]).
+#[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
+pub async fn fence(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    fenced: Option<DateTime<Utc>>,
+) -> Result<(), DbErr> {
+    audit_head::Entity::update_many()
+        .col_expr(audit_head::Column::FencedAt, Expr::value(fenced))
+        .filter(audit_head::Column::ApplicationId.eq(application_id))
+        .exec(db)
+        .await?;
+    Ok(())
+}
+
+/// The applications fenced in this database ([`fence`]).
+#[allow(clippy::disallowed_methods)] // the chain writer: reads every chain's head
+pub async fn fenced_applications(db: &impl ConnectionTrait) -> Result<Vec<Uuid>, DbErr> {
+    let heads = audit_head::Entity::find().filter(audit_head::Column::FencedAt.is_not_null()).all(db).await?;
+    Ok(heads.into_iter().map(|head| head.application_id).collect())
+}
+
+/// Fails when the application is fenced (or its chain gone) here
+/// (`error::fenced`): the check of a change that appends no audit row.
+/// Waits for a move's copy that holds the head (PostgreSQL: a shared lock;
+/// SQLite: its one writer).
+#[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
+pub async fn check_unfenced(db: &impl ConnectionTrait, application_id: Uuid) -> Result<(), DbErr> {
+    use sea_orm::QuerySelect;
+    let head = audit_head::Entity::find()
+        .filter(audit_head::Column::ApplicationId.eq(application_id))
+        .filter(audit_head::Column::FencedAt.is_null())
+        .lock_shared()
+        .one(db)
+        .await?;
+    head.map(|_| ()).ok_or_else(crate::error::fenced)
 }
 
 /// One row to append.
@@ -161,11 +204,12 @@ impl Appender {
                 let head = audit_head::Entity::update_many()
                     .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(count))
                     .filter(audit_head::Column::ApplicationId.eq(application_id))
+                    .filter(audit_head::Column::FencedAt.is_null())
                     .exec_with_returning(db)
                     .await?
                     .into_iter()
                     .next()
-                    .ok_or_else(|| DbErr::RecordNotFound(format!("audit chain of application {application_id}")))?;
+                    .ok_or_else(crate::error::fenced)?;
                 let endpoints = crate::events::outbox::active_endpoints(db, application_id).await?;
                 // As if nothing were appended yet: the loop below counts these rows.
                 self.held.insert(Held { seq: head.seq - count, hash: head.hash, endpoints, rows: Vec::new() })

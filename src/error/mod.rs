@@ -134,6 +134,13 @@ impl ApiError {
         Self { retry_after: Some(1), ..Self::new(Code::Unavailable, message) }
     }
 
+    /// 503 `region_migration_in_progress`: the application is moving (or
+    /// has just moved) to another region; its requests are held meanwhile.
+    pub fn moving() -> Self {
+        let message = "The application is moving to another region; try again shortly.";
+        Self { retry_after: Some(MOVE_RETRY_AFTER_SECONDS), ..Self::new(Code::RegionMigrationInProgress, message) }
+    }
+
     /// Logs the cause for operators; the caller learns nothing of internals.
     pub fn internal(cause: impl std::fmt::Display) -> Self {
         tracing::error!(error = %cause, "internal error");
@@ -164,11 +171,31 @@ impl From<sea_orm::DbErr> for ApiError {
     }
 }
 
+/// What a request held by a region move is told to wait before it tries again.
+pub const MOVE_RETRY_AFTER_SECONDS: u64 = 2;
+
+/// What a write of an application finds where its audit chain is fenced or
+/// gone: a region move copied it away, or is copying it (`audit::fence`).
+/// Answered 503 `region_migration_in_progress`: tried again, the request
+/// reaches the application's new region.
+const FENCED: &str =
+    "the application's audit chain is fenced or gone here: it moved, or is moving, to another database";
+
+pub fn fenced() -> sea_orm::DbErr {
+    sea_orm::DbErr::Custom(FENCED.to_string())
+}
+
+fn is_fenced(err: &sea_orm::DbErr) -> bool {
+    matches!(err, sea_orm::DbErr::Custom(message) if message == FENCED)
+}
+
 /// Also for errors shared by several waiters (a coalesced cache load).
 impl From<&sea_orm::DbErr> for ApiError {
     fn from(err: &sea_orm::DbErr) -> Self {
         use sea_orm::SqlErr;
-        if is_transient(err) {
+        if is_fenced(err) {
+            ApiError::moving()
+        } else if is_transient(err) {
             tracing::warn!(error = %err, "database unavailable or busy");
             ApiError::unavailable("A database is unavailable or busy; try again shortly.")
         } else if matches!(err.sql_err(), Some(SqlErr::UniqueConstraintViolation(_))) {

@@ -1,21 +1,25 @@
 //! Region moves (operation 17): an application's data moves from one
-//! regional database to another while its tenant actor holds its requests.
-//! Each step is journaled in the catalog ([`move_journal`]) before the next
-//! starts, and redone whole if the process dies in it:
+//! regional database to another while its requests are held. Each step is
+//! journaled in the catalog ([`move_journal`]) before the next starts, and
+//! redone whole if the process dies in it:
 //!
 //! 1. `pending`: the move is journaled and the directory marks the
 //!    application as moving, so every node answers its requests 503
-//!    `region_migration_in_progress`; after a settling pause (requests
-//!    already inside finish, other nodes hear of it) the copy starts.
+//!    `region_migration_in_progress`; the copy starts at once.
 //! 2. `copied`: under the old region's chain-head lock (no audited write of
-//!    the application can run there), every row of every tenant table is
-//!    copied into the new region in one transaction there, which also
-//!    removes what an interrupted copy left and appends the move's audit row
-//!    to the chain it continues.
+//!    the application can run there), the old region is fenced (a write of
+//!    the application that began before the move and commits after the
+//!    copy is refused with 503 there, not acknowledged and lost) and every
+//!    row of every tenant table is copied into the new region in one
+//!    transaction there, which also removes what an interrupted copy left,
+//!    lifts the fence in the copy, and appends the move's audit row to the
+//!    chain it continues.
 //! 3. `switched`: the directory names the new region (one catalog
 //!    transaction with the journal), every node drops its copy, requests
 //!    flow to the new region.
-//! 4. `cleaned`: the application's rows are deleted from the old region.
+//! 4. `cleaned`: after a settling pause (reads already inside finish, other
+//!    nodes hear of it), the application's rows are deleted from the old
+//!    region.
 //!
 //! A lease in the journal (renewed while the move runs) keeps two nodes from
 //! running one application's move; a node resumes a move whose lease has
@@ -32,7 +36,7 @@ use super::{router::Directory, Region};
 use crate::{
     audit::{Actor, ActorKind},
     cache::bus::{Bus, Invalidation},
-    error::{ApiError, ApiResult, Code},
+    error::{ApiError, ApiResult, Code, MOVE_RETRY_AFTER_SECONDS},
     events::catalog::EventType,
     storage::{
         delivery_queue,
@@ -41,9 +45,6 @@ use crate::{
     },
     tenancy::state::version_now,
 };
-
-/// What a held request is told to wait before it tries again.
-pub const RETRY_AFTER_SECONDS: u64 = 2;
 
 /// What a move needs of its node.
 #[derive(Clone)]
@@ -104,7 +105,7 @@ fn cancelled() -> ApiError {
 
 fn lease_lost() -> ApiError {
     ApiError::new(Code::RegionMigrationInProgress, "Another node took over the region move.")
-        .with_retry_after(RETRY_AFTER_SECONDS)
+        .with_retry_after(MOVE_RETRY_AFTER_SECONDS)
 }
 
 /// The answer of a move that was rolled back: the application is where it was.
@@ -115,9 +116,37 @@ fn rolled_back(journaled: &Journaled, why: String) -> ApiError {
     ))
 }
 
+/// Lifts the fence of every application whose chain head this node's
+/// databases hold fenced while the directory places it there and it is not
+/// moving. Only a move cancelled after its copy, whose old region could not
+/// be written at its roll-back, leaves one (`record_roll_back` lifts it
+/// otherwise); the stalled-move scan runs this every few seconds.
+pub async fn lift_stale_fences(storage: &Storage, directory: &Directory) {
+    for (region, db) in storage.held() {
+        let fenced = match crate::audit::fenced_applications(&db.conn).await {
+            Ok(fenced) => fenced,
+            Err(err) => {
+                tracing::warn!(%region, error = %err, "reading fenced audit chains failed");
+                continue;
+            }
+        };
+        for id in fenced {
+            let here = matches!(directory.reload(id).await, Ok(Some(t)) if t.moving_to.is_none() && storage.same_database(t.region, region));
+            if !here {
+                continue;
+            }
+            match crate::audit::fence(&db.conn, id, None).await {
+                Ok(()) => tracing::warn!(application_id = %id, %region, "a stale region-move fence was lifted"),
+                Err(err) => {
+                    tracing::warn!(application_id = %id, error = %err, "lifting a stale region-move fence failed")
+                }
+            }
+        }
+    }
+}
+
 pub fn in_progress() -> ApiError {
-    ApiError::new(Code::RegionMigrationInProgress, "The application is moving to another region; try again shortly.")
-        .with_retry_after(RETRY_AFTER_SECONDS)
+    ApiError::moving()
 }
 
 /// The least a move resumed past its deadline has to copy in: a try long
@@ -198,7 +227,6 @@ impl Mover {
                 Step::Pending => {
                     // Again after a crash: the mark may never have been published.
                     self.publish(id).await?;
-                    tokio::time::sleep(self.settling_time()).await;
                     let copied = match self.copy_within_bound(journaled).await {
                         Ok(copied) => copied,
                         Err(given_up) => return Err(self.roll_back(journaled, given_up).await),
@@ -218,6 +246,8 @@ impl Mover {
                 Step::Switched => {
                     // Again after a crash: every node must drop the `moving` entry.
                     self.publish(id).await?;
+                    // The application serves from its new region meanwhile.
+                    tokio::time::sleep(self.settling_time()).await;
                     let source = self.database(journaled.from).await?;
                     let txn = source.begin_write().await?;
                     let deleted = tenant_tables::delete_all(&*txn, id).await?;
@@ -266,6 +296,10 @@ impl Mover {
             drop(read); // rolled back: the worker settles in its own transaction
             tokio::time::sleep(Duration::from_millis(50)).await;
         };
+        // From this commit on no write of the application commits in the
+        // old region: one that began before the move and writes after the
+        // copy is refused (503), not acknowledged there and then lost.
+        crate::audit::fence(read.conn(), journaled.application_id, Some(crate::clock::now())).await?;
         let to = journaled.to;
         let mut write = TenantScope::new(tenant, target, journaled.actor.clone()).begin().await.map_err(|err| {
             tracing::warn!(error = %crate::error::cause_chain(&err), region = %to, "the new region's database refused the copy");
@@ -273,6 +307,7 @@ impl Mover {
         })?;
         tenant_tables::delete_all(write.conn(), journaled.application_id).await?;
         let copied = tenant_tables::copy_all(read.conn(), write.conn(), journaled.application_id).await?;
+        crate::audit::fence(write.conn(), journaled.application_id, None).await?;
         let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "rows": copied});
         write.audit(EventType::ApplicationRegionChanged, Some(journaled.application_id), data).await?;
         write.commit().await?;
@@ -365,6 +400,8 @@ impl Mover {
             .ok_or_else(|| ApiError::not_found("Application", journaled.application_id))?;
         let scope = TenantScope::new(tenant, self.database(journaled.from).await?, Actor::system());
         let mut txn = scope.begin().await?;
+        // A move cancelled after its copy had fenced the old region.
+        crate::audit::fence(txn.conn(), journaled.application_id, None).await?;
         let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "reason": why.message});
         txn.audit(EventType::ApplicationRegionMoveRolledBack, Some(journaled.application_id), data).await?;
         txn.commit().await?;
@@ -378,8 +415,10 @@ impl Mover {
         Ok(())
     }
 
-    /// Long enough for requests already past the directory to finish and,
-    /// when other nodes cannot hear the bus, for their copies to expire.
+    /// How long the old region's rows stay after the switch: long enough for
+    /// reads already past the directory on other nodes to finish and, when
+    /// they cannot hear the bus, for their copies of the entry to expire.
+    /// (Writes need no wait: the copy fenced the old region.)
     fn settling_time(&self) -> Duration {
         match self.bus.connected() {
             Some(false) => super::router::ENTRY_TTL + Duration::from_secs(1),

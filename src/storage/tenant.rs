@@ -307,6 +307,10 @@ impl TenantTxn {
                 self.application_id
             )));
         }
+        if self.changed && !self.audited {
+            // An audited change met the fence at its head update.
+            audit::check_unfenced(&*self.txn, self.application_id).await?;
+        }
         self.chain.finish(&*self.txn).await?;
         self.txn.commit().await
     }

@@ -129,6 +129,12 @@ async fn a_move_takes_every_row_to_the_new_region_and_leaves_none_behind() {
 #[actix_web::test]
 async fn requests_during_a_move_are_503_with_retry_after_and_the_move_is_seen_by_the_directory() {
     let app = spawn_with(|_| {}).await;
+    // The test holds the application's chain head: the move's copy waits
+    // for it, so the move stays at its first step until the test lets go.
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let tenant = app.state.directory.resolve(id).await.unwrap().unwrap();
+    let mut holder = gatehouse::auth::public_scope(&app.state, tenant).unwrap().begin().await.unwrap();
+    holder.lock_tenant().await.unwrap();
     let mover = {
         let (client, url, caller) = (app.client.clone(), app.url("/v1/security/region"), app.caller.clone());
         actix_web::rt::spawn(async move {
@@ -150,6 +156,7 @@ async fn requests_during_a_move_are_503_with_retry_after_and_the_move_is_seen_by
     })
     .await;
     let again = move_to(&app, "eu").await;
+    drop(holder);
 
     assert_eq!((held.status, held.error_code()), (503, "region_migration_in_progress"), "{:?}", held.body);
     assert_eq!(held.header("retry-after"), Some("2"));
@@ -388,4 +395,63 @@ async fn a_cancelled_move_rolls_back_at_its_next_try() {
     assert_eq!(served_from(&app).await, "us");
     let journaled = gatehouse::storage::move_journal::find(catalog, id).await.unwrap().unwrap();
     assert_eq!(journaled.step, "rolled_back");
+}
+
+/// A request that passed the router before a move began and writes after
+/// the move's copy (a sign-up waiting 3 s on its pre-sign-up hook) is
+/// refused with 503 `region_migration_in_progress`: its write would land in
+/// the region the move leaves, and be lost. Retried, it lands in the new one.
+#[actix_web::test]
+async fn a_write_that_outlives_the_move_it_began_before_is_refused_not_lost() {
+    let app = spawn_with(|_| {}).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let (url, script) = crate::hooks::start_hook_receiver().await;
+    let hook = json!({"point": "pre_sign_up", "url": url, "timeout_ms": 5000});
+    let created = app.post("/v1/hooks", &hook).await;
+    *script.secret.lock().unwrap() = created.data()["secret"].as_str().unwrap().to_string();
+    *script.mode.lock().unwrap() = "slow".into();
+    let body = json!({"email": "late@example.com", "password": "correct horse battery"});
+    let late = {
+        let (client, url, app_id) =
+            (app.client.clone(), app.url("/v1/auth/sign-up"), app.caller.application_id.clone());
+        let body = body.clone();
+        actix_web::rt::spawn(async move {
+            let answer = client.post(url).header("x-application-id", app_id).json(&body).send().await.unwrap();
+            (answer.status().as_u16(), answer.json::<serde_json::Value>().await.unwrap())
+        })
+    };
+    crate::wait::until("the sign-up to wait at its hook", || async { script.calls() >= 1 }).await;
+
+    let moved = move_to(&app, "eu").await;
+    let (status, answer) = late.await.unwrap();
+
+    assert_eq!(moved.status, 200, "{:?}", moved.body);
+    assert_eq!((status, answer["error"]["code"].as_str()), (503, Some("region_migration_in_progress")), "{answer}");
+    assert_eq!(count(&rows_in(&app, region("us"), id).await, "users"), 0, "nothing written where it left");
+    *script.mode.lock().unwrap() = "allow".into();
+    assert_eq!(public_post(&app, &app.caller, "/v1/auth/sign-up", &body).await.status, 201, "retried, it lands");
+    assert_eq!(count(&rows_in(&app, region("eu"), id).await, "users"), 1);
+}
+
+/// A fence left on the region that serves an application (a move cancelled
+/// after its copy, whose old region could not be written at its roll-back)
+/// refuses its writes with 503 until the stalled-move scan lifts it.
+#[actix_web::test]
+async fn a_stale_fence_is_lifted_by_the_stalled_move_scan() {
+    let app = spawn_with(|_| {}).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let us = app.state.storage.shard(region("us")).unwrap();
+    gatehouse::audit::fence(&us.conn, id, Some(chrono::Utc::now())).await.unwrap();
+
+    let refused = app.post("/v1/api-keys", &json!({"name": "fenced"})).await;
+
+    assert_eq!((refused.status, refused.error_code()), (503, "region_migration_in_progress"), "{:?}", refused.body);
+    assert_eq!(refused.header("retry-after"), Some("2"));
+    crate::wait::until("the scan to lift the fence", || async {
+        app.post("/v1/api-keys", &json!({"name": "lifted"})).await.status == 201
+    })
+    .await;
+    let names: Vec<String> =
+        app.get("/v1/api-keys").await.data().as_array().unwrap().iter().map(|k| k["name"].to_string()).collect();
+    assert!(!names.iter().any(|n| n.contains("fenced")), "the refused write left nothing: {names:?}");
 }
