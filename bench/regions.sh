@@ -8,7 +8,8 @@
 #    (rows made in SQL from one real row each: the move copies rows, it does
 #    not read them): how long POST /v1/security/region took, and for how
 #    long the application's requests were held (answered 503), as a poller
-#    saw it.
+#    saw it. The audit rows are copied ahead while the application serves;
+#    the hold covers the rest.
 #
 #   bash bench/regions.sh
 #   USERS=10000 AUDIT=100000 DURATION=10s bash bench/regions.sh
@@ -63,15 +64,19 @@ key=$(echo "$creds" | json_field '["secret_key"]')
 curl -sf -o /dev/null -X POST -H "x-application-id: $app" -H 'content-type: application/json' \
   -d '{"email": "template@example.com", "password": "correct horse battery staple"}' "http://127.0.0.1:$us_port/v1/auth/sign-up"
 sleep 0.5
-# Copies of the template rows with new ids (and emails, and chain positions).
+# Copies of the template rows with new ids (and emails, and chain positions:
+# the chain's next seqs, the head moved past them, as a chain that grew).
 psql "$PG/gh_bench_us" -q <<SQL
 INSERT INTO users SELECT (jsonb_populate_record(NULL::users, to_jsonb(u) || jsonb_build_object(
   'id', gen_random_uuid(), 'email', 'user' || g || '@example.com'))).*
   FROM users u, generate_series(1, $USERS - 1) g WHERE u.application_id = '$app';
 INSERT INTO audit_events SELECT (jsonb_populate_record(NULL::audit_events, to_jsonb(a) || jsonb_build_object(
-  'id', gen_random_uuid(), 'seq', 1000000 + g, 'prev_hash', md5(g::text) || md5(g::text)))).*
-  FROM (SELECT * FROM audit_events WHERE application_id = '$app' LIMIT 1) a,
+  'id', gen_random_uuid(), 'seq', h.seq + g, 'prev_hash', md5(g::text) || md5(g::text)))).*
+  FROM (SELECT * FROM audit_events WHERE application_id = '$app' ORDER BY seq DESC LIMIT 1) a,
+  (SELECT seq FROM audit_heads WHERE application_id = '$app') h,
   generate_series(1, $AUDIT - (SELECT count(*) FROM audit_events WHERE application_id = '$app')) g;
+UPDATE audit_heads SET seq = (SELECT max(seq) FROM audit_events WHERE application_id = '$app')
+  WHERE application_id = '$app';
 SQL
 psql "$PG/gh_bench_us" -Atc "SELECT 'users: ' || count(*) FROM users WHERE application_id = '$app'" \
   -c "SELECT 'audit rows: ' || count(*) FROM audit_events WHERE application_id = '$app'"

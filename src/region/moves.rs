@@ -180,18 +180,61 @@ impl Mover {
                 tenant.region
             )));
         }
+        if tenant.moving_to.is_none() {
+            self.copy_audit_ahead(tenant.id, tenant.region, to).await;
+        }
         let lease = (self.bus.node(), self.lease_until());
         let journaled =
             match move_journal::begin(&self.storage.catalog, tenant.id, (tenant.region, to), scope.actor(), lease)
                 .await?
             {
                 Begun::Started(row) => row,
-                Begun::Unfinished(_) => return self.resume(tenant.id).await?.ok_or_else(in_progress),
+                Begun::Unfinished(running) => {
+                    // Another move of it began meanwhile: what this one
+                    // copied ahead must not stay where the application is
+                    // not going (nor is: its rows there are its own).
+                    if ![running.from_region.as_str(), running.to_region.as_str()].contains(&to.as_str()) {
+                        self.remove_audit_ahead(tenant.id, to).await;
+                    }
+                    return self.resume(tenant.id).await?.ok_or_else(in_progress);
+                }
                 Begun::NotInRegion => return Err(in_progress()),
             };
         tracing::info!(application_id = %tenant.id, from = %tenant.region, %to, "region move started");
         crate::failpoint::hit("region_move.pending");
         self.run(Journaled::parse(&journaled)?).await
+    }
+
+    /// Copies the application's audit rows so far to `to` while it still
+    /// serves, so that the copy under the fence (the 503 window) takes only
+    /// those appended since. Best effort: that copy takes whatever this did
+    /// not.
+    async fn copy_audit_ahead(&self, id: Uuid, from: Region, to: Region) {
+        let copied = async {
+            let (source, target) = (self.database(from).await?, self.database(to).await?);
+            let txn = target.begin_write().await?;
+            let copied = tenant_tables::copy_audit_ahead(&source.conn, &*txn, id).await?;
+            txn.commit().await?;
+            Ok::<_, ApiError>(copied)
+        };
+        match copied.await {
+            Ok(copied) => tracing::info!(application_id = %id, copied, %to, "audit rows copied ahead of a move"),
+            Err(err) => tracing::warn!(application_id = %id, error = %err.message, "copying audit rows ahead failed"),
+        }
+    }
+
+    /// Removes what [`Self::copy_audit_ahead`] wrote to `to` for a move that
+    /// did not begin.
+    async fn remove_audit_ahead(&self, id: Uuid, to: Region) {
+        let removed = async {
+            let txn = self.database(to).await?.begin_write().await?;
+            tenant_tables::delete_audit_ahead(&*txn, id).await?;
+            txn.commit().await?;
+            Ok::<_, ApiError>(())
+        };
+        if let Err(err) = removed.await {
+            tracing::warn!(application_id = %id, %to, error = %err.message, "removing audit rows copied ahead failed");
+        }
     }
 
     /// Runs the application's unfinished move from its journaled step if
@@ -305,8 +348,8 @@ impl Mover {
             tracing::warn!(error = %crate::error::cause_chain(&err), region = %to, "the new region's database refused the copy");
             ApiError::unavailable(format!("Region `{to}`'s database did not accept a connection."))
         })?;
-        tenant_tables::delete_all(write.conn(), journaled.application_id).await?;
-        let copied = tenant_tables::copy_all(read.conn(), write.conn(), journaled.application_id).await?;
+        let copied =
+            tenant_tables::copy_all_onto_audit_prefix(read.conn(), write.conn(), journaled.application_id).await?;
         crate::audit::fence(write.conn(), journaled.application_id, None).await?;
         let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "rows": copied});
         write.audit(EventType::ApplicationRegionChanged, Some(journaled.application_id), data).await?;

@@ -38,6 +38,34 @@ macro_rules! tenant_tables {
             Ok(copied)
         }
 
+        /// Makes `target` hold every row of the application that `source`
+        /// holds, keeping the audit rows `target` already has of the same
+        /// chain ([`tenant_rows::audit_prefix`]: a move copies them ahead,
+        /// while the application serves); every other row of it in
+        /// `target` is replaced. Answers how many rows of it `target` holds
+        /// afterwards.
+        pub async fn copy_all_onto_audit_prefix<S, T>(source: &S, target: &T, application_id: Uuid) -> Result<u64, DbErr>
+        where
+            S: ConnectionTrait + StreamTrait,
+            T: ConnectionTrait,
+        {
+            let kept = tenant_rows::audit_prefix(source, target, application_id).await?;
+            let audit = sea_orm::EntityName::table_name(&entity::audit_event::Entity);
+            $(if sea_orm::EntityName::table_name(&entity::$table::Entity) == audit {
+                tenant_rows::delete_audit_after(target, application_id, kept).await?;
+            } else {
+                tenant_rows::delete::<entity::$table::Entity>(target, application_id).await?;
+            })*
+            // The rows kept count as copied: the move's figure is what the new region holds.
+            let mut copied = kept as u64;
+            $(copied += if sea_orm::EntityName::table_name(&entity::$table::Entity) == audit {
+                tenant_rows::copy_audit_after(source, target, application_id, kept).await?
+            } else {
+                tenant_rows::copy::<entity::$table::Entity, _, _>(source, target, application_id).await?
+            };)*
+            Ok(copied)
+        }
+
         /// Deletes every row of the application; answers how many went.
         pub async fn delete_all(db: &impl ConnectionTrait, application_id: Uuid) -> Result<u64, DbErr> {
             let mut deleted = 0;
@@ -59,6 +87,25 @@ macro_rules! tenant_tables {
             Ok(counts)
         }
     };
+}
+
+/// Brings `target`'s copy of the application's audit chain up to what
+/// `source` holds now: a region move does this while the application still
+/// serves (audit rows never change), so its copy under the fence writes only
+/// the rows appended since. Answers how many rows were written.
+pub async fn copy_audit_ahead<S, T>(source: &S, target: &T, application_id: Uuid) -> Result<u64, DbErr>
+where
+    S: ConnectionTrait + StreamTrait,
+    T: ConnectionTrait,
+{
+    let kept = tenant_rows::audit_prefix(source, target, application_id).await?;
+    tenant_rows::delete_audit_after(target, application_id, kept).await?;
+    tenant_rows::copy_audit_after(source, target, application_id, kept).await
+}
+
+/// Deletes what [`copy_audit_ahead`] wrote, for a move that did not begin.
+pub async fn delete_audit_ahead(target: &impl ConnectionTrait, application_id: Uuid) -> Result<u64, DbErr> {
+    tenant_rows::delete_audit_after(target, application_id, 0).await
 }
 
 tenant_tables!(

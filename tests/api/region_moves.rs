@@ -455,3 +455,39 @@ async fn a_stale_fence_is_lifted_by_the_stalled_move_scan() {
         app.get("/v1/api-keys").await.data().as_array().unwrap().iter().map(|k| k["name"].to_string()).collect();
     assert!(!names.iter().any(|n| n.contains("fenced")), "the refused write left nothing: {names:?}");
 }
+
+/// A move copies the audit chain ahead while the application serves, and
+/// under the fence only what was appended since. What the new region held
+/// of the chain counts only where it is the same chain: a row that differs
+/// (left by anything but a copy of this chain) is replaced, and the chain
+/// there verifies.
+#[actix_web::test]
+async fn audit_rows_the_new_region_holds_are_kept_only_where_they_are_the_same_chain() {
+    let app = spawn_with(|_| {}).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    for name in ["a", "b", "c"] {
+        assert_eq!(app.post("/v1/api-keys", &json!({"name": name})).await.status, 201);
+    }
+    let us = app.state.storage.shard(region("us")).unwrap();
+    let eu = app.state.storage.shard(region("eu")).unwrap();
+    let first = entity::audit_event::Entity::find()
+        .filter(entity::audit_event::Column::ApplicationId.eq(id))
+        .filter(entity::audit_event::Column::Seq.eq(1))
+        .one(&us.conn)
+        .await
+        .unwrap()
+        .unwrap();
+    let forged = entity::audit_event::Model { hash: "f".repeat(64), ..first };
+    entity::audit_event::Entity::insert(forged.into_active_model()).exec(&eu.conn).await.unwrap();
+    let before = rows_in(&app, region("us"), id).await;
+
+    let moved = move_to(&app, "eu").await;
+
+    assert_eq!(moved.status, 200, "{:?}", moved.body);
+    let after = rows_in(&app, region("eu"), id).await;
+    assert_eq!(count(&after, "audit_events"), count(&before, "audit_events") + 1, "the move's own row added");
+    assert!(gatehouse::audit::query::verify(&eu.conn, id).await.unwrap().is_ok(), "the forged row was replaced");
+    let audit = app.get("/v1/audit-logs?type=application.region_changed").await;
+    let total: u64 = before.iter().map(|(_, n)| n).sum();
+    assert_eq!(audit.data()[0]["data"]["rows"], json!(total), "rows: what the new region holds of it");
+}
