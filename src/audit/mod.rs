@@ -94,11 +94,30 @@ pub async fn fence(
     Ok(())
 }
 
-/// The applications fenced in this database ([`fence`]).
+/// The applications fenced in this database ([`fence`]), with when.
 #[allow(clippy::disallowed_methods)] // the chain writer: reads every chain's head
-pub async fn fenced_applications(db: &impl ConnectionTrait) -> Result<Vec<Uuid>, DbErr> {
+pub async fn fenced_applications(db: &impl ConnectionTrait) -> Result<Vec<(Uuid, DateTime<Utc>)>, DbErr> {
     let heads = audit_head::Entity::find().filter(audit_head::Column::FencedAt.is_not_null()).all(db).await?;
-    Ok(heads.into_iter().map(|head| head.application_id).collect())
+    Ok(heads.into_iter().filter_map(|head| Some((head.application_id, head.fenced_at?))).collect())
+}
+
+/// Marks the application's rows in a database it does not live in (its
+/// chain copied ahead of a move there) with a fenced head: no write of it
+/// commits there, and if the move does not follow, the stalled-move scan
+/// finds and removes them. The move's copy replaces the head.
+#[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
+pub async fn mark_copied_ahead(db: &impl ConnectionTrait, application_id: Uuid) -> Result<(), DbErr> {
+    use sea_orm::sea_query::OnConflict;
+    let head = audit_head::ActiveModel {
+        application_id: Set(application_id),
+        seq: Set(0),
+        hash: Set(chain::GENESIS.to_string()),
+        fenced_at: Set(Some(crate::clock::now())),
+    };
+    let fence_again =
+        OnConflict::column(audit_head::Column::ApplicationId).update_column(audit_head::Column::FencedAt).to_owned();
+    audit_head::Entity::insert(head).on_conflict(fence_again).exec_without_returning(db).await?;
+    Ok(())
 }
 
 /// Fails when the application is fenced (or its chain gone) here

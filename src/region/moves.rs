@@ -116,12 +116,24 @@ fn rolled_back(journaled: &Journaled, why: String) -> ApiError {
     ))
 }
 
-/// Lifts the fence of every application whose chain head this node's
-/// databases hold fenced while the directory places it there and it is not
-/// moving. Only a move cancelled after its copy, whose old region could not
-/// be written at its roll-back, leaves one (`record_roll_back` lifts it
-/// otherwise); the stalled-move scan runs this every few seconds.
-pub async fn lift_stale_fences(storage: &Storage, directory: &Directory) {
+/// How long a fenced chain may sit in a database that neither serves its
+/// application nor is its move's target before its rows count as left over:
+/// far longer than between a copy ahead and its move's start, or a switch
+/// and its clean.
+const LEFTOVER_AFTER: chrono::Duration = chrono::Duration::seconds(60);
+
+/// Settles every fenced chain head in this node's databases (the
+/// stalled-move scan runs this every few seconds):
+/// - an application the directory places in that database and that is not
+///   moving has its fence lifted: a move cancelled after its copy, whose
+///   old region could not be written at its roll-back, left it
+///   (`record_roll_back` lifts it otherwise);
+/// - an application that neither lives nor is moving there (or no longer
+///   exists) has its rows there deleted once the fence is
+///   [`LEFTOVER_AFTER`] old: a chain copied ahead of a move that never
+///   began, or an old region a clean did not reach. Its data stays in the
+///   region it is pinned to.
+pub async fn settle_fenced_chains(storage: &Storage, directory: &Directory) {
     for (region, db) in storage.held() {
         let fenced = match crate::audit::fenced_applications(&db.conn).await {
             Ok(fenced) => fenced,
@@ -130,19 +142,34 @@ pub async fn lift_stale_fences(storage: &Storage, directory: &Directory) {
                 continue;
             }
         };
-        for id in fenced {
-            let here = matches!(directory.reload(id).await, Ok(Some(t)) if t.moving_to.is_none() && storage.same_database(t.region, region));
-            if !here {
-                continue;
-            }
-            match crate::audit::fence(&db.conn, id, None).await {
-                Ok(()) => tracing::warn!(application_id = %id, %region, "a stale region-move fence was lifted"),
+        for (id, since) in fenced {
+            let here = |r: Region| storage.same_database(r, region);
+            let settled = match directory.reload(id).await {
+                Ok(Some(t)) if t.moving_to.is_none() && here(t.region) => {
+                    crate::audit::fence(&db.conn, id, None).await.map(|()| "a stale region-move fence was lifted")
+                }
+                Ok(found) if crate::clock::now() - since > LEFTOVER_AFTER => {
+                    if found.is_some_and(|t| here(t.region) || t.moving_to.is_some_and(here)) {
+                        continue;
+                    }
+                    delete_leftovers(db, id).await.map(|()| "an application's leftover rows were deleted")
+                }
+                _ => continue,
+            };
+            match settled {
+                Ok(what) => tracing::warn!(application_id = %id, %region, "{what}"),
                 Err(err) => {
-                    tracing::warn!(application_id = %id, error = %err, "lifting a stale region-move fence failed")
+                    tracing::warn!(application_id = %id, %region, error = %err, "settling a fenced chain failed")
                 }
             }
         }
     }
+}
+
+async fn delete_leftovers(db: &Db, id: Uuid) -> Result<(), sea_orm::DbErr> {
+    let txn = db.begin_write().await?;
+    tenant_tables::delete_all(&*txn, id).await?;
+    txn.commit().await
 }
 
 pub fn in_progress() -> ApiError {
@@ -214,6 +241,7 @@ impl Mover {
             let (source, target) = (self.database(from).await?, self.database(to).await?);
             let txn = target.begin_write().await?;
             let copied = tenant_tables::copy_audit_ahead(&source.conn, &*txn, id).await?;
+            crate::audit::mark_copied_ahead(&*txn, id).await?;
             txn.commit().await?;
             Ok::<_, ApiError>(copied)
         };
@@ -228,7 +256,7 @@ impl Mover {
     async fn remove_audit_ahead(&self, id: Uuid, to: Region) {
         let removed = async {
             let txn = self.database(to).await?.begin_write().await?;
-            tenant_tables::delete_audit_ahead(&*txn, id).await?;
+            tenant_tables::delete_all(&*txn, id).await?;
             txn.commit().await?;
             Ok::<_, ApiError>(())
         };

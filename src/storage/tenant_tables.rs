@@ -103,11 +103,6 @@ where
     tenant_rows::copy_audit_after(source, target, application_id, kept).await
 }
 
-/// Deletes what [`copy_audit_ahead`] wrote, for a move that did not begin.
-pub async fn delete_audit_ahead(target: &impl ConnectionTrait, application_id: Uuid) -> Result<u64, DbErr> {
-    tenant_rows::delete_audit_after(target, application_id, 0).await
-}
-
 tenant_tables!(
     audit_head,
     audit_event,

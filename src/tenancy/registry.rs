@@ -203,7 +203,7 @@ impl TenantRegistry {
                     }
                     Err(err) => tracing::warn!(error = %err, "reading the region-move journal failed"),
                 }
-                crate::region::moves::lift_stale_fences(&registry.deps.storage, &registry.deps.directory).await;
+                crate::region::moves::settle_fenced_chains(&registry.deps.storage, &registry.deps.directory).await;
                 drop(registry);
                 tokio::time::sleep(Duration::from_secs(3)).await;
             }

@@ -491,3 +491,33 @@ async fn audit_rows_the_new_region_holds_are_kept_only_where_they_are_the_same_c
     let total: u64 = before.iter().map(|(_, n)| n).sum();
     assert_eq!(audit.data()[0]["data"]["rows"], json!(total), "rows: what the new region holds of it");
 }
+
+/// Rows of an application in a database that neither serves it nor is its
+/// move's target (its chain copied ahead of a move that never began: the
+/// node died before journaling it) are deleted by the stalled-move scan
+/// once their fenced head is a minute old; its own region is untouched.
+#[actix_web::test]
+async fn rows_copied_ahead_of_a_move_that_never_began_are_removed() {
+    let app = spawn_with(|_| {}).await;
+    let id: Uuid = app.caller.application_id.parse().unwrap();
+    let (us, eu) = (app.state.storage.shard(region("us")).unwrap(), app.state.storage.shard(region("eu")).unwrap());
+    gatehouse::storage::tenant_tables::copy_audit_ahead(&us.conn, &eu.conn, id).await.unwrap();
+    gatehouse::audit::mark_copied_ahead(&eu.conn, id).await.unwrap();
+    assert!(count(&rows_in(&app, region("eu"), id).await, "audit_events") > 0);
+    let before = rows_in(&app, region("us"), id).await;
+    // Fresh, the copy waits for its move: the scan leaves it.
+    crate::wait::stays("a fresh copy ahead stays", Duration::from_secs(4), || async {
+        count(&rows_in(&app, region("eu"), id).await, "audit_events") > 0
+    })
+    .await;
+
+    let long_ago = chrono::Utc::now() - chrono::Duration::minutes(2);
+    gatehouse::audit::fence(&eu.conn, id, Some(long_ago)).await.unwrap();
+
+    crate::wait::until("the scan to remove the leftovers", || async {
+        rows_in(&app, region("eu"), id).await.is_empty()
+    })
+    .await;
+    assert_eq!(rows_in(&app, region("us"), id).await, before, "its own region untouched");
+    assert_eq!(app.post("/v1/api-keys", &json!({"name": "still here"})).await.status, 201);
+}
