@@ -175,6 +175,9 @@ impl Application {
             redis,
             http: reqwest::Client::builder()
                 .timeout(Duration::from_secs(30))
+                // A peer whose address no longer answers (a dead machine
+                // drops the SYN) is passed over, not waited on for 30 s.
+                .connect_timeout(Duration::from_secs(1))
                 .redirect(reqwest::redirect::Policy::none())
                 .build()?,
             providers: crate::oauth::client::ProviderClient::new()?,

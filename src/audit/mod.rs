@@ -121,16 +121,16 @@ pub async fn mark_copied_ahead(db: &impl ConnectionTrait, application_id: Uuid) 
 }
 
 /// Fails when the application is fenced (or its chain gone) here
-/// (`error::fenced`): the check of a change that appends no audit row.
-/// Waits for a move's copy that holds the head (PostgreSQL: a shared lock;
-/// SQLite: its one writer).
+/// (`error::fenced`): the check of a change that appends no audit row. A
+/// plain read, not a lock: such changes (key last-use, sign-in steps,
+/// queued mail) must not queue behind every audited write of their
+/// application, so one that commits while a move's copy runs (not after
+/// it) can still be missed by that copy.
 #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
 pub async fn check_unfenced(db: &impl ConnectionTrait, application_id: Uuid) -> Result<(), DbErr> {
-    use sea_orm::QuerySelect;
     let head = audit_head::Entity::find()
         .filter(audit_head::Column::ApplicationId.eq(application_id))
         .filter(audit_head::Column::FencedAt.is_null())
-        .lock_shared()
         .one(db)
         .await?;
     head.map(|_| ()).ok_or_else(crate::error::fenced)

@@ -142,17 +142,25 @@ pub async fn spawn_node(storage: TestStorage, region: Region) -> TestApp {
     }
 }
 
-/// Two nodes of one deployment: `us` holds the us region and knows the
-/// other node as its eu peer; `eu_state` is the eu node's, which holds an
-/// application (`eu_caller`) of its own account.
+/// Two nodes of one deployment: `us` holds the us region; `eu_state` is the
+/// other node's (at `eu_address`), which holds eu and an application
+/// (`eu_caller`) of its own account.
 pub struct TwoRegions {
     pub us: TestApp,
+    pub eu_address: String,
     pub eu_state: web::Data<AppState>,
     pub eu_application: Uuid,
     pub eu_caller: Caller,
 }
 
+/// [`TwoRegions`] where the us node names the eu node in `node.peers`.
 pub async fn us_node_with_eu_peer() -> TwoRegions {
+    us_and_eu_nodes(true).await
+}
+
+/// [`TwoRegions`]; `peer`: whether the us node names the eu node in
+/// `node.peers` (else it finds it only by heartbeats, through Redis).
+pub async fn us_and_eu_nodes(peer: bool) -> TwoRegions {
     let shared = TestStorage::new().await;
     let mut eu_settings = shared.settings.clone();
     eu_settings.node.regions = vec![region("eu")];
@@ -162,11 +170,13 @@ pub async fn us_node_with_eu_peer() -> TwoRegions {
     actix_web::rt::spawn(eu_node.run_until_stopped());
     let mut us_storage = shared;
     us_storage.settings.node.regions = vec![region("us")];
-    us_storage.settings.node.peers.insert(region("eu"), eu_address);
+    if peer {
+        us_storage.settings.node.peers.insert(region("eu"), eu_address.clone());
+    }
     let us = spawn_node(us_storage, region("us")).await;
     let eu = bootstrap(&eu_state.storage, request("EU", Environment::Development, region("eu"))).await.unwrap();
     let eu_caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
-    TwoRegions { us, eu_state, eu_application: eu.application_id, eu_caller }
+    TwoRegions { us, eu_address, eu_state, eu_application: eu.application_id, eu_caller }
 }
 
 pub fn request(name: &str, environment: Environment, region: Region) -> BootstrapRequest {

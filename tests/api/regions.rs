@@ -11,7 +11,7 @@ use crate::helpers::{region, request, spawn_node, us_node_with_eu_peer, Caller, 
 #[actix_web::test]
 async fn a_request_for_another_regions_application_is_answered_by_that_regions_node() {
     // Arrange: node B holds eu; node A holds us and knows B as its eu peer.
-    let TwoRegions { us: node_a, eu_state: b_state, eu_application, eu_caller } = us_node_with_eu_peer().await;
+    let TwoRegions { us: node_a, eu_state: b_state, eu_application, eu_caller, .. } = us_node_with_eu_peer().await;
 
     // Act
     let listed = node_a.send(&eu_caller, Method::GET, "/v1/api-keys", None).await;

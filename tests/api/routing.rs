@@ -4,18 +4,15 @@
 //! it stops answering. Skipped without `GATEHOUSE_TEST_REDIS_URL`.
 use actix_web::web;
 use gatehouse::{
-    bootstrap::bootstrap,
     cache::redis::SharedRedis,
     region::membership::{Announcement, Membership, ANNOUNCEMENT_TTL},
-    startup::Application,
     state::AppState,
-    tenancy::Environment,
 };
 use reqwest::Method;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::helpers::{region, request, spawn_node, Caller, TestApp, TestStorage};
+use crate::helpers::{region, us_and_eu_nodes, Caller, TestApp, TwoRegions};
 
 fn with_redis() -> bool {
     let set = std::env::var("GATEHOUSE_TEST_REDIS_URL").is_ok();
@@ -28,20 +25,9 @@ fn with_redis() -> bool {
 /// An eu node and a us node of one deployment, neither naming the other;
 /// an eu application to call through the us node.
 async fn two_nodes_without_peers() -> (TestApp, String, web::Data<AppState>, Caller) {
-    let shared = TestStorage::new().await;
-    let mut eu_settings = shared.settings.clone();
-    eu_settings.node.regions = vec![region("eu")];
-    let eu_node = Application::build(eu_settings).await.expect("the eu node builds");
-    let eu_address = format!("http://127.0.0.1:{}", eu_node.port());
-    let eu_state = eu_node.state.clone();
-    actix_web::rt::spawn(eu_node.run_until_stopped());
-    let mut us_storage = shared;
-    us_storage.settings.node.regions = vec![region("us")];
-    assert!(us_storage.settings.node.peers.is_empty());
-    let us = spawn_node(us_storage, region("us")).await;
-    let eu = bootstrap(&eu_state.storage, request("EU", Environment::Development, region("eu"))).await.unwrap();
-    let caller = Caller { application_id: eu.application_id.to_string(), key: eu.secret_key };
-    (us, eu_address, eu_state, caller)
+    let TwoRegions { us, eu_address, eu_state, eu_caller, .. } = us_and_eu_nodes(false).await;
+    assert!(us.storage.settings.node.peers.is_empty());
+    (us, eu_address, eu_state, eu_caller)
 }
 
 fn announced(node: &TestApp, name: &str) -> Vec<String> {
