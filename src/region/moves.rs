@@ -152,7 +152,7 @@ pub async fn settle_fenced_chains(storage: &Storage, directory: &Directory) {
                     if found.is_some_and(|t| here(t.region) || t.moving_to.is_some_and(here)) {
                         continue;
                     }
-                    delete_leftovers(db, id).await.map(|()| "an application's leftover rows were deleted")
+                    delete_application(db, id).await.map(|()| "an application's leftover rows were deleted")
                 }
                 _ => continue,
             };
@@ -166,7 +166,8 @@ pub async fn settle_fenced_chains(storage: &Storage, directory: &Directory) {
     }
 }
 
-async fn delete_leftovers(db: &Db, id: Uuid) -> Result<(), sea_orm::DbErr> {
+/// Deletes every row of the application from `db`, in one transaction.
+async fn delete_application(db: &Db, id: Uuid) -> Result<(), sea_orm::DbErr> {
     let txn = db.begin_write().await?;
     tenant_tables::delete_all(&*txn, id).await?;
     txn.commit().await
@@ -254,12 +255,7 @@ impl Mover {
     /// Removes what [`Self::copy_audit_ahead`] wrote to `to` for a move that
     /// did not begin.
     async fn remove_audit_ahead(&self, id: Uuid, to: Region) {
-        let removed = async {
-            let txn = self.database(to).await?.begin_write().await?;
-            tenant_tables::delete_all(&*txn, id).await?;
-            txn.commit().await?;
-            Ok::<_, ApiError>(())
-        };
+        let removed = async { Ok::<_, ApiError>(delete_application(&self.database(to).await?, id).await?) };
         if let Err(err) = removed.await {
             tracing::warn!(application_id = %id, %to, error = %err.message, "removing audit rows copied ahead failed");
         }
@@ -457,10 +453,7 @@ impl Mover {
 
     async fn remove_copy(&self, journaled: &Journaled) -> ApiResult<()> {
         let target = self.database(journaled.to).await?;
-        let txn = target.begin_write().await?;
-        tenant_tables::delete_all(&*txn, journaled.application_id).await?;
-        txn.commit().await?;
-        Ok(())
+        Ok(delete_application(&target, journaled.application_id).await?)
     }
 
     async fn record_roll_back(&self, journaled: &Journaled, why: &ApiError) -> ApiResult<()> {
