@@ -193,12 +193,16 @@ async fn an_operator_cancels_a_move_its_dead_node_left_and_the_restarted_node_ro
     let row: Value = serde_json::from_slice(&asked.stdout).unwrap();
     assert!(row["cancel_requested_at"].is_string(), "{row}");
 
-    // The restarted node takes its predecessor's move and rolls it back.
+    // The restarted node takes its predecessor's move and rolls it back. The
+    // application may serve again a moment before the roll-back is done, so
+    // the wait is for its last step, the audit row (written after the copy's
+    // removal).
     let _server = binary.serve(None).await;
-    let region = wait::until_some("the application served again", || async {
-        let reply = call(reqwest::Method::GET, "/v1/security/region").send().await.unwrap();
+    let audited = wait::until_some("the roll-back's audit row", || async {
+        let reply =
+            call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_move_rolled_back").send().await.unwrap();
         match reply.status().as_u16() {
-            200 => Some(reply.json::<Value>().await.unwrap()["data"]["region"].clone()),
+            200 => Some(reply.json::<Value>().await.unwrap()).filter(|page| page["data"][0].is_object()),
             status => {
                 assert_eq!(status, 503, "held, never anything else");
                 None
@@ -206,11 +210,11 @@ async fn an_operator_cancels_a_move_its_dead_node_left_and_the_restarted_node_ro
         }
     })
     .await;
-    assert_eq!(region, "us");
+    assert_eq!(audited["data"][0]["data"]["to"], "eu", "{audited}");
+    let region = get_json(call(reqwest::Method::GET, "/v1/security/region")).await;
+    assert_eq!(region["data"]["region"], "us");
     assert_eq!(rows(&binary, "eu", id).await, vec![], "the copy in eu is gone");
     holds_the_same_rows_and_one_audit_row_more(&rows(&binary, "us", id).await, &before, "a cancelled move");
-    let audited = get_json(call(reqwest::Method::GET, "/v1/audit-logs?type=application.region_move_rolled_back")).await;
-    assert_eq!(audited["data"][0]["data"]["to"], "eu", "{audited}");
     let finished = binary.command(&["moves", "list", "--all"]).output().unwrap();
     let journaled: Value = serde_json::from_slice(finished.stdout.split(|b| *b == b'\n').next().unwrap()).unwrap();
     assert_eq!(journaled["step"], "rolled_back");
