@@ -8,7 +8,7 @@ use entity::application;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::region::Region;
+use crate::region::{Region, Shard, ShardName};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "lowercase")]
@@ -69,6 +69,14 @@ pub struct TenantSnapshot {
     /// are answered 503 `region_migration_in_progress` until the switch.
     #[serde(default)]
     pub moving_to: Option<Region>,
+    /// The shard of its region that holds the application's data (entries
+    /// cached by an older node, and applications on their region's first
+    /// shard: none).
+    #[serde(default)]
+    pub shard_name: Option<ShardName>,
+    /// The shard of `moving_to` a move copies into (none: its first).
+    #[serde(default)]
+    pub moving_to_shard_name: Option<ShardName>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -76,6 +84,23 @@ pub struct TenantSnapshot {
 pub type Tenant = Arc<TenantSnapshot>;
 
 impl TenantSnapshot {
+    /// The shard that holds the application's data.
+    pub fn shard(&self) -> Shard {
+        match self.shard_name {
+            Some(name) => Shard { region: self.region, name },
+            None => Shard::first_of(self.region),
+        }
+    }
+
+    /// The shard a move copies the application into, while it moves.
+    pub fn moving_to_shard(&self) -> Option<Shard> {
+        let region = self.moving_to?;
+        Some(match self.moving_to_shard_name {
+            Some(name) => Shard { region, name },
+            None => Shard::first_of(region),
+        })
+    }
+
     /// A catalog row written by this code always converts; a row that does
     /// not (edited by hand) is reported rather than guessed at.
     pub fn from_model(row: application::Model) -> Result<TenantSnapshot, String> {
@@ -94,6 +119,8 @@ impl TenantSnapshot {
             require_aal2_for: row.require_aal2_for.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             passkey_rp_id: row.passkey_rp_id,
             moving_to: row.moving_to.as_deref().and_then(|r| Region::new(r).ok()),
+            shard_name: row.shard.as_deref().and_then(|name| ShardName::new(name).ok()),
+            moving_to_shard_name: row.moving_to_shard.as_deref().and_then(|name| ShardName::new(name).ok()),
             name: row.name,
             created_at: row.created_at,
             updated_at: row.updated_at,

@@ -11,7 +11,7 @@ use crate::{
     audit::Actor,
     config::Settings,
     error::ApiResult,
-    region::Region,
+    region::{Region, Shard},
     storage::{catalog, Storage},
     tenancy::Environment,
 };
@@ -79,7 +79,7 @@ pub async fn first_start(storage: &Storage, settings: &Settings) -> ApiResult<Fi
         let empty = catalog::count_applications(&storage.catalog).await? == 0;
         return Ok(if empty { FirstStart::LeftEmpty } else { FirstStart::NotEmpty });
     }
-    let Some((region, _)) = storage.held().next() else { return Ok(FirstStart::NotEmpty) };
+    let Some((Shard { region, .. }, _)) = storage.held().into_iter().next() else { return Ok(FirstStart::NotEmpty) };
     storage
         .catalog
         .exclusively(async {

@@ -6,10 +6,11 @@ use gatehouse::{
     bootstrap::{self, BootstrapRequest, FirstStart},
     config::Settings,
     crypto::master_key::MasterKey,
+    region::shard_admin::{self, ShardError},
     startup::{self, Application},
     storage::{
         move_journal::{self, CancelAsked},
-        Db,
+        Db, Storage,
     },
     telemetry,
     tenancy::Environment,
@@ -61,6 +62,43 @@ enum Command {
     Moves {
         #[command(subcommand)]
         command: MovesCommand,
+    },
+    /// A region's shards: list them, add one, move an application between
+    /// two of one region to rebalance.
+    Shards {
+        #[command(subcommand)]
+        command: ShardsCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ShardsCommand {
+    /// Print every shard as JSON lines, with how many applications each holds.
+    List,
+    /// Add a shard to a region: its database is migrated and recorded (its
+    /// URL sealed with the master key); the nodes of the region open it
+    /// within seconds, with no restart, and new applications are placed on
+    /// it (the least loaded shard of the region takes each).
+    Add {
+        #[arg(long)]
+        region: String,
+        /// A region name's rules: lower-case letters, digits and `-`.
+        #[arg(long)]
+        name: String,
+        /// A database of its own (PostgreSQL, or a SQLite file on a single node).
+        #[arg(long)]
+        database_url: String,
+    },
+    /// Move an application to another shard of its region through the
+    /// journaled region-move steps (503 for its requests during the copy);
+    /// a node of the region runs it. Waits for it to end.
+    Move {
+        #[arg(long)]
+        application: Uuid,
+        #[arg(long)]
+        to: String,
+        #[arg(long, default_value_t = 120)]
+        wait_seconds: u64,
     },
 }
 
@@ -180,10 +218,14 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let storage = startup::open_storage(&settings).await?;
             return cancel_move(&storage.catalog, application, std::time::Duration::from_secs(wait_seconds)).await;
         }
+        Command::Shards { command } => {
+            let storage = startup::open_storage(&settings).await?;
+            return shards_command(&storage, &settings, command).await;
+        }
         Command::Audit { command: AuditCommand::Verify { application } } => {
             let storage = startup::open_storage(&settings).await?;
             let mut found = false;
-            for (region, shard) in storage.held() {
+            for (at, shard) in storage.held() {
                 let result = audit::query::verify(&shard.conn, application).await?;
                 if matches!(result, Ok(0)) {
                     continue;
@@ -192,12 +234,12 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 match result {
                     Ok(rows) => println!(
                         "{}",
-                        serde_json::json!({"application_id": application, "region": region, "ok": true, "rows": rows})
+                        serde_json::json!({"application_id": application, "region": at.region, "shard": at.name, "ok": true, "rows": rows})
                     ),
                     Err(broken) => {
                         println!(
                             "{}",
-                            serde_json::json!({"application_id": application, "region": region, "ok": false, "first_bad_seq": broken.seq, "reason": broken.reason})
+                            serde_json::json!({"application_id": application, "region": at.region, "shard": at.name, "ok": false, "first_bad_seq": broken.seq, "reason": broken.reason})
                         );
                         return Ok(ExitCode::FAILURE);
                     }
@@ -206,6 +248,48 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if !found {
                 eprintln!("no audit rows for application {application}");
                 return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shards_command(
+    storage: &Storage,
+    settings: &Settings,
+    command: ShardsCommand,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    match command {
+        ShardsCommand::List => {
+            for shard in shard_admin::list(storage, settings).await? {
+                println!("{shard}");
+            }
+        }
+        ShardsCommand::Add { region, name, database_url } => {
+            match shard_admin::add(storage, settings, &region, &name, &database_url).await {
+                Ok(added) => println!("{added}"),
+                Err(ShardError::Refused(why)) => {
+                    eprintln!("gatehouse: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        ShardsCommand::Move { application, to, wait_seconds } => {
+            let wait = std::time::Duration::from_secs(wait_seconds);
+            match shard_admin::move_application(storage, application, &to, wait).await {
+                Ok((row, cleaned)) => {
+                    println!("{row}");
+                    if !cleaned {
+                        eprintln!("the move has not ended as `cleaned` (see its `step`; `gatehouse moves list`)");
+                        return Ok(ExitCode::FAILURE);
+                    }
+                }
+                Err(ShardError::Refused(why)) => {
+                    eprintln!("gatehouse: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(err) => return Err(err.into()),
             }
         }
     }

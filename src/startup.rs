@@ -23,7 +23,7 @@ use crate::{
     routes,
     shutdown::Shutdown,
     state::AppState,
-    storage::{catalog, Storage},
+    storage::{catalog, shards, Storage},
     telemetry,
     tenancy::{parts::Parts, registry::TenantRegistry},
     tokens::{keys::SigningKeys, AccessTokens},
@@ -79,10 +79,26 @@ fn relay_catalog_audit(storage: Arc<Storage>) {
     });
 }
 
-/// Opens the storage and applies every migration.
+/// Shards added to the held regions (`gatehouse shards add`) are opened
+/// within [`shards::REFRESH`], their workers started: no restart.
+fn open_added_shards(storage: Arc<Storage>) {
+    let storage = Arc::downgrade(&storage);
+    actix_web::rt::spawn(async move {
+        loop {
+            tokio::time::sleep(shards::REFRESH).await;
+            let Some(storage) = storage.upgrade() else { return };
+            if let Err(err) = storage.refresh_shards().await {
+                tracing::warn!(error = %err, "reading the added shards failed");
+            }
+        }
+    });
+}
+
+/// Opens the storage (every shard of the held regions) and applies every migration.
 pub async fn open_storage(settings: &Settings) -> Result<Storage, StartupError> {
     let storage = Storage::open(settings).await?;
     storage.migrate().await?;
+    storage.refresh_shards().await?;
     for (region, applications) in catalog::regions_in_use(&storage.catalog).await? {
         if settings.region_named(&region).is_none() {
             return Err(StartupError::RegionInUse(region, applications));
@@ -124,7 +140,7 @@ impl Application {
         let directory = Directory::start(storage.catalog.clone(), shared.clone(), &bus, routes, membership);
         directory.listen(&bus);
         let rotations =
-            Rotations::start(&storage, chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));
+            Rotations::new(storage.clone(), chrono::Duration::seconds(settings.tokens.refresh_ttl_seconds as i64));
         let tenants = TenantRegistry::new(
             storage.clone(),
             directory.clone(),
@@ -195,8 +211,8 @@ impl Application {
             storage: state.storage.clone(),
             shutdown: state.shutdown.clone(),
         };
-        let mut workers = delivery::start(deliverer);
-        workers.extend(crate::areas::mail_queue::worker::start(crate::areas::mail_queue::worker::MailWorker {
+        let mut workers = vec![delivery::start(deliverer)];
+        workers.push(crate::areas::mail_queue::worker::start(crate::areas::mail_queue::worker::MailWorker {
             mailer: state.mailer.clone(),
             master_key: state.master_key.clone(),
             directory: state.directory.clone(),
@@ -204,6 +220,7 @@ impl Application {
             shutdown: state.shutdown.clone(),
         }));
         relay_catalog_audit(state.storage.clone());
+        open_added_shards(state.storage.clone());
         state.tenants.resume_stalled_moves();
         let app_state = state.clone();
         let settings_data = web::Data::from(state.settings.clone());

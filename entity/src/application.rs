@@ -32,6 +32,11 @@ pub struct Model {
     /// Set while the application's data is being moved to this region
     /// (its requests get 503 `region_migration_in_progress`); see `region_moves`.
     pub moving_to: Option<String>,
+    /// Which shard of its region holds the application's data (null: the
+    /// region's first, named after it).
+    pub shard: Option<String>,
+    /// The shard of `moving_to` the move copies into (null: its first).
+    pub moving_to_shard: Option<String>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }

@@ -1,5 +1,5 @@
 //! sea-orm entities. Catalog tables: `account`, `application`,
-//! `pending_audit_event`, `processor_account`, `processor_account_claim`, `region_move`, `unmatched_processor_event`. Regional tables:
+//! `pending_audit_event`, `processor_account`, `processor_account_claim`, `region_move`, `shard`, `unmatched_processor_event`. Regional tables:
 //! everything else; every regional row carries `application_id`.
 //!
 //! Models with secret columns (password, refresh-token and API-key hashes,
@@ -50,6 +50,7 @@ pub mod region_move;
 pub mod service_account;
 pub mod service_account_key;
 pub mod session;
+pub mod shard;
 pub mod sign_up_restriction;
 pub mod signing_key;
 pub mod sod_policy;

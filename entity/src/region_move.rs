@@ -25,6 +25,9 @@ pub struct Model {
     /// When an operator asked to cancel it: the node running it rolls it
     /// back unless it has switched already.
     pub cancel_requested_at: Option<DateTimeUtc>,
+    /// The shards of `from_region` and `to_region` (null: the regions' first).
+    pub from_shard: Option<String>,
+    pub to_shard: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -40,6 +40,7 @@ mod m20261201_000034_create_sign_up_restrictions;
 mod m20261202_000035_create_mail_queue;
 mod m20261202_000036_add_move_cancel_requested;
 mod m20261203_000037_add_audit_head_fence;
+mod m20261204_000038_create_shards;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -61,6 +62,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261129_000030_add_passkey_rp_id::Migration),
             Box::new(m20261130_000033_create_processor_account_claims::Migration),
             Box::new(m20261202_000036_add_move_cancel_requested::Migration),
+            Box::new(m20261204_000038_create_shards::Migration),
         ]
     }
 

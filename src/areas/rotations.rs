@@ -32,7 +32,7 @@ use crate::{
     crypto::sha256,
     error::ApiError,
     events::catalog::EventType,
-    region::Region,
+    region::{Region, Shard},
     storage::{Db, Storage, TenantScope},
 };
 
@@ -81,27 +81,36 @@ struct Job {
     reply: oneshot::Sender<Result<Rotated, Arc<DbErr>>>,
 }
 
-/// The rotator of each region this node holds.
+/// The rotators of each shard this node holds.
 #[derive(Clone)]
 pub struct Rotations {
-    queues: HashMap<Region, mpsc::Sender<Job>>,
+    storage: Arc<Storage>,
+    /// Each shard's queue, its rotators started on its first refresh.
+    queues: Arc<std::sync::Mutex<HashMap<Shard, mpsc::Sender<Job>>>>,
     /// How far a refresh slides its session's expiry.
     ttl: Duration,
 }
 
 impl Rotations {
-    /// Starts one rotator task per region held; call inside the runtime.
-    pub fn start(storage: &Storage, ttl: Duration) -> Self {
-        let mut queues = HashMap::new();
-        for (region, shard) in storage.held() {
-            let (sender, receiver) = mpsc::channel(QUEUE);
-            let receiver = Arc::new(Mutex::new(receiver));
-            for _ in 0..rotators(shard) {
-                actix::spawn(run(shard.clone(), ttl, receiver.clone()));
-            }
-            queues.insert(region, sender);
+    pub fn new(storage: Arc<Storage>, ttl: Duration) -> Self {
+        Self { storage, queues: Arc::default(), ttl }
+    }
+
+    /// The shard's queue, its rotator tasks started on first use (call
+    /// inside the runtime).
+    fn queue(&self, at: Shard) -> Result<mpsc::Sender<Job>, RotationError> {
+        let mut queues = self.queues.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(queue) = queues.get(&at) {
+            return Ok(queue.clone());
         }
-        Self { queues, ttl }
+        let shard = self.storage.shard(at).ok_or(RotationError::RegionNotHeld(at.region))?;
+        let (sender, receiver) = mpsc::channel(QUEUE);
+        let receiver = Arc::new(Mutex::new(receiver));
+        for _ in 0..rotators(&shard) {
+            actix::spawn(run(shard.clone(), self.ttl, receiver.clone()));
+        }
+        queues.insert(at, sender.clone());
+        Ok(sender)
     }
 
     /// Rotates a refresh token: the presented one is marked rotated, a new
@@ -114,12 +123,12 @@ impl Rotations {
         scope: &TenantScope,
         presented: &str,
     ) -> Result<Result<Opened, RefreshRefused>, RotationError> {
-        let (application_id, region) = (scope.tenant().id, scope.tenant().region);
+        let (application_id, at) = (scope.tenant().id, scope.tenant().shard());
         if !sessions::is_refresh_token_shape(presented) {
             return Ok(Err(RefreshRefused::Unknown));
         }
         let hash = sha256(presented).to_vec();
-        let queue = self.queues.get(&region).ok_or(RotationError::RegionNotHeld(region))?;
+        let queue = self.queue(at)?;
         let (reply, answer) = oneshot::channel();
         let job = Job { application_id, hash: hash.clone(), reply };
         queue.send(job).await.map_err(|_| RotationError::Stopped)?;

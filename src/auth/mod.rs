@@ -15,7 +15,7 @@ use crate::{audit::Actor, state::AppState, storage::TenantScope, tenancy::Tenant
 /// `x-application-id` or the path, acting as `public`. `None` when this
 /// node does not hold the application's region.
 pub fn public_scope(state: &AppState, tenant: Tenant) -> Option<TenantScope> {
-    let shard = state.storage.shard(tenant.region)?.clone();
+    let shard = state.storage.shard(tenant.shard())?;
     Some(TenantScope::new(tenant, shard, Actor::public()))
 }
 

@@ -1,4 +1,4 @@
-//! Delivery workers: one per region this node holds. A worker claims due
+//! Delivery workers: one per shard this node holds. A worker claims due
 //! messages with a lease (`FOR UPDATE SKIP LOCKED` on PostgreSQL; on SQLite
 //! the single writer makes the claiming `UPDATE … RETURNING` atomic), so
 //! several nodes never send one attempt at once, and a crashed node's lease
@@ -35,12 +35,12 @@ use crate::{
     events::catalog::EventType,
     region::{
         router::{Directory, Serving},
-        Region,
+        Shard,
     },
     shutdown::Shutdown,
     storage::{
         delivery_queue::{self, Leased, Settlement},
-        Db, Storage,
+        per_shard, Db, Storage,
     },
 };
 
@@ -158,24 +158,20 @@ pub struct Deliverer {
     pub shutdown: Shutdown,
 }
 
-/// Starts one worker per held region on the current arbiter; each ends
-/// after the node's shutdown signal, once its outcomes are recorded.
-pub fn start(deliverer: Deliverer) -> Vec<JoinHandle<()>> {
+/// Starts one worker per held shard (and per shard opened later) on the
+/// current arbiter; each ends after the node's shutdown signal, once its
+/// outcomes are recorded.
+pub fn start(deliverer: Deliverer) -> JoinHandle<()> {
     let deliverer = Arc::new(deliverer);
-    let held: Vec<(Region, Db)> = deliverer.storage.held().map(|(region, db)| (region, db.clone())).collect();
-    held.into_iter()
-        .map(|(region, shard)| {
-            let deliverer = deliverer.clone();
-            actix::spawn(async move { run(deliverer, region, shard).await })
-        })
-        .collect()
+    let (storage, shutdown) = (deliverer.storage.clone(), deliverer.shutdown.clone());
+    per_shard::spawn(storage, shutdown, move |at, shard| run(deliverer.clone(), at, shard))
 }
 
 /// Claims due messages while permits are free and delivers each in its own
 /// task; outcomes go to one recorder that writes them in batches, so a
 /// thousand deliveries cost a few commits, and a slow endpoint holds one
 /// permit, not the worker.
-async fn run(state: Arc<Deliverer>, region: Region, shard: Db) {
+async fn run(state: Arc<Deliverer>, at: Shard, shard: Db) {
     let poll = Duration::from_millis(state.settings.poll_interval_ms.max(10));
     let lease = Duration::from_secs(state.settings.lease_seconds);
     let permits = Arc::new(Semaphore::new(state.settings.concurrency.max(1)));
@@ -215,7 +211,7 @@ async fn run(state: Arc<Deliverer>, region: Region, shard: Db) {
             }
         };
         for message in claimed {
-            let tenant = match state.directory.serving(message.application_id, region, &state.storage).await {
+            let tenant = match state.directory.serving(message.application_id, at, &state.storage).await {
                 Serving::Here(tenant) => tenant,
                 Serving::Gone => {
                     finish_without_attempt(&shard, &message).await;

@@ -16,6 +16,10 @@ pub mod moves;
 pub mod predecessor;
 pub mod route_table;
 pub mod router;
+pub mod shard;
+pub mod shard_admin;
+
+pub use shard::{Shard, ShardName};
 
 use std::{
     collections::BTreeSet,

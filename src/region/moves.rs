@@ -32,7 +32,7 @@ use entity::region_move;
 use serde_json::json;
 use uuid::Uuid;
 
-use super::{router::Directory, Region};
+use super::{router::Directory, Region, Shard};
 use crate::{
     audit::{Actor, ActorKind},
     cache::bus::{Bus, Invalidation},
@@ -75,8 +75,8 @@ pub struct MovePolicy {
 /// A move in progress: the journal's row with its two regions parsed.
 struct Journaled {
     application_id: Uuid,
-    from: Region,
-    to: Region,
+    from: Shard,
+    to: Shard,
     step: Step,
     actor: Actor,
     started_at: DateTime<Utc>,
@@ -85,10 +85,11 @@ struct Journaled {
 impl Journaled {
     fn parse(row: &region_move::Model) -> ApiResult<Journaled> {
         let bad = || ApiError::internal(format!("region move of {} is journaled unreadably", row.application_id));
+        let (from, to) = move_journal::shards_of(row).ok_or_else(bad)?;
         Ok(Journaled {
             application_id: row.application_id,
-            from: Region::new(&row.from_region).map_err(|_| bad())?,
-            to: Region::new(&row.to_region).map_err(|_| bad())?,
+            from,
+            to,
             step: Step::parse(&row.step).ok_or_else(bad)?,
             actor: Actor {
                 kind: ActorKind::parse(&row.actor_kind).unwrap_or(ActorKind::System),
@@ -106,6 +107,17 @@ fn cancelled() -> ApiError {
 fn lease_lost() -> ApiError {
     ApiError::new(Code::RegionMigrationInProgress, "Another node took over the region move.")
         .with_retry_after(MOVE_RETRY_AFTER_SECONDS)
+}
+
+/// A move's audit row: `data` with its two regions (`from`, `to`) and the
+/// shards within them (`from_shard`, `to_shard`).
+fn audit_data(journaled: &Journaled, mut data: serde_json::Value) -> serde_json::Value {
+    let (from, to) = (journaled.from, journaled.to);
+    data["from"] = json!(from.region.as_str());
+    data["to"] = json!(to.region.as_str());
+    data["from_shard"] = json!(from.name.as_str());
+    data["to_shard"] = json!(to.name.as_str());
+    data
 }
 
 /// The answer of a move that was rolled back: the application is where it was.
@@ -134,32 +146,32 @@ const LEFTOVER_AFTER: chrono::Duration = chrono::Duration::seconds(60);
 ///   began, or an old region a clean did not reach. Its data stays in the
 ///   region it is pinned to.
 pub async fn settle_fenced_chains(storage: &Storage, directory: &Directory) {
-    for (region, db) in storage.held() {
+    for (shard, db) in storage.held() {
         let fenced = match crate::audit::fenced_applications(&db.conn).await {
             Ok(fenced) => fenced,
             Err(err) => {
-                tracing::warn!(%region, error = %err, "reading fenced audit chains failed");
+                tracing::warn!(%shard, error = %err, "reading fenced audit chains failed");
                 continue;
             }
         };
         for (id, since) in fenced {
-            let here = |r: Region| storage.same_database(r, region);
+            let here = |s: Shard| storage.same_database(s, shard);
             let settled = match directory.reload(id).await {
-                Ok(Some(t)) if t.moving_to.is_none() && here(t.region) => {
+                Ok(Some(t)) if t.moving_to.is_none() && here(t.shard()) => {
                     crate::audit::fence(&db.conn, id, None).await.map(|()| "a stale region-move fence was lifted")
                 }
                 Ok(found) if crate::clock::now() - since > LEFTOVER_AFTER => {
-                    if found.is_some_and(|t| here(t.region) || t.moving_to.is_some_and(here)) {
+                    if found.is_some_and(|t| here(t.shard()) || t.moving_to_shard().is_some_and(here)) {
                         continue;
                     }
-                    delete_application(db, id).await.map(|()| "an application's leftover rows were deleted")
+                    delete_application(&db, id).await.map(|()| "an application's leftover rows were deleted")
                 }
                 _ => continue,
             };
             match settled {
-                Ok(what) => tracing::warn!(application_id = %id, %region, "{what}"),
+                Ok(what) => tracing::warn!(application_id = %id, %shard, "{what}"),
                 Err(err) => {
-                    tracing::warn!(application_id = %id, %region, error = %err, "settling a fenced chain failed")
+                    tracing::warn!(application_id = %id, %shard, error = %err, "settling a fenced chain failed")
                 }
             }
         }
@@ -190,45 +202,57 @@ impl Mover {
         crate::clock::now() + chrono::Duration::from_std(self.policy.lease).unwrap_or(chrono::Duration::seconds(15))
     }
 
-    /// Moves the caller's application to `to` and answers once it is there
-    /// (the same region: nothing to do). An unfinished move of the
-    /// application is resumed here if its lease is free, else 503.
+    /// Moves the caller's application to region `to`, onto the shard there
+    /// that placement picks (its move's target while one is unfinished),
+    /// and answers once it is there (the same region: nothing to do). An
+    /// unfinished move of the application is resumed here if its lease is
+    /// free, else 503.
     pub async fn start(&self, scope: &TenantScope, to: Region) -> ApiResult<Region> {
         let tenant = scope.tenant();
         if tenant.region == to && tenant.moving_to.is_none() {
             return Ok(to);
         }
-        if !self.storage.holds(tenant.region) {
-            return Err(ApiError::unavailable(format!("Region `{}` is not held by this node.", tenant.region)));
+        let target = match tenant.moving_to_shard() {
+            Some(target) if target.region == to => target,
+            _ => crate::storage::shards::place(&self.storage, to).await?,
+        };
+        self.start_to(scope, target).await.map(|shard| shard.region)
+    }
+
+    /// Moves the caller's application to shard `to` (of its region or
+    /// another) and answers once it is there.
+    async fn start_to(&self, scope: &TenantScope, to: Shard) -> ApiResult<Shard> {
+        let tenant = scope.tenant();
+        let from = tenant.shard();
+        if !self.storage.holds(from.region) {
+            return Err(ApiError::unavailable(format!("Region `{}` is not held by this node.", from.region)));
         }
         self.database(to).await?;
-        if self.storage.share_a_database(tenant.region, to) {
+        if self.storage.share_a_database(from, to) {
             return Err(ApiError::unavailable(format!(
-                "Regions `{}` and `{to}` are configured with one database: there is nothing to move.",
-                tenant.region
+                "`{from}` and `{to}` are configured with one database: there is nothing to move."
             )));
         }
         if tenant.moving_to.is_none() {
-            self.copy_audit_ahead(tenant.id, tenant.region, to).await;
+            self.copy_audit_ahead(tenant.id, from, to).await;
         }
         let lease = (self.bus.node(), self.lease_until());
         let journaled =
-            match move_journal::begin(&self.storage.catalog, tenant.id, (tenant.region, to), scope.actor(), lease)
-                .await?
-            {
+            match move_journal::begin(&self.storage.catalog, tenant.id, (from, to), scope.actor(), lease).await? {
                 Begun::Started(row) => row,
                 Begun::Unfinished(running) => {
                     // Another move of it began meanwhile: what this one
                     // copied ahead must not stay where the application is
                     // not going (nor is: its rows there are its own).
-                    if ![running.from_region.as_str(), running.to_region.as_str()].contains(&to.as_str()) {
+                    let ends = move_journal::shards_of(&running);
+                    if !ends.is_some_and(|(from, target)| [from, target].contains(&to)) {
                         self.remove_audit_ahead(tenant.id, to).await;
                     }
                     return self.resume(tenant.id).await?.ok_or_else(in_progress);
                 }
                 Begun::NotInRegion => return Err(in_progress()),
             };
-        tracing::info!(application_id = %tenant.id, from = %tenant.region, %to, "region move started");
+        tracing::info!(application_id = %tenant.id, %from, %to, "region move started");
         crate::failpoint::hit("region_move.pending");
         self.run(Journaled::parse(&journaled)?).await
     }
@@ -237,7 +261,7 @@ impl Mover {
     /// serves, so that the copy under the fence (the 503 window) takes only
     /// those appended since. Best effort: that copy takes whatever this did
     /// not.
-    async fn copy_audit_ahead(&self, id: Uuid, from: Region, to: Region) {
+    async fn copy_audit_ahead(&self, id: Uuid, from: Shard, to: Shard) {
         let copied = async {
             let (source, target) = (self.database(from).await?, self.database(to).await?);
             let txn = target.begin_write().await?;
@@ -254,7 +278,7 @@ impl Mover {
 
     /// Removes what [`Self::copy_audit_ahead`] wrote to `to` for a move that
     /// did not begin.
-    async fn remove_audit_ahead(&self, id: Uuid, to: Region) {
+    async fn remove_audit_ahead(&self, id: Uuid, to: Shard) {
         let removed = async { Ok::<_, ApiError>(delete_application(&self.database(to).await?, id).await?) };
         if let Err(err) = removed.await {
             tracing::warn!(application_id = %id, %to, error = %err.message, "removing audit rows copied ahead failed");
@@ -263,11 +287,11 @@ impl Mover {
 
     /// Runs the application's unfinished move from its journaled step if
     /// this node can take its lease; `None`: another node runs it.
-    pub async fn resume(&self, application_id: Uuid) -> ApiResult<Option<Region>> {
+    pub async fn resume(&self, application_id: Uuid) -> ApiResult<Option<Shard>> {
         let Some(row) = move_journal::find(&self.storage.catalog, application_id).await? else {
             return Ok(None);
         };
-        if !self.storage.holds(Journaled::parse(&row)?.from) {
+        if !self.storage.holds(Journaled::parse(&row)?.from.region) {
             return Ok(None); // a node of the old region runs it
         }
         let (catalog, owner, until) = (&self.storage.catalog, self.bus.node(), self.lease_until());
@@ -280,14 +304,14 @@ impl Mover {
         self.run(Journaled::parse(&row)?).await.map(Some)
     }
 
-    async fn run(&self, mut journaled: Journaled) -> ApiResult<Region> {
+    async fn run(&self, mut journaled: Journaled) -> ApiResult<Shard> {
         let renewal = self.renew_lease_while_running(journaled.application_id);
         let finished = self.steps(&mut journaled).await;
         renewal.abort();
         finished
     }
 
-    async fn steps(&self, journaled: &mut Journaled) -> ApiResult<Region> {
+    async fn steps(&self, journaled: &mut Journaled) -> ApiResult<Shard> {
         let id = journaled.application_id;
         loop {
             let next = match journaled.step {
@@ -319,7 +343,7 @@ impl Mover {
                     let txn = source.begin_write().await?;
                     let deleted = tenant_tables::delete_all(&*txn, id).await?;
                     txn.commit().await?;
-                    tracing::info!(application_id = %id, deleted, region = %journaled.from, "old region cleaned");
+                    tracing::info!(application_id = %id, deleted, shard = %journaled.from, "old shard cleaned");
                     self.advance(id, (Step::Switched, Step::Cleaned), None).await?
                 }
                 Step::Cleaned => return Ok(journaled.to),
@@ -369,13 +393,13 @@ impl Mover {
         crate::audit::fence(read.conn(), journaled.application_id, Some(crate::clock::now())).await?;
         let to = journaled.to;
         let mut write = TenantScope::new(tenant, target, journaled.actor.clone()).begin().await.map_err(|err| {
-            tracing::warn!(error = %crate::error::cause_chain(&err), region = %to, "the new region's database refused the copy");
-            ApiError::unavailable(format!("Region `{to}`'s database did not accept a connection."))
+            tracing::warn!(error = %crate::error::cause_chain(&err), shard = %to, "the new shard's database refused the copy");
+            ApiError::unavailable(format!("`{to}`'s database did not accept a connection."))
         })?;
         let copied =
             tenant_tables::copy_all_onto_audit_prefix(read.conn(), write.conn(), journaled.application_id).await?;
         crate::audit::fence(write.conn(), journaled.application_id, None).await?;
-        let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "rows": copied});
+        let data = audit_data(journaled, json!({"rows": copied}));
         write.audit(EventType::ApplicationRegionChanged, Some(journaled.application_id), data).await?;
         write.commit().await?;
         read.commit().await?;
@@ -466,7 +490,7 @@ impl Mover {
         let mut txn = scope.begin().await?;
         // A move cancelled after its copy had fenced the old region.
         crate::audit::fence(txn.conn(), journaled.application_id, None).await?;
-        let data = json!({"from": journaled.from.as_str(), "to": journaled.to.as_str(), "reason": why.message});
+        let data = audit_data(journaled, json!({"reason": why.message}));
         txn.audit(EventType::ApplicationRegionMoveRolledBack, Some(journaled.application_id), data).await?;
         txn.commit().await?;
         Ok(())
@@ -490,10 +514,11 @@ impl Mover {
         }
     }
 
-    async fn database(&self, region: Region) -> ApiResult<Db> {
-        self.storage.database(region).await?.ok_or_else(|| {
+    async fn database(&self, shard: Shard) -> ApiResult<Db> {
+        self.storage.database(shard).await?.ok_or_else(|| {
+            let region = shard.region;
             ApiError::unavailable(format!(
-                "Region `{region}`'s database is not configured on this node (`regions.{region}.database_url`)."
+                "`{shard}`'s database is not configured on this node (`regions.{region}.database_url`, or `gatehouse shards add`)."
             ))
         })
     }

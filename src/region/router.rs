@@ -30,7 +30,7 @@ use crate::{
     region::{
         membership::{Membership, HEARTBEAT},
         route_table::RouteTable,
-        Region,
+        Shard,
     },
     storage::{catalog, Db, Storage},
 };
@@ -244,12 +244,12 @@ impl Directory {
         self.entries.get_with(id, load).await.map_err(|err| (*err).clone())
     }
 
-    /// Whether a background worker of `region`'s database may act on the
+    /// Whether a background worker of `shard`'s database may act on the
     /// application's queued rows now: not while it moves (its rows are
     /// being copied), nor once another database serves it.
-    pub async fn serving(&self, id: Uuid, region: Region, storage: &Storage) -> Serving {
+    pub async fn serving(&self, id: Uuid, shard: Shard, storage: &Storage) -> Serving {
         match self.resolve(id).await {
-            Ok(Some(tenant)) if tenant.moving_to.is_none() && storage.same_database(tenant.region, region) => {
+            Ok(Some(tenant)) if tenant.moving_to.is_none() && storage.same_database(tenant.shard(), shard) => {
                 Serving::Here(tenant)
             }
             Ok(Some(tenant)) if tenant.moving_to.is_none() => Serving::Elsewhere,

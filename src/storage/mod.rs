@@ -2,7 +2,12 @@
 //! SQLite and PostgreSQL go through the same code; the one difference is that
 //! SQLite allows a single writer, so write transactions on a SQLite file take
 //! an in-process lock first instead of failing with `database is locked`.
-use std::{collections::HashMap, ops::Deref, sync::Arc, time::Duration};
+use std::{
+    collections::{BTreeMap, HashMap},
+    ops::Deref,
+    sync::{Arc, RwLock},
+    time::Duration,
+};
 
 use std::future::Future;
 
@@ -13,15 +18,21 @@ use sea_orm::{
 };
 use tokio::sync::{Mutex, OwnedMutexGuard};
 
-use crate::{config::Settings, region::Region};
+use crate::{
+    config::Settings,
+    crypto::master_key::MasterKey,
+    region::{Region, Shard},
+};
 
 pub mod catalog;
 pub mod delivery_queue;
 mod limits;
 pub mod move_journal;
 mod page;
+pub mod per_shard;
 pub mod pools;
 mod revocation;
+pub mod shards;
 mod tenant;
 mod tenant_rows;
 pub mod tenant_tables;
@@ -292,21 +303,32 @@ async fn migrate_one<M: MigratorTrait>(db: &Db) -> Result<(), DbErr> {
     Ok(())
 }
 
-/// The catalog and the regional databases of the regions this node holds.
+/// The catalog and the databases of the regions this node holds: every
+/// shard of each (`region::shard`).
 pub struct Storage {
     pub catalog: Db,
     /// The regions this node holds, in the deployment's order.
     held: Vec<Region>,
-    shards: HashMap<Region, Db>,
-    /// Every reachable region's database URL: the held ones, and the
-    /// others with a configured `database_url` (a default would name a
-    /// file of this node, not the region's database), which a region move
-    /// may write into.
-    urls: HashMap<Region, String>,
-    /// The databases of regions not held, opened on first use by a move.
-    opened_elsewhere: Mutex<HashMap<Region, Db>>,
-    /// Each database URL's pool size (`pools`).
-    pool_sizes: std::collections::BTreeMap<String, u32>,
+    /// The held regions' shards, open: each region's first from the start,
+    /// the ones added since as [`Storage::refresh_shards`] finds them.
+    open: RwLock<BTreeMap<Shard, Db>>,
+    /// Every shard this node can reach, with its database URL: each held
+    /// region's first, the first of every other region with a configured
+    /// `database_url` (a default would name a file of this node, not the
+    /// region's database), and every added shard in the catalog.
+    urls: RwLock<BTreeMap<Shard, String>>,
+    /// When each added shard was added: placement waits until every node
+    /// has had time to open it ([`shards::PLACED_AFTER`]).
+    added_at: RwLock<BTreeMap<Shard, chrono::DateTime<chrono::Utc>>>,
+    /// The databases of shards of regions not held, opened on first use by a move.
+    opened_elsewhere: Mutex<HashMap<Shard, Db>>,
+    /// Each database URL's pool size (`pools`), and what sizes the next.
+    pool_sizes: RwLock<BTreeMap<String, u32>>,
+    pool_inputs: (Option<u32>, u32, Option<u32>),
+    /// Seals the added shards' database URLs in the catalog.
+    master_key: MasterKey,
+    /// Counts the shards opened: the per-shard workers start on new ones.
+    opened: tokio::sync::watch::Sender<usize>,
 }
 
 impl Storage {
@@ -316,15 +338,18 @@ impl Storage {
         if let Some(max) = settings.storage.max_connections.filter(|max| *max < pools::MIN_POOL) {
             return Err(DbErr::Custom(format!("storage.max_connections is {max}: it must be at least 2")));
         }
+        let master_key =
+            MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)
+                .map_err(|err| DbErr::Custom(format!("the master key: {err}")))?;
         let held = settings.node.regions.clone();
-        let urls: HashMap<Region, String> = settings
+        let urls: BTreeMap<Shard, String> = settings
             .deployment
             .regions
             .iter()
             .copied()
             .filter_map(|r| match held.contains(&r) {
-                true => Some((r, settings.region_url(r))),
-                false => settings.configured_region_url(r).map(|url| (r, url.to_string())),
+                true => Some((Shard::first_of(r), settings.region_url(r))),
+                false => settings.configured_region_url(r).map(|url| (Shard::first_of(r), url.to_string())),
             })
             .collect();
         // One pool per database handle this node may open (the catalog, each
@@ -332,81 +357,187 @@ impl Storage {
         // share a URL: each is a pool of its own.
         let mut every_pool: Vec<String> = urls.values().cloned().collect();
         every_pool.push(settings.catalog_url());
-        let (configured, nodes) = (settings.storage.max_connections, settings.deployment.nodes);
-        let pool_sizes = pools::sizes(&every_pool, configured, nodes, settings.storage.server_connections)
-            .await
-            .map_err(DbErr::Custom)?;
+        let pool_inputs =
+            (settings.storage.max_connections, settings.deployment.nodes, settings.storage.server_connections);
+        let pool_sizes =
+            pools::sizes(&every_pool, pool_inputs.0, pool_inputs.1, pool_inputs.2).await.map_err(DbErr::Custom)?;
         let size_of = |url: &str| pool_sizes.get(url).copied().unwrap_or(pools::DEFAULT_POOL);
         let catalog_url = settings.catalog_url();
         let catalog = Db::connect(&catalog_url, "catalog", size_of(&catalog_url)).await?;
-        let mut shards = HashMap::new();
+        let mut open = BTreeMap::new();
         for region in &held {
             let url = settings.region_url(*region);
-            shards.insert(*region, Db::connect(&url, region.as_str(), size_of(&url)).await?);
+            open.insert(Shard::first_of(*region), Db::connect(&url, region.as_str(), size_of(&url)).await?);
         }
-        Ok(Storage { catalog, held, shards, urls, opened_elsewhere: Mutex::default(), pool_sizes })
+        Ok(Storage {
+            catalog,
+            held,
+            open: RwLock::new(open),
+            urls: RwLock::new(urls),
+            added_at: RwLock::default(),
+            opened_elsewhere: Mutex::default(),
+            pool_sizes: RwLock::new(pool_sizes),
+            pool_inputs,
+            master_key,
+            opened: tokio::sync::watch::Sender::new(0),
+        })
     }
 
     /// Applies what is pending and says so in one line per database
     /// (sea-orm's own per-migration lines are at `debug`).
     pub async fn migrate(&self) -> Result<(), DbErr> {
         migrate_one::<migration::CatalogMigrator>(&self.catalog).await?;
-        for shard in self.shards.values() {
-            migrate_one::<migration::RegionMigrator>(shard).await?;
+        for (_, shard) in self.held() {
+            migrate_one::<migration::RegionMigrator>(&shard).await?;
         }
         Ok(())
     }
 
-    pub fn shard(&self, region: Region) -> Option<&Db> {
-        self.shards.get(&region)
+    /// The open database of a shard of a held region.
+    pub fn shard(&self, shard: Shard) -> Option<Db> {
+        read(&self.open).get(&shard).cloned()
     }
 
-    /// A region's database for a region move: the shard this node holds,
-    /// else the configured one, connected (and migrated) on first use.
+    /// A shard's database for a move: the open one of a held region, else
+    /// the one its URL names, connected (and migrated) on first use.
     /// `None`: this node has no way to reach it.
-    pub async fn database(&self, region: Region) -> Result<Option<Db>, DbErr> {
-        if let Some(shard) = self.shards.get(&region) {
-            return Ok(Some(shard.clone()));
+    pub async fn database(&self, shard: Shard) -> Result<Option<Db>, DbErr> {
+        if let Some(db) = self.shard(shard) {
+            return Ok(Some(db));
         }
-        let Some(url) = self.urls.get(&region) else {
+        let Some(url) = read(&self.urls).get(&shard).cloned() else {
             return Ok(None);
         };
         let mut opened = self.opened_elsewhere.lock().await;
-        if let Some(db) = opened.get(&region) {
+        if let Some(db) = opened.get(&shard) {
             return Ok(Some(db.clone()));
         }
-        let size = self.pool_sizes.get(url.as_str()).copied().unwrap_or(pools::DEFAULT_POOL);
-        let db = Db::connect(url, region.as_str(), size).await?;
+        let db = Db::connect(&url, shard.name.as_str(), self.pool_size(&url).await?).await?;
         migrate_one::<migration::RegionMigrator>(&db).await?;
-        opened.insert(region, db.clone());
+        opened.insert(shard, db.clone());
         Ok(Some(db))
     }
 
-    /// Whether two regions are configured with one database (a move
-    /// between them would copy rows onto themselves, then delete them).
-    pub fn share_a_database(&self, a: Region, b: Region) -> bool {
-        self.urls.get(&a).is_some_and(|url| self.urls.get(&b) == Some(url))
+    /// Whether two shards are configured with one database (a move between
+    /// them would copy rows onto themselves, then delete them).
+    pub fn share_a_database(&self, a: Shard, b: Shard) -> bool {
+        let urls = read(&self.urls);
+        urls.get(&a).is_some_and(|url| urls.get(&b) == Some(url))
     }
 
-    /// Whether two regions' rows are in one database (one region, or two
+    /// Whether two shards' rows are in one database (one shard, or two
     /// configured with one URL).
-    pub fn same_database(&self, a: Region, b: Region) -> bool {
+    pub fn same_database(&self, a: Shard, b: Shard) -> bool {
         a == b || self.share_a_database(a, b)
     }
 
     pub fn holds(&self, region: Region) -> bool {
-        self.shards.contains_key(&region)
+        self.held.contains(&region)
     }
 
-    /// The regions this node holds with their databases, in the deployment's order.
-    pub fn held(&self) -> impl Iterator<Item = (Region, &Db)> {
-        self.held.iter().map(|r| (*r, &self.shards[r]))
+    /// Every open shard of the held regions, in the deployment's order of
+    /// regions, each region's first shard first.
+    pub fn held(&self) -> Vec<(Shard, Db)> {
+        let mut held: Vec<(Shard, Db)> = read(&self.open).iter().map(|(s, db)| (*s, db.clone())).collect();
+        let rank = |s: &Shard| (self.held.iter().position(|r| *r == s.region), s.stored_name());
+        held.sort_by_key(|(s, _)| rank(s));
+        held
     }
 
-    /// Every database this node holds, the catalog first.
-    pub fn all(&self) -> impl Iterator<Item = &Db> {
-        std::iter::once(&self.catalog).chain(self.held().map(|(_, db)| db))
+    /// Every database this node holds open, the catalog first.
+    pub fn all(&self) -> Vec<Db> {
+        std::iter::once(self.catalog.clone()).chain(self.held().into_iter().map(|(_, db)| db)).collect()
     }
+
+    /// The shards of `region` new applications may be placed on: its first,
+    /// and every added one old enough that each node has opened it.
+    pub fn placeable(&self, region: Region) -> Vec<Shard> {
+        let added_at = read(&self.added_at);
+        let settled = |s: &Shard| added_at.get(s).is_none_or(|at| crate::clock::now() - *at >= shards::PLACED_AFTER);
+        read(&self.urls).keys().filter(|s| s.region == region && settled(s)).copied().collect()
+    }
+
+    /// Whether `shard` is one this node knows of (configured or added).
+    pub fn knows(&self, shard: Shard) -> bool {
+        read(&self.urls).contains_key(&shard)
+    }
+
+    /// Tells when shards open, for workers that run one task per shard.
+    pub fn watch_opened(&self) -> tokio::sync::watch::Receiver<usize> {
+        self.opened.subscribe()
+    }
+
+    /// Reads the shards added in the catalog; opens (and migrates) those of
+    /// held regions not yet open, and notes the others' URLs. Returns the
+    /// ones opened now. A shard that cannot be opened is reported and
+    /// tried again at the next refresh.
+    pub async fn refresh_shards(&self) -> Result<Vec<Shard>, DbErr> {
+        let mut opened = Vec::new();
+        for added in shards::added(&self.catalog, &self.master_key).await? {
+            let shard = added.shard;
+            write(&self.added_at).insert(shard, added.created_at);
+            let known = read(&self.urls).get(&shard).cloned();
+            if known.as_deref() != Some(added.url.as_str()) {
+                write(&self.urls).insert(shard, added.url.clone());
+            }
+            if !self.holds(shard.region) || read(&self.open).contains_key(&shard) {
+                continue;
+            }
+            let connected = async {
+                let db = Db::connect(&added.url, shard.name.as_str(), self.pool_size(&added.url).await?).await?;
+                migrate_one::<migration::RegionMigrator>(&db).await?;
+                Ok::<_, DbErr>(db)
+            };
+            match connected.await {
+                Ok(db) => {
+                    write(&self.open).insert(shard, db);
+                    tracing::info!(%shard, "shard opened");
+                    opened.push(shard);
+                }
+                Err(err) => tracing::warn!(%shard, error = %err, "opening an added shard failed; tried again shortly"),
+            }
+        }
+        if !opened.is_empty() {
+            self.opened.send_modify(|count| *count += opened.len());
+        }
+        Ok(opened)
+    }
+
+    /// The pool size of a database opened after start: its share of its
+    /// server with every pool this node holds counted.
+    async fn pool_size(&self, url: &str) -> Result<u32, DbErr> {
+        if let Some(size) = read(&self.pool_sizes).get(url) {
+            return Ok(*size);
+        }
+        let mut every_pool: Vec<String> = read(&self.pool_sizes).keys().cloned().collect();
+        every_pool.push(url.to_string());
+        let (configured, nodes, server) = self.pool_inputs;
+        let sizes = pools::sizes(&every_pool, configured, nodes, server).await.map_err(DbErr::Custom)?;
+        let size = sizes.get(url).copied().unwrap_or(pools::DEFAULT_POOL);
+        write(&self.pool_sizes).insert(url.to_string(), size);
+        Ok(size)
+    }
+
+    /// Connects to a shard's database before it is added, and migrates it.
+    pub async fn prepare_shard(&self, url: &str, name: crate::region::ShardName) -> Result<(), DbErr> {
+        let db = Db::connect(url, name.as_str(), pools::MIN_POOL).await?;
+        migrate_one::<migration::RegionMigrator>(&db).await?;
+        db.conn.close().await
+    }
+
+    pub fn master_key(&self) -> &MasterKey {
+        &self.master_key
+    }
+}
+
+/// A lock whose holder panicked still guards consistent maps (each
+/// write is one insert).
+fn read<T>(lock: &RwLock<T>) -> std::sync::RwLockReadGuard<'_, T> {
+    lock.read().unwrap_or_else(|e| e.into_inner())
+}
+
+fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
+    lock.write().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

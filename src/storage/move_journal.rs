@@ -12,7 +12,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, Condition, DbErr, EntityTrait, IntoA
 use uuid::Uuid;
 
 use super::Db;
-use crate::{audit::Actor, region::Region};
+use crate::{audit::Actor, region::Shard};
 
 /// How far a move got. Each step's work is redone whole if the process
 /// dies before the next step is recorded, so every step is idempotent.
@@ -66,12 +66,24 @@ pub async fn find(catalog: &Db, application_id: Uuid) -> Result<Option<region_mo
     region_move::Entity::find_by_id(application_id).one(&catalog.conn).await
 }
 
-/// Journals a move from `from` to `to` and marks the application as moving,
-/// in one catalog transaction, with this node's lease.
+/// The application's rows on `shard` (stored without a name when it is its
+/// region's first).
+fn on_shard(shard: Shard) -> Condition {
+    let named = match shard.stored_name() {
+        Some(name) => application::Column::Shard.eq(name),
+        None => application::Column::Shard.is_null(),
+    };
+    Condition::all().add(application::Column::Region.eq(shard.region.as_str())).add(named)
+}
+
+/// Journals a move from `from` to `to` (shards of one region or of two) and
+/// marks the application as moving, in one catalog transaction, with
+/// `lease` (an operator's command journals with one already expired: a
+/// node of the old region takes it).
 pub async fn begin(
     catalog: &Db,
     application_id: Uuid,
-    (from, to): (Region, Region),
+    (from, to): (Shard, Shard),
     actor: &Actor,
     lease: (Uuid, DateTime<Utc>),
 ) -> Result<Begun, DbErr> {
@@ -81,9 +93,10 @@ pub async fn begin(
         return Ok(Begun::Unfinished(unfinished));
     }
     let marked = application::Entity::update_many()
-        .col_expr(application::Column::MovingTo, Expr::value(to.as_str()))
+        .col_expr(application::Column::MovingTo, Expr::value(to.region.as_str()))
+        .col_expr(application::Column::MovingToShard, Expr::value(to.stored_name()))
         .filter(application::Column::Id.eq(application_id))
-        .filter(application::Column::Region.eq(from.as_str()))
+        .filter(on_shard(from))
         .filter(application::Column::MovingTo.is_null())
         .exec(&*txn)
         .await?;
@@ -93,8 +106,10 @@ pub async fn begin(
     let now = crate::clock::now();
     let row = region_move::Model {
         application_id,
-        from_region: from.as_str().to_string(),
-        to_region: to.as_str().to_string(),
+        from_region: from.region.as_str().to_string(),
+        to_region: to.region.as_str().to_string(),
+        from_shard: from.stored_name(),
+        to_shard: to.stored_name(),
         step: Step::Pending.as_str().to_string(),
         lease_owner: Some(lease.0),
         lease_expires_at: Some(lease.1),
@@ -112,6 +127,15 @@ pub async fn begin(
     region_move::Entity::insert(row.clone().into_active_model()).exec_without_returning(&*txn).await?;
     txn.commit().await?;
     Ok(Begun::Started(row))
+}
+
+/// The shards a journaled move goes from and to; `None` for a row naming a
+/// region or shard that is not a name (edited by hand).
+pub fn shards_of(row: &region_move::Model) -> Option<(Shard, Shard)> {
+    let shard = |region: &str, name: &Option<String>| {
+        crate::region::Region::new(region).ok().and_then(|r| Shard::stored(r, name.as_deref()).ok())
+    };
+    Some((shard(&row.from_region, &row.from_shard)?, shard(&row.to_region, &row.to_shard)?))
 }
 
 /// Takes (or renews) the lease of an unfinished move: free, expired, or
@@ -194,10 +218,12 @@ pub async fn advance(
     }
     if to == Step::Switched {
         let journaled = region_move::Entity::find_by_id(application_id).one(&*txn).await?;
-        let target = journaled.map(|m| m.to_region).unwrap_or_default();
+        let (region, shard) = journaled.map(|m| (m.to_region, m.to_shard)).unwrap_or_default();
         application::Entity::update_many()
-            .col_expr(application::Column::Region, Expr::value(target))
+            .col_expr(application::Column::Region, Expr::value(region))
+            .col_expr(application::Column::Shard, Expr::value(shard))
             .col_expr(application::Column::MovingTo, Expr::value(Option::<String>::None))
+            .col_expr(application::Column::MovingToShard, Expr::value(Option::<String>::None))
             .col_expr(application::Column::UpdatedAt, Expr::value(now))
             .filter(application::Column::Id.eq(application_id))
             .exec(&*txn)
@@ -291,6 +317,7 @@ pub async fn roll_back(catalog: &Db, application_id: Uuid, owner: Uuid) -> Resul
     }
     application::Entity::update_many()
         .col_expr(application::Column::MovingTo, Expr::value(Option::<String>::None))
+        .col_expr(application::Column::MovingToShard, Expr::value(Option::<String>::None))
         .col_expr(application::Column::UpdatedAt, Expr::value(now))
         .filter(application::Column::Id.eq(application_id))
         .exec(&*txn)

@@ -97,7 +97,7 @@ impl TenantActor {
         let settings = deps.directory.resolve(id).await?.ok_or_else(|| ApiError::not_found("Application", id))?;
         let shard = deps
             .storage
-            .shard(settings.region)
+            .shard(settings.shard())
             .ok_or_else(|| ApiError::unavailable("The application's region is not held here."))?;
         let scope = TenantScope::new(settings.clone(), shard.clone(), AuditActor::system());
         let keys = deps.keys.load(&scope).await?;

@@ -10,7 +10,7 @@ use super::{
 };
 use crate::{
     error::ApiResult,
-    region::{moves::Mover, Region},
+    region::{moves::Mover, Region, Shard},
 };
 
 impl Handler<Load> for TenantActor {
@@ -61,7 +61,7 @@ impl Handler<MoveRegion> for TenantActor {
 }
 
 impl Handler<ResumeMove> for TenantActor {
-    type Result = AtomicResponse<Self, ApiResult<Option<Region>>>;
+    type Result = AtomicResponse<Self, ApiResult<Option<Shard>>>;
 
     fn handle(&mut self, _: ResumeMove, _: &mut Context<Self>) -> Self::Result {
         let (mover, id) = (self.mover(), self.id);

@@ -6,7 +6,11 @@ use std::sync::Arc;
 use actix::Message;
 
 use super::state::TenantState;
-use crate::{error::ApiResult, region::Region, storage::TenantScope};
+use crate::{
+    error::ApiResult,
+    region::{Region, Shard},
+    storage::TenantScope,
+};
 
 /// Loads the state (when it is missing or stale).
 #[derive(Message)]
@@ -35,5 +39,5 @@ pub struct MoveRegion {
 /// Resumes the application's unfinished region move, if no node runs it;
 /// answers where it ended (`None`: another node has it).
 #[derive(Message)]
-#[rtype(result = "ApiResult<Option<Region>>")]
+#[rtype(result = "ApiResult<Option<Shard>>")]
 pub struct ResumeMove;

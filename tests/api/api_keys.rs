@@ -5,7 +5,7 @@ use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::json;
 
-use crate::helpers::{region, spawn_app, Caller};
+use crate::helpers::{first_shard, spawn_app, Caller};
 
 #[actix_web::test]
 async fn a_created_key_is_shown_once_stored_hashed_and_works() {
@@ -27,7 +27,7 @@ async fn a_created_key_is_shown_once_stored_hashed_and_works() {
     let listed = app.get("/v1/api-keys").await;
     assert!(!listed.body.to_string().contains(&secret));
 
-    let shard = app.state.storage.shard(region("us")).unwrap();
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
     let row = api_key::Entity::find_by_id(id.parse::<uuid::Uuid>().unwrap()).one(&shard.conn).await.unwrap().unwrap();
     assert_eq!(row.secret_hash, gatehouse::crypto::sha256(&secret));
     assert!(!format!("{row:?}").contains(&secret[12..]));
@@ -84,7 +84,7 @@ async fn an_expired_key_is_refused() {
     let app = spawn_app().await;
     let created = app.post("/v1/api-keys", &json!({"name": "short", "expires_in_days": 1})).await;
     let id: uuid::Uuid = created.data()["id"].as_str().unwrap().parse().unwrap();
-    let shard = app.state.storage.shard(region("us")).unwrap();
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
     api_key::Entity::update_many()
         .col_expr(api_key::Column::ExpiresAt, Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)))
         .filter(api_key::Column::Id.eq(id))
@@ -151,7 +151,7 @@ async fn twenty_concurrent_creators_of_one_name_get_one_success_and_nineteen_409
     );
     assert!(replies.iter().filter(|r| r.status == 409).all(|r| r.error_code() == "conflict"));
     let verified = gatehouse::audit::query::verify(
-        &app.state.storage.shard(region("us")).unwrap().conn,
+        &app.state.storage.shard(first_shard("us")).unwrap().conn,
         app.caller.application_id.parse().unwrap(),
     )
     .await

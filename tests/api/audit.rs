@@ -5,7 +5,7 @@ use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, PaginatorTrait, QueryFi
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 
-use crate::helpers::{region, spawn_app};
+use crate::helpers::{first_shard, spawn_app};
 
 /// The chain hash, computed here from the contract's words.
 fn expected_hash(row: &Value) -> String {
@@ -112,7 +112,7 @@ async fn concurrent_writers_never_fork_the_chain_and_a_tampered_row_is_named() {
     let bodies: Vec<Value> = (0..20).map(|i| json!({"name": format!("c{i}")})).collect();
     let writes = bodies.iter().map(|body| app.post("/v1/api-keys", body));
     assert!(futures_util::future::join_all(writes).await.iter().all(|r| r.status == 201));
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
     assert_eq!(gatehouse::audit::query::verify(shard, application_id).await.unwrap(), Ok(22));
 
@@ -140,7 +140,7 @@ async fn transactions_appending_twice_at_once_keep_one_chain_and_fan_out_every_r
     let sign_ins = (0..6).map(|_| public_post(&app, &app.caller, "/v1/auth/sign-in", &body));
     assert!(futures_util::future::join_all(sign_ins).await.iter().all(|r| r.status == 200));
 
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
     let rows = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap();
     // Every row from the endpoint's own `webhook.created` (after the
@@ -184,7 +184,7 @@ async fn a_transaction_appending_hundreds_of_rows_keeps_them_all_in_one_chain() 
     txn.audit_many((200..600).map(entry).collect()).await.unwrap();
     txn.commit().await.unwrap();
 
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let rows = gatehouse::audit::query::verify(shard, application_id).await.unwrap().unwrap();
     let appended = audit_event::Entity::find()
         .filter(audit_event::Column::ApplicationId.eq(application_id))
@@ -207,7 +207,7 @@ async fn a_deleted_row_or_a_cut_tail_is_detected() {
     for i in 0..3 {
         app.post("/v1/api-keys", &json!({"name": format!("k{i}")})).await;
     }
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
     audit_event::Entity::delete_many()
         .filter(audit_event::Column::ApplicationId.eq(application_id))

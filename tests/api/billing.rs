@@ -10,7 +10,9 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::helpers::{region, spawn_app, us_node_with_eu_peer, Caller, Reply, TestApp, TwoRegions, PROCESSOR_SECRET};
+use crate::helpers::{
+    first_shard, spawn_app, us_node_with_eu_peer, Caller, Reply, TestApp, TwoRegions, PROCESSOR_SECRET,
+};
 
 fn now() -> i64 {
     chrono::Utc::now().timestamp()
@@ -115,7 +117,7 @@ async fn a_payment_method_is_answered_as_a_summary_and_its_token_is_sealed_to_th
     assert_eq!(*set.data(), expected);
     assert_eq!(*app.get("/v1/billing/payment-method").await.data(), expected);
     assert!(!set.body.to_string().contains("pm_secret_token_one"));
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let id: Uuid = app.caller.application_id.parse().unwrap();
     let row = billing_profile::Entity::find_by_id(id).one(shard).await.unwrap().unwrap();
     let raw = String::from_utf8_lossy(&row.payment_token_sealed).to_string();
@@ -154,7 +156,7 @@ async fn replacing_a_payment_method_keeps_no_old_token() {
     assert_eq!(replaced.status, 200);
     assert_eq!(replaced.data()["payment_brand"], "mastercard");
     assert_eq!(replaced.data()["billing_email"], Value::Null);
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let rows = billing_profile::Entity::find().all(shard).await.unwrap();
     assert_eq!(rows.len(), 1, "one row per application");
     let id: Uuid = app.caller.application_id.parse().unwrap();
@@ -521,7 +523,7 @@ async fn after_an_event_a_second_node_reads_the_new_status() {
     actix_web::rt::spawn(cold.run_until_stopped());
     // Warm the secret key and the directory first; then close the databases.
     assert_eq!(a.send_at(&c, &a.caller, Method::GET, "/v1/api-keys", None).await.status, 200);
-    c_state.storage.shard(region("us")).unwrap().conn.clone().close().await.unwrap();
+    c_state.storage.shard(first_shard("us")).unwrap().conn.clone().close().await.unwrap();
     c_state.storage.catalog.conn.clone().close().await.unwrap();
     let reply = a.send_at(&c, &a.caller, Method::GET, "/v1/billing/connect/status", None).await;
     assert_eq!((reply.status, reply.data()["onboarded"].clone()), (200, json!(true)), "{:?}", reply.body);

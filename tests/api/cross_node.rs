@@ -9,7 +9,7 @@ use gatehouse::{startup::Application, state::AppState};
 use reqwest::Method;
 use serde_json::{json, Value};
 
-use crate::helpers::{region, spawn_app, TestApp};
+use crate::helpers::{first_shard, spawn_app, TestApp};
 
 fn with_redis() -> bool {
     let set = std::env::var("GATEHOUSE_TEST_REDIS_URL").is_ok();
@@ -142,7 +142,7 @@ async fn a_cold_node_routes_and_serves_the_jwks_from_redis_without_its_databases
     let (b, b_state) = second_node(&a).await;
     // B reaches neither the catalog (the directory) nor its regional
     // database (the keys): only Redis can answer.
-    b_state.storage.shard(region("us")).unwrap().conn.clone().close().await.unwrap();
+    b_state.storage.shard(first_shard("us")).unwrap().conn.clone().close().await.unwrap();
     b_state.storage.catalog.conn.clone().close().await.unwrap();
     assert!(jwks_kids(&a.client, &b, &id).await.contains(&kid));
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::{
     end_users::{public_post, sign_up, PASSWORD},
-    helpers::{region, spawn_app, Reply, TestApp},
+    helpers::{first_shard, spawn_app, Reply, TestApp},
 };
 
 async fn codes_sent_to(app: &TestApp, to: &str) -> Vec<String> {
@@ -79,7 +79,7 @@ async fn the_code_sent_at_sign_up_verifies_the_email_once_and_tokens_say_so() {
 
 /// Lets a new code go out now (the throttle allows one a minute).
 async fn age_codes(app: &TestApp) {
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     for row in entity::email_verification::Entity::find().all(shard).await.unwrap() {
         let mut aged = row.into_active_model();
         aged.created_at = Set(gatehouse::clock::now() - chrono::Duration::seconds(61));

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 use uuid::Uuid;
 
-use crate::helpers::{region, spawn_app, spawn_with, Caller, Reply, TestApp};
+use crate::helpers::{first_shard, spawn_app, spawn_with, Caller, Reply, TestApp};
 
 pub const PASSWORD: &str = "correct horse battery";
 
@@ -773,7 +773,7 @@ async fn many_sessions_refreshing_at_once_are_group_committed_and_the_chain_stil
             slot.1 = reply.data()["refresh_token"].as_str().unwrap().to_string();
         }
     }
-    let shard = app.state.storage.shard(region("us")).unwrap();
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
     for caller in [&app.caller, &other] {
         let id: Uuid = caller.application_id.parse().unwrap();
         let rows = gatehouse::audit::query::verify(&shard.conn, id).await.unwrap().expect("the chain verifies");
@@ -794,7 +794,7 @@ async fn rotations_at_the_same_moment_all_succeed_and_schedule_one_key() {
     let kids: std::collections::HashSet<_> = rotations.iter().map(|r| r.data()["kid"].clone()).collect();
     assert_eq!(kids.len(), 1, "one scheduled rotation, answered to all four");
     let id: Uuid = app.caller.application_id.parse().unwrap();
-    let shard = app.state.storage.shard(region("us")).unwrap();
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
     let current = entity::signing_key::Entity::find()
         .filter(entity::signing_key::Column::ApplicationId.eq(id))
         .filter(entity::signing_key::Column::RetiredAt.is_null())

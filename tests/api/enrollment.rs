@@ -5,7 +5,7 @@ use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, QueryFilter};
 use serde_json::{json, Value};
 
-use crate::helpers::{region, spawn_app, Caller, Reply, TestApp};
+use crate::helpers::{first_shard, spawn_app, Caller, Reply, TestApp};
 
 /// The application's own id with `token` as the bearer.
 fn host(app: &TestApp, token: &str) -> Caller {
@@ -293,7 +293,7 @@ async fn an_expired_token_enrolls_nothing_and_is_inactive() {
     let app = spawn_app().await;
     let created = token(&app, json!({"label": "t", "expires_in_days": 1})).await;
     let id: uuid::Uuid = created["id"].as_str().unwrap().parse().unwrap();
-    let shard = app.state.storage.shard(region("us")).unwrap();
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
     enrollment_token::Entity::update_many()
         .col_expr(enrollment_token::Column::ExpiresAt, Expr::value(chrono::Utc::now() - chrono::Duration::seconds(1)))
         .filter(enrollment_token::Column::Id.eq(id))

@@ -113,6 +113,11 @@ pub fn region(name: &str) -> Region {
     Region::new(name).expect("a valid region name")
 }
 
+/// A region's first shard (its configured database).
+pub fn first_shard(name: &str) -> gatehouse::region::Shard {
+    gatehouse::region::Shard::first_of(region(name))
+}
+
 pub async fn spawn_app() -> TestApp {
     spawn_with(|_| {}).await
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use crate::{
     end_users::{as_user, public_post, sign_up},
-    helpers::{region, spawn_app, Caller, Reply, TestApp},
+    helpers::{first_shard, spawn_app, Caller, Reply, TestApp},
 };
 
 /// A signed-up user with `role` in `org`, acting with that organization active.
@@ -153,7 +153,7 @@ async fn acceptance_passes_separation_of_duties_and_an_expired_invitation_is_ref
 
     assert_eq!(invite(&app, &owner, "late@example.com", "member").await.status, 201);
     let late_code = code_sent_to(&app, "late@example.com").await;
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     for row in entity::invitation::Entity::find().all(shard).await.unwrap() {
         let mut aged = row.into_active_model();
         aged.expires_at = Set(gatehouse::clock::now() - chrono::Duration::seconds(1));

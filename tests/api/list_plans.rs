@@ -14,7 +14,7 @@ use sea_orm::{
 };
 use uuid::Uuid;
 
-use crate::helpers::{region, spawn_app};
+use crate::helpers::{first_shard, spawn_app};
 
 /// The lists of the areas, as `areas::*::list` build them.
 fn lists(backend: DbBackend) -> Vec<(&'static str, Statement)> {
@@ -121,7 +121,7 @@ fn lists(backend: DbBackend) -> Vec<(&'static str, Statement)> {
 #[actix_web::test]
 async fn every_list_reads_its_page_from_an_index_in_its_order() {
     let app = spawn_app().await;
-    let shard = app.state.storage.shard(region("us")).unwrap();
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
     let backend = shard.backend();
     let txn = shard.conn.begin().await.unwrap();
     if backend == DbBackend::Postgres {

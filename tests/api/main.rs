@@ -44,6 +44,7 @@ mod routing;
 mod second_factors;
 mod secrets;
 mod service_accounts;
+mod shards;
 mod slow_smtp;
 mod sso_domains;
 mod structure;

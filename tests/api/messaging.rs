@@ -12,7 +12,7 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, Into
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::helpers::{region, spawn_app, Caller, Reply, TestApp};
+use crate::helpers::{first_shard, spawn_app, Caller, Reply, TestApp};
 
 fn base(caller: &Caller) -> String {
     format!("/v1/applications/{}/providers/messaging", caller.application_id)
@@ -337,7 +337,7 @@ async fn a_sealed_secret_copied_to_another_application_does_not_open() {
         .await;
     put(&app, &second, json!({"channel": "email", "kind": "smtp", "config": config, "secret": "other-password"})).await;
     // An attacker with database access copies the first row's ciphertext.
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let first_id: Uuid = app.caller.application_id.parse().unwrap();
     let second_id: Uuid = second.application_id.parse().unwrap();
     let row_of = |id: Uuid| {

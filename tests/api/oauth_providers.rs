@@ -6,7 +6,7 @@ use sea_orm::{ActiveModelTrait, ActiveValue::Set, ColumnTrait, EntityTrait, Into
 use serde_json::{json, Value};
 use uuid::Uuid;
 
-use crate::helpers::{region, spawn_app, Caller, Reply, TestApp};
+use crate::helpers::{first_shard, spawn_app, Caller, Reply, TestApp};
 
 fn base(caller: &Caller) -> String {
     format!("/v1/applications/{}/providers/oauth", caller.application_id)
@@ -23,7 +23,7 @@ async fn providers(app: &TestApp, caller: &Caller) -> Vec<Value> {
 }
 
 async fn row(app: &TestApp, caller: &Caller, provider: &str) -> oauth_provider::Model {
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let id: Uuid = caller.application_id.parse().unwrap();
     oauth_provider::Entity::find()
         .filter(oauth_provider::Column::ApplicationId.eq(id))
@@ -219,7 +219,7 @@ async fn a_sealed_client_secret_copied_to_another_application_does_not_open() {
     let first = row(&app, &app.caller, "slack").await;
     let sealed = first.client_secret_sealed.clone().unwrap();
     assert!(!String::from_utf8_lossy(&sealed).contains("copied-client-secret"));
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let mut target = row(&app, &second, "slack").await.into_active_model();
     target.client_secret_sealed = Set(Some(sealed.clone()));
     target.update(shard).await.unwrap();

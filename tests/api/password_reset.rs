@@ -7,7 +7,7 @@ use entity::password_reset;
 use sea_orm::{ActiveModelTrait, ActiveValue::Set, EntityTrait, IntoActiveModel};
 use serde_json::{json, Value};
 
-use crate::helpers::{region, spawn_app, spawn_with, Caller, Reply, TestApp};
+use crate::helpers::{first_shard, spawn_app, spawn_with, Caller, Reply, TestApp};
 
 const ORIGIN: &str = "https://app.example.com";
 const PASSWORD: &str = "correct horse battery";
@@ -127,7 +127,7 @@ async fn a_token_expires_after_thirty_minutes_and_a_newer_one_supersedes_it() {
             .await;
     assert_eq!((superseded.status, superseded.error_code()), (400, "invalid_grant"));
     // Thirty minutes later the newer one is refused too.
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     for row in password_reset::Entity::find().all(shard).await.unwrap() {
         let mut aged = row.into_active_model();
         aged.expires_at = Set(gatehouse::clock::now() - chrono::Duration::seconds(1));

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use url::Url;
 
 use crate::{
-    helpers::{region, spawn_with, Caller, Reply, TestApp},
+    helpers::{first_shard, spawn_with, Caller, Reply, TestApp},
     oidc::{free_port, no_redirects, Browser, OidcProvider, APP_ORIGIN, OTHER_CLIENT},
 };
 
@@ -113,7 +113,7 @@ async fn the_start_sends_the_browser_to_the_provider_with_state_pkce_and_nonce()
     assert!(query["state"].starts_with(&app.caller.application_id.replace('-', "")));
     assert_ne!(query["state"], "app-state", "the application's state is kept, not sent");
     // Stored: the state hashed, the verifier sealed.
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let flows = oauth_flow::Entity::find().all(shard).await.unwrap();
     assert_eq!(flows.len(), 1);
     assert_eq!(flows[0].state_hash, gatehouse::crypto::sha256(&query["state"]).to_vec());
@@ -158,7 +158,7 @@ async fn a_start_that_cannot_be_honoured_is_refused_and_stores_nothing() {
     // No application.
     let anonymous = format!("/v1/auth/oauth/google/start?redirect_uri={}", redirect_uri());
     assert_eq!(refused(anonymous).await, (401, "unauthenticated".into()));
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     assert!(oauth_flow::Entity::find().all(shard).await.unwrap().is_empty());
 }
 
@@ -194,7 +194,7 @@ async fn a_state_is_taken_once_and_not_after_ten_minutes() {
     let elsewhere = callback(&fresh).replace("/google/", "/github/");
     assert_eq!(app.raw(app.client.get(elsewhere)).await.error_code(), "invalid_state");
     // Ten minutes later it is refused.
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let hash = gatehouse::crypto::sha256(&fresh).to_vec();
     let flow = oauth_flow::Entity::find().all(shard).await.unwrap().into_iter().find(|f| f.state_hash == hash).unwrap();
     let mut aged = flow.into_active_model();
@@ -417,7 +417,7 @@ async fn the_start_and_the_callback_reach_the_node_of_the_applications_region() 
     assert_eq!(started.headers()["x-gatehouse-region"], "eu");
     let location = started.headers()["location"].to_str().unwrap().to_string();
     assert!(location.starts_with("https://accounts.google.com/"), "{location}");
-    let eu_shard = &nodes.eu_state.storage.shard(region("eu")).unwrap().conn;
+    let eu_shard = &nodes.eu_state.storage.shard(first_shard("eu")).unwrap().conn;
     assert_eq!(oauth_flow::Entity::find().all(eu_shard).await.unwrap().len(), 1);
 
     // The provider calls back to the us node: the state names the eu application.

@@ -11,13 +11,14 @@ use uuid::Uuid;
 
 use crate::{
     end_users::{as_user, public_post, sign_up},
-    helpers::{region, spawn_with, TestApp, FOURTH_REGION},
+    helpers::{first_shard, region, spawn_with, TestApp, FOURTH_REGION},
     slow_smtp::SlowSmtp,
     webhooks::{start_receiver, verifies},
 };
 
 async fn rows_in(app: &TestApp, region: Region, id: Uuid) -> Vec<(&'static str, u64)> {
-    let shard = app.state.storage.shard(region).expect("the node holds every region");
+    let shard =
+        app.state.storage.shard(gatehouse::region::Shard::first_of(region)).expect("the node holds every region");
     tenant_tables::count_all(&shard.conn, id).await.unwrap()
 }
 
@@ -102,7 +103,7 @@ async fn a_move_takes_every_row_to_the_new_region_and_leaves_none_behind() {
     let now = app.get("/v1/security/region").await;
     assert_eq!((now.status, now.data()["region"].clone()), (200, json!("eu")));
     // The chain continues unbroken in eu, the move its last row.
-    let eu = app.state.storage.shard(region("eu")).unwrap();
+    let eu = app.state.storage.shard(first_shard("eu")).unwrap();
     let chained = gatehouse::audit::query::verify(&eu.conn, id).await.unwrap().expect("the chain verifies");
     assert_eq!(chained as u64, count(&after, "audit_events"));
     let audit = app.get("/v1/audit-logs?type=application.region_changed").await;
@@ -207,7 +208,7 @@ async fn moving_back_and_forth_keeps_every_row_and_one_chain() {
     assert_eq!(rows_in(&app, region("ap"), id).await, vec![]);
     assert_eq!(count(&after, "audit_events"), count(&before, "audit_events") + 3, "{:?}", app.audit_types().await);
     assert_eq!(count(&after, "users"), 1);
-    let us = app.state.storage.shard(region("us")).unwrap();
+    let us = app.state.storage.shard(first_shard("us")).unwrap();
     assert!(gatehouse::audit::query::verify(&us.conn, id).await.unwrap().is_ok());
     // Another application of the same region is not touched by the moves.
     assert_eq!(rows_in(&app, region("us"), other_id).await, other_before);
@@ -287,7 +288,7 @@ async fn emails_promised_just_before_a_move_are_each_sent_exactly_once() {
     // Every queued mail moved to eu and is settled there: one copied with
     // a live lease would stay pending until the lease lapsed (30 s), then
     // be sent again.
-    let eu = app.state.storage.shard(region("eu")).unwrap();
+    let eu = app.state.storage.shard(first_shard("eu")).unwrap();
     crate::wait::until("every mail settled `sent` in eu", || async {
         let rows = entity::mail_queue::Entity::find()
             .filter(entity::mail_queue::Column::ApplicationId.eq(id))
@@ -316,7 +317,7 @@ async fn emails_promised_just_before_a_move_are_each_sent_exactly_once() {
 /// (a user's, under another application): every copy fails on it.
 async fn block_the_copy_to_eu(app: &TestApp, id: Uuid) -> entity::user::Model {
     sign_up(app, &app.caller, "ada@example.com").await;
-    let us = app.state.storage.shard(region("us")).unwrap();
+    let us = app.state.storage.shard(first_shard("us")).unwrap();
     let user = entity::user::Entity::find()
         .filter(entity::user::Column::ApplicationId.eq(id))
         .one(&us.conn)
@@ -324,7 +325,7 @@ async fn block_the_copy_to_eu(app: &TestApp, id: Uuid) -> entity::user::Model {
         .unwrap()
         .unwrap();
     let stray = entity::user::Model { application_id: Uuid::now_v7(), ..user };
-    let eu = app.state.storage.shard(region("eu")).unwrap();
+    let eu = app.state.storage.shard(first_shard("eu")).unwrap();
     entity::user::Entity::insert(stray.clone().into_active_model()).exec_without_returning(&eu.conn).await.unwrap();
     stray
 }
@@ -360,7 +361,7 @@ async fn a_move_that_cannot_copy_within_its_bound_is_rolled_back() {
     let journaled = gatehouse::storage::move_journal::find(&app.state.storage.catalog, id).await.unwrap().unwrap();
     assert_eq!(journaled.step, "rolled_back");
     // With the stray row gone, the same move goes through.
-    let eu = app.state.storage.shard(region("eu")).unwrap();
+    let eu = app.state.storage.shard(first_shard("eu")).unwrap();
     entity::user::Entity::delete_by_id(stray.id).exec(&eu.conn).await.unwrap();
     assert_eq!(move_to(&app, "eu").await.status, 200);
     assert_eq!(served_from(&app).await, "eu");
@@ -440,7 +441,7 @@ async fn a_write_that_outlives_the_move_it_began_before_is_refused_not_lost() {
 async fn a_stale_fence_is_lifted_by_the_stalled_move_scan() {
     let app = spawn_with(|_| {}).await;
     let id: Uuid = app.caller.application_id.parse().unwrap();
-    let us = app.state.storage.shard(region("us")).unwrap();
+    let us = app.state.storage.shard(first_shard("us")).unwrap();
     gatehouse::audit::fence(&us.conn, id, Some(chrono::Utc::now())).await.unwrap();
 
     let refused = app.post("/v1/api-keys", &json!({"name": "fenced"})).await;
@@ -468,8 +469,8 @@ async fn audit_rows_the_new_region_holds_are_kept_only_where_they_are_the_same_c
     for name in ["a", "b", "c"] {
         assert_eq!(app.post("/v1/api-keys", &json!({"name": name})).await.status, 201);
     }
-    let us = app.state.storage.shard(region("us")).unwrap();
-    let eu = app.state.storage.shard(region("eu")).unwrap();
+    let us = app.state.storage.shard(first_shard("us")).unwrap();
+    let eu = app.state.storage.shard(first_shard("eu")).unwrap();
     let first = entity::audit_event::Entity::find()
         .filter(entity::audit_event::Column::ApplicationId.eq(id))
         .filter(entity::audit_event::Column::Seq.eq(1))
@@ -500,7 +501,8 @@ async fn audit_rows_the_new_region_holds_are_kept_only_where_they_are_the_same_c
 async fn rows_copied_ahead_of_a_move_that_never_began_are_removed() {
     let app = spawn_with(|_| {}).await;
     let id: Uuid = app.caller.application_id.parse().unwrap();
-    let (us, eu) = (app.state.storage.shard(region("us")).unwrap(), app.state.storage.shard(region("eu")).unwrap());
+    let (us, eu) =
+        (app.state.storage.shard(first_shard("us")).unwrap(), app.state.storage.shard(first_shard("eu")).unwrap());
     gatehouse::storage::tenant_tables::copy_audit_ahead(&us.conn, &eu.conn, id).await.unwrap();
     gatehouse::audit::mark_copied_ahead(&eu.conn, id).await.unwrap();
     assert!(count(&rows_in(&app, region("eu"), id).await, "audit_events") > 0);

@@ -6,7 +6,7 @@ use reqwest::Method;
 use sea_orm::{ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::json;
 
-use crate::helpers::{region, request, spawn_node, us_node_with_eu_peer, Caller, TestStorage, TwoRegions};
+use crate::helpers::{first_shard, region, request, spawn_node, us_node_with_eu_peer, Caller, TestStorage, TwoRegions};
 
 #[actix_web::test]
 async fn a_request_for_another_regions_application_is_answered_by_that_regions_node() {
@@ -24,17 +24,17 @@ async fn a_request_for_another_regions_application_is_answered_by_that_regions_n
     assert_eq!(created.data()["name"], "via-a");
     let in_eu = api_key::Entity::find()
         .filter(api_key::Column::ApplicationId.eq(eu_application))
-        .count(&b_state.storage.shard(region("eu")).unwrap().conn)
+        .count(&b_state.storage.shard(first_shard("eu")).unwrap().conn)
         .await
         .unwrap();
     assert_eq!(in_eu, 2);
     let in_us = api_key::Entity::find()
         .filter(api_key::Column::ApplicationId.eq(eu_application))
-        .count(&node_a.state.storage.shard(region("us")).unwrap().conn)
+        .count(&node_a.state.storage.shard(first_shard("us")).unwrap().conn)
         .await
         .unwrap();
     assert_eq!(in_us, 0, "no eu row in the us database");
-    assert!(node_a.state.storage.shard(region("eu")).is_none());
+    assert!(node_a.state.storage.shard(first_shard("eu")).is_none());
     // The us application is still served by A itself.
     let own = node_a.get("/v1/api-keys").await;
     assert_eq!((own.status, own.header("x-gatehouse-region")), (200, None));
@@ -90,10 +90,14 @@ async fn a_node_moves_its_application_to_a_region_another_node_serves_and_then_f
     let direct = node_a.client.get(format!("{eu_address}/v1/security/region")).bearer_auth(&node_a.caller.key);
     let direct = node_a.raw(direct.header("x-application-id", &node_a.caller.application_id)).await;
     assert_eq!((direct.status, direct.data()["region"].clone()), (200, json!("eu")));
-    let us = gatehouse::storage::tenant_tables::count_all(&node_a.state.storage.shard(region("us")).unwrap().conn, id);
-    assert_eq!(us.await.unwrap(), vec![]);
-    let eu = gatehouse::storage::tenant_tables::count_all(&b_state.storage.shard(region("eu")).unwrap().conn, id);
-    assert!(eu.await.unwrap().iter().any(|(table, rows)| *table == "users" && *rows == 1));
+    let us = node_a.state.storage.shard(first_shard("us")).unwrap();
+    assert_eq!(gatehouse::storage::tenant_tables::count_all(&us.conn, id).await.unwrap(), vec![]);
+    let eu = b_state.storage.shard(first_shard("eu")).unwrap();
+    assert!(gatehouse::storage::tenant_tables::count_all(&eu.conn, id)
+        .await
+        .unwrap()
+        .iter()
+        .any(|(table, rows)| *table == "users" && *rows == 1));
 }
 
 #[actix_web::test]
@@ -122,6 +126,7 @@ async fn a_move_between_two_regions_configured_with_one_database_is_refused() {
 
     assert_eq!((refused.status, refused.error_code()), (503, "unavailable"), "{:?}", refused.body);
     assert_eq!(node.get("/v1/security/region").await.data()["region"], "us");
-    let rows = gatehouse::storage::tenant_tables::count_all(&node.state.storage.shard(region("us")).unwrap().conn, id);
+    let us = node.state.storage.shard(first_shard("us")).unwrap();
+    let rows = gatehouse::storage::tenant_tables::count_all(&us.conn, id);
     assert!(!rows.await.unwrap().is_empty(), "the application's rows are where they were");
 }

@@ -6,7 +6,7 @@ use reqwest::Method;
 use sea_orm::{sea_query::Expr, ColumnTrait, EntityTrait, PaginatorTrait, QueryFilter};
 use serde_json::{json, Value};
 
-use crate::helpers::{region, spawn_app, spawn_with, Caller, TestApp};
+use crate::helpers::{first_shard, spawn_app, spawn_with, Caller, TestApp};
 
 async fn create_account(app: &TestApp, body: Value) -> Value {
     let created = app.post("/v1/service-accounts", &body).await;
@@ -27,7 +27,7 @@ async fn verify(app: &TestApp, caller: &Caller, secret: &str) -> Value {
 }
 
 async fn counts(app: &TestApp) -> (u64, u64) {
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     (
         service_account::Entity::find().count(shard).await.unwrap(),
         service_account_key::Entity::find().count(shard).await.unwrap(),
@@ -242,7 +242,7 @@ async fn verification_refuses_disabled_deleted_expired_and_other_applications_ke
     let expiring = create_key(&app, &id, json!({"name": "short", "expires_in_days": 1})).await;
     let expiring_secret = expiring["secret"].as_str().unwrap().to_string();
     assert_eq!(verify(&app, &app.caller, &expiring_secret).await["valid"], true);
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let expiring_id: uuid::Uuid = expiring["id"].as_str().unwrap().parse().unwrap();
     service_account_key::Entity::update_many()
         .col_expr(

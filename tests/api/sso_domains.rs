@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::{
     dns::{self, Dnsmasq},
     end_users::{as_user, sign_up},
-    helpers::{region, spawn_with, Caller, Reply, TestApp},
+    helpers::{first_shard, spawn_with, Caller, Reply, TestApp},
     invitations::member,
 };
 
@@ -203,7 +203,7 @@ async fn an_admin_may_claim_a_domain_only_with_a_role_an_admin_may_invite() {
 /// Marks every claimed domain verified, as a published TXT record would
 /// (no DNS server needed), and sets a column on `domain`'s row.
 async fn verified_with(app: &TestApp, domain: &str, set: &str) {
-    let shard = &app.state.storage.shard(region("us")).unwrap().conn;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     shard.execute_unprepared("UPDATE sso_domains SET status = 'verified'").await.unwrap();
     if !set.is_empty() {
         shard.execute_unprepared(&format!("UPDATE sso_domains SET {set} WHERE domain = '{domain}'")).await.unwrap();

@@ -8,13 +8,13 @@ use serde_json::{json, Value};
 
 use crate::{
     binary::Binary,
-    helpers::{region, spawn_app},
+    helpers::{first_shard, spawn_app},
 };
 
 #[actix_web::test]
 async fn every_regional_table_with_an_application_id_is_a_registered_tenant_table() {
     let app = spawn_app().await;
-    let shard = app.state.storage.shard(region("us")).unwrap();
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
     let sql = match shard.backend() {
         DbBackend::Sqlite => {
             "SELECT m.name AS t FROM sqlite_master m JOIN pragma_table_info(m.name) c \
@@ -135,7 +135,7 @@ async fn two_relays_of_one_pending_audit_row_append_it_once() {
     .await;
 
     assert!(first.is_ok() && second.is_ok(), "{first:?} {second:?}");
-    let shard = &storage.shard(region("us")).unwrap().conn;
+    let shard = &storage.shard(first_shard("us")).unwrap().conn;
     let rows = audit_event::Entity::find().filter(audit_event::Column::Id.eq(id)).count(shard).await.unwrap();
     assert_eq!(rows, 1);
     assert!(gatehouse::audit::query::verify(shard, application_id).await.unwrap().is_ok());

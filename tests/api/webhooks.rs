@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 use sha2::Sha256;
 
 use crate::{
-    helpers::{region, spawn_with, TestApp},
+    helpers::{first_shard, spawn_with, TestApp},
     wait,
 };
 
@@ -350,7 +350,7 @@ async fn a_production_endpoint_pointing_inside_is_refused_at_delivery_time() {
     webhook::Entity::update_many()
         .col_expr(webhook::Column::Url, Expr::value(receiver.url.replace("http://", "https://")))
         .filter(webhook::Column::Id.eq(id))
-        .exec(&app.state.storage.shard(region("us")).unwrap().conn)
+        .exec(&app.state.storage.shard(first_shard("us")).unwrap().conn)
         .await
         .unwrap();
     app.send(&production, Method::POST, "/v1/api-keys", Some(&json!({"name": "x"}))).await;

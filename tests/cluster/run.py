@@ -17,7 +17,12 @@ other by heartbeats through Redis), then:
 7. a us node added while traffic runs through eu and ap takes its share;
 8. that node stopped (SIGTERM) under the same traffic: no request fails;
 9. Redis stopped: every node still answers correctly (a revoked key is
-   refused everywhere within the directory and key caches' 5 s bound).
+   refused everywhere within the directory and key caches' 5 s bound);
+10. (run after 3) a second us shard added with `gatehouse shards add` while
+   the nodes serve: both us nodes open it with no restart, and an
+   application is rebalanced onto it (`gatehouse shards move`) under
+   writers through us1, us2 and eu: none lost, none duplicated, none of
+   the refused ones written.
 
 usage: tests/cluster/run.py path/to/gatehouse   (run by .ci/run)
 """
@@ -154,7 +159,10 @@ def main():
     env = dict(os.environ, PG=PG, REDIS=f"redis://127.0.0.1:{REDIS_PORT}", BASE_PORT=str(BASE_PORT),
                DB_PREFIX=PREFIX, DATA_DIR=data, BIN=BIN, RUST_LOG="warn",
                GATEHOUSE__NODE__MOVE_LEASE_SECONDS="3",
-               GATEHOUSE__NODE__MOVE_COPY_TIMEOUT_SECONDS=str(COPY_TIMEOUT))
+               GATEHOUSE__NODE__MOVE_COPY_TIMEOUT_SECONDS=str(COPY_TIMEOUT),
+               # The load below sends one application's requests faster than
+               # its default budget (1,000/s, tests/api/rate_limits.rs).
+               GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND="20000")
     cluster = subprocess.Popen(["bash", os.path.join(ROOT, "deploy/local-cluster.sh")], env=env,
                                stdout=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -176,7 +184,7 @@ def main():
         cluster.wait()
         redis.kill()
         redis.wait()
-        for db in ["catalog", "us", "eu", "ap", "ca"]:
+        for db in ["catalog", "us", "us_2", "eu", "ap", "ca"]:
             psql(f"DROP DATABASE IF EXISTS {PREFIX}_{db} WITH (FORCE)")
 
 
@@ -213,6 +221,7 @@ def scenarios(env, data):
         status, _, region = call(node, "GET", "/v1/security/region", us_app, us_key)
         check(status == 200 and region["data"]["region"] == "ap", f"{node} sees it in ap at once")
 
+    rebalance(env)
     rollback(env)
     crash_during_a_move(env, data)
 
@@ -318,6 +327,79 @@ def scenarios(env, data):
         check(took is not None, f"{node} refuses it after {took if took is None else round(took, 2)} s (bound: 5 s)")
     status, _, region = call("us1", "GET", "/v1/security/region", us_app, us_key)
     check(status == 200 and region["data"]["region"] == "ap", "the moved application still answers from ap")
+
+
+def organization_list(node, app, key):
+    """Every organization name, repeats kept."""
+    names, offset = [], 0
+    while True:
+        status, _, page = call(node, "GET", f"/v1/organizations?limit=100&offset={offset}", app, key)
+        if status != 200:
+            check(False, f"{node} lists organizations (offset {offset}: {status})")
+        names.extend(o["name"] for o in page["data"])
+        if not page["meta"]["has_more"]:
+            return names
+        offset += 100
+
+
+def rows_in(database, app):
+    out = subprocess.run(["psql", f"{PG}/{PREFIX}_{database}", "-qAtc",
+                          f"SELECT count(*) FROM organizations WHERE application_id = '{app}'"],
+                         check=True, capture_output=True, text=True).stdout
+    return int(out.strip())
+
+
+def rebalance(env):
+    print("10. a second us shard added while the nodes serve; an application rebalanced onto it under writers")
+    psql(f"CREATE DATABASE {PREFIX}_us_2")
+    added = subprocess.run([BIN, "shards", "add", "--region", "us", "--name", "us-2", "--database-url",
+                            f"{PG}/{PREFIX}_us_2"], env=env, capture_output=True, text=True)
+    check(added.returncode == 0, "gatehouse shards add" + (f": {added.stderr[-300:]}" if added.returncode else ""))
+    opened = until(lambda: all("database:us-2" in (call(n, "GET", "/readyz")[2] or {}).get("checks", {})
+                               for n in ("us1", "us2")), 10)
+    check(opened is not None, f"both us nodes opened it {opened and round(opened, 2)} s after, with no restart")
+    app, key = bootstrap(env, "us", "Cluster rebalanced")
+    acknowledged, held, wrong, stop = [], [], [], threading.Event()
+
+    def writer(node, index):
+        n = 0
+        while not stop.is_set():
+            name = f"shard-{node}-{index}-{n}"
+            status, headers, body = call(node, "POST", "/v1/organizations", app, key, {"name": name}, timeout=10)
+            code = ((body or {}).get("error") or {}).get("code") if isinstance(body, dict) else None
+            if status == 201:
+                acknowledged.append(name)
+            elif status == 503 and code == "region_migration_in_progress":
+                held.append((name, time.monotonic()))
+                time.sleep(0.05)
+            else:
+                wrong.append((name, status, code))
+            n += 1
+
+    threads = [threading.Thread(target=writer, args=(node, i)) for node in ("us1", "us2", "eu") for i in range(2)]
+    for thread in threads:
+        thread.start()
+    time.sleep(1)
+    moved = subprocess.run([BIN, "shards", "move", "--application", app, "--to", "us-2"], env=env,
+                           capture_output=True, text=True)
+    time.sleep(1)
+    stop.set()
+    for thread in threads:
+        thread.join()
+    check(moved.returncode == 0, "gatehouse shards move ended `cleaned`" + (f": {moved.stderr[-300:]}" if moved.returncode else ""))
+    names = organization_list("us1", app, key)
+    lost = [n for n in acknowledged if n not in set(names)]
+    repeated = len(names) - len(set(names))
+    written_though_refused = [n for n, _ in held if n in set(names)]
+    window = held[-1][1] - held[0][1] if held else 0
+    check(len(acknowledged) > 50 and not lost and not repeated,
+          f"{len(acknowledged)} acknowledged writes: none lost ({len(lost)}), none twice ({repeated})")
+    check(not written_though_refused, f"{len(held)} held with 503 over {round(window, 2)} s, none written")
+    check(not wrong, f"no other answer ({wrong[:5]})")
+    check(rows_in("us", app) == 0 and rows_in("us_2", app) == len(names),
+          f"its {len(names)} organizations are all on us-2 and none on us")
+    for node in NODES:
+        check(call(node, "GET", "/v1/api-keys", app, key)[0] == 200, f"{node} serves it from us-2")
 
 
 def served_from(node, app, key):

@@ -296,7 +296,11 @@ pub async fn create(
     new: NewApplication,
     actor: &Actor,
 ) -> Result<(Tenant, Issued), ApplicationError> {
-    let shard = storage.shard(new.region).ok_or(ApplicationError::RegionNotHeld(new.region))?;
+    if !storage.holds(new.region) {
+        return Err(ApplicationError::RegionNotHeld(new.region));
+    }
+    let placed = crate::storage::shards::place(storage, new.region).await?;
+    let shard = storage.shard(placed).ok_or(ApplicationError::RegionNotHeld(new.region))?;
     let now = crate::clock::now();
     let row = application::Model {
         id: Uuid::now_v7(),
@@ -312,6 +316,8 @@ pub async fn create(
         require_aal2_for: Some(json!(new.require_aal2_for)),
         passkey_rp_id: new.passkey_rp_id,
         moving_to: None,
+        shard: placed.stored_name(),
+        moving_to_shard: None,
         created_at: now,
         updated_at: now,
     };
@@ -352,7 +358,7 @@ pub async fn copy_source(
     let source = find_in_account(storage, caller.tenant().account_id, source)
         .await
         .map_err(|_| ApplicationError::CopyFromOtherAccount)?;
-    let shard = storage.shard(source.region).ok_or(ApplicationError::CopyFromRegionNotHeld)?;
+    let shard = storage.shard(source.shard()).ok_or(ApplicationError::CopyFromRegionNotHeld)?;
     // The caller's account owns the source: the same principal reads it.
     let scope = TenantScope::new(source.clone(), shard.clone(), caller.actor().clone());
     let fields = super::profile_fields::schema(&scope).await?;
@@ -473,7 +479,7 @@ pub(crate) async fn relay(
     tenant: &Tenant,
     pending: &pending_audit_event::Model,
 ) -> Result<(), ApplicationError> {
-    let shard = storage.shard(tenant.region).ok_or(ApplicationError::RelayRegionNotHeld(tenant.region))?;
+    let shard = storage.shard(tenant.shard()).ok_or(ApplicationError::RelayRegionNotHeld(tenant.region))?;
     let actor = Actor {
         kind: ActorKind::parse(&pending.actor_kind).unwrap_or(ActorKind::System),
         id: pending.actor_id.clone(),

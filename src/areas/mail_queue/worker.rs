@@ -1,4 +1,4 @@
-//! The mail worker: one per region this node holds. It leases due mail
+//! The mail worker: one per shard this node holds. It leases due mail
 //! (`storage::delivery_queue`, the webhook queue's lease), prepares a job
 //! into its message (the code or token made once, in the application's
 //! transaction), sends it through the application's email provider, and
@@ -33,12 +33,12 @@ use crate::{
     events::outbox::PENDING,
     region::{
         router::{Directory, Serving},
-        Region,
+        Shard,
     },
     shutdown::Shutdown,
     storage::{
         delivery_queue::{self, Leased},
-        Db, Storage, TenantConn, TenantScope, Unaudited,
+        per_shard, Db, Storage, TenantConn, TenantScope, Unaudited,
     },
 };
 
@@ -75,27 +75,23 @@ pub struct MailWorker {
     pub shutdown: Shutdown,
 }
 
-/// Starts one worker per held region on the current arbiter; each ends
-/// after the node's shutdown signal, once its batch in hand is settled.
-pub fn start(worker: MailWorker) -> Vec<JoinHandle<()>> {
+/// Starts one worker per held shard (and per shard opened later) on the
+/// current arbiter; each ends after the node's shutdown signal, once its
+/// batch in hand is settled.
+pub fn start(worker: MailWorker) -> JoinHandle<()> {
     let worker = Arc::new(worker);
-    let held: Vec<(Region, Db)> = worker.storage.held().map(|(region, db)| (region, db.clone())).collect();
-    held.into_iter()
-        .map(|(region, shard)| {
-            let worker = worker.clone();
-            actix::spawn(async move { run(worker, region, shard).await })
-        })
-        .collect()
+    let (storage, shutdown) = (worker.storage.clone(), worker.shutdown.clone());
+    per_shard::spawn(storage, shutdown, move |at, shard| run(worker.clone(), at, shard))
 }
 
-async fn run(worker: Arc<MailWorker>, region: Region, shard: Db) {
+async fn run(worker: Arc<MailWorker>, at: Shard, shard: Db) {
     let shutdown = worker.shutdown.clone();
     let mut purged_at = std::time::Instant::now();
     while !shutdown.is_signalled() {
         let claimed = match delivery_queue::lease_due::<mail_queue::Entity>(&shard, BATCH, LEASE).await {
             Ok(claimed) => claimed,
             Err(err) => {
-                tracing::warn!(error = %err, region = %region, "claiming mail failed");
+                tracing::warn!(error = %err, shard = %at, "claiming mail failed");
                 Vec::new()
             }
         };
@@ -122,15 +118,15 @@ async fn run(worker: Arc<MailWorker>, region: Region, shard: Db) {
         }
         let applications = by_application.into_values().map(|rows| {
             futures_util::stream::iter(rows)
-                .for_each_concurrent(SENDS_PER_APPLICATION, |row| handle(&worker, region, &shard, row))
+                .for_each_concurrent(SENDS_PER_APPLICATION, |row| handle(&worker, at, &shard, row))
         });
         futures_util::future::join_all(applications).await;
     }
 }
 
 /// One leased row, from its lease to its settling.
-async fn handle(worker: &MailWorker, region: Region, shard: &Db, row: mail_queue::Model) {
-    let tenant = match worker.directory.serving(row.application_id, region, &worker.storage).await {
+async fn handle(worker: &MailWorker, at: Shard, shard: &Db, row: mail_queue::Model) {
+    let tenant = match worker.directory.serving(row.application_id, at, &worker.storage).await {
         Serving::Here(tenant) => tenant,
         // Its application was deleted: there is no one to write to.
         Serving::Gone => return settle(shard, &row, SKIPPED).await,
