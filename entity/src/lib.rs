@@ -16,6 +16,7 @@ pub mod api_key;
 pub mod application;
 pub mod audit_event;
 pub mod audit_head;
+pub mod audit_pending;
 pub mod billing_profile;
 pub mod connect_status;
 pub mod email_verification;

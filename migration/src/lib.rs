@@ -41,6 +41,7 @@ mod m20261202_000035_create_mail_queue;
 mod m20261202_000036_add_move_cancel_requested;
 mod m20261203_000037_add_audit_head_fence;
 mod m20261204_000038_create_shards;
+mod m20261204_000039_create_audit_pending;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -104,6 +105,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261201_000034_create_sign_up_restrictions::Migration),
             Box::new(m20261202_000035_create_mail_queue::Migration),
             Box::new(m20261203_000037_add_audit_head_fence::Migration),
+            Box::new(m20261204_000039_create_audit_pending::Migration),
         ]
     }
 

@@ -2,11 +2,9 @@
 //! `hash = hex(SHA-256(prev_hash \n seq \n id \n type \n actor_kind \n
 //! actor_id \n aggregate_id \n occurred_at \n canonical(data)))`, where
 //! canonical is RFC 8785 JSON and the first row's `prev_hash` is 64 zeros.
-use entity::audit_event;
-use uuid::Uuid;
-
-use super::Actor;
 use crate::crypto::sha256_hex;
+use entity::{audit_event, audit_pending};
+use uuid::Uuid;
 
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
@@ -46,29 +44,20 @@ pub struct ChainedRow {
 }
 
 impl ChainedRow {
-    pub fn new(
-        id: Uuid,
-        seq: i64,
-        prev_hash: String,
-        event_type: &str,
-        actor: &Actor,
-        aggregate_id: Option<Uuid>,
-        data: &serde_json::Value,
-    ) -> Result<ChainedRow, serde_json::Error> {
-        let occurred_at = crate::clock::format(crate::clock::now());
-        let data = canonical(data)?;
+    /// `row` (its time and canonical data as written) at `seq` after `prev_hash`.
+    pub fn of(row: &audit_pending::Model, seq: i64, prev_hash: String) -> ChainedRow {
         let hash = row_hash(
             &prev_hash,
             seq,
-            id,
-            event_type,
-            actor.kind.as_str(),
-            actor.id.as_deref(),
-            aggregate_id,
-            &occurred_at,
-            &data,
+            row.id,
+            &row.event_type,
+            &row.actor_kind,
+            row.actor_id.as_deref(),
+            row.aggregate_id,
+            &row.occurred_at,
+            &row.data,
         );
-        Ok(ChainedRow { id, seq, occurred_at, data, prev_hash, hash })
+        ChainedRow { id: row.id, seq, occurred_at: row.occurred_at.clone(), data: row.data.clone(), prev_hash, hash }
     }
 }
 

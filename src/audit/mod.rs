@@ -1,13 +1,15 @@
-//! The audit log: one hash chain per application, appended in the same
-//! transaction as the change it records. [`Appender`] is the writer (used
-//! through [`crate::storage::TenantTxn::audit`]),
-//! [`chain`] the hash and its verification, [`query`] the filters of the
+//! The audit log: one hash chain per application. A change commits its
+//! rows in its own transaction as pending rows
+//! ([`crate::storage::TenantTxn::audit`]); [`link`] chains them in batches
+//! right after, so one head update commits many rows (group commit).
+//! [`chain`] is the hash and its verification, [`query`] the filters of the
 //! list and export operations.
 pub mod chain;
+pub mod link;
 pub mod query;
 
 use chrono::{DateTime, Utc};
-use entity::{audit_event, audit_head};
+use entity::{audit_event, audit_head, audit_pending};
 use sea_orm::{sea_query::Expr, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, QueryFilter};
 use serde::Serialize;
 use uuid::Uuid;
@@ -79,7 +81,7 @@ pub async fn init_chain(txn: &mut TenantTxn) -> Result<(), DbErr> {
 /// Fences the application in this database, in the transaction of a
 /// region move's copy that holds its chain head: from the commit on, no
 /// write of it commits here. An audited write fails its head update; any
-/// other write checks the fence before it commits ([`check_unfenced`]).
+/// other write checks the fence before it commits ([`hold_unfenced`]).
 #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
 pub async fn fence(
     db: &impl ConnectionTrait,
@@ -120,20 +122,35 @@ pub async fn mark_copied_ahead(db: &impl ConnectionTrait, application_id: Uuid) 
     Ok(())
 }
 
-/// Fails when the application is fenced (or its chain gone) here
-/// (`error::fenced`): the check of a change that appends no audit row. A
-/// plain read, not a lock: such changes (key last-use, sign-in steps,
-/// queued mail) must not queue behind every audited write of their
-/// application, so one that commits while a move's copy runs (not after
-/// it) can still be missed by that copy.
+/// Holds the application's chain head against a region move's copy until
+/// the transaction ends, or fails when the application is fenced (or its
+/// chain gone) here (`error::fenced`): the last check of every change
+/// before its commit. On PostgreSQL a `FOR KEY SHARE` lock: writers do not
+/// wait for each other (nor for the linker's head update), and the copy's
+/// `FOR UPDATE` waits for every writer that holds one, so what they commit
+/// is in the copy, and a writer after the copy finds the fence. (SQLite has
+/// one writer: the copy holds the file's write lock.)
+pub async fn hold_unfenced(db: &impl ConnectionTrait, application_id: Uuid) -> Result<(), DbErr> {
+    lock_head(db, application_id, sea_orm::sea_query::LockType::KeyShare).await
+}
+
+/// Locks the application's unfenced chain head as `lock` says (on
+/// PostgreSQL; SQLite's writer holds the file); `error::fenced` when it
+/// is fenced or gone.
 #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
-pub async fn check_unfenced(db: &impl ConnectionTrait, application_id: Uuid) -> Result<(), DbErr> {
-    let head = audit_head::Entity::find()
+pub(crate) async fn lock_head(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    lock: sea_orm::sea_query::LockType,
+) -> Result<(), DbErr> {
+    use sea_orm::QuerySelect;
+    let mut query = audit_head::Entity::find()
         .filter(audit_head::Column::ApplicationId.eq(application_id))
-        .filter(audit_head::Column::FencedAt.is_null())
-        .one(db)
-        .await?;
-    head.map(|_| ()).ok_or_else(crate::error::fenced)
+        .filter(audit_head::Column::FencedAt.is_null());
+    if db.get_database_backend() == sea_orm::DbBackend::Postgres {
+        query = query.lock(lock);
+    }
+    query.one(db).await?.map(|_| ()).ok_or_else(crate::error::fenced)
 }
 
 /// One row to append.
@@ -147,151 +164,104 @@ pub struct Entry<'a> {
     pub data: serde_json::Value,
 }
 
+impl Entry<'_> {
+    /// The row as the chain will store it, timed now, not yet chained.
+    pub fn unchained(self, application_id: Uuid) -> Result<audit_pending::Model, DbErr> {
+        let data = chain::canonical(&self.data)
+            .map_err(|e| DbErr::Custom(format!("audit data cannot be canonicalised: {e}")))?;
+        Ok(audit_pending::Model {
+            id: self.id.unwrap_or_else(Uuid::now_v7),
+            application_id,
+            event_type: self.event_type.to_string(),
+            actor_kind: self.actor.kind.as_str().to_string(),
+            actor_id: self.actor.id.clone(),
+            aggregate_id: self.aggregate_id,
+            occurred_at: crate::clock::format(crate::clock::now()),
+            data,
+        })
+    }
+}
+
 /// Appends rows to the application's chain in the given order, and their
-/// webhook messages to the outbox, with a fixed number of statements
-/// however many rows: an [`Appender`] used once.
-///
-/// A transaction appending to several chains must do so in order of
-/// application id, so two such transactions cannot deadlock.
+/// webhook messages to the outbox, within the caller's transaction: the
+/// head stays locked until it ends. A transaction appending to several
+/// chains must do so in order of application id, so two such transactions
+/// cannot deadlock.
 ///
 /// Changes record their rows through [`crate::storage::TenantTxn::audit`],
-/// which holds an [`Appender`] for its transaction; the other callers are
-/// the group-committed refresh rotator, whose one transaction spans
-/// applications, and the delivery worker (clippy's `disallowed_methods`
-/// refuses any other).
+/// which commits them as pending rows that [`link`] chains in batches;
+/// the callers of this are the group-committed refresh rotator, whose one
+/// transaction spans applications, and the delivery worker (clippy's
+/// `disallowed_methods` refuses any other).
 #[allow(clippy::disallowed_methods)] // the one-shot form of the chain writer
 pub async fn append(
     db: &impl ConnectionTrait,
     application_id: Uuid,
     entries: Vec<Entry<'_>>,
 ) -> Result<Vec<audit_event::Model>, DbErr> {
-    let mut appender = Appender::new(application_id);
-    let rows = appender.append(db, entries).await?;
-    appender.finish(db).await?;
-    Ok(rows)
+    let rows = entries.into_iter().map(|e| e.unchained(application_id)).collect::<Result<Vec<_>, _>>()?;
+    chain_rows(db, application_id, &rows).await
 }
 
-/// One transaction's writer of an application's chain.
-///
-/// Its first append bumps the chain's head and reads the previous hash;
-/// that row then stays locked until the transaction ends, so concurrent
-/// writers (on any node) take turns and the chain never forks. Holding the
-/// locked head, later appends in the same transaction chain on from it
-/// without reading it again. [`Appender::finish`], before the commit,
-/// writes every row the transaction appended (a sign-in's two in one
-/// statement), their messages to the endpoints the first append read, and
-/// the head.
-pub struct Appender {
-    application_id: Uuid,
-    held: Option<Held>,
-}
-
-/// What the first append read: the head as this transaction has moved it,
-/// and the active webhook endpoints; and the rows appended since, written
-/// by [`Appender::finish`].
-struct Held {
-    seq: i64,
-    hash: String,
-    endpoints: Vec<crate::events::outbox::Endpoint>,
-    rows: Vec<audit_event::Model>,
-}
-
-/// Rows per `INSERT` when a transaction appended many (11 columns each,
-/// well under SQLite's 32,766 parameters).
+/// Rows per `INSERT` when many are appended (11 columns each, well under
+/// SQLite's 32,766 parameters).
 const ROWS_PER_INSERT: usize = 256;
 
-impl Appender {
-    pub fn new(application_id: Uuid) -> Appender {
-        Appender { application_id, held: None }
+/// Chains `rows` onto the application's head in order and writes them, their
+/// webhook messages and the head. The head's update comes first and locks
+/// it (concurrent writers on any node take turns, and the chain never
+/// forks); a fenced head fails (`error::fenced`). A row whose id is already
+/// in the chain fails, as a unique violation.
+#[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
+pub async fn chain_rows(
+    db: &impl ConnectionTrait,
+    application_id: Uuid,
+    rows: &[audit_pending::Model],
+) -> Result<Vec<audit_event::Model>, DbErr> {
+    if rows.is_empty() {
+        return Ok(Vec::new());
     }
-
-    /// Appends rows in order (see the type's comment).
-    #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
-    pub async fn append(
-        &mut self,
-        db: &impl ConnectionTrait,
-        entries: Vec<Entry<'_>>,
-    ) -> Result<Vec<audit_event::Model>, DbErr> {
-        if entries.is_empty() {
-            return Ok(Vec::new());
-        }
-        let application_id = self.application_id;
-        let count = entries.len() as i64;
-        let held = match &mut self.held {
-            Some(held) => held,
-            None => {
-                let head = audit_head::Entity::update_many()
-                    .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(count))
-                    .filter(audit_head::Column::ApplicationId.eq(application_id))
-                    .filter(audit_head::Column::FencedAt.is_null())
-                    .exec_with_returning(db)
-                    .await?
-                    .into_iter()
-                    .next()
-                    .ok_or_else(crate::error::fenced)?;
-                let endpoints = crate::events::outbox::active_endpoints(db, application_id).await?;
-                // As if nothing were appended yet: the loop below counts these rows.
-                self.held.insert(Held { seq: head.seq - count, hash: head.hash, endpoints, rows: Vec::new() })
-            }
-        };
-        let mut prev_hash = held.hash.clone();
-        let mut models = Vec::with_capacity(entries.len());
-        for (seq, entry) in (held.seq + 1..).zip(entries) {
-            let row = chain::ChainedRow::new(
-                entry.id.unwrap_or_else(Uuid::now_v7),
-                seq,
-                prev_hash,
-                entry.event_type,
-                entry.actor,
-                entry.aggregate_id,
-                &entry.data,
-            )
-            .map_err(|e| DbErr::Custom(format!("audit data cannot be canonicalised: {e}")))?;
-            prev_hash = row.hash.clone();
-            models.push(audit_event::Model {
-                id: row.id,
-                application_id,
-                seq: row.seq,
-                event_type: entry.event_type.to_string(),
-                actor_kind: entry.actor.kind.as_str().to_string(),
-                actor_id: entry.actor.id.clone(),
-                aggregate_id: entry.aggregate_id,
-                occurred_at: row.occurred_at,
-                data: row.data,
-                prev_hash: row.prev_hash,
-                hash: row.hash,
-            });
-        }
-        held.rows.extend(models.iter().cloned());
-        held.seq += count;
-        held.hash = prev_hash;
-        Ok(models)
+    let count = rows.len() as i64;
+    let head = audit_head::Entity::update_many()
+        .col_expr(audit_head::Column::Seq, Expr::col(audit_head::Column::Seq).add(count))
+        .filter(audit_head::Column::ApplicationId.eq(application_id))
+        .filter(audit_head::Column::FencedAt.is_null())
+        .exec_with_returning(db)
+        .await?
+        .into_iter()
+        .next()
+        .ok_or_else(crate::error::fenced)?;
+    let endpoints = crate::events::outbox::active_endpoints(db, application_id).await?;
+    let mut prev_hash = head.hash;
+    let mut models = Vec::with_capacity(rows.len());
+    for (seq, row) in (head.seq - count + 1..).zip(rows) {
+        let chained = chain::ChainedRow::of(row, seq, prev_hash);
+        prev_hash = chained.hash.clone();
+        models.push(audit_event::Model {
+            id: chained.id,
+            application_id,
+            seq: chained.seq,
+            event_type: row.event_type.clone(),
+            actor_kind: row.actor_kind.clone(),
+            actor_id: row.actor_id.clone(),
+            aggregate_id: row.aggregate_id,
+            occurred_at: chained.occurred_at,
+            data: chained.data,
+            prev_hash: chained.prev_hash,
+            hash: chained.hash,
+        });
     }
-
-    /// Writes the rows this transaction appended, their webhook messages
-    /// and the head it moved (nothing if it appended nothing); the
-    /// transaction must commit after this, not before. A row whose id is
-    /// already in the chain fails here, as a unique violation.
-    #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
-    pub async fn finish(self, db: &impl ConnectionTrait) -> Result<(), DbErr> {
-        let Some(Held { seq, hash, endpoints, mut rows }) = self.held else {
-            return Ok(());
-        };
-        while !rows.is_empty() {
-            let later = rows.split_off(rows.len().min(ROWS_PER_INSERT));
-            // The messages first: they read the rows the INSERT then takes.
-            crate::events::outbox::enqueue(db, &endpoints, &rows).await?;
-            audit_event::Entity::insert_many(rows.into_iter().map(audit_event::ActiveModel::from))
-                .exec_without_returning(db)
-                .await?;
-            rows = later;
-        }
-        audit_head::Entity::update_many()
-            .col_expr(audit_head::Column::Seq, Expr::value(seq))
-            .col_expr(audit_head::Column::Hash, Expr::value(hash))
-            .filter(audit_head::Column::ApplicationId.eq(self.application_id))
-            .exec(db)
+    for chunk in models.chunks(ROWS_PER_INSERT) {
+        // The messages first: they read the rows the INSERT then takes.
+        crate::events::outbox::enqueue(db, &endpoints, chunk).await?;
+        audit_event::Entity::insert_many(chunk.iter().cloned().map(audit_event::ActiveModel::from))
+            .exec_without_returning(db)
             .await?;
-        Ok(())
     }
+    audit_head::Entity::update_many()
+        .col_expr(audit_head::Column::Hash, Expr::value(prev_hash))
+        .filter(audit_head::Column::ApplicationId.eq(application_id))
+        .exec(db)
+        .await?;
+    Ok(models)
 }

@@ -185,7 +185,7 @@ pub fn fenced() -> sea_orm::DbErr {
     sea_orm::DbErr::Custom(FENCED.to_string())
 }
 
-fn is_fenced(err: &sea_orm::DbErr) -> bool {
+pub fn is_fenced(err: &sea_orm::DbErr) -> bool {
     matches!(err, sea_orm::DbErr::Custom(message) if message == FENCED)
 }
 

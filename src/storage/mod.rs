@@ -135,6 +135,11 @@ impl Db {
         Ok(Db { conn, label, write_lock: sqlite.then(|| Arc::new(Mutex::new(()))) })
     }
 
+    /// Whether the database takes one writer at a time (SQLite).
+    pub fn has_one_writer(&self) -> bool {
+        self.write_lock.is_some()
+    }
+
     pub fn backend(&self) -> DbBackend {
         self.conn.get_database_backend()
     }

@@ -106,6 +106,7 @@ where
 tenant_tables!(
     audit_head,
     audit_event,
+    audit_pending,
     api_key,
     signing_key,
     user,

@@ -204,6 +204,7 @@ impl TenantRegistry {
                     Err(err) => tracing::warn!(error = %err, "reading the region-move journal failed"),
                 }
                 crate::region::moves::settle_fenced_chains(&registry.deps.storage, &registry.deps.directory).await;
+                link_leftover_audit_rows(&registry.deps.storage, &registry.deps.directory).await;
                 drop(registry);
                 tokio::time::sleep(Duration::from_secs(3)).await;
             }
@@ -220,5 +221,32 @@ impl TenantRegistry {
         ApiError: From<E>,
     {
         self.send(scope.tenant().id, Change::new(scope.clone(), work)).await
+    }
+}
+
+/// Links the audit rows a change committed and did not link (its process
+/// died right after its commit, or the database failed then), for every
+/// application this node serves from the database they are in.
+async fn link_leftover_audit_rows(storage: &crate::storage::Storage, directory: &crate::region::router::Directory) {
+    for (shard, db) in storage.held() {
+        let applications = match crate::audit::link::leftovers(&db).await {
+            Ok(applications) => applications,
+            Err(err) => {
+                tracing::warn!(%shard, error = %err, "reading pending audit rows failed");
+                continue;
+            }
+        };
+        for id in applications {
+            let serving = directory.serving(id, shard, storage).await;
+            if !matches!(serving, crate::region::router::Serving::Here(_)) {
+                continue; // moving (its new region links them), or elsewhere
+            }
+            match crate::audit::link::link_in_turn(&db, id).await {
+                Ok(linked) => tracing::warn!(application_id = %id, %shard, linked, "left-over audit rows linked"),
+                Err(err) => {
+                    tracing::warn!(application_id = %id, %shard, error = %err, "linking left-over audit rows failed")
+                }
+            }
+        }
     }
 }
