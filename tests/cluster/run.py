@@ -120,15 +120,7 @@ def kill_node(data, name):
 
 
 def organization_names(node, app, key):
-    names, offset = set(), 0
-    while True:
-        status, _, page = call(node, "GET", f"/v1/organizations?limit=100&offset={offset}", app, key)
-        if status != 200:
-            check(False, f"{node} lists organizations (offset {offset}: {status})")
-        names.update(o["name"] for o in page["data"])
-        if not page["meta"]["has_more"]:
-            return names
-        offset += 100
+    return set(organization_list(node, app, key))
 
 
 def served(node, route):
