@@ -3,8 +3,8 @@
 //! transaction. A filter entry takes a type equal to it or starting with it
 //! followed by a dot; no entries take every type.
 //!
-//! Part of the audit writer (`audit::Appender` calls it for the rows it
-//! just appended, in their transaction), so its queries are raw and filter on
+//! Part of the audit writer (`audit::chain_rows` calls it for the rows it
+//! just chained, in their transaction), so its queries are raw and filter on
 //! the rows' own `application_id`.
 #![allow(clippy::disallowed_methods)]
 use entity::{audit_event, webhook, webhook_message};
