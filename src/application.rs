@@ -86,19 +86,12 @@ pub type Tenant = Arc<TenantSnapshot>;
 impl TenantSnapshot {
     /// The shard that holds the application's data.
     pub fn shard(&self) -> Shard {
-        match self.shard_name {
-            Some(name) => Shard { region: self.region, name },
-            None => Shard::first_of(self.region),
-        }
+        Shard::named(self.region, self.shard_name)
     }
 
     /// The shard a move copies the application into, while it moves.
     pub fn moving_to_shard(&self) -> Option<Shard> {
-        let region = self.moving_to?;
-        Some(match self.moving_to_shard_name {
-            Some(name) => Shard { region, name },
-            None => Shard::first_of(region),
-        })
+        Some(Shard::named(self.moving_to?, self.moving_to_shard_name))
     }
 
     /// A catalog row written by this code always converts; a row that does

@@ -41,12 +41,14 @@ impl Shard {
         Shard { region, name: ShardName(region) }
     }
 
+    /// The shard `name` of `region`; no name is the region's first.
+    pub fn named(region: Region, name: Option<ShardName>) -> Shard {
+        Shard { region, name: name.unwrap_or(ShardName(region)) }
+    }
+
     /// From stored columns: no name is the region's first shard.
     pub fn stored(region: Region, name: Option<&str>) -> Result<Shard, InvalidRegionName> {
-        Ok(match name {
-            Some(name) => Shard { region, name: ShardName::new(name)? },
-            None => Shard::first_of(region),
-        })
+        Ok(Shard::named(region, name.map(ShardName::new).transpose()?))
     }
 
     /// The name to store: none for a region's first shard, so rows written
