@@ -42,6 +42,7 @@ mod m20261202_000036_add_move_cancel_requested;
 mod m20261203_000037_add_audit_head_fence;
 mod m20261204_000038_create_shards;
 mod m20261204_000039_create_audit_pending;
+mod m20261205_000040_create_oauth_clients;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -106,6 +107,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261202_000035_create_mail_queue::Migration),
             Box::new(m20261203_000037_add_audit_head_fence::Migration),
             Box::new(m20261204_000039_create_audit_pending::Migration),
+            Box::new(m20261205_000040_create_oauth_clients::Migration),
         ]
     }
 

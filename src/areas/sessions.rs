@@ -217,6 +217,27 @@ pub async fn find_active(db: &impl TenantConn, id: Uuid) -> Result<Option<sessio
         .await
 }
 
+/// The active session a presented refresh token is the current token of,
+/// with that token's row; `None` for anything else (unknown, rotated, or
+/// of an ended session). Presenting it here is not a use: nothing rotates,
+/// and a rotated token is not taken for reuse.
+pub async fn of_current_refresh_token(
+    db: &impl TenantConn,
+    presented: &str,
+) -> Result<Option<(refresh_token::Model, session::Model)>, DbErr> {
+    if !is_refresh_token_shape(presented) {
+        return Ok(None);
+    }
+    let current = db
+        .find::<refresh_token::Entity>()
+        .filter(refresh_token::Column::TokenHash.eq(sha256(presented).to_vec()))
+        .filter(refresh_token::Column::RotatedAt.is_null())
+        .one(db.conn())
+        .await?;
+    let Some(current) = current else { return Ok(None) };
+    Ok(find_active(db, current.session_id).await?.map(|session| (current, session)))
+}
+
 pub async fn list_of_user(
     db: &impl TenantConn,
     user_id: Uuid,

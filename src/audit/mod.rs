@@ -23,10 +23,13 @@ pub enum ActorKind {
     ApiKey,
     System,
     Public,
+    /// An OAuth client of the application's OpenID Provider.
+    OAuthClient,
 }
 
 impl ActorKind {
-    pub const ALL: [ActorKind; 4] = [ActorKind::User, ActorKind::ApiKey, ActorKind::System, ActorKind::Public];
+    pub const ALL: [ActorKind; 5] =
+        [ActorKind::User, ActorKind::ApiKey, ActorKind::System, ActorKind::Public, ActorKind::OAuthClient];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -34,6 +37,7 @@ impl ActorKind {
             ActorKind::ApiKey => "api_key",
             ActorKind::System => "system",
             ActorKind::Public => "public",
+            ActorKind::OAuthClient => "oauth_client",
         }
     }
 
@@ -60,6 +64,10 @@ impl Actor {
 
     pub fn public() -> Actor {
         Actor { kind: ActorKind::Public, id: None }
+    }
+
+    pub fn oauth_client(client_id: Uuid) -> Actor {
+        Actor { kind: ActorKind::OAuthClient, id: Some(client_id.to_string()) }
     }
 
     pub fn system() -> Actor {

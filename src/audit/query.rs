@@ -28,7 +28,7 @@ pub struct AuditQuery {
     #[serde(rename = "type")]
     #[param(pattern = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$")]
     pub event_type: Option<String>,
-    #[param(pattern = "^(user|api_key|system|public)?$")]
+    #[param(pattern = "^(user|api_key|system|public|oauth_client)?$")]
     pub actor_kind: Option<String>,
     /// The resource the rows are about.
     #[param(schema_with = crate::json_schema::filter_uuid)]
@@ -66,8 +66,9 @@ impl AuditFilter {
             );
         }
         if let Some(kind) = non_empty(query.actor_kind) {
-            let kind = ActorKind::parse(&kind)
-                .ok_or_else(|| ApiError::invalid("actor_kind", "must be one of user, api_key, system, public"))?;
+            let kind = ActorKind::parse(&kind).ok_or_else(|| {
+                ApiError::invalid("actor_kind", "must be one of user, api_key, system, public, oauth_client")
+            })?;
             condition = condition.add(audit_event::Column::ActorKind.eq(kind.as_str()));
         }
         if let Some(id) = non_empty(query.aggregate_id) {

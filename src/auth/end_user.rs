@@ -60,29 +60,36 @@ impl FromRequest for EndUser {
                 return Err(ApiError::unauthenticated());
             };
             let scope = super::public_scope(&state, tenant).ok_or_else(ApiError::unauthenticated)?;
-            let checked = match jwt::parse(&token) {
-                Ok(parsed) => match state.tenants.public_key(&scope, parsed.kid).await? {
-                    Some(key) => state.tokens.check(scope.tenant().id, parsed, &key),
-                    None => Err(jwt::Rejection::UnknownKey),
-                },
-                Err(rejection) => Err(rejection),
-            };
-            let claims = match checked {
-                Ok(claims) => claims,
-                Err(rejection) => {
-                    metrics::counter!("access_token_rejected_total", "reason" => rejection.as_str()).increment(1);
-                    return Err(ApiError::unauthenticated());
-                }
-            };
-            let session = sessions::find_active(&scope, claims.sid)
-                .await?
-                .filter(|s| s.user_id == claims.sub)
-                .ok_or_else(|| {
-                    metrics::counter!("access_token_rejected_total", "reason" => "session_ended").increment(1);
-                    ApiError::unauthenticated()
-                })?;
+            let (claims, session) = verify(&state, &scope, &token).await?.ok_or_else(ApiError::unauthenticated)?;
             let scope = scope.acting_as(Actor::user(claims.sub));
             Ok(EndUser { claims, session, scope })
         })
     }
+}
+
+/// The claims and the active session of an end user's access token of the
+/// application, or `None`: a token that does not verify against the
+/// application's own keys, or whose session was signed out, revoked or
+/// has expired. Each refusal is counted by reason, never told.
+pub async fn verify(state: &AppState, scope: &TenantScope, token: &str) -> ApiResult<Option<(Claims, session::Model)>> {
+    let checked = match jwt::parse(token) {
+        Ok(parsed) => match state.tenants.public_key(scope, parsed.kid).await? {
+            Some(key) => state.tokens.check(scope.tenant().id, parsed, &key),
+            None => Err(jwt::Rejection::UnknownKey),
+        },
+        Err(rejection) => Err(rejection),
+    };
+    let claims = match checked {
+        Ok(claims) => claims,
+        Err(rejection) => {
+            metrics::counter!("access_token_rejected_total", "reason" => rejection.as_str()).increment(1);
+            return Ok(None);
+        }
+    };
+    let session = sessions::find_active(scope, claims.sid).await?.filter(|s| s.user_id == claims.sub);
+    let Some(session) = session else {
+        metrics::counter!("access_token_rejected_total", "reason" => "session_ended").increment(1);
+        return Ok(None);
+    };
+    Ok(Some((claims, session)))
 }

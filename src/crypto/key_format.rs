@@ -16,6 +16,8 @@ pub enum KeyKind {
     User,
     ServiceAccount,
     Enrollment,
+    /// A confidential OAuth client's secret.
+    OAuthClient,
 }
 
 impl KeyKind {
@@ -25,6 +27,7 @@ impl KeyKind {
             KeyKind::User => "uk",
             KeyKind::ServiceAccount => "sak",
             KeyKind::Enrollment => "het",
+            KeyKind::OAuthClient => "ocs",
         }
     }
 }

@@ -124,6 +124,10 @@ catalog! {
     ServiceAccountCreated => "service_account.created", "A service account was created.";
     ServiceAccountUpdated => "service_account.updated", "A service account changed (name, scopes, disabled).";
     ServiceAccountDeleted => "service_account.deleted", "A service account was deleted, with its keys.";
+    OAuthClientCreated => "oauth_client.created", "An OAuth client (a relying party of the application's OpenID Provider) was registered.";
+    OAuthClientUpdated => "oauth_client.updated", "An OAuth client changed (name, redirect URIs, grant types, scopes).";
+    OAuthClientDeleted => "oauth_client.deleted", "An OAuth client was deleted; its secret stops authenticating at once.";
+    OAuthClientSecretRotated => "oauth_client.secret_rotated", "An OAuth client's secret was replaced; the old one stops authenticating at once.";
     AccessReviewCreated => "access_review.created", "An access review was opened, with one item per membership.";
     AccessReviewItemDecided => "access_review.item.decided", "A reviewer kept or revoked one item of an access review.";
     AccessReviewClosed => "access_review.closed", "An access review was closed.";

@@ -7,6 +7,7 @@ pub mod envelope;
 pub mod errors;
 pub mod head_limits;
 pub mod metrics;
+pub mod oauth_form;
 pub mod query;
 pub mod request_id;
 

@@ -9,7 +9,9 @@ use crate::{
     areas::{
         access_reviews, applications, billing, enrollment, entitlements,
         hooks::{self, restrictions},
-        messaging, oauth_providers, profile_fields, users, webhooks,
+        messaging,
+        oauth_clients::{self, redirect_uris},
+        oauth_providers, profile_fields, users, webhooks,
     },
     events::{delivery, outbox, url_safety::MAX_URL},
     json_schema::literal as schema,
@@ -157,6 +159,28 @@ pub fn optional_redirect_uri() -> RefOr<Schema> {
 
 fn redirect_uri_of() -> Value {
     json!({"type": "string", "maxLength": 2048, "pattern": URL})
+}
+
+/// An OAuth client's redirect URIs (`oauth_clients::redirect_uris`):
+/// absolute, exact, no wildcard or fragment, in normal form.
+pub fn client_uris() -> RefOr<Schema> {
+    let item = json!({"type": "string", "minLength": 1, "maxLength": redirect_uris::MAX_URI_LEN,
+                      "pattern": r"^[A-Za-z][A-Za-z0-9+.-]*:[^*#\s\u0000-\u001f\u007f-\u009f]*$"});
+    schema(json!({"type": "array", "maxItems": redirect_uris::MAX_URIS, "items": item}), true)
+}
+
+pub fn client_grant_types() -> RefOr<Schema> {
+    let item = json!({"type": "string", "enum": oauth_clients::GRANT_TYPES});
+    schema(json!({"type": "array", "minItems": 1, "items": item}), true)
+}
+
+pub fn client_scopes() -> RefOr<Schema> {
+    let item = json!({"type": "string", "enum": oauth_clients::SCOPES});
+    schema(json!({"type": "array", "minItems": 1, "items": item}), true)
+}
+
+pub fn id_token_alg() -> RefOr<Schema> {
+    schema(json!({"type": "string", "enum": oauth_clients::ID_TOKEN_ALGS}), true)
 }
 
 pub fn card_brand() -> RefOr<Schema> {

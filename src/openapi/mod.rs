@@ -46,7 +46,7 @@ impl Modify for SecretKeyAuth {
         components.add_security_scheme("enrollment_token", SecurityScheme::Http(scheme));
         let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Basic).build();
         scheme.description = Some(
-            "A service account's id and one of its `sak_` keys as the client's credentials (RFC 6749 `client_secret_basic`); or both in the form (`client_secret_post`).".into(),
+            "A client's id and secret (RFC 6749 `client_secret_basic`), or both in the form (`client_secret_post`): at the token endpoint a service account's id and one of its `sak_` keys; at introspection and revocation an OAuth client's id and its `ocs_` secret (a public client sends only its `client_id` to revoke).".into(),
         );
         components.add_security_scheme("client_basic", SecurityScheme::Http(scheme));
     }

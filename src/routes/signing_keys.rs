@@ -17,6 +17,7 @@ use uuid::Uuid;
 
 use crate::{
     area::{ApplicationFrom, ApplicationIn, Area},
+    areas::oauth_clients,
     auth::{public::tenant_in_path, public_scope, secret_key::SecretKey},
     error::{ApiError, ApiResult},
     http::{body::Body, envelope, metrics::RouteLabel},
@@ -119,18 +120,27 @@ pub async fn discovery(
 ) -> ApiResult<HttpResponse> {
     let tenant = tenant_in_path(&state, &req, &path).await?;
     let issuer = state.tokens.issuer(tenant.id);
-    let base = state.settings.public_url();
     Ok(public_document(&state).json(json!({
         "issuer": issuer,
         "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
         "token_endpoint": format!("{issuer}/oauth/token"),
-        "userinfo_endpoint": format!("{base}/v1/auth/me"),
-        "response_types_supported": ["token"],
+        "userinfo_endpoint": format!("{issuer}/oauth/userinfo"),
+        "introspection_endpoint": format!("{issuer}/oauth/introspect"),
+        "revocation_endpoint": format!("{issuer}/oauth/revoke"),
+        // Only what exists: the token endpoint issues `client_credentials`
+        // tokens, and no response type is served until the authorization
+        // endpoint is (`token` would advertise an implicit flow).
+        "response_types_supported": [],
+        "grant_types_supported": ["client_credentials"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["EdDSA"],
+        "scopes_supported": oauth_clients::SCOPES,
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
-        "grant_types_supported": ["client_credentials"],
-        "claims_supported": ["iss", "aud", "sub", "sid", "aal", "org", "org_role", "ent", "email_verified", "iat", "nbf", "exp", "jti"],
+        "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
+        "claims_supported": ["iss", "aud", "sub", "sid", "aal", "org", "org_role", "ent", "email", "email_verified",
+            "name", "given_name", "family_name", "middle_name", "nickname", "preferred_username", "picture", "website",
+            "gender", "birthdate", "zoneinfo", "locale", "updated_at", "iat", "nbf", "exp", "jti"],
     })))
 }
 

@@ -132,6 +132,7 @@ tenant_tables!(
     messaging_outbox,
     mail_queue,
     oauth_provider,
+    oauth_client,
     user_identity,
     oauth_flow,
     password_reset,

@@ -21,6 +21,9 @@ struct Operation {
     /// `Some(scope)` for a secret-key operation.
     secret_key_scope: Option<String>,
     access_token: bool,
+    /// Answers in its standard's format (`x-gatehouse-caller: oauth_client`),
+    /// not the envelope: a refused token is RFC 6750's `invalid_token`.
+    standard: bool,
     has_body: bool,
 }
 
@@ -39,6 +42,7 @@ fn operations(document: &Value) -> Vec<Operation> {
                     scopes[0].as_str().unwrap().to_string()
                 }),
                 access_token: scheme("access_token").is_some(),
+                standard: operation["x-gatehouse-caller"] == "oauth_client",
                 has_body: operation.get("requestBody").is_some(),
             });
         }
@@ -101,7 +105,13 @@ async fn every_operation_takes_only_its_declared_credential_and_scope() {
         if operation.access_token {
             end_user_operations += 1;
             let refused = call(&app, operation, &app.caller).await;
-            assert_eq!((refused.status, refused.error_code()), (401, "unauthenticated"), "{name} with a secret key");
+            let code = if operation.standard {
+                refused.body["error"].as_str().unwrap_or_default()
+            } else {
+                refused.error_code()
+            };
+            let expected = if operation.standard { "invalid_token" } else { "unauthenticated" };
+            assert_eq!((refused.status, code), (401, expected), "{name} with a secret key");
             let passed = call(&app, operation, &end_user).await;
             assert_ne!(passed.status, 401, "{name} with an access token: {:?}", passed.body);
         }

@@ -31,6 +31,7 @@ mod memory;
 mod messaging;
 mod oauth_providers;
 mod oidc;
+mod openid_provider;
 mod ops;
 mod passkeys;
 mod password_reset;

@@ -10,8 +10,9 @@ each case and signed in again when it no longer works (the fuzzer's own
 sign-out or immediate key rotation ends it); for the `enrollment_token` one
 (`POST /v1/os/enroll`), a reusable enrollment token (no platform, no
 `max_uses`, no expiry) created once with the secret key; for the
-`client_basic` one (the issuer's token endpoint), a service account's id
-and key as HTTP Basic."""
+`client_basic` one, a service account's id and key as HTTP Basic at the
+issuer's token endpoint, and a first-party confidential OAuth client's id
+and secret at its introspection and revocation endpoints."""
 import base64
 import json
 import os
@@ -20,9 +21,10 @@ import urllib.request
 
 import schemathesis
 
-END_USER_OPERATIONS = r"^/v1/(auth/(me|mfa/|organizations/|sign-out|invitations/)|dashboard/)"
+END_USER_OPERATIONS = r"^/v1/(auth/(me|mfa/|organizations/|sign-out|invitations/)|dashboard/|applications/[^/]+/oauth/userinfo$)"
 ENROLLMENT_OPERATIONS = r"^/v1/os/enroll$"
 TOKEN_ENDPOINT = r"^/v1/applications/[^/]+/oauth/token$"
+PROVIDER_CLIENT_OPERATIONS = r"^/v1/applications/[^/]+/oauth/(introspect|revoke)$"
 
 
 def bearer(case, token):
@@ -121,7 +123,22 @@ class ClientCredentials:
         case.headers = {**(case.headers or {}), "Authorization": f"Basic {credentials}"}
 
 
-@schemathesis.auth().skip_for(path_regex=f"{END_USER_OPERATIONS}|{ENROLLMENT_OPERATIONS}|{TOKEN_ENDPOINT}")
+@schemathesis.auth().apply_to(path_regex=PROVIDER_CLIENT_OPERATIONS)
+class OAuthClientCredentials:
+    """A first-party confidential OAuth client's id and secret, as HTTP
+    Basic (`client_basic` at introspection and revocation)."""
+
+    def get(self, case, context):
+        pair = f"{os.environ['GATEHOUSE_FUZZ_OAUTH_CLIENT_ID']}:{os.environ['GATEHOUSE_FUZZ_OAUTH_CLIENT_SECRET']}"
+        return base64.b64encode(pair.encode()).decode()
+
+    def set(self, case, credentials, context):
+        case.headers = {**(case.headers or {}), "Authorization": f"Basic {credentials}"}
+
+
+@schemathesis.auth().skip_for(
+    path_regex=f"{END_USER_OPERATIONS}|{ENROLLMENT_OPERATIONS}|{TOKEN_ENDPOINT}|{PROVIDER_CLIENT_OPERATIONS}"
+)
 class SecretKey:
     def get(self, case, context):
         return os.environ["GATEHOUSE_FUZZ_SECRET_KEY"]

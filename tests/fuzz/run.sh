@@ -25,7 +25,7 @@ export GATEHOUSE__LIMITS__HOOKS_PER_APPLICATION=100000 GATEHOUSE__LIMITS__WEBHOO
   GATEHOUSE__LIMITS__PROFILE_FIELDS_PER_APPLICATION=100000 GATEHOUSE__LIMITS__ACTIVE_SECRET_KEYS_PER_APPLICATION=100000 \
   GATEHOUSE__LIMITS__PERSONAL_KEYS_PER_USER=100000 GATEHOUSE__LIMITS__SERVICE_ACCOUNTS_PER_APPLICATION=100000 \
   GATEHOUSE__LIMITS__SOD_POLICIES_PER_APPLICATION=100000 GATEHOUSE__LIMITS__FEATURES_PER_APPLICATION=100000 \
-  GATEHOUSE__LIMITS__PLANS_PER_APPLICATION=100000 \
+  GATEHOUSE__LIMITS__PLANS_PER_APPLICATION=100000 GATEHOUSE__LIMITS__OAUTH_CLIENTS_PER_APPLICATION=100000 \
   GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0 \
   GATEHOUSE__RATE_LIMITS__SIGN_UP_PER_IP_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 \
   GATEHOUSE__SECURITY__PASSWORD_HASH_QUEUE=1000
@@ -84,6 +84,12 @@ export GATEHOUSE_FUZZ_CLIENT_ID="$(field "$account" "['data']['id']")"
 account_key="$(curl -sf -X POST "$base/v1/service-accounts/$GATEHOUSE_FUZZ_CLIENT_ID/keys" -H "x-application-id: $app" \
   -H "authorization: Bearer $key" -H 'content-type: application/json' -d '{"name": "fuzz"}')"
 export GATEHOUSE_FUZZ_CLIENT_SECRET="$(field "$account_key" "['data']['secret']")"
+# The OAuth client whose secret the introspection and revocation cases carry.
+oauth_client="$(curl -sf -X POST "$base/v1/oauth-clients" -H "x-application-id: $app" -H "authorization: Bearer $key" \
+  -H 'content-type: application/json' \
+  -d '{"name": "fuzz resource server", "first_party": true, "redirect_uris": ["https://app.example.com/callback"]}')"
+export GATEHOUSE_FUZZ_OAUTH_CLIENT_ID="$(field "$oauth_client" "['data']['client_id']")"
+export GATEHOUSE_FUZZ_OAUTH_CLIENT_SECRET="$(field "$oauth_client" "['data']['client_secret']")"
 
 cd "$here"
 status=0

@@ -1,0 +1,320 @@
+//! The application as an OpenID Provider: its OAuth clients (registered
+//! with a secret key), and userinfo, introspection and revocation under
+//! its issuer, in their standards' formats.
+use reqwest::Method;
+use serde_json::{json, Value};
+
+use crate::{
+    end_users::{as_user, sign_up},
+    helpers::{spawn_app, Reply, TestApp},
+};
+
+const CALLBACK: &str = "https://app.example.com/callback";
+
+/// Registers a client; the 201's data.
+async fn client(app: &TestApp, body: Value) -> Value {
+    let created = app.post("/v1/oauth-clients", &body).await;
+    assert_eq!(created.status, 201, "{:?}", created.body);
+    created.data().clone()
+}
+
+fn issuer_url(app: &TestApp, endpoint: &str) -> String {
+    app.url(&format!("/v1/applications/{}/{endpoint}", app.caller.application_id))
+}
+
+/// A form post to one of the issuer's OAuth endpoints, with HTTP Basic when given.
+async fn form(app: &TestApp, endpoint: &str, form: &[(&str, &str)], basic: Option<(&str, &str)>) -> Reply {
+    let mut request = app.client.post(issuer_url(app, endpoint)).form(form);
+    if let Some((id, secret)) = basic {
+        request = request.basic_auth(id, Some(secret));
+    }
+    app.raw(request).await
+}
+
+async fn userinfo(app: &TestApp, token: Option<&str>) -> Reply {
+    let mut request = app.client.get(issuer_url(app, "oauth/userinfo"));
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    app.raw(request).await
+}
+
+fn credentials(client: &Value) -> (String, String) {
+    (client["client_id"].as_str().unwrap().to_string(), client["client_secret"].as_str().unwrap().to_string())
+}
+
+#[actix_web::test]
+async fn a_confidential_client_is_registered_with_a_secret_shown_once_and_managed() {
+    let app = spawn_app().await;
+    let created = client(&app, json!({"name": "Grafana", "redirect_uris": [CALLBACK]})).await;
+    let id = created["id"].as_str().unwrap().to_string();
+    assert_eq!(created["client_id"], created["id"]);
+    assert_eq!(created["type"], "confidential");
+    assert_eq!(created["grant_types"], json!(["authorization_code", "refresh_token"]), "the defaults");
+    assert_eq!(created["scopes"], json!(["openid", "profile", "email", "offline_access"]));
+    assert_eq!(created["first_party"], false);
+    assert_eq!(created["id_token_signed_response_alg"], "EdDSA");
+    assert_eq!(created["token_endpoint_auth_method"], "client_secret_basic");
+    let secret = created["client_secret"].as_str().unwrap();
+    assert!(secret.starts_with("ocs_test_"), "{secret}");
+    assert_eq!(created["secret_prefix"], &secret[..12]);
+
+    let found = app.get(&format!("/v1/oauth-clients/{id}")).await;
+    assert_eq!(found.status, 200);
+    assert!(found.data().get("client_secret").is_none(), "shown once");
+    let listed = app.get("/v1/oauth-clients").await;
+    assert_eq!(listed.data().as_array().unwrap().len(), 1);
+    assert!(!listed.body.to_string().contains(secret));
+
+    let patched = app
+        .patch(
+            &format!("/v1/oauth-clients/{id}"),
+            &json!({"name": "Grafana (prod)", "scopes": ["openid", "email"], "id_token_signed_response_alg": "RS256",
+                    "post_logout_redirect_uris": ["https://app.example.com/"]}),
+        )
+        .await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    assert_eq!(patched.data()["name"], "Grafana (prod)");
+    assert_eq!(patched.data()["scopes"], json!(["openid", "email"]));
+    assert_eq!(patched.data()["redirect_uris"], json!([CALLBACK]), "untouched");
+
+    let rotated = app.send(&app.caller, Method::POST, &format!("/v1/oauth-clients/{id}/rotate-secret"), None).await;
+    assert_eq!(rotated.status, 200, "{:?}", rotated.body);
+    let new_secret = rotated.data()["client_secret"].as_str().unwrap();
+    assert_ne!(new_secret, secret);
+    // The old secret stops authenticating at once; the new one works.
+    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    let token = user["access_token"].as_str().unwrap();
+    let old = form(&app, "oauth/introspect", &[("token", token)], Some((&id, secret))).await;
+    assert_eq!(old.status, 401, "{:?}", old.body);
+    assert_eq!(old.body["error"], "invalid_client");
+    let new = form(&app, "oauth/introspect", &[("token", token)], Some((&id, new_secret))).await;
+    assert_eq!((new.status, &new.body["active"]), (200, &json!(true)), "{:?}", new.body);
+
+    let deleted = app.send(&app.caller, Method::DELETE, &format!("/v1/oauth-clients/{id}"), None).await;
+    assert_eq!(deleted.status, 200);
+    assert_eq!(app.get(&format!("/v1/oauth-clients/{id}")).await.status, 404);
+    let gone = form(&app, "oauth/introspect", &[("token", token)], Some((&id, new_secret))).await;
+    assert_eq!(gone.status, 401, "a deleted client's secret is refused");
+
+    let types = app.audit_types().await;
+    for expected in
+        ["oauth_client.created", "oauth_client.updated", "oauth_client.secret_rotated", "oauth_client.deleted"]
+    {
+        assert!(types.iter().any(|t| t == expected), "{expected} in {types:?}");
+    }
+    let audit = app.get("/v1/audit-logs?limit=100").await;
+    assert!(!audit.body.to_string().contains(secret) && !audit.body.to_string().contains(new_secret));
+}
+
+#[actix_web::test]
+async fn redirect_uris_are_exact_and_safe_and_bad_clients_are_422_storing_nothing() {
+    let app = spawn_app().await;
+    let public = client(
+        &app,
+        json!({"name": "CLI", "type": "public", "redirect_uris": ["http://127.0.0.1:8765/cb", "com.example.cli:/oauth"]}),
+    )
+    .await;
+    assert_eq!(public["client_secret"], Value::Null, "a public client has no secret");
+    assert_eq!(public["token_endpoint_auth_method"], "none");
+    let id = public["id"].as_str().unwrap();
+    let rotate = app.send(&app.caller, Method::POST, &format!("/v1/oauth-clients/{id}/rotate-secret"), None).await;
+    assert_eq!((rotate.status, rotate.error_code()), (409, "conflict"));
+    // Changed to something its type may not have: the whole client is checked.
+    let patched = app.patch(&format!("/v1/oauth-clients/{id}"), &json!({"redirect_uris": []})).await;
+    assert_eq!(patched.status, 422, "authorization_code needs a redirect URI: {:?}", patched.body);
+
+    for body in [
+        json!({"name": "x", "redirect_uris": ["https://*.example.com/cb"]}),
+        json!({"name": "x", "redirect_uris": ["https://app.example.com/cb#frag"]}),
+        json!({"name": "x", "redirect_uris": ["http://app.example.com/cb"]}),
+        json!({"name": "x", "redirect_uris": ["https://user:pw@app.example.com/cb"]}),
+        json!({"name": "x", "redirect_uris": ["HTTPS://App.Example.com/cb"]}),
+        json!({"name": "x", "redirect_uris": ["javascript:alert(1)"]}),
+        json!({"name": "x", "redirect_uris": ["com.example.app:/cb"]}),
+        json!({"name": "x", "redirect_uris": []}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "grant_types": ["refresh_token"]}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "grant_types": ["password"]}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "scopes": ["email"]}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "id_token_signed_response_alg": "none"}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "type": "other"}),
+        json!({"name": "", "redirect_uris": [CALLBACK]}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "client_secret": "mine"}),
+    ] {
+        let reply = app.post("/v1/oauth-clients", &body).await;
+        assert_eq!(reply.status, 422, "{body}: {:?}", reply.body);
+    }
+    assert_eq!(app.get("/v1/oauth-clients").await.data().as_array().unwrap().len(), 1, "nothing stored");
+}
+
+#[actix_web::test]
+async fn clients_need_their_scopes_and_another_applications_client_is_404() {
+    let app = spawn_app().await;
+    let created = client(&app, json!({"name": "x", "redirect_uris": [CALLBACK]})).await;
+    let id = created["id"].as_str().unwrap();
+    let reader = app.key_with_scopes(json!(["oauth_clients:read"])).await;
+    assert_eq!(app.send(&reader, Method::GET, &format!("/v1/oauth-clients/{id}"), None).await.status, 200);
+    let body = json!({"name": "y", "redirect_uris": [CALLBACK]});
+    let write = app.send(&reader, Method::POST, "/v1/oauth-clients", Some(&body)).await;
+    assert_eq!(write.error_code(), "insufficient_scope");
+    let rotate = app.send(&reader, Method::POST, &format!("/v1/oauth-clients/{id}/rotate-secret"), None).await;
+    assert_eq!(rotate.error_code(), "insufficient_scope");
+    let other = app.other_account().await;
+    assert_eq!(app.send(&other, Method::GET, &format!("/v1/oauth-clients/{id}"), None).await.status, 404);
+    assert_eq!(app.send(&other, Method::DELETE, &format!("/v1/oauth-clients/{id}"), None).await.status, 404);
+}
+
+#[actix_web::test]
+async fn userinfo_answers_the_users_claims_for_a_bearer_token_and_refuses_an_ended_session() {
+    let app = spawn_app().await;
+    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    let token = user["access_token"].as_str().unwrap();
+    let id = user["user"]["id"].as_str().unwrap();
+    app.patch(&format!("/v1/users/{id}"), &json!({"profile": {}})).await;
+
+    let info = userinfo(&app, Some(token)).await;
+    assert_eq!(info.status, 200, "{:?}", info.body);
+    assert_eq!(info.header("cache-control"), Some("no-store"));
+    assert!(info.body.get("data").is_none(), "plain JSON, not the envelope");
+    assert_eq!(info.body["sub"], id);
+    assert_eq!(info.body["email"], "ada@example.com");
+    assert_eq!(info.body["email_verified"], false);
+    assert!(info.body["updated_at"].is_i64());
+    let by_post = app.raw(app.client.post(issuer_url(&app, "oauth/userinfo")).bearer_auth(token)).await;
+    assert_eq!((by_post.status, &by_post.body["sub"]), (200, &json!(id)));
+
+    let missing = userinfo(&app, None).await;
+    assert_eq!(missing.status, 401);
+    assert_eq!(missing.header("www-authenticate"), Some("Bearer realm=\"gatehouse\""));
+    let forged = userinfo(&app, Some("eyJhbGciOiJub25lIn0.e30.")).await;
+    assert_eq!(forged.status, 401);
+    assert_eq!(forged.header("www-authenticate"), Some("Bearer realm=\"gatehouse\", error=\"invalid_token\""));
+    // Another application's token is no token here.
+    let other = app.other_account().await;
+    let stranger = sign_up(&app, &other, "eve@example.com").await;
+    assert_eq!(userinfo(&app, stranger["access_token"].as_str()).await.status, 401);
+
+    let signed_out = app.send(&as_user(&app.caller, token), Method::POST, "/v1/auth/sign-out", None).await;
+    assert_eq!(signed_out.status, 200, "{:?}", signed_out.body);
+    assert_eq!(userinfo(&app, Some(token)).await.status, 401, "the session ended: refused at once");
+}
+
+#[actix_web::test]
+async fn introspection_tells_a_confidential_client_whether_a_token_is_active() {
+    let app = spawn_app().await;
+    let resource = client(&app, json!({"name": "API", "redirect_uris": [CALLBACK]})).await;
+    let (id, secret) = credentials(&resource);
+    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    let access = user["access_token"].as_str().unwrap();
+    let refresh = user["refresh_token"].as_str().unwrap();
+
+    let active = form(&app, "oauth/introspect", &[("token", access)], Some((&id, &secret))).await;
+    assert_eq!(active.status, 200, "{:?}", active.body);
+    assert_eq!(active.header("cache-control"), Some("no-store"));
+    assert_eq!(active.body["active"], true);
+    assert_eq!(active.body["token_type"], "Bearer");
+    assert_eq!(active.body["sub"], user["user"]["id"]);
+    assert_eq!(active.body["sid"], user["session"]["id"]);
+    assert_eq!(active.body["aud"], app.caller.application_id.as_str());
+    // client_secret_post, and a refresh token.
+    let by_post =
+        form(&app, "oauth/introspect", &[("token", refresh), ("client_id", &id), ("client_secret", &secret)], None)
+            .await;
+    assert_eq!(by_post.body["active"], true, "{:?}", by_post.body);
+    assert_eq!(by_post.body["token_type"], "refresh_token");
+    assert_eq!(by_post.body["sid"], user["session"]["id"]);
+
+    for token in ["rt_unknown", "not-a-token", "eyJhbGciOiJub25lIn0.e30."] {
+        let inactive = form(&app, "oauth/introspect", &[("token", token)], Some((&id, &secret))).await;
+        assert_eq!((inactive.status, inactive.body.clone()), (200, json!({"active": false})));
+    }
+    // A public client cannot introspect; a wrong secret is invalid_client.
+    let public = client(&app, json!({"name": "SPA", "type": "public", "redirect_uris": [CALLBACK]})).await;
+    let public_id = public["id"].as_str().unwrap();
+    let refused = form(&app, "oauth/introspect", &[("token", access), ("client_id", public_id)], None).await;
+    assert_eq!((refused.status, &refused.body["error"]), (400, &json!("unauthorized_client")), "{:?}", refused.body);
+    let wrong = form(&app, "oauth/introspect", &[("token", access)], Some((&id, "ocs_test_wrong"))).await;
+    assert_eq!((wrong.status, &wrong.body["error"]), (401, &json!("invalid_client")));
+    assert!(wrong.header("www-authenticate").unwrap().starts_with("Basic"));
+    let no_token = form(&app, "oauth/introspect", &[], Some((&id, &secret))).await;
+    assert_eq!((no_token.status, &no_token.body["error"]), (400, &json!("invalid_request")));
+    let both = app
+        .raw(
+            app.client
+                .post(issuer_url(&app, "oauth/introspect"))
+                .basic_auth(&id, Some(&secret))
+                .form(&[("token", access), ("client_id", &id)]),
+        )
+        .await;
+    assert_eq!((both.status, &both.body["error"]), (400, &json!("invalid_request")));
+    let json_body = app
+        .raw(app.client.post(issuer_url(&app, "oauth/introspect")).basic_auth(&id, Some(&secret)).json(&json!({})))
+        .await;
+    assert_eq!((json_body.status, &json_body.body["error"]), (400, &json!("invalid_request")));
+}
+
+#[actix_web::test]
+async fn a_first_party_client_revokes_a_token_and_its_session_ends_everywhere() {
+    let app = spawn_app().await;
+    let first = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&first);
+    let third = client(&app, json!({"name": "Partner", "redirect_uris": [CALLBACK]})).await;
+    let (third_id, third_secret) = credentials(&third);
+    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    let access = user["access_token"].as_str().unwrap();
+    let refresh = user["refresh_token"].as_str().unwrap();
+
+    // A third-party client may not revoke the application's own tokens.
+    let refused = form(&app, "oauth/revoke", &[("token", refresh)], Some((&third_id, &third_secret))).await;
+    assert_eq!((refused.status, &refused.body["error"]), (400, &json!("unauthorized_client")));
+    assert_eq!(userinfo(&app, Some(access)).await.status, 200, "nothing was revoked");
+
+    let revoked =
+        form(&app, "oauth/revoke", &[("token", refresh), ("token_type_hint", "refresh_token")], Some((&id, &secret)))
+            .await;
+    assert_eq!(revoked.status, 200, "{:?}", revoked.body);
+    // The session ended: its access token, its refresh token.
+    assert_eq!(userinfo(&app, Some(access)).await.status, 401);
+    let introspected = form(&app, "oauth/introspect", &[("token", access)], Some((&id, &secret))).await;
+    assert_eq!(introspected.body, json!({"active": false}));
+    let body = json!({"refresh_token": refresh});
+    let refreshed = crate::end_users::public_post(&app, &app.caller, "/v1/auth/token", &body).await;
+    assert_eq!(refreshed.status, 401);
+    // Revoking again, or an unknown token, is 200 with nothing to do.
+    assert_eq!(form(&app, "oauth/revoke", &[("token", refresh)], Some((&id, &secret))).await.status, 200);
+    assert_eq!(form(&app, "oauth/revoke", &[("token", "rt_nothing")], Some((&id, &secret))).await.status, 200);
+    let audit = app.get("/v1/audit-logs?type=session.revoked").await;
+    let row = &audit.data()[0];
+    assert_eq!(row["actor_kind"], "oauth_client", "{row}");
+    assert_eq!(row["actor_id"], id.as_str());
+    assert_eq!(row["data"]["reason"], "token_revocation");
+
+    // A public first-party client revokes with its client_id alone.
+    let spa =
+        client(&app, json!({"name": "SPA", "type": "public", "first_party": true, "redirect_uris": [CALLBACK]})).await;
+    let second = sign_up(&app, &app.caller, "bob@example.com").await;
+    let spa_id = spa["id"].as_str().unwrap();
+    let by_public =
+        form(&app, "oauth/revoke", &[("token", second["access_token"].as_str().unwrap()), ("client_id", spa_id)], None)
+            .await;
+    assert_eq!(by_public.status, 200, "{:?}", by_public.body);
+    assert_eq!(userinfo(&app, second["access_token"].as_str()).await.status, 401);
+    let unknown = form(&app, "oauth/revoke", &[("token", "x"), ("client_id", "nobody")], None).await;
+    assert_eq!((unknown.status, &unknown.body["error"]), (401, &json!("invalid_client")));
+}
+
+#[actix_web::test]
+async fn discovery_names_the_providers_endpoints_and_only_what_exists() {
+    let app = spawn_app().await;
+    let document = app.raw(app.client.get(issuer_url(&app, ".well-known/openid-configuration"))).await;
+    assert_eq!(document.status, 200);
+    let issuer = format!("{}/v1/applications/{}", app.address, app.caller.application_id);
+    let d = &document.body;
+    assert_eq!(d["issuer"], issuer);
+    assert_eq!(d["userinfo_endpoint"], format!("{issuer}/oauth/userinfo"));
+    assert_eq!(d["introspection_endpoint"], format!("{issuer}/oauth/introspect"));
+    assert_eq!(d["revocation_endpoint"], format!("{issuer}/oauth/revoke"));
+    assert_eq!(d["response_types_supported"], json!([]), "no implicit flow is advertised");
+    assert_eq!(d["grant_types_supported"], json!(["client_credentials"]));
+    assert!(d["scopes_supported"].as_array().unwrap().contains(&json!("openid")));
+}
