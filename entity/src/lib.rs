@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `mail_queue`, `messaging_provider`, `mfa_challenge`, `mfa_factor`, `oauth_client`, `oauth_flow`, `oauth_provider`, `passkey_ceremony`, `password_reset`, `recovery_code`, `refresh_token`,
+//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `mail_queue`, `messaging_provider`, `mfa_challenge`, `hosted_login`, `mfa_factor`, `oauth_client`, `oauth_code`, `oauth_flow`, `oauth_provider`, `passkey_ceremony`, `password_reset`, `recovery_code`, `refresh_token`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod access_review;
 pub mod access_review_item;
@@ -26,6 +26,7 @@ pub mod feature;
 pub mod hook;
 pub mod host;
 pub mod host_group;
+pub mod hosted_login;
 pub mod invitation;
 pub mod mail_queue;
 pub mod membership;
@@ -34,6 +35,7 @@ pub mod messaging_provider;
 pub mod mfa_challenge;
 pub mod mfa_factor;
 pub mod oauth_client;
+pub mod oauth_code;
 pub mod oauth_flow;
 pub mod oauth_provider;
 pub mod organization;

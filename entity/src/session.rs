@@ -25,6 +25,11 @@ pub struct Model {
     pub revoked_at: Option<DateTimeUtc>,
     /// `sign_out`, `refresh_token_reuse`, `revoked`, `user_deleted`.
     pub revoked_reason: Option<String>,
+    /// The OAuth client the session was issued to through the
+    /// authorization-code flow; null for the API's own sign-in.
+    pub oauth_client_id: Option<Uuid>,
+    /// What that client was granted (space-separated scopes).
+    pub oauth_scope: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -43,6 +43,7 @@ mod m20261203_000037_add_audit_head_fence;
 mod m20261204_000038_create_shards;
 mod m20261204_000039_create_audit_pending;
 mod m20261205_000040_create_oauth_clients;
+mod m20261205_000041_create_authorization_codes;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -108,6 +109,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261203_000037_add_audit_head_fence::Migration),
             Box::new(m20261204_000039_create_audit_pending::Migration),
             Box::new(m20261205_000040_create_oauth_clients::Migration),
+            Box::new(m20261205_000041_create_authorization_codes::Migration),
         ]
     }
 

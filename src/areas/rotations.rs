@@ -68,6 +68,7 @@ impl From<RotationError> for ApiError {
 }
 
 /// What the batch decided for one rotation.
+#[allow(clippy::large_enum_variant)] // made once per rotation and taken apart at once
 enum Rotated {
     Done(Opened),
     /// The token is not a current one: unknown, or already rotated (reuse).

@@ -74,6 +74,31 @@ pub async fn open(
     aal: &str,
     ttl: Duration,
 ) -> Result<Opened, DbErr> {
+    open_as(txn, user_id, email_verified, aal, ttl, None).await
+}
+
+/// [`open`], for an OAuth client: the session is issued to it with the
+/// scopes it was granted.
+pub async fn open_for_client(
+    txn: &mut TenantTxn,
+    user_id: Uuid,
+    email_verified: bool,
+    aal: &str,
+    ttl: Duration,
+    client_id: Uuid,
+    scope: &str,
+) -> Result<Opened, DbErr> {
+    open_as(txn, user_id, email_verified, aal, ttl, Some((client_id, scope))).await
+}
+
+async fn open_as(
+    txn: &mut TenantTxn,
+    user_id: Uuid,
+    email_verified: bool,
+    aal: &str,
+    ttl: Duration,
+    client: Option<(Uuid, &str)>,
+) -> Result<Opened, DbErr> {
     let application_id = txn.application_id();
     let now = crate::clock::now();
     let session = session::Model {
@@ -89,11 +114,17 @@ pub async fn open(
         expires_at: now + ttl,
         revoked_at: None,
         revoked_reason: None,
+        oauth_client_id: client.map(|(id, _)| id),
+        oauth_scope: client.map(|(_, scope)| scope.to_string()),
     };
     txn.insert(session::ActiveModel::from(session.clone())).await?;
     let (refresh_token, row) = new_refresh_token(application_id, session.id, now);
     txn.insert(refresh_token::ActiveModel::from(row)).await?;
-    txn.audit(EventType::SessionCreated, Some(session.id), json!({"user_id": user_id})).await?;
+    let data = match client {
+        Some((client_id, _)) => json!({"user_id": user_id, "oauth_client_id": client_id}),
+        None => json!({"user_id": user_id}),
+    };
+    txn.audit(EventType::SessionCreated, Some(session.id), data).await?;
     Ok(Opened { session, refresh_token })
 }
 
@@ -215,6 +246,22 @@ pub async fn find_active(db: &impl TenantConn, id: Uuid) -> Result<Option<sessio
         .filter(session::Column::ExpiresAt.gt(now))
         .one(db.conn())
         .await
+}
+
+/// The OAuth client a refresh token's session was issued to: `None` for
+/// an unknown token, `Some(None)` for the API's own sign-in. Any token of
+/// the session counts (a rotated one too: its use is reuse, which the
+/// rotation itself detects).
+pub async fn client_of_refresh_token(db: &impl TenantConn, presented: &str) -> Result<Option<Option<Uuid>>, DbErr> {
+    let Some(token) = db
+        .find::<refresh_token::Entity>()
+        .filter(refresh_token::Column::TokenHash.eq(sha256(presented).to_vec()))
+        .one(db.conn())
+        .await?
+    else {
+        return Ok(None);
+    };
+    Ok(db.find_by_id::<session::Entity>(token.session_id).one(db.conn()).await?.map(|s| s.oauth_client_id))
 }
 
 /// The active session a presented refresh token is the current token of,

@@ -142,9 +142,9 @@ pub fn host_platform() -> RefOr<Schema> {
     schema(json!({"type": "string", "enum": enrollment::PLATFORMS}), false)
 }
 
-/// The token endpoint's grant (RFC 6749 §4.4); any other is 400 `unsupported_grant_type`.
+/// The token endpoint's grants; any other is 400 `unsupported_grant_type`.
 pub fn grant_type() -> RefOr<Schema> {
-    schema(json!({"type": "string", "enum": ["client_credentials"]}), false)
+    schema(json!({"type": "string", "enum": ["client_credentials", "authorization_code", "refresh_token"]}), false)
 }
 
 /// Where a browser or an email link is sent back to: an absolute http(s)

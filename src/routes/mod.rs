@@ -12,9 +12,9 @@ use crate::{
     area::{ApplicationIn, Area},
     areas::{
         access_reviews, api_keys, applications, auth, billing, email_verifications, enrollment, entitlements, hooks,
-        invitations, machine_tokens, messaging, oauth_clients, oauth_providers, openid_provider, organizations,
-        password_resets, personal_keys, profile_fields, provider_sign_in, second_factors, service_accounts, sod,
-        sso_domains, users, webhooks,
+        invitations, messaging, oauth_clients, oauth_providers, openid_provider, organizations, password_resets,
+        personal_keys, profile_fields, provider_sign_in, second_factors, service_accounts, sod, sso_domains, users,
+        webhooks,
     },
 };
 
@@ -23,7 +23,6 @@ use crate::{
 /// this list.
 pub const AREAS: &[Area] = &[
     signing_keys::AREA,
-    machine_tokens::http::AREA,
     openid_provider::http::AREA,
     applications::http::AREA,
     messaging::http::AREA,
@@ -55,12 +54,8 @@ pub const AREAS: &[Area] = &[
 
 /// The routes whose requests name their application other than by header,
 /// and where: the region router finds the application from these.
-pub const APPLICATION_ELSEWHERE: &[&[ApplicationIn]] = &[
-    signing_keys::APPLICATION_IN,
-    machine_tokens::http::APPLICATION_IN,
-    openid_provider::http::APPLICATION_IN,
-    provider_sign_in::http::APPLICATION_IN,
-];
+pub const APPLICATION_ELSEWHERE: &[&[ApplicationIn]] =
+    &[signing_keys::APPLICATION_IN, openid_provider::http::APPLICATION_IN, provider_sign_in::http::APPLICATION_IN];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     let mut v1 = web::scope("/v1");

@@ -123,22 +123,25 @@ pub async fn discovery(
     Ok(public_document(&state).json(json!({
         "issuer": issuer,
         "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
+        "authorization_endpoint": format!("{issuer}/oauth/authorize"),
         "token_endpoint": format!("{issuer}/oauth/token"),
         "userinfo_endpoint": format!("{issuer}/oauth/userinfo"),
         "introspection_endpoint": format!("{issuer}/oauth/introspect"),
         "revocation_endpoint": format!("{issuer}/oauth/revoke"),
-        // Only what exists: the token endpoint issues `client_credentials`
-        // tokens, and no response type is served until the authorization
-        // endpoint is (`token` would advertise an implicit flow).
-        "response_types_supported": [],
-        "grant_types_supported": ["client_credentials"],
+        "response_types_supported": ["code"],
+        "response_modes_supported": ["query"],
+        "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
+        "code_challenge_methods_supported": ["S256"],
+        "prompt_values_supported": ["none", "login", "consent", "select_account"],
+        "authorization_response_iss_parameter_supported": true,
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["EdDSA"],
         "scopes_supported": oauth_clients::SCOPES,
-        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
+        "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],
         "revocation_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "claims_supported": ["iss", "aud", "sub", "sid", "aal", "org", "org_role", "ent", "email", "email_verified",
+            "auth_time", "nonce", "acr", "amr", "azp", "at_hash",
             "name", "given_name", "family_name", "middle_name", "nickname", "preferred_username", "picture", "website",
             "gender", "birthdate", "zoneinfo", "locale", "updated_at", "iat", "nbf", "exp", "jti"],
     })))

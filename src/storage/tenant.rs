@@ -48,6 +48,11 @@ pub enum Unaudited {
     /// `user.password_reset_requested`, `team_invitation.created`), written
     /// when its code, token or invitation is made.
     MailQueue,
+    /// A step of the OpenID Provider's authorization-code flow (a code
+    /// issued or used, the hosted pages' sign-in cookie): the sign-in is
+    /// audited (`sign_in.succeeded`), and so is the session the code's
+    /// exchange opens for the client (`session.created`).
+    AuthorizationStep,
 }
 
 /// Read access to one application's rows, through a handle or a transaction.

@@ -133,6 +133,8 @@ tenant_tables!(
     mail_queue,
     oauth_provider,
     oauth_client,
+    oauth_code,
+    hosted_login,
     user_identity,
     oauth_flow,
     password_reset,

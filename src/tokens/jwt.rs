@@ -67,6 +67,45 @@ pub struct MachineClaims {
     pub jti: Uuid,
 }
 
+/// The claims of an ID token (OpenID Connect Core section 2), issued to an
+/// OAuth client at the code exchange.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdTokenClaims {
+    pub iss: String,
+    pub sub: Uuid,
+    /// The client.
+    pub aud: Uuid,
+    /// The client too: the party the token was issued to.
+    pub azp: Uuid,
+    pub exp: i64,
+    pub iat: i64,
+    /// When the user signed in (seconds).
+    pub auth_time: i64,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub nonce: Option<String>,
+    /// `aal1` or `aal2`: the session's assurance level.
+    pub acr: String,
+    /// How the user signed in (RFC 8176): `pwd`, with `mfa` and `otp` after a second factor.
+    pub amr: Vec<String>,
+    /// The access token's hash (left half of its SHA-512, base64url: EdDSA over Ed25519).
+    pub at_hash: String,
+    /// The session the client's tokens belong to.
+    pub sid: Uuid,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub email: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub email_verified: Option<bool>,
+}
+
+/// `at_hash` of an access token signed with EdDSA over Ed25519: the left
+/// half of its SHA-512, base64url (OIDC Core section 3.1.3.6; SHA-512 is
+/// Ed25519's hash).
+pub fn at_hash(access_token: &str) -> String {
+    use sha2::{Digest, Sha512};
+    let digest = Sha512::digest(access_token.as_bytes());
+    URL_SAFE_NO_PAD.encode(&digest[..32])
+}
+
 /// `typ` of end users' tokens.
 pub const END_USER_TYPE: &str = "JWT";
 /// `typ` of machine tokens (RFC 9068 section 2.1): an end-user route,

@@ -98,6 +98,22 @@ impl Signer {
     }
 }
 
+impl Signer {
+    /// An ID token for a client, signed like every token of the application.
+    pub fn issue_id_token(&self, claims: &jwt::IdTokenClaims) -> String {
+        jwt::sign_typed(claims, jwt::END_USER_TYPE, self.kid, &self.key)
+    }
+
+    /// The issuer its tokens name.
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    pub fn ttl_seconds(&self) -> i64 {
+        self.ttl_seconds
+    }
+}
+
 /// An access token and when it expires.
 pub struct Issued {
     pub token: String,

@@ -89,7 +89,7 @@ async fn a_service_account_gets_a_machine_token_with_its_scopes_or_fewer() {
         discovery.body["token_endpoint"],
         endpoint(&app, &application).replace(&app.address, &app.state.settings.public_url())
     );
-    assert_eq!(discovery.body["grant_types_supported"], json!(["client_credentials"]));
+    assert!(discovery.body["grant_types_supported"].as_array().unwrap().contains(&json!("client_credentials")));
     // Issuing writes no audit row.
     assert!(!app.audit_types().await.iter().any(|t| t.starts_with("api_key.use")));
 }

@@ -69,7 +69,7 @@ async fn a_confidential_client_is_registered_with_a_secret_shown_once_and_manage
     let patched = app
         .patch(
             &format!("/v1/oauth-clients/{id}"),
-            &json!({"name": "Grafana (prod)", "scopes": ["openid", "email"], "id_token_signed_response_alg": "RS256",
+            &json!({"name": "Grafana (prod)", "scopes": ["openid", "email"], "id_token_signed_response_alg": "EdDSA",
                     "post_logout_redirect_uris": ["https://app.example.com/"]}),
         )
         .await;
@@ -137,6 +137,7 @@ async fn redirect_uris_are_exact_and_safe_and_bad_clients_are_422_storing_nothin
         json!({"name": "x", "redirect_uris": [CALLBACK], "grant_types": ["password"]}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "scopes": ["email"]}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "id_token_signed_response_alg": "none"}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "id_token_signed_response_alg": "RS256"}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "type": "other"}),
         json!({"name": "", "redirect_uris": [CALLBACK]}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "client_secret": "mine"}),
@@ -314,7 +315,324 @@ async fn discovery_names_the_providers_endpoints_and_only_what_exists() {
     assert_eq!(d["userinfo_endpoint"], format!("{issuer}/oauth/userinfo"));
     assert_eq!(d["introspection_endpoint"], format!("{issuer}/oauth/introspect"));
     assert_eq!(d["revocation_endpoint"], format!("{issuer}/oauth/revoke"));
-    assert_eq!(d["response_types_supported"], json!([]), "no implicit flow is advertised");
-    assert_eq!(d["grant_types_supported"], json!(["client_credentials"]));
+    assert_eq!(d["authorization_endpoint"], format!("{issuer}/oauth/authorize"));
+    assert_eq!(d["response_types_supported"], json!(["code"]), "no implicit flow is advertised");
+    assert_eq!(d["code_challenge_methods_supported"], json!(["S256"]));
+    assert_eq!(d["grant_types_supported"], json!(["authorization_code", "refresh_token", "client_credentials"]));
     assert!(d["scopes_supported"].as_array().unwrap().contains(&json!("openid")));
+}
+
+/// A browser for the hosted pages: no redirects followed, cookies kept by hand.
+struct Browser {
+    client: reqwest::Client,
+    cookies: std::collections::BTreeMap<String, String>,
+}
+
+impl Browser {
+    fn new() -> Browser {
+        Browser { client: crate::oidc::no_redirects(), cookies: Default::default() }
+    }
+
+    fn keep_cookies(&mut self, reply: &reqwest::Response) {
+        for set in reply.headers().get_all("set-cookie") {
+            let pair = set.to_str().unwrap().split(';').next().unwrap();
+            let (name, value) = pair.split_once('=').unwrap();
+            self.cookies.insert(name.to_string(), value.to_string());
+        }
+    }
+
+    fn cookie_header(&self) -> String {
+        self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ")
+    }
+
+    /// Status, `Location`, the page's text.
+    async fn get(&mut self, url: &str) -> (u16, Option<String>, String) {
+        let reply = self.client.get(url).header("cookie", self.cookie_header()).send().await.unwrap();
+        self.answer(reply).await
+    }
+
+    async fn post(&mut self, url: &str, form: &[(String, String)]) -> (u16, Option<String>, String) {
+        let reply = self.client.post(url).header("cookie", self.cookie_header()).form(form).send().await.unwrap();
+        self.answer(reply).await
+    }
+
+    async fn answer(&mut self, reply: reqwest::Response) -> (u16, Option<String>, String) {
+        self.keep_cookies(&reply);
+        let status = reply.status().as_u16();
+        let location = reply.headers().get("location").map(|v| v.to_str().unwrap().to_string());
+        (status, location, reply.text().await.unwrap())
+    }
+}
+
+/// The hidden fields of the page's form, as its browser would send them.
+fn form_fields(page: &str) -> Vec<(String, String)> {
+    let mut fields = Vec::new();
+    for input in page.split("<input").skip(1) {
+        let attribute = |name: &str| {
+            let start = input.find(&format!("{name}=\""))? + name.len() + 2;
+            let end = input[start..].find('"')? + start;
+            Some(input[start..end].replace("&amp;", "&").replace("&quot;", "\"").replace("&#x27;", "'"))
+        };
+        if attribute("type").as_deref() != Some("hidden") {
+            continue;
+        }
+        if let (Some(name), Some(value)) = (attribute("name"), attribute("value")) {
+            fields.push((name, value));
+        }
+    }
+    fields
+}
+
+fn query_of(location: &str) -> std::collections::BTreeMap<String, String> {
+    url::Url::parse(location).unwrap().query_pairs().into_owned().collect()
+}
+
+const VERIFIER: &str = "a-verifier-of-at-least-forty-three-characters-0123456789";
+
+fn challenge(verifier: &str) -> String {
+    use base64::Engine;
+    use sha2::Digest;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
+}
+
+fn authorize_url(app: &TestApp, client_id: &str, extra: &[(&str, &str)]) -> String {
+    let mut url = url::Url::parse(&issuer_url(app, "oauth/authorize")).unwrap();
+    {
+        let mut query = url.query_pairs_mut();
+        query
+            .append_pair("response_type", "code")
+            .append_pair("client_id", client_id)
+            .append_pair("redirect_uri", CALLBACK)
+            .append_pair("scope", "openid email offline_access")
+            .append_pair("state", "st-1")
+            .append_pair("nonce", "n-1")
+            .append_pair("code_challenge", &challenge(VERIFIER))
+            .append_pair("code_challenge_method", "S256");
+        for (name, value) in extra {
+            query.append_pair(name, value);
+        }
+    }
+    url.to_string()
+}
+
+/// Signs in on the hosted page; answers the redirect's query.
+async fn sign_in_on_page(
+    app: &TestApp,
+    browser: &mut Browser,
+    url: &str,
+    email: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let (status, _, page) = browser.get(url).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("<form method=\"post\""), "{page}");
+    let mut fields = form_fields(&page);
+    fields.push(("email".into(), email.into()));
+    fields.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (status, location, page) = browser.post(&issuer_url(app, "oauth/authorize"), &fields).await;
+    assert_eq!(status, 303, "{page}");
+    query_of(&location.unwrap())
+}
+
+#[actix_web::test]
+async fn a_client_signs_a_user_in_with_a_code_and_pkce_and_gets_an_id_token() {
+    let app = spawn_app().await;
+    let issuer = format!("{}/v1/applications/{}", app.address, app.caller.application_id);
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+
+    let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    assert_eq!(answer["state"], "st-1");
+    assert_eq!(answer["iss"], issuer, "RFC 9207");
+    assert!(browser.cookies.contains_key("gh_login"));
+    let code = answer["code"].clone();
+
+    let exchange = |code: String, verifier: &'static str| {
+        let (app, id, secret) = (&app, id.clone(), secret.clone());
+        async move {
+            let form = [
+                ("grant_type", "authorization_code"),
+                ("code", &code),
+                ("redirect_uri", CALLBACK),
+                ("code_verifier", verifier),
+            ];
+            self::form(app, "oauth/token", &form, Some((&id, &secret))).await
+        }
+    };
+    // A wrong verifier is refused and does not spend the code.
+    let wrong = exchange(code.clone(), "another-verifier-of-at-least-forty-three-characters-000").await;
+    assert_eq!((wrong.status, &wrong.body["error"]), (400, &json!("invalid_grant")));
+    let tokens = exchange(code.clone(), VERIFIER).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    assert_eq!(tokens.header("cache-control"), Some("no-store"));
+    assert_eq!(tokens.body["scope"], "openid email offline_access");
+    let access = tokens.body["access_token"].as_str().unwrap();
+    let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
+    assert_eq!(id_token["iss"], issuer);
+    assert_eq!(id_token["aud"], id.as_str());
+    assert_eq!(id_token["azp"], id.as_str());
+    assert_eq!(id_token["sub"], user["user"]["id"]);
+    assert_eq!(id_token["nonce"], "n-1");
+    assert_eq!(id_token["email"], "ada@example.com");
+    assert_eq!(id_token["acr"], "aal1");
+    assert_eq!(id_token["amr"], json!(["pwd"]));
+    assert_eq!(id_token["at_hash"], gatehouse::tokens::jwt::at_hash(access));
+    assert!(id_token["auth_time"].as_i64().unwrap() <= id_token["iat"].as_i64().unwrap());
+    let info = userinfo(&app, Some(access)).await;
+    assert_eq!((info.status, &info.body["sub"]), (200, &user["user"]["id"]));
+    let introspected = form(&app, "oauth/introspect", &[("token", access)], Some((&id, &secret))).await;
+    assert_eq!(introspected.body["client_id"], id.as_str());
+    assert_eq!(introspected.body["scope"], "openid email offline_access");
+
+    // The refresh token is the client's: refreshed here with its secret, never through the API's own refresh.
+    let refresh = tokens.body["refresh_token"].as_str().unwrap();
+    let body = json!({"refresh_token": refresh});
+    let through_api = crate::end_users::public_post(&app, &app.caller, "/v1/auth/token", &body).await;
+    assert_eq!(through_api.status, 401);
+    let refreshed =
+        form(&app, "oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", refresh)], Some((&id, &secret)))
+            .await;
+    assert_eq!(refreshed.status, 200, "{:?}", refreshed.body);
+    assert_ne!(refreshed.body["refresh_token"], tokens.body["refresh_token"], "rotated");
+
+    // The code again: refused, and what it issued is revoked.
+    let replay = exchange(code, VERIFIER).await;
+    assert_eq!((replay.status, &replay.body["error"]), (400, &json!("invalid_grant")));
+    assert_eq!(userinfo(&app, refreshed.body["access_token"].as_str()).await.status, 401);
+
+    // Single sign-on: another client of the application, public, gets a code with no prompt.
+    let spa =
+        client(&app, json!({"name": "SPA", "type": "public", "first_party": true, "redirect_uris": [CALLBACK]})).await;
+    let spa_id = spa["id"].as_str().unwrap();
+    let (status, location, _) = browser.get(&authorize_url(&app, spa_id, &[("prompt", "none")])).await;
+    assert_eq!(status, 303);
+    let answer = query_of(&location.unwrap());
+    let form_fields = [
+        ("grant_type", "authorization_code"),
+        ("code", answer["code"].as_str()),
+        ("redirect_uri", CALLBACK),
+        ("code_verifier", VERIFIER),
+        ("client_id", spa_id),
+    ];
+    let public = form(&app, "oauth/token", &form_fields, None).await;
+    assert_eq!(public.status, 200, "{:?}", public.body);
+    // `prompt=login` asks again even so.
+    let (status, _, page) = browser.get(&authorize_url(&app, spa_id, &[("prompt", "login")])).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("name=\"password\""));
+}
+
+#[actix_web::test]
+async fn the_authorization_endpoint_refuses_by_the_rules_and_never_redirects_to_the_unknown() {
+    let app = spawn_app().await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let id = web["id"].as_str().unwrap().to_string();
+    let spa = client(&app, json!({"name": "SPA", "type": "public", "redirect_uris": [CALLBACK]})).await;
+    let spa_id = spa["id"].as_str().unwrap();
+    let mut browser = Browser::new();
+
+    // An unknown client or redirect URI is shown, never redirected to.
+    for url in [
+        authorize_url(&app, "00000000-0000-0000-0000-000000000000", &[]),
+        authorize_url(&app, &id, &[]).replace("callback", "elsewhere"),
+    ] {
+        let (status, location, page) = browser.get(&url).await;
+        assert_eq!((status, location), (400, None), "{url}");
+        assert!(page.contains("cannot go on"), "{page}");
+    }
+    // The client's own mistakes go back to it with `state` and `iss`.
+    for (extra, error) in [
+        (vec![("prompt", "none")], "login_required"),
+        (vec![("scope", "openid admin")], "invalid_scope"),
+        (vec![("code_challenge_method", "plain")], "invalid_request"),
+        (vec![("response_type", "token")], "unsupported_response_type"),
+        (vec![("prompt", "none login")], "invalid_request"),
+    ] {
+        let mut url = url::Url::parse(&authorize_url(&app, &id, &[])).unwrap();
+        let mut pairs: Vec<(String, String)> = url.query_pairs().into_owned().collect();
+        for (name, value) in &extra {
+            pairs.retain(|(n, _)| n != name);
+            pairs.push((name.to_string(), value.to_string()));
+        }
+        url.query_pairs_mut().clear().extend_pairs(pairs);
+        let (status, location, _) = browser.get(url.as_str()).await;
+        assert_eq!(status, 303, "{extra:?}");
+        let answer = query_of(&location.unwrap());
+        assert_eq!(answer["error"], error, "{extra:?}");
+        assert_eq!(answer["state"], "st-1");
+        assert!(answer.contains_key("iss"));
+    }
+    // A public client must use PKCE.
+    let without = authorize_url(&app, spa_id, &[]).replace("&code_challenge_method=S256", "");
+    let without = url::Url::parse(&without).unwrap();
+    let pairs: Vec<(String, String)> =
+        without.query_pairs().into_owned().filter(|(n, _)| n != "code_challenge").collect();
+    let mut url = without.clone();
+    url.query_pairs_mut().clear().extend_pairs(pairs);
+    let (_, location, _) = browser.get(url.as_str()).await;
+    assert_eq!(query_of(&location.unwrap())["error"], "invalid_request");
+
+    // The page is locked down: a strict policy, no framing.
+    let reply = app.raw(app.client.get(authorize_url(&app, &id, &[]))).await;
+    let csp = reply.header("content-security-policy").unwrap().to_string();
+    assert!(csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"), "{csp}");
+    assert!(csp.contains("form-action 'self' https://app.example.com"), "{csp}");
+    assert_eq!(reply.header("x-frame-options"), Some("DENY"));
+
+    // A form without this browser's CSRF cookie is refused; a wrong password shows the page again.
+    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    let (_, _, page) = browser.get(&authorize_url(&app, &id, &[])).await;
+    let mut fields = form_fields(&page);
+    fields.push(("email".into(), "ada@example.com".into()));
+    fields.push(("password".into(), "wrong password!".into()));
+    let mut stranger = Browser::new();
+    let (status, _, _) = stranger.post(&issuer_url(&app, "oauth/authorize"), &fields).await;
+    assert_eq!(status, 403, "another browser's form");
+    let (status, location, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &fields).await;
+    assert_eq!((status, location), (401, None));
+    assert!(page.contains("The email or password is wrong."), "{page}");
+    let _ = user;
+}
+
+#[actix_web::test]
+async fn a_third_party_client_gets_a_code_only_after_the_user_consents() {
+    let app = spawn_app().await;
+    let partner = client(&app, json!({"name": "Partner <App>", "redirect_uris": [CALLBACK]})).await;
+    let id = partner["id"].as_str().unwrap().to_string();
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    let url = authorize_url(&app, &id, &[]);
+
+    let (_, _, page) = browser.get(&url).await;
+    let mut fields = form_fields(&page);
+    fields.push(("email".into(), "ada@example.com".into()));
+    fields.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (status, location, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &fields).await;
+    assert_eq!((status, location), (200, None), "signed in, but no code before consent");
+    assert!(page.contains("Allow Partner &lt;App&gt;?"), "escaped: {page}");
+    assert!(page.contains("See your email address") && page.contains("Keep access while you are away"), "{page}");
+    assert!(browser.cookies.contains_key("gh_login"));
+
+    let mut deny = form_fields(&page);
+    deny.push(("consent".into(), "deny".into()));
+    let (status, location, _) = browser.post(&issuer_url(&app, "oauth/authorize"), &deny).await;
+    assert_eq!(status, 303);
+    assert_eq!(query_of(&location.unwrap())["error"], "access_denied");
+
+    // Signed in already: the consent page again, and this time allowed.
+    let (status, _, page) = browser.get(&url).await;
+    assert_eq!(status, 200);
+    let mut allow = form_fields(&page);
+    allow.push(("consent".into(), "allow".into()));
+    let (status, location, _) = browser.post(&issuer_url(&app, "oauth/authorize"), &allow).await;
+    assert_eq!(status, 303);
+    assert!(query_of(&location.unwrap()).contains_key("code"));
+    // Consent from a browser that is not signed in is refused.
+    let mut stranger = Browser::new();
+    let (_, _, page) = stranger.get(&url).await;
+    let mut forged = form_fields(&page);
+    forged.push(("consent".into(), "allow".into()));
+    let (status, location, _) = stranger.post(&issuer_url(&app, "oauth/authorize"), &forged).await;
+    assert_eq!((status, location), (403, None));
 }

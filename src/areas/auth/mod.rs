@@ -317,14 +317,23 @@ async fn record_failed_sign_in(
     txn.commit().await
 }
 
-/// Exchanges a refresh token for a new one and an access token.
+/// Exchanges a refresh token for a new one and an access token. A token
+/// is refreshed only by the party its session was issued to: `client` is
+/// the OAuth client at the issuer's token endpoint, `None` for the API's
+/// own refresh (which refuses a client's tokens, so a confidential
+/// client's token is never refreshed without its secret).
 pub async fn refresh(
     scope: &TenantScope,
     issuer: &Issuer<'_>,
     rotations: &super::rotations::Rotations,
     presented: &str,
+    client: Option<Uuid>,
 ) -> Result<(Opened, Issued), AuthError> {
     let signer = issuer.signer(scope).await?;
+    if sessions::client_of_refresh_token(scope, presented).await?.is_some_and(|owner| owner != client) {
+        metrics::counter!("refresh_refused_total", "reason" => "other_client").increment(1);
+        return Err(AuthError::RefreshRefused(RefreshRefused::Unknown));
+    }
     let opened = match rotations.rotate(scope, presented).await? {
         Ok(opened) => opened,
         Err(refused) => {

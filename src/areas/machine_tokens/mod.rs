@@ -4,8 +4,6 @@
 //! its scopes, or the narrower set it asks for. Issuing writes nothing (the
 //! key's `last_used_at` at most once a minute, off the request path); a
 //! refused key is audited as refused key uses are.
-pub mod http;
-
 use uuid::Uuid;
 
 use super::{
@@ -23,7 +21,7 @@ pub enum TokenRefused {
     /// when it is one of this application's.
     #[error("the client could not be authenticated")]
     InvalidClient(KeyRefusal),
-    #[error("only `client_credentials` is supported")]
+    #[error("the grant type is not supported")]
     UnsupportedGrantType,
     #[error("a requested scope is not one of the service account's")]
     InvalidScope,

@@ -87,7 +87,7 @@ pub struct CreateOAuthClientRequest {
     pub scopes: Option<Vec<String>>,
     /// The application's own app: no consent screen. Default false.
     pub first_party: Option<bool>,
-    /// `EdDSA` (default) or `RS256`.
+    /// `EdDSA` (the default, and for now the only one).
     #[schema(schema_with = crate::openapi::fields::id_token_alg)]
     pub id_token_signed_response_alg: Option<String>,
 }

@@ -9,6 +9,8 @@
 //! 2.1 lets a revocation reach the whole grant). A verifier that checks
 //! access tokens locally still takes one until its `exp` (at most the
 //! access-token lifetime); introspection and userinfo refuse it at once.
+pub mod authorize;
+pub mod exchange;
 pub mod http;
 
 use chrono::{DateTime, Utc};
@@ -85,8 +87,19 @@ impl Active {
     }
 }
 
-/// The introspection answer (RFC 7662 section 2.2) for an active token.
+/// The introspection answer (RFC 7662 section 2.2) for an active token:
+/// with `client_id` and `scope` for a session issued to an OAuth client.
 pub fn introspection(active: &Active, issuer: &str) -> Value {
+    let mut answer = claims_of(active, issuer);
+    let session = active.session();
+    if let (Some(client_id), Some(scope)) = (session.oauth_client_id, &session.oauth_scope) {
+        answer["client_id"] = json!(client_id);
+        answer["scope"] = json!(scope);
+    }
+    answer
+}
+
+fn claims_of(active: &Active, issuer: &str) -> Value {
     match active {
         Active::Access(claims, _) => {
             let mut answer = json!({
@@ -149,15 +162,19 @@ pub fn may_introspect(client: &oauth_client::Model) -> Result<(), ClientRefused>
 }
 
 /// Revokes an active token's session for `client`. A client revokes the
-/// tokens issued to it (RFC 7009 section 2.1); the tokens of the API's own
-/// sign-in are the application's first-party tokens, which its first-party
-/// clients may revoke. Answers whether the session was ended now.
+/// tokens issued to it (RFC 7009 section 2.1): its sessions' tokens; the
+/// tokens of the API's own sign-in are the application's first-party
+/// tokens, which its first-party clients may revoke. Answers whether the session was ended now.
 pub async fn revoke(
     scope: &TenantScope,
     client: &oauth_client::Model,
     active: &Active,
 ) -> Result<Result<bool, ClientRefused>, DbErr> {
-    if !client.first_party {
+    let issued_to_it = match active.session().oauth_client_id {
+        Some(owner) => owner == client.id,
+        None => client.first_party,
+    };
+    if !issued_to_it {
         return Ok(Err(ClientRefused::Unauthorized("the token was not issued to this client")));
     }
     let scope = scope.acting_as(Actor::oauth_client(client.id));

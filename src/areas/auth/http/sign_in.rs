@@ -124,7 +124,8 @@ pub struct RefreshedView {
 pub async fn refresh(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let request: RefreshRequest = body.json().await?;
-    let (opened, access) = auth::refresh(&scope, &state.issuer(), &state.rotations, &request.refresh_token).await?;
+    let (opened, access) =
+        auth::refresh(&scope, &state.issuer(), &state.rotations, &request.refresh_token, None).await?;
     Ok(envelope::ok(RefreshedView {
         session: (&opened.session).into(),
         access_token: access.token,

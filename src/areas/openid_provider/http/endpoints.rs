@@ -1,6 +1,5 @@
-//! The provider's endpoints under the application's issuer, in their
-//! standards' formats (not the envelope): userinfo (OIDC Core section
-//! 5.3), introspection (RFC 7662) and revocation (RFC 7009).
+//! Userinfo (OIDC Core section 5.3), introspection (RFC 7662) and
+//! revocation (RFC 7009).
 use actix_web::{
     http::{header, StatusCode},
     web, HttpRequest, HttpResponse,
@@ -9,61 +8,22 @@ use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
 
+use super::{presented, scope_in_path};
 use crate::{
-    area::{ApplicationFrom, ApplicationIn, Area},
     areas::{
-        oauth_clients::Presented,
         openid_provider::{self, Active, ClientRefused},
         sessions, users,
     },
-    auth::{end_user, public::tenant_in_path, public_scope, secret_key::bearer_token},
-    error::{ApiError, ApiResult},
+    auth::{end_user, secret_key::bearer_token},
+    error::ApiResult,
     http::{
         body::Body,
-        oauth_form::{self as form, Credentials, OAuthErrorView},
+        oauth_form::{self as form, OAuthErrorView},
     },
     state::AppState,
     storage::TenantScope,
     tokens::jwt::Claims,
 };
-
-pub const AREA: Area = Area {
-    segments: &["applications"],
-    routes: configure,
-    operations: <Operations as utoipa::OpenApi>::openapi,
-    parts: Area::no_parts,
-};
-
-#[derive(utoipa::OpenApi)]
-#[openapi(paths(userinfo, userinfo_by_post, introspect, revoke))]
-struct Operations;
-
-const USERINFO_ROUTE: &str = "/v1/applications/{application_id}/oauth/userinfo";
-const INTROSPECT_ROUTE: &str = "/v1/applications/{application_id}/oauth/introspect";
-const REVOKE_ROUTE: &str = "/v1/applications/{application_id}/oauth/revoke";
-
-/// Standard clients send no header: the path names the application.
-pub const APPLICATION_IN: &[ApplicationIn] = &[
-    ApplicationIn { route: USERINFO_ROUTE, from: ApplicationFrom::Path },
-    ApplicationIn { route: INTROSPECT_ROUTE, from: ApplicationFrom::Path },
-    ApplicationIn { route: REVOKE_ROUTE, from: ApplicationFrom::Path },
-];
-
-pub fn configure(cfg: &mut web::ServiceConfig) {
-    let under_v1 = |route: &'static str| &route["/v1".len()..];
-    cfg.service(
-        web::resource(under_v1(USERINFO_ROUTE)).route(web::get().to(userinfo)).route(web::post().to(userinfo_by_post)),
-    )
-    .service(web::resource(under_v1(INTROSPECT_ROUTE)).route(web::post().to(introspect)))
-    .service(web::resource(under_v1(REVOKE_ROUTE)).route(web::post().to(revoke)));
-}
-
-/// The application the path names, as the public caller.
-async fn scope_in_path(state: &AppState, req: &HttpRequest, path: &str) -> ApiResult<TenantScope> {
-    let tenant = tenant_in_path(state, req, path).await?;
-    let id = tenant.id;
-    public_scope(state, tenant).ok_or_else(|| ApiError::not_found("Application", id))
-}
 
 /// OIDC Core section 5.3.2: `sub` and the claims of the granted scopes.
 #[derive(Serialize, ToSchema)]
@@ -170,7 +130,7 @@ async fn find_active(state: &AppState, scope: &TenantScope, token: &str) -> ApiR
 /// The form of an introspection or revocation request.
 #[derive(ToSchema)]
 #[allow(dead_code)] // the document's description of the form, read by hand
-pub struct TokenForm {
+pub struct PresentedTokenForm {
     /// The access token or refresh token.
     token: String,
     /// `access_token` or `refresh_token`; optional, as each kind has its own shape.
@@ -214,7 +174,7 @@ pub struct IntrospectionView {
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/introspect", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("oauth_client"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
-    request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = PresentedTokenForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, body = IntrospectionView),
         (status = 400, body = OAuthErrorView, description = "`invalid_request`; `unauthorized_client` for a public client"),
         (status = 401, body = OAuthErrorView, description = "`invalid_client`"),
@@ -252,7 +212,7 @@ pub async fn introspect(
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/revoke", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("oauth_client"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
-    request_body(content = TokenForm, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = PresentedTokenForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Revoked, or nothing to revoke"),
         (status = 400, body = OAuthErrorView, description = "`invalid_request`; `unauthorized_client` for a token not issued to the client"),
         (status = 401, body = OAuthErrorView, description = "`invalid_client`"),
@@ -297,12 +257,7 @@ async fn client_and_token(
         Ok(credentials) => credentials,
         Err(why) => return Ok(Err(form::refusal("invalid_request", why))),
     };
-    let presented = match &credentials {
-        Credentials::Secret { client_id, secret } => Some(Presented::Secret { client_id, secret }),
-        Credentials::IdOnly(client_id) => Some(Presented::IdOnly { client_id }),
-        Credentials::Missing => None,
-    };
-    let client = match openid_provider::authenticate(scope, presented).await? {
+    let client = match openid_provider::authenticate(scope, presented(&credentials)).await? {
         Ok(client) => client,
         Err(refused) => return Ok(Err(client_refusal(endpoint, refused))),
     };

@@ -1,0 +1,293 @@
+//! The authorization endpoint's rules (RFC 6749 section 4.1, OIDC Core
+//! section 3.1.2, RFC 7636, RFC 9700): which requests are taken, which
+//! errors go back to the client and which are shown (an unknown client or
+//! redirect URI is never redirected to), the hosted pages' sign-in cookie,
+//! and the one-time codes.
+use std::collections::BTreeMap;
+
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use chrono::Duration;
+use entity::{hosted_login, oauth_client, oauth_code, session};
+use rand::{rngs::OsRng, RngCore};
+use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, QueryFilter};
+use uuid::Uuid;
+
+use crate::{
+    areas::{oauth_clients, sessions},
+    clock,
+    crypto::sha256,
+    storage::{TenantConn, TenantScope, TenantTxn, Unaudited},
+};
+
+/// A code lives this long (RFC 9700 recommends short; we take 60 s).
+pub const CODE_TTL_SECONDS: i64 = 60;
+/// The parameters a request may carry (others are ignored, RFC 6749 3.1).
+pub const PARAMETERS: &[&str] = &[
+    "response_type",
+    "client_id",
+    "redirect_uri",
+    "scope",
+    "state",
+    "nonce",
+    "code_challenge",
+    "code_challenge_method",
+    "prompt",
+    "max_age",
+    "login_hint",
+];
+/// Longest value of any parameter.
+const MAX_VALUE: usize = 2000;
+
+/// Why a request is refused.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Refused {
+    /// Shown to the user, never redirected: the client or the redirect URI
+    /// cannot be trusted (RFC 6749 section 4.1.2.1).
+    Shown(&'static str),
+    /// Sent back to the client's redirect URI.
+    Redirected(Redirect),
+}
+
+/// An OAuth error for the client, at its redirect URI.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Redirect {
+    pub redirect_uri: String,
+    pub state: Option<String>,
+    pub error: &'static str,
+    pub description: &'static str,
+}
+
+/// What `prompt` asks for.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Prompt {
+    pub none: bool,
+    pub login: bool,
+}
+
+/// A request the client may make, checked against its registration.
+#[derive(Debug)]
+pub struct Checked {
+    pub client: oauth_client::Model,
+    pub redirect_uri: String,
+    pub scopes: Vec<String>,
+    pub state: Option<String>,
+    pub nonce: Option<String>,
+    pub code_challenge: Option<String>,
+    pub prompt: Prompt,
+    pub max_age: Option<i64>,
+    pub login_hint: Option<String>,
+    /// The parameters as given, for the sign-in form to carry.
+    pub parameters: BTreeMap<String, String>,
+}
+
+impl Checked {
+    /// An error for the client at its redirect URI.
+    pub fn error(&self, error: &'static str, description: &'static str) -> Redirect {
+        Redirect { redirect_uri: self.redirect_uri.clone(), state: self.state.clone(), error, description }
+    }
+}
+
+/// Checks an authorization request (its parameters from the query or the
+/// sign-in form) against the client it names.
+pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Result<Result<Checked, Refused>, DbErr> {
+    let get = |name: &str| given.get(name).filter(|v| !v.is_empty()).cloned();
+    if given.values().any(|v| v.len() > MAX_VALUE) {
+        return Ok(Err(Refused::Shown("A parameter of the request is too long.")));
+    }
+    let client = match get("client_id").and_then(|id| Uuid::parse_str(&id).ok()) {
+        Some(id) => db.find_by_id::<oauth_client::Entity>(id).one(db.conn()).await?,
+        None => None,
+    };
+    let Some(client) = client else {
+        return Ok(Err(Refused::Shown("The application that sent you here is not registered.")));
+    };
+    let settings = oauth_clients::settings_of(&client);
+    let Some(redirect_uri) = get("redirect_uri").filter(|uri| settings.redirect_uris.contains(uri)) else {
+        return Ok(Err(Refused::Shown("The application that sent you here gave an address it has not registered.")));
+    };
+    let state = get("state");
+    let refuse = |error, description| {
+        Ok(Err(Refused::Redirected(Redirect {
+            redirect_uri: redirect_uri.clone(),
+            state: state.clone(),
+            error,
+            description,
+        })))
+    };
+    if get("response_type").as_deref() != Some("code") {
+        return refuse("unsupported_response_type", "only `code` is supported");
+    }
+    if !settings.grant_types.iter().any(|g| g == "authorization_code") {
+        return refuse("unauthorized_client", "the client may not use the authorization code grant");
+    }
+    let Some(scope) = get("scope") else { return refuse("invalid_scope", "`scope` is required") };
+    let mut scopes: Vec<String> = Vec::new();
+    for wanted in scope.split_whitespace() {
+        if !settings.scopes.iter().any(|s| s == wanted) {
+            return refuse("invalid_scope", "a requested scope is not one of the client's");
+        }
+        if !scopes.iter().any(|s| s == wanted) {
+            scopes.push(wanted.to_string());
+        }
+    }
+    let code_challenge = get("code_challenge");
+    match (&code_challenge, get("code_challenge_method").as_deref()) {
+        (Some(challenge), Some("S256")) if is_s256_challenge(challenge) => {}
+        (Some(_), Some("S256")) => return refuse("invalid_request", "`code_challenge` is not an S256 challenge"),
+        (Some(_), _) => return refuse("invalid_request", "`code_challenge_method` must be S256"),
+        (None, Some(_)) => return refuse("invalid_request", "`code_challenge_method` without `code_challenge`"),
+        (None, None) if oauth_clients::client_type(&client) == oauth_clients::ClientType::Public => {
+            return refuse("invalid_request", "a public client must use PKCE (S256)")
+        }
+        (None, None) => {}
+    }
+    let mut prompt = Prompt::default();
+    for value in get("prompt").unwrap_or_default().split_whitespace() {
+        match value {
+            "none" => prompt.none = true,
+            "login" | "select_account" => prompt.login = true,
+            "consent" => {}
+            _ => return refuse("invalid_request", "`prompt` has a value not in OIDC Core"),
+        }
+    }
+    if prompt.none && prompt.login {
+        return refuse("invalid_request", "`prompt=none` with another value");
+    }
+    let max_age = match get("max_age").map(|v| v.parse::<i64>()) {
+        None => None,
+        Some(Ok(age)) if age >= 0 => Some(age),
+        Some(_) => return refuse("invalid_request", "`max_age` must be a number of seconds"),
+    };
+    if !client.first_party && prompt.none {
+        // A third-party client needs the user's consent, which `none` forbids asking.
+        return refuse("consent_required", "the user has not consented to this client");
+    }
+    let parameters =
+        given.iter().filter(|(k, _)| PARAMETERS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
+    Ok(Ok(Checked {
+        client,
+        redirect_uri,
+        scopes,
+        state,
+        nonce: get("nonce"),
+        code_challenge,
+        prompt,
+        max_age,
+        login_hint: get("login_hint"),
+        parameters,
+    }))
+}
+
+/// 43 base64url characters: the S256 of a verifier (RFC 7636 section 4.2).
+fn is_s256_challenge(challenge: &str) -> bool {
+    challenge.len() == 43 && challenge.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Whether a PKCE verifier matches its S256 challenge (RFC 7636 section 4.6).
+pub fn verifier_matches(verifier: &str, challenge: &str) -> bool {
+    let shaped = (43..=128).contains(&verifier.len())
+        && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || b"-._~".contains(&b));
+    shaped && crate::crypto::constant_time_eq(URL_SAFE_NO_PAD.encode(sha256(verifier)).as_bytes(), challenge.as_bytes())
+}
+
+fn random_token() -> String {
+    let mut bytes = [0u8; 32];
+    OsRng.fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// The session the hosted pages' cookie stands for, while it is active and
+/// no older than `max_age`.
+pub async fn signed_in(
+    db: &impl TenantConn,
+    cookie: &str,
+    max_age: Option<i64>,
+) -> Result<Option<session::Model>, DbErr> {
+    let login = db
+        .find::<hosted_login::Entity>()
+        .filter(hosted_login::Column::CookieHash.eq(sha256(cookie).to_vec()))
+        .one(db.conn())
+        .await?;
+    let Some(login) = login else { return Ok(None) };
+    let session = sessions::find_active(db, login.session_id).await?;
+    let fresh = |s: &session::Model| max_age.is_none_or(|age| clock::now() - s.created_at <= Duration::seconds(age));
+    Ok(session.filter(fresh))
+}
+
+/// Remembers a sign-in on the hosted pages: answers the cookie's value.
+pub async fn remember(txn: &mut TenantTxn, session_id: Uuid) -> Result<String, DbErr> {
+    let cookie = random_token();
+    let row = hosted_login::Model {
+        cookie_hash: sha256(&cookie).to_vec(),
+        application_id: txn.application_id(),
+        session_id,
+        created_at: clock::now(),
+    };
+    txn.insert(hosted_login::ActiveModel::from(row)).await?;
+    Ok(cookie)
+}
+
+/// Issues a code for the signed-in session; answers the code.
+pub async fn issue_code(scope: &TenantScope, checked: &Checked, login: &session::Model) -> Result<String, DbErr> {
+    let mut txn = scope.begin().await?;
+    txn.unaudited(Unaudited::AuthorizationStep);
+    let code = issue_code_in(&mut txn, checked, login).await?;
+    txn.commit().await?;
+    Ok(code)
+}
+
+/// [`issue_code`] in the caller's transaction.
+pub async fn issue_code_in(txn: &mut TenantTxn, checked: &Checked, login: &session::Model) -> Result<String, DbErr> {
+    let code = random_token();
+    let now = clock::now();
+    let row = oauth_code::Model {
+        code_hash: sha256(&code).to_vec(),
+        application_id: txn.application_id(),
+        client_id: checked.client.id,
+        login_session_id: login.id,
+        user_id: login.user_id,
+        redirect_uri: checked.redirect_uri.clone(),
+        scope: checked.scopes.join(" "),
+        nonce: checked.nonce.clone(),
+        code_challenge: checked.code_challenge.clone(),
+        created_at: now,
+        expires_at: now + Duration::seconds(CODE_TTL_SECONDS),
+        used_at: None,
+        issued_session_id: None,
+    };
+    txn.insert(oauth_code::ActiveModel::from(row)).await?;
+    Ok(code)
+}
+
+/// Marks a code used, in the exchange's transaction: the row as it was,
+/// or `Err(row)` when it was used before (a replay), or `None` when no
+/// such code exists for the application.
+pub async fn take_code(
+    txn: &mut TenantTxn,
+    code: &str,
+) -> Result<Option<Result<oauth_code::Model, oauth_code::Model>>, DbErr> {
+    let hash = sha256(code).to_vec();
+    let Some(row) =
+        txn.find::<oauth_code::Entity>().filter(oauth_code::Column::CodeHash.eq(hash.clone())).one(txn.conn()).await?
+    else {
+        return Ok(None);
+    };
+    let now = clock::now();
+    let taken = txn
+        .update_many(|q: sea_orm::UpdateMany<oauth_code::Entity>| {
+            q.col_expr(oauth_code::Column::UsedAt, sea_orm::sea_query::Expr::value(now))
+                .filter(oauth_code::Column::CodeHash.eq(hash))
+                .filter(oauth_code::Column::UsedAt.is_null())
+        })
+        .await?;
+    Ok(Some(if taken == 1 { Ok(row) } else { Err(row) }))
+}
+
+/// Records the session a code's exchange opened, in its transaction.
+pub async fn record_issued(txn: &mut TenantTxn, code: &oauth_code::Model, session_id: Uuid) -> Result<(), DbErr> {
+    let mut active: oauth_code::ActiveModel = code.clone().into();
+    active.issued_session_id = Set(Some(session_id));
+    active.used_at = Set(Some(clock::now()));
+    txn.update(active).await?;
+    Ok(())
+}

@@ -1,0 +1,387 @@
+//! The authorization endpoint (RFC 6749 section 4.1, OIDC Core section
+//! 3.1.2) and its hosted sign-in page. A browser arrives with the client's
+//! request; a user signed in here before (the `gh_login` cookie, while its
+//! session lives) goes straight back with a code, anyone else gets the
+//! sign-in form, whose submission signs in through the API's own sign-in
+//! (the same rate limits, the same answer for a wrong password and an
+//! unknown email) and then goes back with a code.
+//!
+//! Every answer to the client carries RFC 9207's `iss`. An unknown client
+//! or redirect URI is shown, never redirected to.
+use std::collections::BTreeMap;
+
+use actix_web::{
+    http::{header, StatusCode},
+    web, HttpRequest, HttpResponse,
+};
+use url::Url;
+
+use super::{pages, scope_in_path};
+use crate::{
+    areas::{
+        auth::{self, AuthError, SignedIn},
+        openid_provider::authorize::{self, Checked, Redirect, Refused},
+        users,
+    },
+    auth::public::{limit, limit_sign_ins_per_ip, session_ttl},
+    crypto::constant_time_eq,
+    error::{ApiResult, Code},
+    http::body::Body,
+    state::AppState,
+    storage::{TenantScope, Unaudited},
+};
+
+const LOGIN_COOKIE: &str = "gh_login";
+const CSRF_COOKIE: &str = "gh_csrf";
+
+/// Sign in and authorize the client: answers the sign-in page, or sends
+/// the browser back to the client with a code or an error.
+#[utoipa::path(get, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
+    extensions(("x-gatehouse-caller" = json!("browser"))),
+    params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
+        ("response_type" = Option<String>, Query, description = "`code`"),
+        ("client_id" = Option<String>, Query, description = "The OAuth client's id."),
+        ("redirect_uri" = Option<String>, Query, description = "One of the client's redirect URIs, exactly."),
+        ("scope" = Option<String>, Query, description = "Space-separated; each one of the client's."),
+        ("state" = Option<String>, Query, description = "Given back unchanged."),
+        ("nonce" = Option<String>, Query, description = "Put in the ID token."),
+        ("code_challenge" = Option<String>, Query, description = "PKCE S256 challenge; required of public clients."),
+        ("code_challenge_method" = Option<String>, Query, description = "`S256`"),
+        ("prompt" = Option<String>, Query, description = "`none`, `login`, `consent`, `select_account`"),
+        ("max_age" = Option<String>, Query, description = "Seconds since the user last signed in here, at most."),
+        ("login_hint" = Option<String>, Query, description = "The email to fill in.")),
+    responses((status = 200, description = "The sign-in page (HTML)", content_type = "text/html"),
+        (status = 303, description = "Back to the client's redirect URI with `code` or `error`, `state` and `iss`"),
+        (status = 400, description = "An unknown client or redirect URI (HTML, never redirected)", content_type = "text/html"),
+        (status = 404, description = "No such application")))]
+pub async fn authorize(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let scope = scope_in_path(&state, &req, &path).await?;
+    let Some(given) = parameters(req.query_string().as_bytes()) else {
+        return Ok(shown(&scope, StatusCode::BAD_REQUEST, "A parameter of the request is repeated or unreadable."));
+    };
+    let checked = match authorize::check(&scope, &given).await? {
+        Ok(checked) => checked,
+        Err(refused) => return Ok(refusal(&state, &scope, refused)),
+    };
+    let login = match cookie(&req, LOGIN_COOKIE).filter(|_| !checked.prompt.login) {
+        Some(value) => authorize::signed_in(&scope, &value, checked.max_age).await?,
+        None => None,
+    };
+    match login {
+        Some(_) if !checked.client.first_party => Ok(consent_page(&state, &scope, &req, &checked)),
+        Some(session) => {
+            let code = authorize::issue_code(&scope, &checked, &session).await?;
+            Ok(back_with_code(&state, &scope, &checked, &code).finish())
+        }
+        None if checked.prompt.none => {
+            Ok(back_with_error(&state, &scope, checked.error("login_required", "the user is not signed in")))
+        }
+        None => {
+            Ok(sign_in_page(&state, &scope, &req, &checked, checked.login_hint.as_deref().unwrap_or_default(), None))
+        }
+    }
+}
+
+/// The sign-in form's submission: the request's parameters again, the
+/// CSRF token, the email and the password.
+#[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
+    extensions(("x-gatehouse-caller" = json!("browser"))),
+    params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "The authorization request's parameters, `csrf`, `email` and `password`"),
+    responses((status = 303, description = "Back to the client with a code"),
+        (status = 400, description = "An unknown client or redirect URI, or an unreadable form (HTML)", content_type = "text/html"),
+        (status = 401, description = "The sign-in page again: the email or password is wrong", content_type = "text/html"),
+        (status = 403, description = "The form is not this browser's (CSRF), or the email is not verified (HTML)", content_type = "text/html"),
+        (status = 404, description = "No such application"),
+        (status = 429, description = "Too many attempts (HTML)", content_type = "text/html")))]
+pub async fn sign_in(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    let scope = scope_in_path(&state, &req, &path).await?;
+    let bytes = body.raw().await?;
+    let Some(mut given) = parameters(&bytes) else {
+        return Ok(shown(&scope, StatusCode::BAD_REQUEST, "The form is repeated or unreadable."));
+    };
+    let csrf = given.remove("csrf").unwrap_or_default();
+    let same_browser =
+        cookie(&req, CSRF_COOKIE).is_some_and(|c| !csrf.is_empty() && constant_time_eq(c.as_bytes(), csrf.as_bytes()));
+    if !same_browser {
+        return Ok(shown(
+            &scope,
+            StatusCode::FORBIDDEN,
+            "This form has expired. Go back to the application and start again.",
+        ));
+    }
+    let email = given.remove("email").unwrap_or_default();
+    let password = given.remove("password").unwrap_or_default();
+    let decision = given.remove("consent");
+    let checked = match authorize::check(&scope, &given).await? {
+        Ok(checked) => checked,
+        Err(refused) => return Ok(refusal(&state, &scope, refused)),
+    };
+    if let Some(decision) = decision {
+        return consented(&state, &req, &scope, &checked, &decision).await;
+    }
+    if let Err(err) = limit_sign_ins_per_ip(&state, &req, &scope).await {
+        return too_many(&scope, err);
+    }
+    let normalized = users::normalize_email(&email).unwrap_or_default();
+    if normalized.is_empty() || normalized.chars().count() > 254 || password.len() > 4 * users::MAX_PASSWORD {
+        let wrong = "The email or password is wrong.";
+        return Ok(sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))));
+    }
+    let per_email = state.settings.rate_limits.sign_in_per_email_per_minute;
+    if let Err(err) = limit(&state, &req, format!("sign_in:email:{}:{normalized}", scope.tenant().id), per_email).await
+    {
+        return too_many(&scope, err);
+    }
+    let outcome = auth::sign_in(
+        &scope,
+        &state.issuer(),
+        &state.passwords,
+        state.email_codes(),
+        &normalized,
+        password,
+        session_ttl(&state),
+    )
+    .await;
+    let opened = match outcome {
+        Ok(SignedIn::Session(_, _, opened)) => opened,
+        Ok(SignedIn::SecondFactorRequired(_)) => {
+            let text = "This account signs in with a second factor, which these pages do not take yet. \
+                        Sign in through the application itself.";
+            return Ok(shown(&scope, StatusCode::FORBIDDEN, text));
+        }
+        Err(AuthError::InvalidCredentials) => {
+            let wrong = "The email or password is wrong.";
+            return Ok(sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))));
+        }
+        Err(AuthError::EmailNotVerified) => {
+            let text = "Verify your email first: we sent you a code.";
+            return Ok(shown(&scope, StatusCode::FORBIDDEN, text));
+        }
+        Err(err) => return Err(err.into()),
+    };
+    let mut txn = scope.begin().await?;
+    txn.unaudited(Unaudited::AuthorizationStep);
+    let login = authorize::remember(&mut txn, opened.session.id).await?;
+    // A third-party client waits for the user's consent; the application's own gets its code now.
+    let code = match checked.client.first_party {
+        true => Some(authorize::issue_code_in(&mut txn, &checked, &opened.session).await?),
+        false => None,
+    };
+    txn.commit().await?;
+    let max_age = session_ttl(&state).num_seconds();
+    let login_cookie = set_cookie(&state, &scope, LOGIN_COOKIE, &login, max_age, "Lax");
+    let Some(code) = code else {
+        let mut page = consent_page(&state, &scope, &req, &checked);
+        if let Ok(value) = header::HeaderValue::from_str(&login_cookie) {
+            page.headers_mut().append(header::SET_COOKIE, value);
+        }
+        return Ok(page);
+    };
+    Ok(back_with_code(&state, &scope, &checked, &code).insert_header((header::SET_COOKIE, login_cookie)).finish())
+}
+
+/// The user's answer on the consent page, while signed in here: a code,
+/// or `access_denied` for the client. Consent is asked each time; it is
+/// not remembered.
+async fn consented(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    checked: &Checked,
+    decision: &str,
+) -> ApiResult<HttpResponse> {
+    let login = match cookie(req, LOGIN_COOKIE) {
+        Some(value) => authorize::signed_in(scope, &value, checked.max_age).await?,
+        None => None,
+    };
+    let Some(login) = login else {
+        return Ok(shown(
+            scope,
+            StatusCode::FORBIDDEN,
+            "You are no longer signed in. Go back to the application and start again.",
+        ));
+    };
+    if decision != "allow" {
+        return Ok(back_with_error(state, scope, checked.error("access_denied", "the user denied the request")));
+    }
+    let code = authorize::issue_code(scope, checked, &login).await?;
+    Ok(back_with_code(state, scope, checked, &code).finish())
+}
+
+fn consent_page(state: &AppState, scope: &TenantScope, req: &HttpRequest, checked: &Checked) -> HttpResponse {
+    let csrf = pages::random_value();
+    let body = pages::consent(
+        &scope.tenant().name,
+        &checked.client.name,
+        req.path(),
+        &checked.parameters,
+        &csrf,
+        &checked.scopes,
+    );
+    let title = format!("Allow {}?", checked.client.name);
+    with_csrf(
+        state,
+        scope,
+        csrf,
+        pages::Page {
+            status: StatusCode::OK,
+            title: &title,
+            body,
+            branding: &scope.tenant().branding,
+            form_targets: &[origin_of(&checked.redirect_uri)],
+        },
+    )
+}
+
+/// The query or form's parameters, each once (RFC 6749 section 3.1).
+fn parameters(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
+    let mut given = BTreeMap::new();
+    for (name, value) in url::form_urlencoded::parse(bytes).into_owned() {
+        if given.insert(name, value).is_some() {
+            return None;
+        }
+    }
+    Some(given)
+}
+
+/// The value of a cookie the browser sent.
+fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
+    let headers = req.headers().get_all(header::COOKIE).filter_map(|v| v.to_str().ok());
+    headers.flat_map(|v| v.split(';')).find_map(|pair| {
+        let (key, value) = pair.trim().split_once('=')?;
+        (key == name).then(|| value.to_string())
+    })
+}
+
+/// A cookie for the application's OAuth pages only: http-only, and
+/// `Secure` when the service is reached over https.
+fn set_cookie(state: &AppState, scope: &TenantScope, name: &str, value: &str, max_age: i64, same_site: &str) -> String {
+    let secure = if state.settings.public_url().starts_with("https://") { "; Secure" } else { "" };
+    let path = format!("/v1/applications/{}/oauth", scope.tenant().id);
+    format!("{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}")
+}
+
+/// The origin a redirect URI's browser lands on, for `form-action`.
+fn origin_of(uri: &str) -> String {
+    match Url::parse(uri) {
+        Ok(url) if matches!(url.scheme(), "http" | "https") => url.origin().ascii_serialization(),
+        Ok(url) => format!("{}:", url.scheme()),
+        Err(_) => "'none'".into(),
+    }
+}
+
+fn sign_in_page(
+    state: &AppState,
+    scope: &TenantScope,
+    req: &HttpRequest,
+    checked: &Checked,
+    email: &str,
+    error: Option<(StatusCode, &str)>,
+) -> HttpResponse {
+    let csrf = pages::random_value();
+    let body = pages::sign_in(
+        &scope.tenant().name,
+        &checked.client.name,
+        req.path(),
+        &checked.parameters,
+        &csrf,
+        email,
+        error.map(|(_, text)| text),
+    );
+    let targets = [origin_of(&checked.redirect_uri)];
+    let title = format!("Sign in to {}", scope.tenant().name);
+    let page = pages::Page {
+        status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),
+        title: &title,
+        body,
+        branding: &scope.tenant().branding,
+        form_targets: &targets,
+    };
+    with_csrf(state, scope, csrf, page)
+}
+
+/// A page with a form, and the CSRF cookie its submission must carry back.
+fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::Page<'_>) -> HttpResponse {
+    let cookie = set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict");
+    let mut response = page.render();
+    if let Ok(value) = header::HeaderValue::from_str(&cookie) {
+        response.headers_mut().append(header::SET_COOKIE, value);
+    }
+    response
+}
+
+fn shown(scope: &TenantScope, status: StatusCode, text: &str) -> HttpResponse {
+    let page = pages::Page {
+        status,
+        title: "Sign-in",
+        body: pages::message("This sign-in cannot go on", text),
+        branding: &scope.tenant().branding,
+        form_targets: &[],
+    };
+    page.render()
+}
+
+fn too_many(scope: &TenantScope, err: crate::error::ApiError) -> ApiResult<HttpResponse> {
+    if err.code != Code::RateLimited {
+        return Err(err);
+    }
+    Ok(shown(scope, StatusCode::TOO_MANY_REQUESTS, "Too many attempts. Wait a minute, then try again."))
+}
+
+fn refusal(state: &AppState, scope: &TenantScope, refused: Refused) -> HttpResponse {
+    match refused {
+        Refused::Shown(text) => shown(scope, StatusCode::BAD_REQUEST, text),
+        Refused::Redirected(redirect) => back_with_error(state, scope, redirect),
+    }
+}
+
+/// 303 to `redirect_uri` with `extra`, `state` and `iss` added to its query.
+fn back(
+    state: &AppState,
+    scope: &TenantScope,
+    redirect_uri: &str,
+    extra: &[(&str, &str)],
+    client_state: Option<&str>,
+) -> actix_web::HttpResponseBuilder {
+    let mut url = Url::parse(redirect_uri).expect("registered redirect URIs parse");
+    {
+        let mut query = url.query_pairs_mut();
+        for (name, value) in extra {
+            query.append_pair(name, value);
+        }
+        if let Some(client_state) = client_state {
+            query.append_pair("state", client_state);
+        }
+        query.append_pair("iss", &state.tokens.issuer(scope.tenant().id));
+    }
+    let mut builder = HttpResponse::SeeOther();
+    builder.insert_header((header::LOCATION, url.as_str())).insert_header((header::CACHE_CONTROL, "no-store"));
+    builder
+}
+
+fn back_with_code(
+    state: &AppState,
+    scope: &TenantScope,
+    checked: &Checked,
+    code: &str,
+) -> actix_web::HttpResponseBuilder {
+    metrics::counter!("openid_provider_total", "endpoint" => "authorize", "outcome" => "code").increment(1);
+    back(state, scope, &checked.redirect_uri, &[("code", code)], checked.state.as_deref())
+}
+
+fn back_with_error(state: &AppState, scope: &TenantScope, redirect: Redirect) -> HttpResponse {
+    metrics::counter!("openid_provider_total", "endpoint" => "authorize", "outcome" => redirect.error).increment(1);
+    let extra = [("error", redirect.error), ("error_description", redirect.description)];
+    back(state, scope, &redirect.redirect_uri, &extra, redirect.state.as_deref()).finish()
+}

@@ -1,0 +1,183 @@
+//! The hosted pages, rendered on the server: plain HTML forms that work
+//! without JavaScript, with no external stylesheet, script or font. Every
+//! value is escaped; the only inline style carries the response's CSP
+//! nonce.
+use std::collections::BTreeMap;
+
+use actix_web::{
+    http::{header, StatusCode},
+    HttpResponse,
+};
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use rand::{rngs::OsRng, RngCore};
+
+/// HTML text: `&`, `<`, `>`, `"` and `'` escaped.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#x27;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+pub fn random_value() -> String {
+    let mut bytes = [0u8; 24];
+    OsRng.fill_bytes(&mut bytes);
+    URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// `#rrggbb` from the application's `branding.primary_color`, else ours.
+fn accent(branding: &serde_json::Value) -> String {
+    let given = branding.get("primary_color").and_then(|v| v.as_str()).unwrap_or_default();
+    let valid = given.len() == 7 && given.starts_with('#') && given[1..].bytes().all(|b| b.is_ascii_hexdigit());
+    if valid {
+        given.to_string()
+    } else {
+        "#1f4fd1".to_string()
+    }
+}
+
+/// A page's frame: its title, body, and the origins its form may send
+/// the browser on to (`form-action`, which browsers also apply to the
+/// redirect after a submission).
+pub struct Page<'a> {
+    pub status: StatusCode,
+    pub title: &'a str,
+    pub body: String,
+    pub branding: &'a serde_json::Value,
+    pub form_targets: &'a [String],
+}
+
+impl Page<'_> {
+    pub fn render(self) -> HttpResponse {
+        let nonce = random_value();
+        let targets: String = self.form_targets.iter().map(|t| format!(" {t}")).collect();
+        let csp = format!(
+            "default-src 'none'; style-src 'nonce-{nonce}'; img-src 'self' data:; form-action 'self'{targets}; \
+             frame-ancestors 'none'; base-uri 'none'"
+        );
+        let html = format!(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <title>{title}</title><style nonce=\"{nonce}\">{style}</style></head>\
+             <body><main>{body}</main></body></html>",
+            title = escape(self.title),
+            style = STYLE.replace("ACCENT", &accent(self.branding)),
+            body = self.body,
+        );
+        let mut builder = HttpResponse::build(self.status);
+        builder
+            .insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"))
+            .insert_header((header::CONTENT_SECURITY_POLICY, csp))
+            .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+            .insert_header((header::REFERRER_POLICY, "no-referrer"))
+            .insert_header((header::CACHE_CONTROL, "no-store"));
+        builder.body(html)
+    }
+}
+
+const STYLE: &str = "body{font-family:system-ui,sans-serif;background:#f5f6f8;color:#1b1d21;margin:0}\
+main{max-width:24rem;margin:4rem auto;background:#fff;padding:2rem;border-radius:8px;box-shadow:0 1px 3px #0003}\
+h1{font-size:1.4rem;margin:0 0 .25rem}p{margin:.25rem 0 1rem}\
+label{display:block;margin:1rem 0 .25rem;font-weight:600}\
+input{width:100%;box-sizing:border-box;padding:.6rem;border:1px solid #767b85;border-radius:4px;font-size:1rem}\
+button{margin-top:1.5rem;width:100%;padding:.7rem;border:0;border-radius:4px;background:ACCENT;color:#fff;font-size:1rem;font-weight:600}\
+.error{color:#a4121b;font-weight:600}.secondary{background:#fff;color:#1b1d21;border:1px solid #767b85}";
+
+/// The sign-in form: the request's parameters and the CSRF token ride
+/// along as hidden fields, checked again when it is submitted.
+pub fn sign_in(
+    application: &str,
+    client: &str,
+    action: &str,
+    parameters: &BTreeMap<String, String>,
+    csrf: &str,
+    email: &str,
+    error: Option<&str>,
+) -> String {
+    let hidden: String = parameters
+        .iter()
+        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
+        .collect();
+    let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+    format!(
+        "<h1>Sign in to {application}</h1><p>to continue to {client}</p>{error}\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <label for=\"email\">Email</label>\
+         <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
+         <label for=\"password\">Password</label>\
+         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
+         <button type=\"submit\">Sign in</button></form>",
+        application = escape(application),
+        client = escape(client),
+        action = escape(action),
+        csrf = escape(csrf),
+        email = escape(email),
+    )
+}
+
+/// What a scope lets a client do, in words.
+fn scope_in_words(scope: &str) -> &'static str {
+    match scope {
+        "openid" => "Know who you are",
+        "profile" => "See your name and profile",
+        "email" => "See your email address",
+        "offline_access" => "Keep access while you are away",
+        "organization" => "See your active organization and your role in it",
+        _ => "Use a permission of the application",
+    }
+}
+
+/// The consent form for a third-party client: what it asks for, in
+/// words, and a choice to allow or deny.
+pub fn consent(
+    application: &str,
+    client: &str,
+    action: &str,
+    parameters: &BTreeMap<String, String>,
+    csrf: &str,
+    scopes: &[String],
+) -> String {
+    let hidden: String = parameters
+        .iter()
+        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
+        .collect();
+    let asked: String = scopes.iter().map(|s| format!("<li>{}</li>", escape(scope_in_words(s)))).collect();
+    format!(
+        "<h1>Allow {client}?</h1><p>{client} asks to use your {application} account to:</p><ul>{asked}</ul>\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <button type=\"submit\" name=\"consent\" value=\"allow\">Allow</button>\
+         <button type=\"submit\" name=\"consent\" value=\"deny\" class=\"secondary\">Deny</button></form>",
+        application = escape(application),
+        client = escape(client),
+        action = escape(action),
+        csrf = escape(csrf),
+    )
+}
+
+/// A page that says what went wrong and goes nowhere.
+pub fn message(heading: &str, text: &str) -> String {
+    format!("<h1>{}</h1><p role=\"alert\">{}</p>", escape(heading), escape(text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_escaped_and_the_accent_is_a_colour_or_ours() {
+        assert_eq!(escape("<a href=\"x\">'&'</a>"), "&lt;a href=&quot;x&quot;&gt;&#x27;&amp;&#x27;&lt;/a&gt;");
+        assert_eq!(accent(&serde_json::json!({"primary_color": "#AbC123"})), "#AbC123");
+        assert_eq!(accent(&serde_json::json!({"primary_color": "red;}body{x"})), "#1f4fd1");
+        assert_eq!(accent(&serde_json::json!(null)), "#1f4fd1");
+    }
+}

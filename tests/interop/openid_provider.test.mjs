@@ -1,0 +1,177 @@
+// The application as an OpenID Provider, used the way relying parties use
+// one: openid-client (node) builds the authorization request, headless
+// Chromium walks Gatehouse's hosted sign-in page (axe-core checks it), and
+// openid-client exchanges the code with PKCE, validates the ID token
+// (EdDSA, nonce, `iss` of RFC 9207), fetches userinfo, refreshes,
+// introspects and revokes. A second client signs in without a prompt, and
+// `prompt=none` without a session comes back `login_required`.
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { dirname, join } from "node:path";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import * as client from "openid-client";
+import puppeteer from "puppeteer-core";
+
+import { startGatehouse } from "./gatehouse.mjs";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const insecure = { execute: [client.allowInsecureRequests] };
+
+// The relying party's callback: answers a page, so the browser stops there.
+function startCallback() {
+  const server = createServer((req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("back"));
+  return new Promise((resolve) => {
+    server.listen(0, "127.0.0.1", () =>
+      resolve({ url: `http://127.0.0.1:${server.address().port}/callback`, close: () => server.close() }),
+    );
+  });
+}
+
+let gatehouse, callback, browser;
+
+before(async () => {
+  gatehouse = await startGatehouse();
+  callback = await startCallback();
+  const args = ["--no-sandbox", "--disable-component-update", "--disable-quic", "--disable-gpu"];
+  browser = await puppeteer.launch({ executablePath: chromium, headless: true, args });
+});
+
+after(async () => {
+  await browser?.close();
+  callback?.close();
+  gatehouse?.stop();
+});
+
+async function register(body) {
+  const created = await gatehouse.call("POST", "/v1/oauth-clients", { redirect_uris: [callback.url], ...body });
+  assert.equal(created.status, 201, JSON.stringify(created.json));
+  return created.json.data;
+}
+
+// The serious and critical accessibility violations axe-core finds on the page.
+async function violations(page) {
+  await page.addScriptTag({ path: join(here, "node_modules", "axe-core", "axe.min.js") });
+  const found = await page.evaluate(async () => (await globalThis.axe.run()).violations);
+  return found.filter((v) => ["serious", "critical"].includes(v.impact)).map((v) => `${v.id}: ${v.help}`);
+}
+
+async function authorizationUrl(config, extra = {}) {
+  const verifier = client.randomPKCECodeVerifier();
+  const parameters = {
+    redirect_uri: callback.url,
+    scope: "openid email offline_access",
+    code_challenge: await client.calculatePKCECodeChallenge(verifier),
+    code_challenge_method: "S256",
+    nonce: client.randomNonce(),
+    state: client.randomState(),
+    ...extra,
+  };
+  return { url: client.buildAuthorizationUrl(config, parameters), verifier, ...parameters };
+}
+
+test("a relying party signs a user in through the hosted page with openid-client and Chromium", async () => {
+  const issuer = new URL(`${gatehouse.base}/v1/applications/${gatehouse.applicationId}`);
+  const signUp = await fetch(`${gatehouse.base}/v1/auth/sign-up`, {
+    method: "POST",
+    headers: { "x-application-id": gatehouse.applicationId, "content-type": "application/json" },
+    body: JSON.stringify({ email: "ada@example.com", password: "correct horse battery" }),
+  });
+  assert.equal(signUp.status, 201);
+  const web = await register({ name: "Web", first_party: true });
+  const config = await client.discovery(
+    issuer,
+    web.client_id,
+    { client_secret: web.client_secret, id_token_signed_response_alg: "EdDSA" },
+    undefined,
+    insecure,
+  );
+  assert.deepEqual(config.serverMetadata().code_challenge_methods_supported, ["S256"]);
+
+  // axe-core is injected into a page of its own, whose CSP is bypassed
+  // for that script; the sign-in runs under the page's own policy (its
+  // `form-action` must let the browser go back to the client).
+  const audit = await (await browser.createBrowserContext()).newPage();
+  await audit.setBypassCSP(true);
+  await audit.goto((await authorizationUrl(config)).url.href);
+  assert.deepEqual(await violations(audit), [], "the sign-in page");
+
+  const context = await browser.createBrowserContext();
+  const page = await context.newPage();
+  const request = await authorizationUrl(config);
+  await page.goto(request.url.href);
+  await page.type("#email", "ada@example.com");
+  await page.type("#password", "correct horse battery");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  const back = new URL(page.url());
+  assert.equal(`${back.origin}${back.pathname}`, callback.url);
+
+  const tokens = await client.authorizationCodeGrant(config, back, {
+    pkceCodeVerifier: request.verifier,
+    expectedNonce: request.nonce,
+    expectedState: request.state,
+    idTokenExpected: true,
+  });
+  const claims = tokens.claims();
+  assert.equal(claims.email, "ada@example.com");
+  assert.equal(claims.aud, web.client_id);
+  const info = await client.fetchUserInfo(config, tokens.access_token, claims.sub);
+  assert.equal(info.email, "ada@example.com");
+
+  const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token);
+  assert.ok(refreshed.access_token && refreshed.refresh_token !== tokens.refresh_token);
+  assert.equal((await client.tokenIntrospection(config, refreshed.access_token)).client_id, web.client_id);
+
+  // A second client of the application: signed in already, no prompt.
+  const spa = await register({ name: "SPA", type: "public", first_party: true });
+  const spaConfig = await client.discovery(
+    issuer,
+    spa.client_id,
+    { id_token_signed_response_alg: "EdDSA" },
+    client.None(),
+    insecure,
+  );
+  const silent = await authorizationUrl(spaConfig, { prompt: "none" });
+  await page.goto(silent.url.href);
+  const spaTokens = await client.authorizationCodeGrant(spaConfig, new URL(page.url()), {
+    pkceCodeVerifier: silent.verifier,
+    expectedNonce: silent.nonce,
+    expectedState: silent.state,
+  });
+  assert.equal(spaTokens.claims().sub, claims.sub);
+
+  await client.tokenRevocation(config, refreshed.refresh_token);
+  assert.equal((await client.tokenIntrospection(config, refreshed.access_token)).active, false);
+
+  // Another browser, with no session: `prompt=none` comes back `login_required`.
+  const fresh = await (await browser.createBrowserContext()).newPage();
+  const none = await authorizationUrl(config, { prompt: "none" });
+  await fresh.goto(none.url.href);
+  await assert.rejects(
+    client.authorizationCodeGrant(config, new URL(fresh.url()), {
+      pkceCodeVerifier: none.verifier,
+      expectedNonce: none.nonce,
+      expectedState: none.state,
+    }),
+    (error) => {
+      assert.equal(error.error, "login_required");
+      return true;
+    },
+  );
+
+  // A third-party client: its consent page passes axe-core too.
+  const partner = await register({ name: "Partner" });
+  const partnerConfig = await client.discovery(issuer, partner.client_id, partner.client_secret, undefined, insecure);
+  await page.goto((await authorizationUrl(partnerConfig)).url.href);
+  assert.match(await page.content(), /Allow Partner\?/);
+  await Promise.all([page.waitForNavigation(), page.click("button[value=allow]")]);
+  assert.ok(new URL(page.url()).searchParams.get("code"), "allowed: back with a code");
+  const cookies = await context.cookies(issuer.href);
+  const consentAudit = await (await browser.createBrowserContext()).newPage();
+  await consentAudit.setBypassCSP(true);
+  await consentAudit.browserContext().setCookie(...cookies);
+  await consentAudit.goto((await authorizationUrl(partnerConfig)).url.href);
+  assert.match(await consentAudit.content(), /Allow Partner\?/);
+  assert.deepEqual(await violations(consentAudit), [], "the consent page");
+});
