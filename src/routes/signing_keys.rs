@@ -128,6 +128,7 @@ pub async fn discovery(
         "userinfo_endpoint": format!("{issuer}/oauth/userinfo"),
         "introspection_endpoint": format!("{issuer}/oauth/introspect"),
         "revocation_endpoint": format!("{issuer}/oauth/revoke"),
+        "end_session_endpoint": format!("{issuer}/oauth/logout"),
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],

@@ -211,6 +211,18 @@ pub struct Expected<'a> {
 }
 
 impl Unverified<'_> {
+    /// The claims of an ID token this issuer signed with `key`, as a hint
+    /// (RP-Initiated Logout's `id_token_hint`): its `exp` may have passed.
+    pub fn id_token_hint(self, key: &PublicKey, issuer: &str) -> Result<IdTokenClaims, Rejection> {
+        let signature = Signature::from_slice(&self.signature).map_err(|_| Rejection::Signature)?;
+        key.verify(self.signed.as_bytes(), &signature).map_err(|_| Rejection::Signature)?;
+        let claims: IdTokenClaims = serde_json::from_slice(&self.payload).map_err(|_| Rejection::Claims)?;
+        if claims.iss != issuer {
+            return Err(Rejection::Claims);
+        }
+        Ok(claims)
+    }
+
     pub fn verify(self, key: &PublicKey, expected: &Expected) -> Result<Claims, Rejection> {
         let signature = Signature::from_slice(&self.signature).map_err(|_| Rejection::Signature)?;
         key.verify(self.signed.as_bytes(), &signature).map_err(|_| Rejection::Signature)?;

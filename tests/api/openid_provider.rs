@@ -636,3 +636,56 @@ async fn a_third_party_client_gets_a_code_only_after_the_user_consents() {
     let (status, location, _) = stranger.post(&issuer_url(&app, "oauth/authorize"), &forged).await;
     assert_eq!((status, location), (403, None));
 }
+
+#[actix_web::test]
+async fn rp_initiated_logout_ends_the_hosted_sign_in_and_goes_back_only_to_a_registered_uri() {
+    let app = spawn_app().await;
+    let body = json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true,
+                      "post_logout_redirect_uris": ["https://app.example.com/bye"]});
+    let web = client(&app, body).await;
+    let (id, secret) = credentials(&web);
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    let form_fields = [
+        ("grant_type", "authorization_code"),
+        ("code", answer["code"].as_str()),
+        ("redirect_uri", CALLBACK),
+        ("code_verifier", VERIFIER),
+    ];
+    let tokens = form(&app, "oauth/token", &form_fields, Some((&id, &secret))).await;
+    let id_token = tokens.body["id_token"].as_str().unwrap().to_string();
+    let logout = |query: &[(&str, &str)]| {
+        let mut url = url::Url::parse(&issuer_url(&app, "oauth/logout")).unwrap();
+        url.query_pairs_mut().extend_pairs(query);
+        url.to_string()
+    };
+
+    // An address the client did not register is shown, never followed.
+    let (status, location, _) = browser
+        .get(&logout(&[("id_token_hint", &id_token), ("post_logout_redirect_uri", "https://evil.example/")]))
+        .await;
+    assert_eq!((status, location), (400, None));
+    // Without a hint the user is asked; nothing ends yet.
+    let (status, _, page) = browser.get(&logout(&[])).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Sign out of"), "{page}");
+    let (status, _, _) = browser.get(&authorize_url(&app, &id, &[("prompt", "none")])).await;
+    assert_eq!(status, 303, "still signed in");
+
+    // With the ID token as the hint: signed out at once, and back with `state`.
+    let (status, location, _) = browser
+        .get(&logout(&[
+            ("id_token_hint", &id_token),
+            ("post_logout_redirect_uri", "https://app.example.com/bye"),
+            ("state", "s-9"),
+        ]))
+        .await;
+    assert_eq!(status, 303);
+    assert_eq!(location.as_deref(), Some("https://app.example.com/bye?state=s-9"));
+    let (status, location, _) = browser.get(&authorize_url(&app, &id, &[("prompt", "none")])).await;
+    assert_eq!(status, 303);
+    assert_eq!(query_of(&location.unwrap())["error"], "login_required", "the hosted sign-in ended");
+    let types = app.audit_types().await;
+    assert!(types.iter().filter(|t| *t == "session.revoked").count() >= 1, "{types:?}");
+}

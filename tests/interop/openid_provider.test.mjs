@@ -160,6 +160,38 @@ test("a relying party signs a user in through the hosted page with openid-client
     },
   );
 
+  // RP-initiated logout with the ID token as the hint ends the hosted
+  // sign-in: the next `prompt=none` comes back `login_required`.
+  const web2 = await register({ name: "Web 2", first_party: true, post_logout_redirect_uris: [`${callback.url}?bye`] });
+  const config2 = await client.discovery(
+    issuer,
+    web2.client_id,
+    { client_secret: web2.client_secret, id_token_signed_response_alg: "EdDSA" },
+    undefined,
+    insecure,
+  );
+  const again = await authorizationUrl(config2);
+  await page.goto(again.url.href);
+  const web2Tokens = await client.authorizationCodeGrant(config2, new URL(page.url()), {
+    pkceCodeVerifier: again.verifier,
+    expectedNonce: again.nonce,
+    expectedState: again.state,
+  });
+  const endSession = client.buildEndSessionUrl(config2, {
+    id_token_hint: web2Tokens.id_token,
+    post_logout_redirect_uri: `${callback.url}?bye`,
+    state: "bye-state",
+  });
+  await page.goto(endSession.href);
+  assert.equal(new URL(page.url()).searchParams.get("state"), "bye-state");
+  const after = await authorizationUrl(config2, { prompt: "none" });
+  await page.goto(after.url.href);
+  assert.equal(new URL(page.url()).searchParams.get("error"), "login_required");
+  await page.goto((await authorizationUrl(config2)).url.href); // sign in again for the consent step below
+  await page.type("#email", "ada@example.com");
+  await page.type("#password", "correct horse battery");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+
   // A third-party client: its consent page passes axe-core too.
   const partner = await register({ name: "Partner" });
   const partnerConfig = await client.discovery(issuer, partner.client_id, partner.client_secret, undefined, insecure);

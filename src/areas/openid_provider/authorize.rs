@@ -21,6 +21,8 @@ use crate::{
 
 /// A code lives this long (RFC 9700 recommends short; we take 60 s).
 pub const CODE_TTL_SECONDS: i64 = 60;
+/// How long an expired code's row is kept.
+const KEEP_EXPIRED: Duration = Duration::minutes(10);
 /// The parameters a request may carry (others are ignored, RFC 6749 3.1).
 pub const PARAMETERS: &[&str] = &[
     "response_type",
@@ -215,7 +217,10 @@ pub async fn signed_in(
 }
 
 /// Remembers a sign-in on the hosted pages: answers the cookie's value.
-pub async fn remember(txn: &mut TenantTxn, session_id: Uuid) -> Result<String, DbErr> {
+/// The application's cookies older than a session lives (`ttl`) stand for
+/// nothing any more and go in the same transaction.
+pub async fn remember(txn: &mut TenantTxn, session_id: Uuid, ttl: Duration) -> Result<String, DbErr> {
+    txn.delete::<hosted_login::Entity>(hosted_login::Column::CreatedAt.lt(clock::now() - ttl)).await?;
     let cookie = random_token();
     let row = hosted_login::Model {
         cookie_hash: sha256(&cookie).to_vec(),
@@ -227,6 +232,26 @@ pub async fn remember(txn: &mut TenantTxn, session_id: Uuid) -> Result<String, D
     Ok(cookie)
 }
 
+/// Ends the sign-in the hosted pages' cookie stands for: its session is
+/// revoked (`session.revoked`, reason `sign_out`) and the cookie forgotten.
+/// Answers whether there was one.
+pub async fn sign_out(scope: &TenantScope, cookie: &str) -> Result<bool, DbErr> {
+    let hash = sha256(cookie).to_vec();
+    let mut txn = scope.begin().await?;
+    let login = txn
+        .find::<hosted_login::Entity>()
+        .filter(hosted_login::Column::CookieHash.eq(hash.clone()))
+        .one(txn.conn())
+        .await?;
+    let Some(login) = login else { return Ok(false) };
+    txn.delete::<hosted_login::Entity>(hosted_login::Column::CookieHash.eq(hash)).await?;
+    if sessions::revoke_in(&mut txn, login.session_id, "sign_out").await?.is_none() {
+        txn.unaudited(Unaudited::AuthorizationStep);
+    }
+    txn.commit().await?;
+    Ok(true)
+}
+
 /// Issues a code for the signed-in session; answers the code.
 pub async fn issue_code(scope: &TenantScope, checked: &Checked, login: &session::Model) -> Result<String, DbErr> {
     let mut txn = scope.begin().await?;
@@ -236,10 +261,13 @@ pub async fn issue_code(scope: &TenantScope, checked: &Checked, login: &session:
     Ok(code)
 }
 
-/// [`issue_code`] in the caller's transaction.
+/// [`issue_code`] in the caller's transaction. The application's codes
+/// expired more than [`KEEP_EXPIRED`] ago go in the same transaction (a
+/// used code is kept that long, so a replay still revokes what it issued).
 pub async fn issue_code_in(txn: &mut TenantTxn, checked: &Checked, login: &session::Model) -> Result<String, DbErr> {
     let code = random_token();
     let now = clock::now();
+    txn.delete::<oauth_code::Entity>(oauth_code::Column::ExpiresAt.lt(now - KEEP_EXPIRED)).await?;
     let row = oauth_code::Model {
         code_hash: sha256(&code).to_vec(),
         application_id: txn.application_id(),
@@ -257,6 +285,12 @@ pub async fn issue_code_in(txn: &mut TenantTxn, checked: &Checked, login: &sessi
     };
     txn.insert(oauth_code::ActiveModel::from(row)).await?;
     Ok(code)
+}
+
+/// The row of a code, used or not.
+pub async fn find_code(db: &impl TenantConn, code: &str) -> Result<Option<oauth_code::Model>, DbErr> {
+    let hash = sha256(code).to_vec();
+    db.find::<oauth_code::Entity>().filter(oauth_code::Column::CodeHash.eq(hash)).one(db.conn()).await
 }
 
 /// Marks a code used, in the exchange's transaction: the row as it was,

@@ -9,7 +9,7 @@ use chrono::Duration;
 use entity::oauth_client;
 use sea_orm::DbErr;
 
-use super::authorize::{record_issued, take_code, verifier_matches};
+use super::authorize::{find_code, record_issued, take_code, verifier_matches};
 use crate::{
     areas::{
         oauth_clients,
@@ -63,11 +63,13 @@ pub async fn exchange_code(
     let mut txn = scope.begin().await?;
     let row = match take_code(&mut txn, code).await? {
         None => return Ok(Err(GrantRefused::InvalidGrant("the code is unknown"))),
-        Some(Err(used)) => {
+        Some(Err(_)) => {
             drop(txn);
             // Used before: whoever holds it now is not the client it was
-            // issued to, or is replaying it. End what it issued.
-            if let (Some(session_id), true) = (used.issued_session_id, used.client_id == client.id) {
+            // issued to, or is replaying it. End what it issued (read again:
+            // a concurrent first exchange has committed it by now).
+            let used = find_code(&scope, code).await?;
+            if let Some((Some(session_id), true)) = used.map(|u| (u.issued_session_id, u.client_id == client.id)) {
                 let mut txn = scope.begin().await?;
                 if sessions::revoke_in(&mut txn, session_id, "authorization_code_reuse").await?.is_some() {
                     txn.commit().await?;

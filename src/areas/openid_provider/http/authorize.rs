@@ -31,8 +31,8 @@ use crate::{
     storage::{TenantScope, Unaudited},
 };
 
-const LOGIN_COOKIE: &str = "gh_login";
-const CSRF_COOKIE: &str = "gh_csrf";
+pub(super) const LOGIN_COOKIE: &str = "gh_login";
+pub(super) const CSRF_COOKIE: &str = "gh_csrf";
 
 /// Sign in and authorize the client: answers the sign-in page, or sends
 /// the browser back to the client with a code or an error.
@@ -172,7 +172,7 @@ pub async fn sign_in(
     };
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::AuthorizationStep);
-    let login = authorize::remember(&mut txn, opened.session.id).await?;
+    let login = authorize::remember(&mut txn, opened.session.id, session_ttl(&state)).await?;
     // A third-party client waits for the user's consent; the application's own gets its code now.
     let code = match checked.client.first_party {
         true => Some(authorize::issue_code_in(&mut txn, &checked, &opened.session).await?),
@@ -245,7 +245,7 @@ fn consent_page(state: &AppState, scope: &TenantScope, req: &HttpRequest, checke
 }
 
 /// The query or form's parameters, each once (RFC 6749 section 3.1).
-fn parameters(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
+pub(super) fn parameters(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
     let mut given = BTreeMap::new();
     for (name, value) in url::form_urlencoded::parse(bytes).into_owned() {
         if given.insert(name, value).is_some() {
@@ -256,7 +256,7 @@ fn parameters(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
 }
 
 /// The value of a cookie the browser sent.
-fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
+pub(super) fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
     let headers = req.headers().get_all(header::COOKIE).filter_map(|v| v.to_str().ok());
     headers.flat_map(|v| v.split(';')).find_map(|pair| {
         let (key, value) = pair.trim().split_once('=')?;
@@ -266,14 +266,21 @@ fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
 
 /// A cookie for the application's OAuth pages only: http-only, and
 /// `Secure` when the service is reached over https.
-fn set_cookie(state: &AppState, scope: &TenantScope, name: &str, value: &str, max_age: i64, same_site: &str) -> String {
+pub(super) fn set_cookie(
+    state: &AppState,
+    scope: &TenantScope,
+    name: &str,
+    value: &str,
+    max_age: i64,
+    same_site: &str,
+) -> String {
     let secure = if state.settings.public_url().starts_with("https://") { "; Secure" } else { "" };
     let path = format!("/v1/applications/{}/oauth", scope.tenant().id);
     format!("{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}")
 }
 
 /// The origin a redirect URI's browser lands on, for `form-action`.
-fn origin_of(uri: &str) -> String {
+pub(super) fn origin_of(uri: &str) -> String {
     match Url::parse(uri) {
         Ok(url) if matches!(url.scheme(), "http" | "https") => url.origin().ascii_serialization(),
         Ok(url) => format!("{}:", url.scheme()),
@@ -312,7 +319,7 @@ fn sign_in_page(
 }
 
 /// A page with a form, and the CSRF cookie its submission must carry back.
-fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::Page<'_>) -> HttpResponse {
+pub(super) fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::Page<'_>) -> HttpResponse {
     let cookie = set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict");
     let mut response = page.render();
     if let Ok(value) = header::HeaderValue::from_str(&cookie) {
@@ -321,7 +328,7 @@ fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::P
     response
 }
 
-fn shown(scope: &TenantScope, status: StatusCode, text: &str) -> HttpResponse {
+pub(super) fn shown(scope: &TenantScope, status: StatusCode, text: &str) -> HttpResponse {
     let page = pages::Page {
         status,
         title: "Sign-in",

@@ -189,7 +189,7 @@ pub async fn introspect(
 ) -> ApiResult<HttpResponse> {
     let scope = scope_in_path(&state, &req, &path).await?;
     let bytes = body.raw().await?;
-    let (client, token) = match client_and_token(&req, &scope, &bytes).await? {
+    let (client, token) = match client_and_token("introspect", &req, &scope, &bytes).await? {
         Ok(found) => found,
         Err(refused) => return Ok(refused),
     };
@@ -227,7 +227,7 @@ pub async fn revoke(
 ) -> ApiResult<HttpResponse> {
     let scope = scope_in_path(&state, &req, &path).await?;
     let bytes = body.raw().await?;
-    let (client, token) = match client_and_token(&req, &scope, &bytes).await? {
+    let (client, token) = match client_and_token("revoke", &req, &scope, &bytes).await? {
         Ok(found) => found,
         Err(refused) => return Ok(refused),
     };
@@ -244,11 +244,11 @@ pub async fn revoke(
 
 /// The authenticated client and the `token` parameter, or the refusal.
 async fn client_and_token(
+    endpoint: &'static str,
     req: &HttpRequest,
     scope: &TenantScope,
     bytes: &[u8],
 ) -> ApiResult<Result<(entity::oauth_client::Model, String), HttpResponse>> {
-    let endpoint = if req.path().ends_with("/introspect") { "introspect" } else { "revoke" };
     let mut form = match form::read(req, bytes) {
         Ok(form) => form,
         Err(why) => return Ok(Err(form::refusal("invalid_request", why))),

@@ -6,6 +6,7 @@
 //! router forwards by it.
 pub mod authorize;
 pub mod endpoints;
+pub mod logout;
 mod pages;
 pub mod token;
 
@@ -32,6 +33,8 @@ pub const AREA: Area = Area {
 #[openapi(paths(
     authorize::authorize,
     authorize::sign_in,
+    logout::logout,
+    logout::confirm,
     token::token,
     endpoints::userinfo,
     endpoints::userinfo_by_post,
@@ -41,6 +44,7 @@ pub const AREA: Area = Area {
 struct Operations;
 
 const AUTHORIZE_ROUTE: &str = "/v1/applications/{application_id}/oauth/authorize";
+const LOGOUT_ROUTE: &str = "/v1/applications/{application_id}/oauth/logout";
 const TOKEN_ROUTE: &str = "/v1/applications/{application_id}/oauth/token";
 const USERINFO_ROUTE: &str = "/v1/applications/{application_id}/oauth/userinfo";
 const INTROSPECT_ROUTE: &str = "/v1/applications/{application_id}/oauth/introspect";
@@ -48,6 +52,7 @@ const REVOKE_ROUTE: &str = "/v1/applications/{application_id}/oauth/revoke";
 
 pub const APPLICATION_IN: &[ApplicationIn] = &[
     ApplicationIn { route: AUTHORIZE_ROUTE, from: ApplicationFrom::Path },
+    ApplicationIn { route: LOGOUT_ROUTE, from: ApplicationFrom::Path },
     ApplicationIn { route: TOKEN_ROUTE, from: ApplicationFrom::Path },
     ApplicationIn { route: USERINFO_ROUTE, from: ApplicationFrom::Path },
     ApplicationIn { route: INTROSPECT_ROUTE, from: ApplicationFrom::Path },
@@ -60,6 +65,11 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         web::resource(under_v1(AUTHORIZE_ROUTE))
             .route(web::get().to(authorize::authorize))
             .route(web::post().to(authorize::sign_in)),
+    )
+    .service(
+        web::resource(under_v1(LOGOUT_ROUTE))
+            .route(web::get().to(logout::logout))
+            .route(web::post().to(logout::confirm)),
     )
     .service(web::resource(under_v1(TOKEN_ROUTE)).route(web::post().to(token::token)))
     .service(

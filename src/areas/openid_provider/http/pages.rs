@@ -164,6 +164,24 @@ pub fn consent(
     )
 }
 
+/// RP-initiated logout's question, when no ID token vouches for the client.
+pub fn confirm_sign_out(application: &str, action: &str, parameters: &BTreeMap<String, String>, csrf: &str) -> String {
+    let hidden: String = parameters
+        .iter()
+        .filter(|(name, _)| name.as_str() != "csrf")
+        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
+        .collect();
+    format!(
+        "<h1>Sign out of {application}?</h1><p>An application asked to end your sign-in.</p>\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <button type=\"submit\">Sign out</button></form>",
+        application = escape(application),
+        action = escape(action),
+        csrf = escape(csrf),
+    )
+}
+
 /// A page that says what went wrong and goes nowhere.
 pub fn message(heading: &str, text: &str) -> String {
     format!("<h1>{}</h1><p role=\"alert\">{}</p>", escape(heading), escape(text))
