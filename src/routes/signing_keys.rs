@@ -135,6 +135,7 @@ pub async fn discovery(
         "code_challenge_methods_supported": ["S256"],
         "prompt_values_supported": ["none", "login", "consent", "select_account"],
         "authorization_response_iss_parameter_supported": true,
+        "acr_values_supported": ["aal1", "aal2"],
         "subject_types_supported": ["public"],
         "id_token_signing_alg_values_supported": ["EdDSA"],
         "scopes_supported": oauth_clients::SCOPES,

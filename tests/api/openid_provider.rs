@@ -689,3 +689,71 @@ async fn rp_initiated_logout_ends_the_hosted_sign_in_and_goes_back_only_to_a_reg
     let types = app.audit_types().await;
     assert!(types.iter().filter(|t| *t == "session.revoked").count() >= 1, "{types:?}");
 }
+
+#[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_totp),
+    ignore = "needs pyotp: pip3 install pyotp==2.9.0, then GATEHOUSE_TEST_REQUIRE_TOTP=1 cargo test"
+)]
+async fn a_user_with_a_second_factor_proves_it_on_the_hosted_page_when_the_client_asks_for_aal2() {
+    let app = spawn_app().await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    let Some(enrolled) = crate::second_factors::enrol(&app, "ada@example.com").await else { return };
+    let mut browser = Browser::new();
+
+    let url = authorize_url(&app, &id, &[("acr_values", "aal2")]);
+    let (_, _, page) = browser.get(&url).await;
+    let mut fields = form_fields(&page);
+    fields.push(("email".into(), "ada@example.com".into()));
+    fields.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (status, location, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &fields).await;
+    assert_eq!((status, location), (200, None), "the second step, no code yet");
+    assert!(page.contains("name=\"mfa_challenge\"") && page.contains("autocomplete=\"one-time-code\""), "{page}");
+
+    let step = form_fields(&page);
+    let mut wrong = step.clone();
+    wrong.push(("code".into(), "000000".into()));
+    let (status, _, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &wrong).await;
+    assert_eq!(status, 401);
+    assert!(page.contains("The code is wrong"), "{page}");
+    let mut right = form_fields(&page);
+    right.push(("code".into(), enrolled.recovery_codes[0].clone()));
+    let (status, location, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &right).await;
+    assert_eq!(status, 303, "{page}");
+    let answer = query_of(&location.unwrap());
+    let form_fields = [
+        ("grant_type", "authorization_code"),
+        ("code", answer["code"].as_str()),
+        ("redirect_uri", CALLBACK),
+        ("code_verifier", VERIFIER),
+    ];
+    let tokens = form(&app, "oauth/token", &form_fields, Some((&id, &secret))).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
+    assert_eq!(id_token["acr"], "aal2");
+    assert_eq!(id_token["amr"], json!(["pwd", "mfa"]));
+    // Signed in at aal2: the next client asking for it gets a code with no prompt.
+    let (status, location, _) =
+        browser.get(&authorize_url(&app, &id, &[("acr_values", "aal2"), ("prompt", "none")])).await;
+    assert_eq!(status, 303);
+    assert!(query_of(&location.unwrap()).contains_key("code"));
+    let _ = enrolled.user;
+}
+
+#[actix_web::test]
+async fn a_sign_in_without_a_second_factor_is_asked_again_when_a_client_wants_aal2() {
+    let app = spawn_app().await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let id = web["id"].as_str().unwrap().to_string();
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    let (status, _, page) = browser.get(&authorize_url(&app, &id, &[("acr_values", "aal2")])).await;
+    assert_eq!(status, 200, "an aal1 sign-in does not answer aal2");
+    assert!(page.contains("name=\"password\""));
+    let (status, location, _) =
+        browser.get(&authorize_url(&app, &id, &[("acr_values", "aal2"), ("prompt", "none")])).await;
+    assert_eq!(status, 303);
+    assert_eq!(query_of(&location.unwrap())["error"], "login_required");
+}

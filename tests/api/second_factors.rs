@@ -30,13 +30,13 @@ pub fn pyotp_available() -> bool {
     Command::new("python3").args(["-c", "import pyotp"]).output().is_ok_and(|o| o.status.success())
 }
 
-struct Enrolled {
-    user: Caller,
-    uri: String,
-    recovery_codes: Vec<String>,
+pub struct Enrolled {
+    pub user: Caller,
+    pub uri: String,
+    pub recovery_codes: Vec<String>,
 }
 
-async fn enrol(app: &TestApp, email: &str) -> Option<Enrolled> {
+pub async fn enrol(app: &TestApp, email: &str) -> Option<Enrolled> {
     let signed_up = sign_up(app, &app.caller, email).await;
     let user = as_user(&app.caller, signed_up["access_token"].as_str().unwrap());
     let started = app.send(&user, Method::POST, "/v1/auth/me/mfa/totp", None).await;

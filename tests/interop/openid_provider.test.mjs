@@ -6,6 +6,7 @@
 // introspects and revokes. A second client signs in without a prompt, and
 // `prompt=none` without a session comes back `login_required`.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { createServer } from "node:http";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
@@ -206,4 +207,57 @@ test("a relying party signs a user in through the hosted page with openid-client
   await consentAudit.goto((await authorizationUrl(partnerConfig)).url.href);
   assert.match(await consentAudit.content(), /Allow Partner\?/);
   assert.deepEqual(await violations(consentAudit), [], "the consent page");
+});
+
+// pyotp (an independent TOTP implementation) gives the authenticator's code.
+function pyotp(uri, offset) {
+  const script = "import pyotp, sys, time; print(pyotp.parse_uri(sys.argv[1]).at(time.time() + int(sys.argv[2])))";
+  const run = spawnSync("python3", ["-c", script, uri, String(offset)], { encoding: "utf8" });
+  assert.equal(run.status, 0, `pyotp: ${run.stderr}`);
+  return run.stdout.trim();
+}
+
+test("a client asking for aal2 gets a sign-in that proved TOTP on the hosted page", async () => {
+  const issuer = new URL(`${gatehouse.base}/v1/applications/${gatehouse.applicationId}`);
+  const headers = { "x-application-id": gatehouse.applicationId, "content-type": "application/json" };
+  const signUp = await fetch(`${gatehouse.base}/v1/auth/sign-up`, {
+    method: "POST",
+    headers,
+    body: JSON.stringify({ email: "grace@example.com", password: "correct horse battery" }),
+  });
+  const grace = (await signUp.json()).data;
+  const bearer = { ...headers, authorization: `Bearer ${grace.access_token}` };
+  const started = await (await fetch(`${gatehouse.base}/v1/auth/me/mfa/totp`, { method: "POST", headers: bearer })).json();
+  const uri = started.data.otpauth_uri;
+  const confirmed = await fetch(`${gatehouse.base}/v1/auth/me/mfa/totp/confirm`, {
+    method: "POST",
+    headers: bearer,
+    body: JSON.stringify({ code: pyotp(uri, 0) }),
+  });
+  assert.equal(confirmed.status, 200);
+
+  const web = await register({ name: "Strict", first_party: true });
+  const config = await client.discovery(
+    issuer,
+    web.client_id,
+    { client_secret: web.client_secret, id_token_signed_response_alg: "EdDSA" },
+    undefined,
+    insecure,
+  );
+  const page = await (await browser.createBrowserContext()).newPage();
+  const request = await authorizationUrl(config, { acr_values: "aal2" });
+  await page.goto(request.url.href);
+  await page.type("#email", "grace@example.com");
+  await page.type("#password", "correct horse battery");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  // The second step: the authenticator's next code (the one confirming it is spent).
+  await page.type("#code", pyotp(uri, 30));
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  const tokens = await client.authorizationCodeGrant(config, new URL(page.url()), {
+    pkceCodeVerifier: request.verifier,
+    expectedNonce: request.nonce,
+    expectedState: request.state,
+  });
+  assert.equal(tokens.claims().acr, "aal2");
+  assert.deepEqual(tokens.claims().amr, ["pwd", "mfa"]);
 });

@@ -36,6 +36,7 @@ pub const PARAMETERS: &[&str] = &[
     "prompt",
     "max_age",
     "login_hint",
+    "acr_values",
 ];
 /// Longest value of any parameter.
 const MAX_VALUE: usize = 2000;
@@ -78,6 +79,9 @@ pub struct Checked {
     pub prompt: Prompt,
     pub max_age: Option<i64>,
     pub login_hint: Option<String>,
+    /// `acr_values` names `aal2`: the sign-in must prove a second factor
+    /// when the user has one.
+    pub wants_aal2: bool,
     /// The parameters as given, for the sign-in form to carry.
     pub parameters: BTreeMap<String, String>,
 }
@@ -176,6 +180,7 @@ pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Re
         prompt,
         max_age,
         login_hint: get("login_hint"),
+        wants_aal2: get("acr_values").is_some_and(|v| v.split_whitespace().any(|acr| acr == "aal2")),
         parameters,
     }))
 }

@@ -21,6 +21,7 @@ use crate::{
     areas::{
         auth::{self, AuthError, SignedIn},
         openid_provider::authorize::{self, Checked, Redirect, Refused},
+        second_factors::{challenges, Proof, SecondFactorError},
         users,
     },
     auth::public::{limit, limit_sign_ins_per_ip, session_ttl},
@@ -71,6 +72,10 @@ pub async fn authorize(
         Some(value) => authorize::signed_in(&scope, &value, checked.max_age).await?,
         None => None,
     };
+    // `acr_values=aal2` and a sign-in without a second factor: sign in again
+    // (a user who has one proves it; one who has none gets `acr: aal1`, for
+    // the client to judge).
+    let login = login.filter(|session| !checked.wants_aal2 || session.aal == "aal2");
     match login {
         Some(_) if !checked.client.first_party => Ok(consent_page(&state, &scope, &req, &checked)),
         Some(session) => {
@@ -123,12 +128,16 @@ pub async fn sign_in(
     let email = given.remove("email").unwrap_or_default();
     let password = given.remove("password").unwrap_or_default();
     let decision = given.remove("consent");
+    let second_factor = given.remove("mfa_challenge").zip(given.remove("code"));
     let checked = match authorize::check(&scope, &given).await? {
         Ok(checked) => checked,
         Err(refused) => return Ok(refusal(&state, &scope, refused)),
     };
     if let Some(decision) = decision {
         return consented(&state, &req, &scope, &checked, &decision).await;
+    }
+    if let Some((challenge, code)) = second_factor {
+        return second_step(&state, &req, &scope, &checked, &challenge, code).await;
     }
     if let Err(err) = limit_sign_ins_per_ip(&state, &req, &scope).await {
         return too_many(&scope, err);
@@ -155,8 +164,11 @@ pub async fn sign_in(
     .await;
     let opened = match outcome {
         Ok(SignedIn::Session(_, _, opened)) => opened,
+        Ok(SignedIn::SecondFactorRequired(issued)) if issued.factors.iter().any(|f| *f != "passkey") => {
+            return Ok(second_factor_page(&state, &scope, &req, &checked, &issued.challenge, None));
+        }
         Ok(SignedIn::SecondFactorRequired(_)) => {
-            let text = "This account signs in with a second factor, which these pages do not take yet. \
+            let text = "This account's second factor is a passkey, which these pages do not take yet. \
                         Sign in through the application itself.";
             return Ok(shown(&scope, StatusCode::FORBIDDEN, text));
         }
@@ -170,25 +182,69 @@ pub async fn sign_in(
         }
         Err(err) => return Err(err.into()),
     };
+    signed_in(&state, &req, &scope, &checked, opened.session).await
+}
+
+/// The second step: a TOTP or recovery code against the sign-in's
+/// challenge, as `POST /v1/auth/sign-in/mfa` takes it (tries limited per
+/// user, a code accepted once). A wrong code shows the step again.
+async fn second_step(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    checked: &Checked,
+    challenge: &str,
+    code: String,
+) -> ApiResult<HttpResponse> {
+    if let Some(user_id) = challenges::user_of(scope, challenge).await? {
+        let per_minute = state.settings.rate_limits.sign_in_per_email_per_minute;
+        if let Err(err) = limit(state, req, format!("mfa:user:{}:{user_id}", scope.tenant().id), per_minute).await {
+            return too_many(scope, err);
+        }
+    }
+    let proof = Proof::Code(code);
+    match challenges::complete(scope, &state.master_key, challenge, &proof, session_ttl(state)).await {
+        Ok(completed) => signed_in(state, req, scope, checked, completed.opened.session).await,
+        Err(SecondFactorError::InvalidCode) => {
+            let wrong = Some("The code is wrong or was used already.");
+            Ok(second_factor_page(state, scope, req, checked, challenge, wrong))
+        }
+        Err(SecondFactorError::InvalidChallenge) => {
+            let text = "This sign-in has expired or had too many tries. Go back to the application and start again.";
+            Ok(shown(scope, StatusCode::FORBIDDEN, text))
+        }
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// A sign-in done on these pages: remembered by the cookie, then a code
+/// for a first-party client, or the consent page for a third-party one.
+async fn signed_in(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    checked: &Checked,
+    session: entity::session::Model,
+) -> ApiResult<HttpResponse> {
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::AuthorizationStep);
-    let login = authorize::remember(&mut txn, opened.session.id, session_ttl(&state)).await?;
+    let login = authorize::remember(&mut txn, session.id, session_ttl(state)).await?;
     // A third-party client waits for the user's consent; the application's own gets its code now.
     let code = match checked.client.first_party {
-        true => Some(authorize::issue_code_in(&mut txn, &checked, &opened.session).await?),
+        true => Some(authorize::issue_code_in(&mut txn, checked, &session).await?),
         false => None,
     };
     txn.commit().await?;
-    let max_age = session_ttl(&state).num_seconds();
-    let login_cookie = set_cookie(&state, &scope, LOGIN_COOKIE, &login, max_age, "Lax");
+    let max_age = session_ttl(state).num_seconds();
+    let login_cookie = set_cookie(state, scope, LOGIN_COOKIE, &login, max_age, "Lax");
     let Some(code) = code else {
-        let mut page = consent_page(&state, &scope, &req, &checked);
+        let mut page = consent_page(state, scope, req, checked);
         if let Ok(value) = header::HeaderValue::from_str(&login_cookie) {
             page.headers_mut().append(header::SET_COOKIE, value);
         }
         return Ok(page);
     };
-    Ok(back_with_code(&state, &scope, &checked, &code).insert_header((header::SET_COOKIE, login_cookie)).finish())
+    Ok(back_with_code(state, scope, checked, &code).insert_header((header::SET_COOKIE, login_cookie)).finish())
 }
 
 /// The user's answer on the consent page, while signed in here: a code,
@@ -217,6 +273,27 @@ async fn consented(
     }
     let code = authorize::issue_code(scope, checked, &login).await?;
     Ok(back_with_code(state, scope, checked, &code).finish())
+}
+
+fn second_factor_page(
+    state: &AppState,
+    scope: &TenantScope,
+    req: &HttpRequest,
+    checked: &Checked,
+    challenge: &str,
+    error: Option<&str>,
+) -> HttpResponse {
+    let csrf = pages::random_value();
+    let body = pages::second_factor(&scope.tenant().name, req.path(), &checked.parameters, &csrf, challenge, error);
+    let title = format!("Sign in to {}", scope.tenant().name);
+    let page = pages::Page {
+        status: if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK },
+        title: &title,
+        body,
+        branding: &scope.tenant().branding,
+        form_targets: &[origin_of(&checked.redirect_uri)],
+    };
+    with_csrf(state, scope, csrf, page)
 }
 
 fn consent_page(state: &AppState, scope: &TenantScope, req: &HttpRequest, checked: &Checked) -> HttpResponse {

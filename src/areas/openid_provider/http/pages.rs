@@ -124,6 +124,36 @@ pub fn sign_in(
     )
 }
 
+/// The second step of a sign-in: a code from the user's authenticator app,
+/// or one of their recovery codes.
+pub fn second_factor(
+    application: &str,
+    action: &str,
+    parameters: &BTreeMap<String, String>,
+    csrf: &str,
+    challenge: &str,
+    error: Option<&str>,
+) -> String {
+    let hidden: String = parameters
+        .iter()
+        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
+        .collect();
+    let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+    format!(
+        "<h1>Sign in to {application}</h1><p>Enter the code from your authenticator app, or a recovery code.</p>{error}\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"mfa_challenge\" value=\"{challenge}\">\
+         <label for=\"code\">Code</label>\
+         <input id=\"code\" name=\"code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required>\
+         <button type=\"submit\">Continue</button></form>",
+        application = escape(application),
+        action = escape(action),
+        csrf = escape(csrf),
+        challenge = escape(challenge),
+    )
+}
+
 /// What a scope lets a client do, in words.
 fn scope_in_words(scope: &str) -> &'static str {
     match scope {
