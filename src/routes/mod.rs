@@ -63,6 +63,10 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         v1 = v1.service(group(segment));
     }
     cfg.configure(ops::configure)
+        .service(
+            web::resource(signing_keys::AUTHORIZATION_SERVER_ROUTE)
+                .route(web::get().to(signing_keys::authorization_server)),
+        )
         .service(v1.service(web::resource("/openapi.json").route(web::get().to(crate::openapi::served::document))));
 }
 

@@ -28,11 +28,14 @@ use crate::{
 /// The JWKS route: its metrics label, and its path under `/v1`.
 const JWKS_ROUTE: &str = "/v1/applications/{application_id}/.well-known/jwks.json";
 const DISCOVERY_ROUTE: &str = "/v1/applications/{application_id}/.well-known/openid-configuration";
+/// RFC 8414's place for the same document, outside `/v1` (`routes::configure` registers it).
+pub const AUTHORIZATION_SERVER_ROUTE: &str = "/.well-known/oauth-authorization-server/v1/applications/{application_id}";
 
 /// Verifiers and standard clients send no header: the path names the application.
 pub const APPLICATION_IN: &[ApplicationIn] = &[
     ApplicationIn { route: JWKS_ROUTE, from: ApplicationFrom::Path },
     ApplicationIn { route: DISCOVERY_ROUTE, from: ApplicationFrom::Path },
+    ApplicationIn { route: AUTHORIZATION_SERVER_ROUTE, from: ApplicationFrom::Path },
 ];
 
 pub const AREA: Area = Area {
@@ -119,8 +122,27 @@ pub async fn discovery(
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
     let tenant = tenant_in_path(&state, &req, &path).await?;
+    Ok(public_document(&state).json(metadata(&state, &tenant)))
+}
+
+/// The same metadata at RFC 8414's well-known place: inserted between the
+/// host and the issuer's path, outside `/v1`.
+#[utoipa::path(get, path = "/.well-known/oauth-authorization-server/v1/applications/{application_id}", tag = "tokens",
+    params(("application_id" = Uuid, Path, description = "The application's id.")),
+    responses((status = 200, description = "RFC 8414 authorization server metadata"), (status = 404)))]
+pub async fn authorization_server(
+    state: web::Data<AppState>,
+    req: HttpRequest,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let tenant = tenant_in_path(&state, &req, &path).await?;
+    Ok(public_document(&state).json(metadata(&state, &tenant)))
+}
+
+/// The issuer's metadata: OpenID Connect Discovery 1.0 and RFC 8414 alike.
+fn metadata(state: &AppState, tenant: &Tenant) -> serde_json::Value {
     let issuer = state.tokens.issuer(tenant.id);
-    Ok(public_document(&state).json(json!({
+    json!({
         "issuer": issuer,
         "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
         "authorization_endpoint": format!("{issuer}/oauth/authorize"),
@@ -146,7 +168,7 @@ pub async fn discovery(
             "auth_time", "nonce", "acr", "amr", "azp", "at_hash",
             "name", "given_name", "family_name", "middle_name", "nickname", "preferred_username", "picture", "website",
             "gender", "birthdate", "zoneinfo", "locale", "updated_at", "iat", "nbf", "exp", "jti"],
-    })))
+    })
 }
 
 /// `{}` or no body: a scheduled rotation. `{"immediate": true}`: a key compromise.

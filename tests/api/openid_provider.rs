@@ -183,6 +183,11 @@ async fn userinfo_answers_the_users_claims_for_a_bearer_token_and_refuses_an_end
     assert!(info.body["updated_at"].is_i64());
     let by_post = app.raw(app.client.post(issuer_url(&app, "oauth/userinfo")).bearer_auth(token)).await;
     assert_eq!((by_post.status, &by_post.body["sub"]), (200, &json!(id)));
+    let in_body = app.raw(app.client.post(issuer_url(&app, "oauth/userinfo")).form(&[("access_token", token)])).await;
+    assert_eq!((in_body.status, &in_body.body["sub"]), (200, &json!(id)), "RFC 6750 section 2.2");
+    let both = app
+        .raw(app.client.post(issuer_url(&app, "oauth/userinfo")).bearer_auth(token).form(&[("access_token", token)]));
+    assert_eq!(both.await.status, 400, "one way only");
 
     let missing = userinfo(&app, None).await;
     assert_eq!(missing.status, 401);
@@ -320,6 +325,10 @@ async fn discovery_names_the_providers_endpoints_and_only_what_exists() {
     assert_eq!(d["code_challenge_methods_supported"], json!(["S256"]));
     assert_eq!(d["grant_types_supported"], json!(["authorization_code", "refresh_token", "client_credentials"]));
     assert!(d["scopes_supported"].as_array().unwrap().contains(&json!("openid")));
+    // RFC 8414's place for the same document: between the host and the issuer's path.
+    let rfc8414 = format!("/.well-known/oauth-authorization-server/v1/applications/{}", app.caller.application_id);
+    let same = app.raw(app.client.get(app.url(&rfc8414))).await;
+    assert_eq!((same.status, &same.body), (200, d));
 }
 
 /// A browser for the hosted pages: no redirects followed, cookies kept by hand.
@@ -544,7 +553,7 @@ async fn the_authorization_endpoint_refuses_by_the_rules_and_never_redirects_to_
     // The client's own mistakes go back to it with `state` and `iss`.
     for (extra, error) in [
         (vec![("prompt", "none")], "login_required"),
-        (vec![("scope", "openid admin")], "invalid_scope"),
+        (vec![("request", "eyJhbGciOiJub25lIn0.e30.")], "request_not_supported"),
         (vec![("code_challenge_method", "plain")], "invalid_request"),
         (vec![("response_type", "token")], "unsupported_response_type"),
         (vec![("prompt", "none login")], "invalid_request"),
@@ -563,6 +572,20 @@ async fn the_authorization_endpoint_refuses_by_the_rules_and_never_redirects_to_
         assert_eq!(answer["state"], "st-1");
         assert!(answer.contains_key("iss"));
     }
+    // A scope the client did not register is left out, not refused (OIDC
+    // Core 3.1.2.1), in any order, an unknown parameter is ignored, and the
+    // request may come by POST as well as GET.
+    let narrowed = authorize_url(&app, &id, &[("unknown_parameter", "1")])
+        .replace("scope=openid+email+offline_access", "scope=email+admin+openid");
+    assert!(narrowed.contains("scope=email+admin+openid"), "{narrowed}");
+    let (status, _, page) = browser.get(&narrowed).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("name=\"password\""));
+    let by_post: Vec<(String, String)> =
+        url::Url::parse(&authorize_url(&app, &id, &[])).unwrap().query_pairs().into_owned().collect();
+    let (status, _, page) = Browser::new().post(&issuer_url(&app, "oauth/authorize"), &by_post).await;
+    assert_eq!(status, 200, "an authorization request by POST: {page}");
+    assert!(page.contains("name=\"password\""));
     // A public client must use PKCE.
     let without = authorize_url(&app, spa_id, &[]).replace("&code_challenge_method=S256", "");
     let without = url::Url::parse(&without).unwrap();

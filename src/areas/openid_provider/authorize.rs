@@ -126,13 +126,20 @@ pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Re
     if !settings.grant_types.iter().any(|g| g == "authorization_code") {
         return refuse("unauthorized_client", "the client may not use the authorization code grant");
     }
+    // Request objects (OIDC Core section 6) are not taken: said, not ignored.
+    if given.contains_key("request") {
+        return refuse("request_not_supported", "request objects are not supported");
+    }
+    if given.contains_key("request_uri") {
+        return refuse("request_uri_not_supported", "request objects are not supported");
+    }
     let Some(scope) = get("scope") else { return refuse("invalid_scope", "`scope` is required") };
+    // A scope the client did not register is left out, not refused: OIDC
+    // Core section 3.1.2.1 says scopes not understood are ignored, and RFC
+    // 6749 section 3.3 lets the grant be narrower (the token answer names it).
     let mut scopes: Vec<String> = Vec::new();
     for wanted in scope.split_whitespace() {
-        if !settings.scopes.iter().any(|s| s == wanted) {
-            return refuse("invalid_scope", "a requested scope is not one of the client's");
-        }
-        if !scopes.iter().any(|s| s == wanted) {
+        if settings.scopes.iter().any(|s| s == wanted) && !scopes.iter().any(|s| s == wanted) {
             scopes.push(wanted.to_string());
         }
     }

@@ -1,10 +1,13 @@
 //! The authorization endpoint (RFC 6749 section 4.1, OIDC Core section
-//! 3.1.2) and its hosted sign-in page. A browser arrives with the client's
+//! 3.1.2) and its hosted pages. A browser arrives with the client's
 //! request; a user signed in here before (the `gh_login` cookie, while its
 //! session lives) goes straight back with a code, anyone else gets the
-//! sign-in form, whose submission signs in through the API's own sign-in
-//! (the same rate limits, the same answer for a wrong password and an
-//! unknown email) and then goes back with a code.
+//! sign-in form. Its submission signs in through the API's own sign-in (the
+//! same rate limits, the same answer for a wrong password and an unknown
+//! email), then asks for the user's second factor if they have one, then
+//! for consent if the client is a third party's, and goes back with a code.
+//! Every form posts to this same endpoint, with the request's parameters
+//! and a CSRF token riding along.
 //!
 //! Every answer to the client carries RFC 9207's `iss`. An unknown client
 //! or redirect URI is shown, never redirected to.
@@ -50,7 +53,8 @@ pub(super) const CSRF_COOKIE: &str = "gh_csrf";
         ("code_challenge_method" = Option<String>, Query, description = "`S256`"),
         ("prompt" = Option<String>, Query, description = "`none`, `login`, `consent`, `select_account`"),
         ("max_age" = Option<String>, Query, description = "Seconds since the user last signed in here, at most."),
-        ("login_hint" = Option<String>, Query, description = "The email to fill in.")),
+        ("login_hint" = Option<String>, Query, description = "The email to fill in."),
+        ("acr_values" = Option<String>, Query, description = "`aal2`: a sign-in that proved a second factor, when the user has one.")),
     responses((status = 200, description = "The sign-in page (HTML)", content_type = "text/html"),
         (status = 303, description = "Back to the client's redirect URI with `code` or `error`, `state` and `iss`"),
         (status = 400, description = "An unknown client or redirect URI (HTML, never redirected)", content_type = "text/html"),
@@ -64,12 +68,24 @@ pub async fn authorize(
     let Some(given) = parameters(req.query_string().as_bytes()) else {
         return Ok(shown(&scope, StatusCode::BAD_REQUEST, "A parameter of the request is repeated or unreadable."));
     };
-    let checked = match authorize::check(&scope, &given).await? {
+    start(&state, &req, &scope, &given).await
+}
+
+/// An authorization request, by `GET` or (OIDC Core section 3.1.2.1) by a
+/// `POST` of the same parameters: a code for a user signed in here, or the
+/// sign-in page.
+async fn start(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    given: &BTreeMap<String, String>,
+) -> ApiResult<HttpResponse> {
+    let checked = match authorize::check(scope, given).await? {
         Ok(checked) => checked,
-        Err(refused) => return Ok(refusal(&state, &scope, refused)),
+        Err(refused) => return Ok(refusal(state, scope, refused)),
     };
-    let login = match cookie(&req, LOGIN_COOKIE).filter(|_| !checked.prompt.login) {
-        Some(value) => authorize::signed_in(&scope, &value, checked.max_age).await?,
+    let login = match cookie(req, LOGIN_COOKIE).filter(|_| !checked.prompt.login) {
+        Some(value) => authorize::signed_in(scope, &value, checked.max_age).await?,
         None => None,
     };
     // `acr_values=aal2` and a sign-in without a second factor: sign in again
@@ -77,34 +93,34 @@ pub async fn authorize(
     // the client to judge).
     let login = login.filter(|session| !checked.wants_aal2 || session.aal == "aal2");
     match login {
-        Some(_) if !checked.client.first_party => Ok(consent_page(&state, &scope, &req, &checked)),
+        Some(_) if !checked.client.first_party => Ok(consent_page(state, scope, req, &checked)),
         Some(session) => {
-            let code = authorize::issue_code(&scope, &checked, &session).await?;
-            Ok(back_with_code(&state, &scope, &checked, &code).finish())
+            let code = authorize::issue_code(scope, &checked, &session).await?;
+            Ok(back_with_code(state, scope, &checked, &code).finish())
         }
         None if checked.prompt.none => {
-            Ok(back_with_error(&state, &scope, checked.error("login_required", "the user is not signed in")))
+            Ok(back_with_error(state, scope, checked.error("login_required", "the user is not signed in")))
         }
-        None => {
-            Ok(sign_in_page(&state, &scope, &req, &checked, checked.login_hint.as_deref().unwrap_or_default(), None))
-        }
+        None => Ok(sign_in_page(state, scope, req, &checked, checked.login_hint.as_deref().unwrap_or_default(), None)),
     }
 }
 
-/// The sign-in form's submission: the request's parameters again, the
-/// CSRF token, the email and the password.
+/// A hosted page's form: the request's parameters again and the CSRF
+/// token, with `email` and `password` (sign-in), `mfa_challenge` and `code`
+/// (the second factor), or `consent` (`allow` or `deny`).
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "The authorization request's parameters, `csrf`, `email` and `password`"),
-    responses((status = 303, description = "Back to the client with a code"),
+        description = "The authorization request's parameters and `csrf`, with `email` and `password`, `mfa_challenge` and `code`, or `consent`"),
+    responses((status = 200, description = "The next page: the second factor, or consent (HTML)", content_type = "text/html"),
+        (status = 303, description = "Back to the client with a code, or `access_denied`"),
         (status = 400, description = "An unknown client or redirect URI, or an unreadable form (HTML)", content_type = "text/html"),
-        (status = 401, description = "The sign-in page again: the email or password is wrong", content_type = "text/html"),
-        (status = 403, description = "The form is not this browser's (CSRF), or the email is not verified (HTML)", content_type = "text/html"),
+        (status = 401, description = "The page again: the email and password, or the code, are wrong", content_type = "text/html"),
+        (status = 403, description = "The form is not this browser's (CSRF), the email is not verified, or the sign-in expired (HTML)", content_type = "text/html"),
         (status = 404, description = "No such application"),
         (status = 429, description = "Too many attempts (HTML)", content_type = "text/html")))]
-pub async fn sign_in(
+pub async fn authorize_form(
     state: web::Data<AppState>,
     req: HttpRequest,
     path: web::Path<String>,
@@ -115,6 +131,10 @@ pub async fn sign_in(
     let Some(mut given) = parameters(&bytes) else {
         return Ok(shown(&scope, StatusCode::BAD_REQUEST, "The form is repeated or unreadable."));
     };
+    // No page's fields: the authorization request itself, sent by POST.
+    if !["csrf", "email", "password", "consent", "mfa_challenge", "code"].iter().any(|f| given.contains_key(*f)) {
+        return start(&state, &req, &scope, &given).await;
+    }
     let csrf = given.remove("csrf").unwrap_or_default();
     let same_browser =
         cookie(&req, CSRF_COOKIE).is_some_and(|c| !csrf.is_empty() && constant_time_eq(c.as_bytes(), csrf.as_bytes()));

@@ -59,10 +59,12 @@ pub async fn userinfo(
     req: HttpRequest,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    answer_userinfo(&state, &req, &path).await
+    answer_userinfo(&state, &req, &path, bearer_token(&req)).await
 }
 
-/// The same as `GET`, for clients that send the token by `POST`.
+/// The same as `GET`, for clients that send the token by `POST`: in the
+/// `Authorization` header, or as `access_token` in a form body (RFC 6750
+/// section 2.2), not both.
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/userinfo", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("oauth_client"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
@@ -76,14 +78,31 @@ pub async fn userinfo_by_post(
     path: web::Path<String>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    // The token is in the header (RFC 6750 section 2.1); a body is read and ignored.
-    body.raw().await?;
-    answer_userinfo(&state, &req, &path).await
+    // The token in the header (RFC 6750 section 2.1) or in a form body
+    // (section 2.2), one way only.
+    let bytes = body.raw().await?;
+    let in_body = form::read(&req, &bytes).ok().and_then(|mut f| f.remove("access_token"));
+    let token = match (bearer_token(&req), in_body) {
+        (Some(_), Some(_)) => {
+            return Ok(form::no_store(StatusCode::BAD_REQUEST).json(OAuthErrorView {
+                error: "invalid_request",
+                error_description: "the access token is sent one way only".into(),
+            }))
+        }
+        (Some(header), None) => Some(header.to_string()),
+        (None, body) => body,
+    };
+    answer_userinfo(&state, &req, &path, token.as_deref()).await
 }
 
-async fn answer_userinfo(state: &AppState, req: &HttpRequest, path: &str) -> ApiResult<HttpResponse> {
+async fn answer_userinfo(
+    state: &AppState,
+    req: &HttpRequest,
+    path: &str,
+    token: Option<&str>,
+) -> ApiResult<HttpResponse> {
     let scope = scope_in_path(state, req, path).await?;
-    let Some(token) = bearer_token(req) else {
+    let Some(token) = token else {
         // RFC 6750 section 3.1: a request without a token gets no error code.
         return Ok(form::no_store(StatusCode::UNAUTHORIZED)
             .insert_header((header::WWW_AUTHENTICATE, "Bearer realm=\"gatehouse\""))

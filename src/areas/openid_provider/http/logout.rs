@@ -80,7 +80,7 @@ pub async fn logout(state: web::Data<AppState>, req: HttpRequest, path: web::Pat
         (status = 400, description = "An unreadable form, or a client or URI that does not match (HTML)", content_type = "text/html"),
         (status = 403, description = "The form is not this browser's (CSRF) (HTML)", content_type = "text/html"),
         (status = 404, description = "No such application")))]
-pub async fn confirm(
+pub async fn logout_confirm(
     state: web::Data<AppState>,
     req: HttpRequest,
     path: web::Path<String>,

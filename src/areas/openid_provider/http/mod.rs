@@ -32,9 +32,9 @@ pub const AREA: Area = Area {
 #[derive(utoipa::OpenApi)]
 #[openapi(paths(
     authorize::authorize,
-    authorize::sign_in,
+    authorize::authorize_form,
     logout::logout,
-    logout::confirm,
+    logout::logout_confirm,
     token::token,
     endpoints::userinfo,
     endpoints::userinfo_by_post,
@@ -64,12 +64,12 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(
         web::resource(under_v1(AUTHORIZE_ROUTE))
             .route(web::get().to(authorize::authorize))
-            .route(web::post().to(authorize::sign_in)),
+            .route(web::post().to(authorize::authorize_form)),
     )
     .service(
         web::resource(under_v1(LOGOUT_ROUTE))
             .route(web::get().to(logout::logout))
-            .route(web::post().to(logout::confirm)),
+            .route(web::post().to(logout::logout_confirm)),
     )
     .service(web::resource(under_v1(TOKEN_ROUTE)).route(web::post().to(token::token)))
     .service(
