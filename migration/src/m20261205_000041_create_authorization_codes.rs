@@ -59,6 +59,18 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
+        // Old cookies go as new ones are made, by age within the application.
+        manager
+            .create_index(
+                Index::create()
+                    .if_not_exists()
+                    .name("hosted_logins_age")
+                    .table(HostedLogins::Table)
+                    .col(HostedLogins::ApplicationId)
+                    .col(HostedLogins::CreatedAt)
+                    .to_owned(),
+            )
+            .await?;
         manager
             .alter_table(
                 Table::alter()
