@@ -248,19 +248,18 @@ pub async fn find_active(db: &impl TenantConn, id: Uuid) -> Result<Option<sessio
         .await
 }
 
+/// A presented refresh token's row, rotated or not.
+async fn refresh_token_row(db: &impl TenantConn, presented: &str) -> Result<Option<refresh_token::Model>, DbErr> {
+    let hash = sha256(presented).to_vec();
+    db.find::<refresh_token::Entity>().filter(refresh_token::Column::TokenHash.eq(hash)).one(db.conn()).await
+}
+
 /// The OAuth client a refresh token's session was issued to: `None` for
 /// an unknown token, `Some(None)` for the API's own sign-in. Any token of
 /// the session counts (a rotated one too: its use is reuse, which the
 /// rotation itself detects).
 pub async fn client_of_refresh_token(db: &impl TenantConn, presented: &str) -> Result<Option<Option<Uuid>>, DbErr> {
-    let Some(token) = db
-        .find::<refresh_token::Entity>()
-        .filter(refresh_token::Column::TokenHash.eq(sha256(presented).to_vec()))
-        .one(db.conn())
-        .await?
-    else {
-        return Ok(None);
-    };
+    let Some(token) = refresh_token_row(db, presented).await? else { return Ok(None) };
     Ok(db.find_by_id::<session::Entity>(token.session_id).one(db.conn()).await?.map(|s| s.oauth_client_id))
 }
 
@@ -275,13 +274,9 @@ pub async fn of_current_refresh_token(
     if !is_refresh_token_shape(presented) {
         return Ok(None);
     }
-    let current = db
-        .find::<refresh_token::Entity>()
-        .filter(refresh_token::Column::TokenHash.eq(sha256(presented).to_vec()))
-        .filter(refresh_token::Column::RotatedAt.is_null())
-        .one(db.conn())
-        .await?;
-    let Some(current) = current else { return Ok(None) };
+    let Some(current) = refresh_token_row(db, presented).await?.filter(|t| t.rotated_at.is_none()) else {
+        return Ok(None);
+    };
     Ok(find_active(db, current.session_id).await?.map(|session| (current, session)))
 }
 

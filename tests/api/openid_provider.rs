@@ -604,7 +604,7 @@ async fn the_authorization_endpoint_refuses_by_the_rules_and_never_redirects_to_
     assert_eq!(reply.header("x-frame-options"), Some("DENY"));
 
     // A form without this browser's CSRF cookie is refused; a wrong password shows the page again.
-    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    sign_up(&app, &app.caller, "ada@example.com").await;
     let (_, _, page) = browser.get(&authorize_url(&app, &id, &[])).await;
     let mut fields = form_fields(&page);
     fields.push(("email".into(), "ada@example.com".into()));
@@ -615,7 +615,6 @@ async fn the_authorization_endpoint_refuses_by_the_rules_and_never_redirects_to_
     let (status, location, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &fields).await;
     assert_eq!((status, location), (401, None));
     assert!(page.contains("The email or password is wrong."), "{page}");
-    let _ = user;
 }
 
 #[actix_web::test]
@@ -761,7 +760,6 @@ async fn a_user_with_a_second_factor_proves_it_on_the_hosted_page_when_the_clien
         browser.get(&authorize_url(&app, &id, &[("acr_values", "aal2"), ("prompt", "none")])).await;
     assert_eq!(status, 303);
     assert!(query_of(&location.unwrap()).contains_key("code"));
-    let _ = enrolled.user;
 }
 
 #[actix_web::test]

@@ -135,10 +135,7 @@ pub async fn authorize_form(
     if !["csrf", "email", "password", "consent", "mfa_challenge", "code"].iter().any(|f| given.contains_key(*f)) {
         return start(&state, &req, &scope, &given).await;
     }
-    let csrf = given.remove("csrf").unwrap_or_default();
-    let same_browser =
-        cookie(&req, CSRF_COOKIE).is_some_and(|c| !csrf.is_empty() && constant_time_eq(c.as_bytes(), csrf.as_bytes()));
-    if !same_browser {
+    if !same_browser(&req, &mut given) {
         return Ok(shown(
             &scope,
             StatusCode::FORBIDDEN,
@@ -258,11 +255,7 @@ async fn signed_in(
     let max_age = session_ttl(state).num_seconds();
     let login_cookie = set_cookie(state, scope, LOGIN_COOKIE, &login, max_age, "Lax");
     let Some(code) = code else {
-        let mut page = consent_page(state, scope, req, checked);
-        if let Ok(value) = header::HeaderValue::from_str(&login_cookie) {
-            page.headers_mut().append(header::SET_COOKIE, value);
-        }
-        return Ok(page);
+        return Ok(with_cookie(consent_page(state, scope, req, checked), &login_cookie));
     };
     Ok(back_with_code(state, scope, checked, &code).insert_header((header::SET_COOKIE, login_cookie)).finish())
 }
@@ -417,12 +410,22 @@ fn sign_in_page(
 
 /// A page with a form, and the CSRF cookie its submission must carry back.
 pub(super) fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::Page<'_>) -> HttpResponse {
-    let cookie = set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict");
-    let mut response = page.render();
-    if let Ok(value) = header::HeaderValue::from_str(&cookie) {
+    with_cookie(page.render(), &set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict"))
+}
+
+/// `response` with one more `Set-Cookie`.
+pub(super) fn with_cookie(mut response: HttpResponse, cookie: &str) -> HttpResponse {
+    if let Ok(value) = header::HeaderValue::from_str(cookie) {
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
+}
+
+/// Whether a form came from a page this browser was given: its `csrf`
+/// field (taken out of the form) equals the `gh_csrf` cookie.
+pub(super) fn same_browser(req: &HttpRequest, form: &mut BTreeMap<String, String>) -> bool {
+    let csrf = form.remove("csrf").unwrap_or_default();
+    cookie(req, CSRF_COOKIE).is_some_and(|c| !csrf.is_empty() && constant_time_eq(c.as_bytes(), csrf.as_bytes()))
 }
 
 pub(super) fn shown(scope: &TenantScope, status: StatusCode, text: &str) -> HttpResponse {

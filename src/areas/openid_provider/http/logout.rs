@@ -13,12 +13,11 @@ use actix_web::{
 use url::Url;
 
 use super::{
-    authorize::{cookie, parameters, set_cookie, shown, with_csrf, CSRF_COOKIE, LOGIN_COOKIE},
+    authorize::{cookie, origin_of, parameters, same_browser, set_cookie, shown, with_cookie, with_csrf, LOGIN_COOKIE},
     pages, scope_in_path,
 };
 use crate::{
     areas::{oauth_clients, openid_provider::authorize},
-    crypto::constant_time_eq,
     error::ApiResult,
     http::body::Body,
     state::AppState,
@@ -91,10 +90,7 @@ pub async fn logout_confirm(
     let Some(mut given) = parameters(&bytes) else {
         return Ok(shown(&scope, StatusCode::BAD_REQUEST, "The form is repeated or unreadable."));
     };
-    let csrf = given.remove("csrf").unwrap_or_default();
-    let same_browser =
-        cookie(&req, CSRF_COOKIE).is_some_and(|c| !csrf.is_empty() && constant_time_eq(c.as_bytes(), csrf.as_bytes()));
-    if !same_browser {
+    if !same_browser(&req, &mut given) {
         return Ok(shown(
             &scope,
             StatusCode::FORBIDDEN,
@@ -154,11 +150,7 @@ async fn end(
     let forget = set_cookie(state, scope, LOGIN_COOKIE, "", 0, "Lax");
     metrics::counter!("openid_provider_total", "endpoint" => "logout", "outcome" => "signed_out").increment(1);
     let Some((uri, client_state)) = target else {
-        let mut page = shown_signed_out(scope);
-        if let Ok(value) = header::HeaderValue::from_str(&forget) {
-            page.headers_mut().append(header::SET_COOKIE, value);
-        }
-        return Ok(page);
+        return Ok(with_cookie(shown_signed_out(scope), &forget));
     };
     let mut url = Url::parse(&uri).expect("registered URIs parse");
     if let Some(client_state) = client_state {
@@ -180,8 +172,4 @@ fn shown_signed_out(scope: &TenantScope) -> HttpResponse {
         form_targets: &[],
     };
     page.render()
-}
-
-fn origin_of(uri: &str) -> String {
-    super::authorize::origin_of(uri)
 }

@@ -91,6 +91,18 @@ input{width:100%;box-sizing:border-box;padding:.6rem;border:1px solid #767b85;bo
 button{margin-top:1.5rem;width:100%;padding:.7rem;border:0;border-radius:4px;background:ACCENT;color:#fff;font-size:1rem;font-weight:600}\
 .error{color:#a4121b;font-weight:600}.secondary{background:#fff;color:#1b1d21;border:1px solid #767b85}";
 
+/// A form's hidden fields: the request's parameters (never a `csrf` among
+/// them) and this page's CSRF token.
+fn hidden_fields(parameters: &BTreeMap<String, String>, csrf: &str) -> String {
+    let field = |name: &str, value: &str| {
+        format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value))
+    };
+    let mut hidden: String =
+        parameters.iter().filter(|(name, _)| name.as_str() != "csrf").map(|(name, value)| field(name, value)).collect();
+    hidden.push_str(&field("csrf", csrf));
+    hidden
+}
+
 /// The sign-in form: the request's parameters and the CSRF token ride
 /// along as hidden fields, checked again when it is submitted.
 pub fn sign_in(
@@ -102,15 +114,11 @@ pub fn sign_in(
     email: &str,
     error: Option<&str>,
 ) -> String {
-    let hidden: String = parameters
-        .iter()
-        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
-        .collect();
+    let hidden = hidden_fields(parameters, csrf);
     let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
     format!(
         "<h1>Sign in to {application}</h1><p>to continue to {client}</p>{error}\
          <form method=\"post\" action=\"{action}\">{hidden}\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <label for=\"email\">Email</label>\
          <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
          <label for=\"password\">Password</label>\
@@ -119,7 +127,6 @@ pub fn sign_in(
         application = escape(application),
         client = escape(client),
         action = escape(action),
-        csrf = escape(csrf),
         email = escape(email),
     )
 }
@@ -134,22 +141,17 @@ pub fn second_factor(
     challenge: &str,
     error: Option<&str>,
 ) -> String {
-    let hidden: String = parameters
-        .iter()
-        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
-        .collect();
+    let hidden = hidden_fields(parameters, csrf);
     let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
     format!(
         "<h1>Sign in to {application}</h1><p>Enter the code from your authenticator app, or a recovery code.</p>{error}\
          <form method=\"post\" action=\"{action}\">{hidden}\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <input type=\"hidden\" name=\"mfa_challenge\" value=\"{challenge}\">\
          <label for=\"code\">Code</label>\
          <input id=\"code\" name=\"code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required>\
          <button type=\"submit\">Continue</button></form>",
         application = escape(application),
         action = escape(action),
-        csrf = escape(csrf),
         challenge = escape(challenge),
     )
 }
@@ -176,39 +178,28 @@ pub fn consent(
     csrf: &str,
     scopes: &[String],
 ) -> String {
-    let hidden: String = parameters
-        .iter()
-        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
-        .collect();
+    let hidden = hidden_fields(parameters, csrf);
     let asked: String = scopes.iter().map(|s| format!("<li>{}</li>", escape(scope_in_words(s)))).collect();
     format!(
         "<h1>Allow {client}?</h1><p>{client} asks to use your {application} account to:</p><ul>{asked}</ul>\
          <form method=\"post\" action=\"{action}\">{hidden}\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <button type=\"submit\" name=\"consent\" value=\"allow\">Allow</button>\
          <button type=\"submit\" name=\"consent\" value=\"deny\" class=\"secondary\">Deny</button></form>",
         application = escape(application),
         client = escape(client),
         action = escape(action),
-        csrf = escape(csrf),
     )
 }
 
 /// RP-initiated logout's question, when no ID token vouches for the client.
 pub fn confirm_sign_out(application: &str, action: &str, parameters: &BTreeMap<String, String>, csrf: &str) -> String {
-    let hidden: String = parameters
-        .iter()
-        .filter(|(name, _)| name.as_str() != "csrf")
-        .map(|(name, value)| format!("<input type=\"hidden\" name=\"{}\" value=\"{}\">", escape(name), escape(value)))
-        .collect();
+    let hidden = hidden_fields(parameters, csrf);
     format!(
         "<h1>Sign out of {application}?</h1><p>An application asked to end your sign-in.</p>\
          <form method=\"post\" action=\"{action}\">{hidden}\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
          <button type=\"submit\">Sign out</button></form>",
         application = escape(application),
         action = escape(action),
-        csrf = escape(csrf),
     )
 }
 
