@@ -1,6 +1,7 @@
 use sea_orm::entity::prelude::*;
 
-/// An application's Ed25519 token signing key (regional). The private half
+/// An application's token signing key (regional): Ed25519, or RSA for
+/// clients that ask for RS256 ID tokens. The private half
 /// is sealed with the master key. `retired_at` is set when a newer key takes
 /// over; the public half stays published until tokens it signed expire.
 #[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
@@ -17,13 +18,26 @@ pub struct Model {
     /// Signs from then; null: from its creation. A scheduled rotation
     /// publishes its key ahead of this, so every verifier holds it first.
     pub signs_from: Option<DateTimeUtc>,
+    /// `EdDSA` (an Ed25519 key: `public_key` is its 32 bytes) or `RS256`
+    /// (an RSA key: `public_key` is its PKCS #1 DER). Each algorithm has
+    /// its own current key.
+    pub algorithm: String,
 }
 
 /// Written by hand so that `{:?}` never shows the secret; the pattern
 /// names every field, so a new column does not compile until it is listed.
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self { id, application_id, public_key, private_key_sealed: _, created_at, retired_at, signs_from } = self;
+        let Self {
+            id,
+            application_id,
+            public_key,
+            private_key_sealed: _,
+            created_at,
+            retired_at,
+            signs_from,
+            algorithm,
+        } = self;
         f.debug_struct("Model")
             .field("id", id)
             .field("application_id", application_id)
@@ -32,6 +46,7 @@ impl std::fmt::Debug for Model {
             .field("created_at", created_at)
             .field("retired_at", retired_at)
             .field("signs_from", signs_from)
+            .field("algorithm", algorithm)
             .finish()
     }
 }

@@ -44,6 +44,7 @@ mod m20261204_000038_create_shards;
 mod m20261204_000039_create_audit_pending;
 mod m20261205_000040_create_oauth_clients;
 mod m20261205_000041_create_authorization_codes;
+mod m20261206_000042_add_signing_key_algorithm;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -110,6 +111,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261204_000039_create_audit_pending::Migration),
             Box::new(m20261205_000040_create_oauth_clients::Migration),
             Box::new(m20261205_000041_create_authorization_codes::Migration),
+            Box::new(m20261206_000042_add_signing_key_algorithm::Migration),
         ]
     }
 

@@ -16,7 +16,7 @@ use crate::{
     state::AppState,
     storage::TenantScope,
     tenancy::Tenant,
-    tokens::jwt::{self, Claims},
+    tokens::jwt::{self, Accepts, Claims},
 };
 
 pub struct EndUser {
@@ -60,7 +60,8 @@ impl FromRequest for EndUser {
                 return Err(ApiError::unauthenticated());
             };
             let scope = super::public_scope(&state, tenant).ok_or_else(ApiError::unauthenticated)?;
-            let (claims, session) = verify(&state, &scope, &token).await?.ok_or_else(ApiError::unauthenticated)?;
+            let (claims, session) =
+                verify(&state, &scope, &token, Accepts::OwnTokens).await?.ok_or_else(ApiError::unauthenticated)?;
             let scope = scope.acting_as(Actor::user(claims.sub));
             Ok(EndUser { claims, session, scope })
         })
@@ -68,11 +69,17 @@ impl FromRequest for EndUser {
 }
 
 /// The claims and the active session of an end user's access token of the
-/// application, or `None`: a token that does not verify against the
-/// application's own keys, or whose session was signed out, revoked or
-/// has expired. Each refusal is counted by reason, never told.
-pub async fn verify(state: &AppState, scope: &TenantScope, token: &str) -> ApiResult<Option<(Claims, session::Model)>> {
-    let checked = match jwt::parse(token) {
+/// application (of a kind the route `accepts`), or `None`: a token that
+/// does not verify against the application's own keys, or whose session
+/// was signed out, revoked or has expired. Each refusal is counted by
+/// reason, never told.
+pub async fn verify(
+    state: &AppState,
+    scope: &TenantScope,
+    token: &str,
+    accepts: Accepts,
+) -> ApiResult<Option<(Claims, session::Model)>> {
+    let checked = match jwt::parse(token, accepts) {
         Ok(parsed) => match state.tenants.public_key(scope, parsed.kid).await? {
             Some(key) => state.tokens.check(scope.tenant().id, parsed, &key),
             None => Err(jwt::Rejection::UnknownKey),

@@ -55,6 +55,7 @@ fn models_with_secret_columns_print_a_placeholder() {
         created_at: at,
         retired_at: None,
         signs_from: None,
+        algorithm: "EdDSA".into(),
     };
     let refresh_token = refresh_token::Model {
         token_hash: HASH.as_bytes().to_vec(),

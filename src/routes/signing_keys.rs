@@ -159,7 +159,7 @@ fn metadata(state: &AppState, tenant: &Tenant) -> serde_json::Value {
         "authorization_response_iss_parameter_supported": true,
         "acr_values_supported": ["aal1", "aal2"],
         "subject_types_supported": ["public"],
-        "id_token_signing_alg_values_supported": ["EdDSA"],
+        "id_token_signing_alg_values_supported": oauth_clients::ID_TOKEN_ALGS,
         "scopes_supported": oauth_clients::SCOPES,
         "token_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post", "none"],
         "introspection_endpoint_auth_methods_supported": ["client_secret_basic", "client_secret_post"],

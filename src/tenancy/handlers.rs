@@ -23,7 +23,7 @@ impl Handler<Load> for TenantActor {
                 // A load queued behind another may find its work done (for an
                 // unknown `kid`: at most one load a second, or a newer `kid`).
                 let done = |s: &Arc<TenantState>| match msg.unknown_kid {
-                    Some(kid) => s.keys.public(kid).is_some() || !s.keys.may_reload_for(kid),
+                    Some(kid) => s.keys.published(kid).is_some() || !s.keys.may_reload_for(kid),
                     None => s.is_fresh(super::registry::fresh_for(&deps)),
                 };
                 if let Some(state) = published.load_full().filter(done) {
@@ -76,11 +76,12 @@ impl Handler<EnsureSigningKey> for TenantActor {
         let (id, deps, published) = (self.id, self.deps.clone(), self.published.clone());
         AtomicResponse::new(Box::pin(
             async move {
-                if let Some(state) = published.load_full().filter(|s| s.keys.current().is_some()) {
+                let algorithm = msg.algorithm;
+                if let Some(state) = published.load_full().filter(|s| s.keys.current_of(algorithm).is_some()) {
                     return Ok(state);
                 }
                 let system = msg.scope.acting_as(crate::audit::Actor::system());
-                let created = deps.keys.create_first(&system).await?;
+                let created = deps.keys.create_first(&system, algorithm).await?;
                 let published_now =
                     if created { TenantActor::publish_change(&deps, id, &published).await } else { None };
                 match published_now {

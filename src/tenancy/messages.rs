@@ -21,11 +21,12 @@ pub struct Load {
     pub unknown_kid: Option<uuid::Uuid>,
 }
 
-/// Makes the first signing key if there is none.
+/// Makes the first signing key of an algorithm if there is none.
 #[derive(Message)]
 #[rtype(result = "ApiResult<Arc<TenantState>>")]
 pub struct EnsureSigningKey {
     pub scope: TenantScope,
+    pub algorithm: crate::tokens::algorithms::Algorithm,
 }
 
 /// Moves the application to another region (operation 17).

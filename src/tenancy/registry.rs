@@ -30,7 +30,10 @@ use crate::{
     error::{ApiError, ApiResult},
     region::{moves::MovePolicy, router::Directory, Region},
     storage::{Storage, TenantScope},
-    tokens::keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
+    tokens::{
+        algorithms::{Algorithm, VerifyingKey},
+        keys::{JwksDocument, SigningKeys, CACHE_SECONDS},
+    },
 };
 
 #[derive(Clone)]
@@ -134,14 +137,20 @@ impl TenantRegistry {
         self.send(id, Load { unknown_kid: None }).await
     }
 
-    /// The state with a current signing key, created on first use (by the
-    /// system, with its audit row).
+    /// The state with a current Ed25519 signing key, created on first use
+    /// (by the system, with its audit row).
     pub async fn signing_state(&self, scope: &TenantScope) -> ApiResult<Arc<TenantState>> {
+        self.signing_state_for(scope, Algorithm::EdDSA).await
+    }
+
+    /// The state with a current signing key of `algorithm`, created if
+    /// there is none.
+    pub async fn signing_state_for(&self, scope: &TenantScope, algorithm: Algorithm) -> ApiResult<Arc<TenantState>> {
         let state = self.state(scope).await?;
-        if state.keys.current().is_some() {
+        if state.keys.current_of(algorithm).is_some() {
             return Ok(state);
         }
-        self.send(scope.tenant().id, EnsureSigningKey { scope: scope.clone() }).await
+        self.send(scope.tenant().id, EnsureSigningKey { scope: scope.clone(), algorithm }).await
     }
 
     /// The key that signs the application's tokens now.
@@ -150,18 +159,27 @@ impl TenantRegistry {
         state.keys.current().ok_or_else(|| ApiError::internal("a signing key was created but cannot be loaded"))
     }
 
-    /// The public key of `kid`, reloading the set once if it is not known
-    /// (at most once a second, or at once for a `kid` newer than the set).
+    /// The Ed25519 public key of `kid` (an access token's), reloading the
+    /// set once if it is not known (at most once a second, or at once for a
+    /// `kid` newer than the set).
     pub async fn public_key(&self, scope: &TenantScope, kid: Uuid) -> ApiResult<Option<PublicKey>> {
+        Ok(match self.verifying_key(scope, kid).await? {
+            Some(VerifyingKey::Ed25519(key)) => Some(key),
+            _ => None,
+        })
+    }
+
+    /// The published key of `kid` of either algorithm (an ID token's), reloaded as [`Self::public_key`] is.
+    pub async fn verifying_key(&self, scope: &TenantScope, kid: Uuid) -> ApiResult<Option<VerifyingKey>> {
         let state = self.state(scope).await?;
-        if let Some(key) = state.keys.public(kid) {
-            return Ok(Some(*key));
+        if let Some(key) = state.keys.published(kid) {
+            return Ok(Some(key.clone()));
         }
         if !state.keys.may_reload_for(kid) {
             return Ok(None);
         }
         let state = self.send(scope.tenant().id, Load { unknown_kid: Some(kid) }).await?;
-        Ok(state.keys.public(kid).copied())
+        Ok(state.keys.published(kid).cloned())
     }
 
     /// The application's JWKS document: this node's copy, else the one

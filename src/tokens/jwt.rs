@@ -1,13 +1,17 @@
-//! Compact JWS with EdDSA (Ed25519), written for exactly the tokens this
-//! service issues. Verification is strict: three base64url segments without
+//! Compact JWS with EdDSA (Ed25519), and RS256 for the ID tokens of
+//! clients that ask for it, written for exactly the tokens this service
+//! issues. Verification is strict: three base64url segments without
 //! padding, a header of exactly `alg`, `typ` and `kid` (`alg` must be
-//! `EdDSA`; `jku`, `jwk`, `x5u`, `crit` and the rest are refused, never
-//! followed), a `kid` resolved only inside the application's own key set,
-//! a canonical signature, and claims of the right types, each once.
+//! `EdDSA` for an access token, and the key's own for an ID token; `jku`,
+//! `jwk`, `x5u`, `crit` and the rest are refused, never followed), a `kid`
+//! resolved only inside the application's own key set, a canonical
+//! signature, and claims of the right types, each once.
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use ed25519_compact::{PublicKey, SecretKey, Signature};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
+
+use super::algorithms::{Algorithm, PrivateKey, VerifyingKey};
 
 /// Longer tokens are refused before any parsing.
 pub const MAX_TOKEN_LEN: usize = 4096;
@@ -42,10 +46,29 @@ pub struct Claims {
     /// Whether the user proved the email (a code, or a provider that verified it).
     #[serde(default)]
     pub email_verified: bool,
+    /// The OAuth client of a client's token (RFC 9068, `typ: at+jwt`);
+    /// none on the application's own tokens.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub client_id: Option<Uuid>,
+    /// The scopes granted to the client, space-separated (RFC 9068).
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub scope: Option<String>,
     pub iat: i64,
     pub nbf: i64,
     pub exp: i64,
     pub jti: Uuid,
+}
+
+impl Claims {
+    /// `typ` of the token: an OAuth client's is RFC 9068's, which the end
+    /// user's own routes refuse by its header.
+    pub fn typ(&self) -> &'static str {
+        if self.client_id.is_some() {
+            CLIENT_TYPE
+        } else {
+            END_USER_TYPE
+        }
+    }
 }
 
 /// The claims of a machine token (RFC 9068's JWT profile for OAuth 2.0
@@ -87,7 +110,7 @@ pub struct IdTokenClaims {
     pub acr: String,
     /// How the user signed in (RFC 8176): `pwd`, with `mfa` and `otp` after a second factor.
     pub amr: Vec<String>,
-    /// The access token's hash (left half of its SHA-512, base64url: EdDSA over Ed25519).
+    /// The access token's hash ([`at_hash`]).
     pub at_hash: String,
     /// The session the client's tokens belong to.
     pub sid: Uuid,
@@ -97,13 +120,16 @@ pub struct IdTokenClaims {
     pub email_verified: Option<bool>,
 }
 
-/// `at_hash` of an access token signed with EdDSA over Ed25519: the left
-/// half of its SHA-512, base64url (OIDC Core section 3.1.3.6; SHA-512 is
-/// Ed25519's hash).
-pub fn at_hash(access_token: &str) -> String {
-    use sha2::{Digest, Sha512};
-    let digest = Sha512::digest(access_token.as_bytes());
-    URL_SAFE_NO_PAD.encode(&digest[..32])
+/// `at_hash` of an access token, for an ID token signed with `algorithm`:
+/// the left half of the access token's hash under the algorithm's own hash
+/// function, base64url (OIDC Core section 3.1.3.6): SHA-512 for EdDSA over
+/// Ed25519, SHA-256 for RS256.
+pub fn at_hash(algorithm: Algorithm, access_token: &str) -> String {
+    use sha2::{Digest, Sha256, Sha512};
+    match algorithm {
+        Algorithm::EdDSA => URL_SAFE_NO_PAD.encode(&Sha512::digest(access_token.as_bytes())[..32]),
+        Algorithm::RS256 => URL_SAFE_NO_PAD.encode(&Sha256::digest(access_token.as_bytes())[..16]),
+    }
 }
 
 /// `typ` of end users' tokens.
@@ -111,19 +137,46 @@ pub const END_USER_TYPE: &str = "JWT";
 /// `typ` of machine tokens (RFC 9068 section 2.1): an end-user route,
 /// which accepts only [`END_USER_TYPE`], refuses them by their header.
 pub const MACHINE_TYPE: &str = "at+jwt";
+/// `typ` of OAuth clients' access tokens (RFC 9068 too): refused by the end
+/// user's own routes, accepted by userinfo and introspection.
+pub const CLIENT_TYPE: &str = "at+jwt";
 
 pub fn sign(claims: &Claims, kid: Uuid, key: &SecretKey) -> String {
-    sign_typed(claims, END_USER_TYPE, kid, key)
+    sign_typed(claims, claims.typ(), kid, key)
 }
 
 pub fn sign_typed(claims: &impl Serialize, typ: &str, kid: Uuid, key: &SecretKey) -> String {
-    let header = Header { alg: "EdDSA".into(), typ: typ.into(), kid: kid.to_string() };
+    sign_with(claims, typ, kid, &PrivateKey::Ed25519(key.clone()))
+}
+
+/// A token signed with `key`, of either algorithm.
+pub fn sign_with(claims: &impl Serialize, typ: &str, kid: Uuid, key: &PrivateKey) -> String {
+    let alg = match key {
+        PrivateKey::Ed25519(_) => Algorithm::EdDSA,
+        PrivateKey::Rsa(_) => Algorithm::RS256,
+    };
+    let header = Header { alg: alg.as_str().into(), typ: typ.into(), kid: kid.to_string() };
     let mut token = encode_json(&header);
     token.push('.');
     token.push_str(&encode_json(claims));
-    let signature = key.sign(token.as_bytes(), None);
+    let signature = match key {
+        PrivateKey::Ed25519(key) => key.sign(token.as_bytes(), None).to_vec(),
+        PrivateKey::Rsa(pair) => {
+            let mut signature = vec![0; pair.public().modulus_len()];
+            // Fails only for a buffer of the wrong length or a broken
+            // system random source (PKCS #1 v1.5 uses none of its output).
+            pair.sign(
+                &ring::signature::RSA_PKCS1_SHA256,
+                &ring::rand::SystemRandom::new(),
+                token.as_bytes(),
+                &mut signature,
+            )
+            .expect("an RSA signature of the modulus' length");
+            signature
+        }
+    };
     token.push('.');
-    token.push_str(&URL_SAFE_NO_PAD.encode(signature.as_ref()));
+    token.push_str(&URL_SAFE_NO_PAD.encode(signature));
     token
 }
 
@@ -162,6 +215,8 @@ pub struct Unverified<'a> {
     signed: &'a str,
     payload: Vec<u8>,
     signature: Vec<u8>,
+    algorithm: Algorithm,
+    typ: String,
     pub kid: Uuid,
 }
 
@@ -193,14 +248,42 @@ pub fn split(token: &str, max_len: usize) -> Option<Parts<'_>> {
     })
 }
 
-pub fn parse(token: &str) -> Result<Unverified<'_>, Rejection> {
-    let parts = split(token, MAX_TOKEN_LEN).ok_or(Rejection::Malformed)?;
-    let header: Header = serde_json::from_slice(&parts.header).map_err(|_| Rejection::Malformed)?;
-    if header.alg != "EdDSA" || header.typ != END_USER_TYPE {
+/// Which access tokens a route takes.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Accepts {
+    /// The application's own (`typ: JWT`): the end user's own routes.
+    OwnTokens,
+    /// OAuth clients' (`typ: at+jwt`) too: userinfo and introspection.
+    ClientTokensToo,
+}
+
+/// An access token taken apart: EdDSA only, of a `typ` the route accepts.
+pub fn parse(token: &str, accepts: Accepts) -> Result<Unverified<'_>, Rejection> {
+    let parsed = parse_any(token)?;
+    let typ_accepted =
+        parsed.typ == END_USER_TYPE || (accepts == Accepts::ClientTokensToo && parsed.typ == CLIENT_TYPE);
+    if parsed.algorithm != Algorithm::EdDSA || !typ_accepted {
         return Err(Rejection::Algorithm);
     }
+    Ok(parsed)
+}
+
+/// An ID token taken apart: EdDSA, or RS256 for the clients that ask for it.
+pub fn parse_id_token(token: &str) -> Result<Unverified<'_>, Rejection> {
+    let parsed = parse_any(token)?;
+    if parsed.typ != END_USER_TYPE {
+        return Err(Rejection::Algorithm);
+    }
+    Ok(parsed)
+}
+
+fn parse_any(token: &str) -> Result<Unverified<'_>, Rejection> {
+    let parts = split(token, MAX_TOKEN_LEN).ok_or(Rejection::Malformed)?;
+    let header: Header = serde_json::from_slice(&parts.header).map_err(|_| Rejection::Malformed)?;
+    let algorithm = Algorithm::parse(&header.alg).ok_or(Rejection::Algorithm)?;
     let kid = Uuid::parse_str(&header.kid).map_err(|_| Rejection::UnknownKey)?;
-    Ok(Unverified { signed: parts.signed, payload: parts.payload, signature: parts.signature, kid })
+    let (signed, payload, signature, typ) = (parts.signed, parts.payload, parts.signature, header.typ);
+    Ok(Unverified { signed, payload, signature, algorithm, typ, kid })
 }
 
 /// What a verified token must say.
@@ -213,9 +296,14 @@ pub struct Expected<'a> {
 impl Unverified<'_> {
     /// The claims of an ID token this issuer signed with `key`, as a hint
     /// (RP-Initiated Logout's `id_token_hint`): its `exp` may have passed.
-    pub fn id_token_hint(self, key: &PublicKey, issuer: &str) -> Result<IdTokenClaims, Rejection> {
-        let signature = Signature::from_slice(&self.signature).map_err(|_| Rejection::Signature)?;
-        key.verify(self.signed.as_bytes(), &signature).map_err(|_| Rejection::Signature)?;
+    /// The header's `alg` must be the key's.
+    pub fn id_token_hint(self, key: &VerifyingKey, issuer: &str) -> Result<IdTokenClaims, Rejection> {
+        if key.algorithm() != self.algorithm {
+            return Err(Rejection::Algorithm);
+        }
+        if !key.verifies(self.signed.as_bytes(), &self.signature) {
+            return Err(Rejection::Signature);
+        }
         let claims: IdTokenClaims = serde_json::from_slice(&self.payload).map_err(|_| Rejection::Claims)?;
         if claims.iss != issuer {
             return Err(Rejection::Claims);
@@ -227,7 +315,7 @@ impl Unverified<'_> {
         let signature = Signature::from_slice(&self.signature).map_err(|_| Rejection::Signature)?;
         key.verify(self.signed.as_bytes(), &signature).map_err(|_| Rejection::Signature)?;
         let claims: Claims = serde_json::from_slice(&self.payload).map_err(|_| Rejection::Claims)?;
-        if claims.iss != expected.issuer || claims.aud != expected.audience {
+        if claims.iss != expected.issuer || claims.aud != expected.audience || claims.typ() != self.typ {
             return Err(Rejection::Claims);
         }
         if claims.exp + LEEWAY_SECONDS <= expected.now {
@@ -257,6 +345,8 @@ mod tests {
             org_role: None,
             ent: None,
             email_verified: false,
+            client_id: None,
+            scope: None,
             iat: now,
             nbf: now,
             exp: now + 300,
@@ -273,17 +363,43 @@ mod tests {
         let pair = KeyPair::from_seed(Seed::generate());
         let kid = Uuid::now_v7();
         let token = sign(&claims(1000), kid, &pair.sk);
-        let parsed = parse(&token).unwrap();
+        let parsed = parse(&token, Accepts::OwnTokens).unwrap();
         assert_eq!(parsed.kid, kid);
         assert_eq!(parsed.verify(&pair.pk, &expected(1000)).unwrap().aal, "aal1");
 
         let other = KeyPair::from_seed(Seed::generate());
-        assert_eq!(parse(&token).unwrap().verify(&other.pk, &expected(1000)), Err(Rejection::Signature));
-        assert_eq!(parse(&token).unwrap().verify(&pair.pk, &expected(1331)), Err(Rejection::Expired));
-        assert_eq!(parse(&token).unwrap().verify(&pair.pk, &expected(969)), Err(Rejection::NotYetValid));
-        assert!(parse(&token).unwrap().verify(&pair.pk, &expected(1329)).is_ok(), "inside the leeway");
-        assert!(parse(&format!("{token}=")).is_err(), "padding");
-        assert!(parse(&format!("{token}.x")).is_err(), "four segments");
+        assert_eq!(
+            parse(&token, Accepts::OwnTokens).unwrap().verify(&other.pk, &expected(1000)),
+            Err(Rejection::Signature)
+        );
+        assert_eq!(
+            parse(&token, Accepts::OwnTokens).unwrap().verify(&pair.pk, &expected(1331)),
+            Err(Rejection::Expired)
+        );
+        assert_eq!(
+            parse(&token, Accepts::OwnTokens).unwrap().verify(&pair.pk, &expected(969)),
+            Err(Rejection::NotYetValid)
+        );
+        assert!(
+            parse(&token, Accepts::OwnTokens).unwrap().verify(&pair.pk, &expected(1329)).is_ok(),
+            "inside the leeway"
+        );
+        assert!(parse(&format!("{token}="), Accepts::OwnTokens).is_err(), "padding");
+        assert!(parse(&format!("{token}.x"), Accepts::OwnTokens).is_err(), "four segments");
+    }
+
+    #[test]
+    fn a_clients_token_is_at_jwt_and_only_routes_that_take_client_tokens_accept_it() {
+        let pair = KeyPair::from_seed(Seed::generate());
+        let client = Claims { client_id: Some(Uuid::now_v7()), scope: Some("openid email".into()), ..claims(1000) };
+        let token = sign(&client, Uuid::now_v7(), &pair.sk);
+        assert_eq!(parse(&token, Accepts::OwnTokens).err(), Some(Rejection::Algorithm), "the end user's own routes");
+        let verified = parse(&token, Accepts::ClientTokensToo).unwrap().verify(&pair.pk, &expected(1000)).unwrap();
+        assert_eq!(verified.scope.as_deref(), Some("openid email"));
+        // A client's claims under the application's own `typ` do not verify.
+        let relabelled = sign_typed(&client, END_USER_TYPE, Uuid::now_v7(), &pair.sk);
+        let parsed = parse(&relabelled, Accepts::OwnTokens).unwrap();
+        assert_eq!(parsed.verify(&pair.pk, &expected(1000)), Err(Rejection::Claims));
     }
 
     #[test]
@@ -306,7 +422,10 @@ mod tests {
         }
         assert_eq!(carry, 0, "S + L fits in 32 bytes since S < L < 2^253");
         let malleated = format!("{signed}.{}", URL_SAFE_NO_PAD.encode(&bytes));
-        assert_eq!(parse(&malleated).unwrap().verify(&pair.pk, &expected(1000)), Err(Rejection::Signature));
-        assert!(parse(&token).unwrap().verify(&pair.pk, &expected(1000)).is_ok());
+        assert_eq!(
+            parse(&malleated, Accepts::OwnTokens).unwrap().verify(&pair.pk, &expected(1000)),
+            Err(Rejection::Signature)
+        );
+        assert!(parse(&token, Accepts::OwnTokens).unwrap().verify(&pair.pk, &expected(1000)).is_ok());
     }
 }

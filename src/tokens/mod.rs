@@ -1,6 +1,7 @@
 //! End-user access tokens: EdDSA JWTs ([`jwt`]) signed with per-application
 //! keys ([`keys`], held in each tenant's state), and the issuer each
 //! application's tokens carry.
+pub mod algorithms;
 pub mod jwt;
 pub mod keys;
 
@@ -54,7 +55,9 @@ pub struct Signer {
 
 impl Signer {
     /// A token for a session; `organization` is the active one, the
-    /// user's role in it and the entitlements its tokens carry.
+    /// user's role in it and the entitlements its tokens carry. An OAuth
+    /// client's session gets RFC 9068's token: `at+jwt`, its `client_id`
+    /// and the granted `scope`.
     pub fn issue(&self, session: &session::Model, organization: Option<OrganizationClaims>) -> Issued {
         let now = crate::clock::now().timestamp();
         let (org, org_role, ent) = match organization {
@@ -71,6 +74,8 @@ impl Signer {
             org_role,
             ent,
             email_verified: session.email_verified,
+            client_id: session.oauth_client_id,
+            scope: session.oauth_scope.clone(),
             iat: now,
             nbf: now,
             exp: now + self.ttl_seconds,
@@ -98,12 +103,31 @@ impl Signer {
     }
 }
 
-impl Signer {
-    /// An ID token for a client, signed like every token of the application.
-    pub fn issue_id_token(&self, claims: &jwt::IdTokenClaims) -> String {
-        jwt::sign_typed(claims, jwt::END_USER_TYPE, self.kid, &self.key)
+/// What signs a client's ID tokens: the application's current key of the
+/// algorithm the client asked for.
+pub struct IdTokenSigner {
+    kid: Uuid,
+    key: algorithms::PrivateKey,
+    algorithm: algorithms::Algorithm,
+}
+
+impl IdTokenSigner {
+    pub fn new(keys: &keys::KeySet, algorithm: algorithms::Algorithm) -> Result<Self, NoSigningKey> {
+        let (kid, key) = keys.current_of(algorithm).ok_or(NoSigningKey)?;
+        Ok(Self { kid, key, algorithm })
     }
 
+    pub fn sign(&self, claims: &jwt::IdTokenClaims) -> String {
+        jwt::sign_with(claims, jwt::END_USER_TYPE, self.kid, &self.key)
+    }
+
+    /// `at_hash` of the access token issued with the ID token.
+    pub fn at_hash(&self, access_token: &str) -> String {
+        jwt::at_hash(self.algorithm, access_token)
+    }
+}
+
+impl Signer {
     /// The issuer its tokens name.
     pub fn issuer(&self) -> &str {
         &self.issuer

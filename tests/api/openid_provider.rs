@@ -137,7 +137,7 @@ async fn redirect_uris_are_exact_and_safe_and_bad_clients_are_422_storing_nothin
         json!({"name": "x", "redirect_uris": [CALLBACK], "grant_types": ["password"]}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "scopes": ["email"]}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "id_token_signed_response_alg": "none"}),
-        json!({"name": "x", "redirect_uris": [CALLBACK], "id_token_signed_response_alg": "RS256"}),
+        json!({"name": "x", "redirect_uris": [CALLBACK], "id_token_signed_response_alg": "HS256"}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "type": "other"}),
         json!({"name": "", "redirect_uris": [CALLBACK]}),
         json!({"name": "x", "redirect_uris": [CALLBACK], "client_secret": "mine"}),
@@ -486,10 +486,27 @@ async fn a_client_signs_a_user_in_with_a_code_and_pkce_and_gets_an_id_token() {
     assert_eq!(id_token["email"], "ada@example.com");
     assert_eq!(id_token["acr"], "aal1");
     assert_eq!(id_token["amr"], json!(["pwd"]));
-    assert_eq!(id_token["at_hash"], gatehouse::tokens::jwt::at_hash(access));
+    assert_eq!(
+        id_token["at_hash"],
+        gatehouse::tokens::jwt::at_hash(gatehouse::tokens::algorithms::Algorithm::EdDSA, access)
+    );
     assert!(id_token["auth_time"].as_i64().unwrap() <= id_token["iat"].as_i64().unwrap());
     let info = userinfo(&app, Some(access)).await;
     assert_eq!((info.status, &info.body["sub"]), (200, &user["user"]["id"]));
+    // RFC 9068: the client's own access token, which the end user's own API refuses.
+    let access_claims = crate::end_users::claims_of(access);
+    assert_eq!(
+        (&access_claims["client_id"], &access_claims["scope"]),
+        (&json!(id), &json!("openid email offline_access"))
+    );
+    let header = access.split('.').next().unwrap();
+    let header: Value = serde_json::from_slice(
+        &base64::Engine::decode(&base64::engine::general_purpose::URL_SAFE_NO_PAD, header).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(header["typ"], "at+jwt");
+    let me = app.send(&as_user(&app.caller, access), Method::GET, "/v1/auth/me", None).await;
+    assert_eq!(me.status, 401, "a client's token cannot act on the user's account");
     let introspected = form(&app, "oauth/introspect", &[("token", access)], Some((&id, &secret))).await;
     assert_eq!(introspected.body["client_id"], id.as_str());
     assert_eq!(introspected.body["scope"], "openid email offline_access");
@@ -777,4 +794,82 @@ async fn a_sign_in_without_a_second_factor_is_asked_again_when_a_client_wants_aa
         browser.get(&authorize_url(&app, &id, &[("acr_values", "aal2"), ("prompt", "none")])).await;
     assert_eq!(status, 303);
     assert_eq!(query_of(&location.unwrap())["error"], "login_required");
+}
+
+/// The application's JWKS, its keys.
+async fn jwks_keys(app: &TestApp) -> Vec<Value> {
+    let path = format!("/v1/applications/{}/.well-known/jwks.json", app.caller.application_id);
+    app.raw(app.client.get(app.url(&path))).await.body["keys"].as_array().unwrap().clone()
+}
+
+fn of_kind<'a>(keys: &'a [Value], kty: &str) -> Vec<&'a Value> {
+    keys.iter().filter(|k| k["kty"] == kty).collect()
+}
+
+#[actix_web::test]
+async fn an_rs256_client_gets_id_tokens_of_an_rsa_key_published_at_its_registration_and_rotated_with_the_rest() {
+    use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+    let app = spawn_app().await;
+    let body = json!({"name": "Legacy", "redirect_uris": [CALLBACK], "first_party": true,
+                      "post_logout_redirect_uris": ["https://app.example.com/bye"], "id_token_signed_response_alg": "RS256"});
+    let legacy = client(&app, body).await;
+    assert_eq!(legacy["id_token_signed_response_alg"], "RS256");
+    let (id, secret) = credentials(&legacy);
+    let keys = jwks_keys(&app).await;
+    let rsa = of_kind(&keys, "RSA");
+    assert_eq!(rsa.len(), 1, "published when the client is registered: {keys:?}");
+    assert_eq!((&rsa[0]["alg"], &rsa[0]["use"], &rsa[0]["e"]), (&json!("RS256"), &json!("sig"), &json!("AQAB")));
+    assert_eq!(URL_SAFE_NO_PAD.decode(rsa[0]["n"].as_str().unwrap()).unwrap().len(), 256, "2048 bits");
+    let rsa_kid = rsa[0]["kid"].as_str().unwrap().to_string();
+
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", answer["code"].as_str()),
+        ("redirect_uri", CALLBACK),
+        ("code_verifier", VERIFIER),
+    ];
+    let tokens = form(&app, "oauth/token", &exchange, Some((&id, &secret))).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    let id_token = tokens.body["id_token"].as_str().unwrap().to_string();
+    let parts: Vec<&str> = id_token.split('.').collect();
+    let header: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[0]).unwrap()).unwrap();
+    assert_eq!(header, json!({"alg": "RS256", "typ": "JWT", "kid": rsa_kid}));
+    let (n, e) =
+        (URL_SAFE_NO_PAD.decode(rsa[0]["n"].as_str().unwrap()).unwrap(), URL_SAFE_NO_PAD.decode("AQAB").unwrap());
+    let signed = format!("{}.{}", parts[0], parts[1]);
+    ring::signature::RsaPublicKeyComponents { n: &n, e: &e }
+        .verify(
+            &ring::signature::RSA_PKCS1_2048_8192_SHA256,
+            signed.as_bytes(),
+            &URL_SAFE_NO_PAD.decode(parts[2]).unwrap(),
+        )
+        .expect("the ID token verifies with the published RSA key");
+    let access = tokens.body["access_token"].as_str().unwrap();
+    let claims = crate::end_users::claims_of(&id_token);
+    use gatehouse::tokens::{algorithms::Algorithm, jwt::at_hash};
+    assert_eq!(claims["at_hash"], at_hash(Algorithm::RS256, access), "SHA-256's left half");
+    assert_eq!(userinfo(&app, Some(access)).await.status, 200, "the access token is the application's EdDSA one");
+    assert_eq!(userinfo(&app, Some(&id_token)).await.status, 401, "an RS256 token is never an access token");
+    // An RS256 ID token is a good logout hint.
+    let mut url = url::Url::parse(&issuer_url(&app, "oauth/logout")).unwrap();
+    url.query_pairs_mut()
+        .append_pair("id_token_hint", &id_token)
+        .append_pair("post_logout_redirect_uri", "https://app.example.com/bye");
+    let (status, location, _) = browser.get(url.as_str()).await;
+    assert_eq!((status, location.as_deref()), (303, Some("https://app.example.com/bye")));
+
+    // A scheduled rotation publishes the next key of each algorithm; an immediate one replaces both.
+    let path = format!("/v1/applications/{}/signing-keys/rotate", app.caller.application_id);
+    assert_eq!(app.post(&path, &json!({})).await.status, 200);
+    let keys = jwks_keys(&app).await;
+    assert_eq!((of_kind(&keys, "RSA").len(), of_kind(&keys, "OKP").len()), (2, 2), "{keys:?}");
+    let rotated = app.post(&path, &json!({"immediate": true})).await;
+    assert_eq!(rotated.status, 200);
+    let keys = jwks_keys(&app).await;
+    assert_eq!((of_kind(&keys, "RSA").len(), of_kind(&keys, "OKP").len()), (1, 1), "{keys:?}");
+    assert_eq!(of_kind(&keys, "OKP")[0]["kid"], rotated.data()["kid"], "the answer names the Ed25519 key");
+    assert_ne!(of_kind(&keys, "RSA")[0]["kid"], rsa_kid.as_str());
 }

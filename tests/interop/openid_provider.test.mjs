@@ -11,6 +11,7 @@ import { createServer } from "node:http";
 import { dirname, join } from "node:path";
 import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
+import * as jose from "jose";
 import * as client from "openid-client";
 import puppeteer from "puppeteer-core";
 
@@ -260,4 +261,53 @@ test("a client asking for aal2 gets a sign-in that proved TOTP on the hosted pag
   });
   assert.equal(tokens.claims().acr, "aal2");
   assert.deepEqual(tokens.claims().amr, ["pwd", "mfa"]);
+});
+
+// Libraries that verify only RS256 (openid-client's default, authlib's
+// OIDC checks) get RS256 ID tokens from the application's RSA key, which
+// jose and authlib verify against the JWKS.
+test("an RS256 client's ID tokens verify with jose and authlib against the JWKS", async () => {
+  const issuer = new URL(`${gatehouse.base}/v1/applications/${gatehouse.applicationId}`);
+  const signUp = await fetch(`${gatehouse.base}/v1/auth/sign-up`, {
+    method: "POST",
+    headers: { "x-application-id": gatehouse.applicationId, "content-type": "application/json" },
+    body: JSON.stringify({ email: "rsa@example.com", password: "correct horse battery" }),
+  });
+  assert.equal(signUp.status, 201);
+  const legacy = await register({ name: "Legacy", first_party: true, id_token_signed_response_alg: "RS256" });
+  // No `id_token_signed_response_alg` here: openid-client expects RS256 by default.
+  const config = await client.discovery(issuer, legacy.client_id, legacy.client_secret, undefined, insecure);
+  assert.ok(config.serverMetadata().id_token_signing_alg_values_supported.includes("RS256"));
+  const page = await (await browser.createBrowserContext()).newPage();
+  const request = await authorizationUrl(config);
+  await page.goto(request.url.href);
+  await page.type("#email", "rsa@example.com");
+  await page.type("#password", "correct horse battery");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  const tokens = await client.authorizationCodeGrant(config, new URL(page.url()), {
+    pkceCodeVerifier: request.verifier,
+    expectedNonce: request.nonce,
+    expectedState: request.state,
+  });
+  const jwks = jose.createRemoteJWKSet(new URL(config.serverMetadata().jwks_uri), {
+    [jose.customFetch]: (url, options) => fetch(url, options),
+  });
+  const { payload, protectedHeader } = await jose.jwtVerify(tokens.id_token, jwks, {
+    algorithms: ["RS256"],
+    issuer: issuer.href,
+    audience: legacy.client_id,
+  });
+  assert.equal(protectedHeader.alg, "RS256");
+  assert.equal(payload.email, "rsa@example.com");
+
+  const run = spawnSync(
+    "python3",
+    [join(here, "authlib_relying_party.py"), issuer.href, legacy.client_id, legacy.client_secret, callback.url,
+      "rsa@example.com", "correct horse battery"],
+    { encoding: "utf8", timeout: 60_000 },
+  );
+  assert.equal(run.status, 0, `authlib: ${run.stderr}`);
+  const claims = JSON.parse(run.stdout);
+  assert.equal(claims.sub, payload.sub);
+  assert.equal(claims.aud, legacy.client_id);
 });

@@ -31,7 +31,7 @@ use crate::{
     events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn},
     tenancy::registry::TenantRegistry,
-    tokens::{AccessTokens, Issued, NoSigningKey, OrganizationClaims, Signer},
+    tokens::{algorithms::Algorithm, AccessTokens, IdTokenSigner, Issued, NoSigningKey, OrganizationClaims, Signer},
 };
 
 /// Why an end-user flow failed.
@@ -111,6 +111,13 @@ impl Issuer<'_> {
     pub async fn signer(&self, scope: &TenantScope) -> Result<Signer, AuthError> {
         let state = self.tenants.signing_state(scope).await.map_err(AuthError::Tenant)?;
         Ok(self.tokens.signer(scope.tenant().id, &state.keys)?)
+    }
+
+    /// The signer of a client's ID tokens with `algorithm`, its first key
+    /// created if there is none; taken before anything commits.
+    pub async fn id_token_signer(&self, scope: &TenantScope, algorithm: Algorithm) -> Result<IdTokenSigner, AuthError> {
+        let state = self.tenants.signing_state_for(scope, algorithm).await.map_err(AuthError::Tenant)?;
+        Ok(IdTokenSigner::new(&state.keys, algorithm)?)
     }
 
     /// What a token says of an organization: its id, the user's role, and

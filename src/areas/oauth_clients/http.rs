@@ -24,6 +24,8 @@ use crate::{
         query::{ListQuery, Query},
     },
     state::AppState,
+    storage::TenantScope,
+    tokens::algorithms::Algorithm,
 };
 
 pub const AREA: Area = Area {
@@ -87,7 +89,8 @@ pub struct CreateOAuthClientRequest {
     pub scopes: Option<Vec<String>>,
     /// The application's own app: no consent screen. Default false.
     pub first_party: Option<bool>,
-    /// `EdDSA` (the default, and for now the only one).
+    /// `EdDSA` (the default) or `RS256`, for libraries that verify only
+    /// RS256: the application then gets an RSA key, published in its JWKS.
     #[schema(schema_with = crate::openapi::fields::id_token_alg)]
     pub id_token_signed_response_alg: Option<String>,
 }
@@ -209,7 +212,18 @@ pub async fn create_oauth_client(state: web::Data<AppState>, key: SecretKey, bod
     issues.finish()?;
     let limit = state.settings.limits.oauth_clients_per_application;
     let (row, secret) = oauth_clients::create(&key.scope, kind, settings, limit).await?;
+    publish_signing_key(&state, &key.scope, &row).await;
     Ok(envelope::created(IssuedOAuthClientView { client: OAuthClientView::from(&row), client_secret: secret }))
+}
+
+/// Makes the application's first key of the client's ID-token algorithm
+/// (RS256's RSA key) now, so that it is in the JWKS long before the
+/// client's first ID token. If that fails, the first code exchange makes it.
+async fn publish_signing_key(state: &AppState, scope: &TenantScope, client: &oauth_client::Model) {
+    let Some(algorithm) = Algorithm::parse(&client.id_token_signed_response_alg) else { return };
+    if let Err(err) = state.tenants.signing_state_for(scope, algorithm).await {
+        tracing::warn!(error = %err, algorithm = algorithm.as_str(), "the client's signing key was not made");
+    }
 }
 
 /// List the application's OAuth clients, newest first (never their secrets).
@@ -237,7 +251,12 @@ pub async fn find_oauth_client(key: SecretKey, path: web::Path<String>) -> ApiRe
     params(("client_id" = Uuid, Path, description = "The client's id.")),
     request_body = UpdateOAuthClientRequest,
     responses((status = 200, body = OAuthClientView), (status = 404), (status = 422)), security(("secret_key" = ["oauth_clients:write"])))]
-pub async fn update_oauth_client(key: SecretKey, path: web::Path<String>, body: Body) -> ApiResult<HttpResponse> {
+pub async fn update_oauth_client(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
     let id = path_id("OAuth client", &path)?;
     let request: UpdateOAuthClientRequest = body.json().await?;
     let mut issues = Issues::default();
@@ -253,6 +272,7 @@ pub async fn update_oauth_client(key: SecretKey, path: web::Path<String>, body: 
     };
     issues.finish()?;
     let row = oauth_clients::update(&key.scope, id, patch).await?;
+    publish_signing_key(&state, &key.scope, &row).await;
     Ok(envelope::ok(OAuthClientView::from(&row)))
 }
 

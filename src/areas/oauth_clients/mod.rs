@@ -74,10 +74,10 @@ pub const GRANT_TYPES: &[&str] = &["authorization_code", "refresh_token"];
 /// The scopes a client may ask for: OpenID Connect's, and `organization`
 /// for the user's active organization and role.
 pub const SCOPES: &[&str] = &["openid", "profile", "email", "offline_access", "organization"];
-/// How ID tokens are signed: EdDSA, as every token of the application.
-/// (RS256, which OpenID Connect requires a provider to offer, comes with an
-/// RSA key in the JWKS; until then a client cannot ask for it.)
-pub const ID_TOKEN_ALGS: &[&str] = &["EdDSA"];
+/// How ID tokens are signed: EdDSA, as every token of the application, or
+/// RS256 (which OpenID Connect requires a provider to offer) with the
+/// application's RSA key, in the same JWKS.
+pub const ID_TOKEN_ALGS: &[&str] = &["EdDSA", "RS256"];
 
 pub const DEFAULT_GRANT_TYPES: &[&str] = &["authorization_code", "refresh_token"];
 pub const DEFAULT_SCOPES: &[&str] = &["openid", "profile", "email", "offline_access"];

@@ -48,7 +48,11 @@ const FIRST_PARTY_SCOPES: &[&str] = &["openid", "profile", "email", "organizatio
 
 /// The userinfo answer: `sub` and the claims of the granted scopes.
 pub fn userinfo(claims: &Claims, user: &user::Model) -> Value {
-    let scopes = FIRST_PARTY_SCOPES;
+    // A client's token says what it was granted; the application's own, everything.
+    let scopes: Vec<&str> = match &claims.scope {
+        Some(granted) => granted.split(' ').collect(),
+        None => FIRST_PARTY_SCOPES.to_vec(),
+    };
     let mut answer = Map::new();
     answer.insert("sub".into(), json!(claims.sub));
     if scopes.contains(&"email") {
@@ -184,4 +188,52 @@ pub async fn revoke(
         txn.commit().await?;
     }
     Ok(Ok(ended))
+}
+
+#[cfg(test)]
+mod tests {
+    use uuid::Uuid;
+
+    use super::*;
+
+    fn claims(scope: Option<&str>) -> Claims {
+        Claims {
+            iss: "i".into(),
+            aud: "a".into(),
+            sub: Uuid::now_v7(),
+            sid: Uuid::now_v7(),
+            aal: "aal1".into(),
+            org: None,
+            org_role: None,
+            ent: None,
+            email_verified: true,
+            client_id: scope.map(|_| Uuid::now_v7()),
+            scope: scope.map(str::to_string),
+            iat: 0,
+            nbf: 0,
+            exp: 0,
+            jti: Uuid::now_v7(),
+        }
+    }
+
+    #[test]
+    fn userinfo_answers_only_the_claims_of_the_scopes_the_client_was_granted() {
+        let now = crate::clock::now();
+        let user = user::Model {
+            id: Uuid::now_v7(),
+            application_id: Uuid::now_v7(),
+            email: "ada@example.com".into(),
+            password_hash: None,
+            profile: json!({"name": "Ada"}),
+            last_sign_in_at: None,
+            email_verified_at: None,
+            created_at: now,
+            updated_at: now,
+        };
+        let keys = |answer: Value| answer.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
+        assert_eq!(keys(userinfo(&claims(Some("openid")), &user)), ["sub"]);
+        assert_eq!(keys(userinfo(&claims(Some("openid email")), &user)), ["email", "email_verified", "sub"]);
+        let own = keys(userinfo(&claims(None), &user));
+        assert_eq!(own, ["email", "email_verified", "name", "sub", "updated_at"], "the application's own token");
+    }
 }

@@ -22,7 +22,7 @@ use crate::{
     },
     state::AppState,
     storage::TenantScope,
-    tokens::jwt::Claims,
+    tokens::jwt::{Accepts, Claims},
 };
 
 /// OIDC Core section 5.3.2: `sub` and the claims of the granted scopes.
@@ -127,7 +127,9 @@ async fn user_of(
     scope: &TenantScope,
     token: &str,
 ) -> ApiResult<Option<(Claims, entity::user::Model)>> {
-    let Some((claims, _)) = end_user::verify(state, scope, token).await? else { return Ok(None) };
+    let Some((claims, _)) = end_user::verify(state, scope, token, Accepts::ClientTokensToo).await? else {
+        return Ok(None);
+    };
     match users::find(scope, claims.sub).await {
         Ok(user) => Ok(Some((claims, user))),
         Err(users::UserError::NotFound(_)) => Ok(None),
@@ -143,7 +145,9 @@ async fn find_active(state: &AppState, scope: &TenantScope, token: &str) -> ApiR
         let found = sessions::of_current_refresh_token(scope, token).await?;
         return Ok(found.map(|(row, session)| Active::Refresh { issued_at: row.created_at, session }));
     }
-    Ok(end_user::verify(state, scope, token).await?.map(|(claims, session)| Active::Access(Box::new(claims), session)))
+    Ok(end_user::verify(state, scope, token, Accepts::ClientTokensToo)
+        .await?
+        .map(|(claims, session)| Active::Access(Box::new(claims), session)))
 }
 
 /// The form of an introspection or revocation request.

@@ -107,8 +107,8 @@ pub async fn logout_confirm(
 /// The client an `id_token_hint` was issued to, when it is one of this
 /// issuer's ID tokens.
 async fn hint_client(state: &AppState, scope: &TenantScope, hint: &str) -> ApiResult<Option<uuid::Uuid>> {
-    let Ok(parsed) = jwt::parse(hint) else { return Ok(None) };
-    let Some(key) = state.tenants.public_key(scope, parsed.kid).await? else { return Ok(None) };
+    let Ok(parsed) = jwt::parse_id_token(hint) else { return Ok(None) };
+    let Some(key) = state.tenants.verifying_key(scope, parsed.kid).await? else { return Ok(None) };
     Ok(parsed.id_token_hint(&key, &state.tokens.issuer(scope.tenant().id)).ok().map(|claims| claims.aud))
 }
 

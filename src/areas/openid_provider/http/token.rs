@@ -30,7 +30,7 @@ use crate::{
     },
     state::AppState,
     storage::TenantScope,
-    tokens::jwt::{self, IdTokenClaims},
+    tokens::{algorithms::Algorithm, jwt::IdTokenClaims},
 };
 
 /// The form of a token request (`application/x-www-form-urlencoded`).
@@ -195,6 +195,8 @@ async fn client_grant(
     let Some(code) = form.remove("code") else {
         return Ok(grant_refusal("invalid_request", "`code` is required"));
     };
+    let algorithm = Algorithm::parse(&client.id_token_signed_response_alg).unwrap_or(Algorithm::EdDSA);
+    let id_token_signer = issuer.id_token_signer(scope, algorithm).await.map_err(ApiError::from)?;
     let outcome = exchange::exchange_code(
         scope,
         &client,
@@ -225,12 +227,12 @@ async fn client_grant(
             nonce: exchanged.nonce.clone(),
             acr: session.aal.clone(),
             amr: exchange::amr(&session.aal),
-            at_hash: jwt::at_hash(&access.token),
+            at_hash: id_token_signer.at_hash(&access.token),
             sid: session.id,
             email: user.as_ref().map(|u| u.email.clone()),
             email_verified: user.as_ref().map(|u| u.email_verified_at.is_some()),
         };
-        Some(signer.issue_id_token(&claims))
+        Some(id_token_signer.sign(&claims))
     } else {
         None
     };
