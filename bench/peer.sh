@@ -6,10 +6,15 @@
 # threads, 64 connections): the issuer's JWKS, its discovery document, and
 # machine tokens by client_credentials (HTTP Basic, scope "a b"). Gatehouse
 # runs on SQLite with 2 HTTP workers; its /healthz is its own ceiling.
-# Then refresh-token rotation, 16 connections each rotating its own token:
-# Gatehouse on PostgreSQL (each rotation and its audit row committed before
-# the answer) against the peer's one process (its tokens in memory; a
-# cluster's processes would not share them).
+# Then, Gatehouse on PostgreSQL (each change and its audit rows committed
+# before the answer) against the peer's one process (what it issues is in
+# its memory; a cluster's processes would not share it):
+# - refresh-token rotation, 16 connections each rotating its own token;
+# - the authorization-code exchange with PKCE (64 connections, each code
+#   spent once): Gatehouse's codes come from its authorization endpoint for
+#   a browser signed in on the hosted page (that rate is reported too), the
+#   peer's are minted in its memory before it listens;
+# - userinfo with a client's access token (64 connections).
 #
 #   bash bench/peer.sh                 # DURATION=10s by default
 #   BIN=target/release/gatehouse bash bench/peer.sh
@@ -36,6 +41,13 @@ tokens() { # url basic
 }
 refresh() { # url tokens-file [basic]
   TOKENS_FILE="$2" BASIC="${3:-}" wrk -t16 -c16 -d"$DURATION" -s bench/refresh.lua "$1" | grep '^RESULT' | cut -d' ' -f2-
+}
+callback="https://client.example/callback"
+verifier="bench-code-verifier-0123456789-0123456789-0123456789"
+challenge=$(python3 -c 'import base64, hashlib, sys; print(base64.urlsafe_b64encode(hashlib.sha256(sys.argv[1].encode()).digest()).rstrip(b"=").decode())' "$verifier")
+exchange() { # url codes-file basic
+  CODES_FILE="$2" BASIC="$3" THREADS=2 VERIFIER="$verifier" REDIRECT_URI="https%3A%2F%2Fclient.example%2Fcallback" \
+    wrk -t2 -c64 -d"$DURATION" -s bench/code_exchange.lua "$1" | grep '^RESULT' | cut -d' ' -f2-
 }
 declare -A result
 
@@ -70,7 +82,9 @@ export GATEHOUSE__STORAGE__DATA_DIR="$scratch/postgres" GATEHOUSE__SERVER__LISTE
   GATEHOUSE__STORAGE__CATALOG_URL="${PG_URL%/*}/gh_bench_catalog" GATEHOUSE__REGIONS__US__DATABASE_URL="${PG_URL%/*}/gh_bench_us" \
   GATEHOUSE__REGIONS__EU__DATABASE_URL="${PG_URL%/*}/gh_bench_eu" GATEHOUSE__REGIONS__AP__DATABASE_URL="${PG_URL%/*}/gh_bench_ap"
 export APP
-APP=$("$BIN" bootstrap --name Peer | json_field '["application_id"]')
+creds=$("$BIN" bootstrap --name Peer)
+APP=$(echo "$creds" | json_field '["application_id"]')
+key=$(echo "$creds" | json_field '["secret_key"]')
 "$BIN" serve >/dev/null 2>&1 &
 pid=$!
 base="http://127.0.0.1:$port"
@@ -79,22 +93,46 @@ user() { curl -sf -X POST -H 'content-type: application/json' -H "x-application-
 user /v1/auth/sign-up >/dev/null
 for _ in $(seq 16); do user /v1/auth/sign-in | json_field '["data"]["refresh_token"]'; done >"$scratch/gatehouse_tokens"
 result[gatehouse_refresh]=$(refresh "$base/v1/auth/token" "$scratch/gatehouse_tokens")
+
+# The code exchange and userinfo: a first-party confidential client.
+issuer="$base/v1/applications/$APP"
+app=$APP
+client=$(manage /v1/oauth-clients "{\"name\": \"bench\", \"redirect_uris\": [\"$callback\"], \"first_party\": true}")
+client_id=$(echo "$client" | json_field '["data"]["client_id"]')
+client_secret=$(echo "$client" | json_field '["data"]["client_secret"]')
+client_basic=$(printf '%s:%s' "$client_id" "$client_secret" | base64 -w0)
+authorize="/v1/applications/$APP/oauth/authorize?response_type=code&client_id=$client_id&redirect_uri=https%3A%2F%2Fclient.example%2Fcallback&scope=openid+email+offline_access&state=s&nonce=n&code_challenge=$challenge&code_challenge_method=S256"
+cookie=$(python3 bench/hosted_sign_in.py "$base" "$authorize" peer@example.com "correct horse battery")
+mkdir "$scratch/minted"
+result[gatehouse_authorize]=$(CODES_DIR="$scratch/minted" COOKIE="$cookie" AUTHORIZE="$authorize" \
+  wrk -t2 -c64 -d"$DURATION" -s bench/mint_codes.lua "$base" | grep '^RESULT' | cut -d' ' -f2-)
+cat "$scratch/minted"/* >"$scratch/all_codes"
+head -1 "$scratch/all_codes" >"$scratch/first_code"
+tail -n +2 "$scratch/all_codes" >"$scratch/gatehouse_codes"
+access=$(curl -sf -u "$client_id:$client_secret" -d grant_type=authorization_code -d "code=$(cat "$scratch/first_code")" \
+  --data-urlencode "redirect_uri=$callback" -d "code_verifier=$verifier" "$issuer/oauth/token" | json_field '["access_token"]')
+result[gatehouse_exchange]=$(exchange "$issuer/oauth/token" "$scratch/gatehouse_codes" "$client_basic")
+result[gatehouse_userinfo]=$(load "$issuer/oauth/userinfo" -H "authorization: Bearer $access")
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 
 # The peer, one process and a cluster of two.
 for workers in 1 2; do
   port=$(free_port)
-  refresh_tokens=""
-  [ "$workers" = 1 ] && refresh_tokens="$scratch/peer_tokens"
-  node "$scratch/server.mjs" "$port" "$workers" bench-client bench-client-secret $refresh_tokens >"$scratch/peer.out" 2>/dev/null &
+  minted=()
+  [ "$workers" = 1 ] && minted=("$scratch" 30000 "$challenge")
+  node "$scratch/server.mjs" "$port" "$workers" bench-client bench-client-secret "${minted[@]}" >"$scratch/peer.out" 2>/dev/null &
   pid=$!
-  for _ in $(seq 100); do grep -q ready "$scratch/peer.out" 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 600); do grep -q ready "$scratch/peer.out" 2>/dev/null && break; sleep 0.1; done
   base="http://127.0.0.1:$port"
   basic=$(printf 'bench-client:bench-client-secret' | base64 -w0)
+  if [ "$workers" = 1 ]; then # first: the codes live 60 s
+    result[peer1_exchange]=$(exchange "$base/token" "$scratch/codes" "$basic")
+    result[peer1_userinfo]=$(load "$base/me" -H "authorization: Bearer $(cat "$scratch/userinfo_token")")
+  fi
   result[peer${workers}_jwks]=$(load "$base/jwks")
   result[peer${workers}_discovery]=$(load "$base/.well-known/openid-configuration")
   result[peer${workers}_tokens]=$(tokens "$base/token" "$basic")
-  [ -n "$refresh_tokens" ] && result[peer1_refresh]=$(refresh "$base/token" "$refresh_tokens" "$basic")
+  [ "$workers" = 1 ] && result[peer1_refresh]=$(refresh "$base/token" "$scratch/refresh_tokens" "$basic")
   kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 done
 
@@ -108,3 +146,8 @@ for what in jwks discovery tokens; do
 done
 g=$(echo "${result[gatehouse_refresh]}" | rps); p1=$(echo "${result[peer1_refresh]}" | rps)
 echo "| refresh with rotation (16 conn; Gatehouse on PostgreSQL, the peer in memory) | ${result[gatehouse_refresh]} | ${result[peer1_refresh]} | (tokens in each process's memory) | $(ratio "$g" "$p1") of the one process |"
+echo "| authorization requests of a signed-in browser (Gatehouse on PostgreSQL: each code stored) | ${result[gatehouse_authorize]} | | | |"
+for what in exchange userinfo; do
+  g=$(echo "${result[gatehouse_$what]}" | rps); p1=$(echo "${result[peer1_$what]}" | rps)
+  echo "| $what (Gatehouse on PostgreSQL, the peer in memory) | ${result[gatehouse_$what]} | ${result[peer1_$what]} | (in each process's memory) | $(ratio "$g" "$p1") of the one process |"
+done

@@ -155,7 +155,7 @@ fn metadata(state: &AppState, tenant: &Tenant) -> serde_json::Value {
         "response_modes_supported": ["query"],
         "grant_types_supported": ["authorization_code", "refresh_token", "client_credentials"],
         "code_challenge_methods_supported": ["S256"],
-        "prompt_values_supported": ["none", "login", "consent", "select_account"],
+        "prompt_values_supported": ["none", "login", "consent", "select_account", "create"],
         "authorization_response_iss_parameter_supported": true,
         "acr_values_supported": ["aal1", "aal2"],
         "subject_types_supported": ["public"],

@@ -12,7 +12,7 @@ use crate::{
     helpers::{first_shard, spawn_app, Reply, TestApp},
 };
 
-async fn codes_sent_to(app: &TestApp, to: &str) -> Vec<String> {
+pub async fn codes_sent_to(app: &TestApp, to: &str) -> Vec<String> {
     let path = format!("/v1/applications/{}/providers/messaging/outbox", app.caller.application_id);
     let messages = app.get(&path).await.data().as_array().unwrap().clone();
     messages
@@ -23,7 +23,7 @@ async fn codes_sent_to(app: &TestApp, to: &str) -> Vec<String> {
 }
 
 /// The newest code sent to `to`, once there are `count`.
-async fn code_number(app: &TestApp, to: &str, count: usize) -> String {
+pub async fn code_number(app: &TestApp, to: &str, count: usize) -> String {
     crate::wait::until_some(&format!("verification code {count} to {to}"), || async {
         let codes = codes_sent_to(app, to).await;
         (codes.len() >= count).then(|| codes[0].clone())

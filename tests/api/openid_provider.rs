@@ -873,3 +873,88 @@ async fn an_rs256_client_gets_id_tokens_of_an_rsa_key_published_at_its_registrat
     assert_eq!(of_kind(&keys, "OKP")[0]["kid"], rotated.data()["kid"], "the answer names the Ed25519 key");
     assert_ne!(of_kind(&keys, "RSA")[0]["kid"], rsa_kid.as_str());
 }
+
+#[actix_web::test]
+async fn a_new_user_signs_up_on_the_hosted_page_with_the_profile_schema_and_goes_back_with_a_code() {
+    let app = spawn_app().await;
+    let field = json!({"key": "company", "label": "Company", "field_type": "text", "required": true});
+    assert_eq!(app.post("/v1/profile-fields", &field).await.status, 201);
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    let mut browser = Browser::new();
+    let (_, _, page) = browser.get(&authorize_url(&app, &id, &[])).await;
+    assert!(page.contains("prompt=create"), "the sign-in page links to sign-up: {page}");
+
+    let (status, _, page) = browser.get(&authorize_url(&app, &id, &[("prompt", "create")])).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("name=\"profile.company\""), "{page}");
+    let submit = |page: &str, extra: &[(&str, &str)]| {
+        let mut fields = form_fields(page);
+        fields.extend(extra.iter().map(|(k, v)| (k.to_string(), v.to_string())));
+        fields
+    };
+    let endpoint = issuer_url(&app, "oauth/authorize");
+    let typed = [("email", "new@example.com"), ("password", crate::end_users::PASSWORD)];
+    let (status, location, page) = browser.post(&endpoint, &submit(&page, &typed)).await;
+    assert_eq!((status, location), (422, None), "the required field is missing: nothing made");
+    assert!(page.contains("Company is required"), "{page}");
+    assert!(page.contains("value=\"new@example.com\""), "what was typed stays");
+    let all = [typed[0], typed[1], ("profile.company", "Acme")];
+    let (status, location, _) = browser.post(&endpoint, &submit(&page, &all)).await;
+    assert_eq!(status, 303);
+    let answer = query_of(&location.unwrap());
+    let exchange = [
+        ("grant_type", "authorization_code"),
+        ("code", answer["code"].as_str()),
+        ("redirect_uri", CALLBACK),
+        ("code_verifier", VERIFIER),
+    ];
+    let tokens = form(&app, "oauth/token", &exchange, Some((&id, &secret))).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    let claims = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
+    assert_eq!(claims["email"], "new@example.com");
+    let user = app.get(&format!("/v1/users/{}", claims["sub"].as_str().unwrap())).await;
+    assert_eq!(user.data()["profile"], json!({"company": "Acme"}));
+
+    // The same email again, from another browser: the form says so.
+    let mut other = Browser::new();
+    let (_, _, page) = other.get(&authorize_url(&app, &id, &[("prompt", "create")])).await;
+    let (status, location, page) = other.post(&endpoint, &submit(&page, &all)).await;
+    assert_eq!((status, location), (409, None));
+    assert!(page.contains("already exists"), "{page}");
+}
+
+#[actix_web::test]
+async fn a_sign_up_where_a_verified_email_is_required_asks_for_the_emailed_code_then_a_sign_in() {
+    let app = spawn_app().await;
+    let settings = format!("/v1/applications/{}", app.caller.application_id);
+    assert_eq!(app.patch(&settings, &json!({"require_verified_email": true})).await.status, 200);
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, _) = credentials(&web);
+    let mut browser = Browser::new();
+    let endpoint = issuer_url(&app, "oauth/authorize");
+    let (_, _, page) = browser.get(&authorize_url(&app, &id, &[("prompt", "create")])).await;
+    let mut fields = form_fields(&page);
+    fields.push(("email".into(), "grace@example.com".into()));
+    fields.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (status, location, page) = browser.post(&endpoint, &fields).await;
+    assert_eq!((status, location), (200, None));
+    assert!(page.contains("Verify your email"), "{page}");
+    let code = crate::email_verification::code_number(&app, "grace@example.com", 1).await;
+
+    let mut wrong = form_fields(&page);
+    wrong.push(("email_code".into(), format!("{:06}", (code.parse::<u32>().unwrap() + 1) % 1_000_000)));
+    let (status, _, page) = browser.post(&endpoint, &wrong).await;
+    assert_eq!(status, 401, "{page}");
+    let mut right = form_fields(&page);
+    right.push(("email_code".into(), code));
+    let (status, _, page) = browser.post(&endpoint, &right).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Your email is verified"), "{page}");
+    let mut sign_in = form_fields(&page);
+    sign_in.push(("email".into(), "grace@example.com".into()));
+    sign_in.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (status, location, _) = browser.post(&endpoint, &sign_in).await;
+    assert_eq!(status, 303);
+    assert!(query_of(&location.unwrap()).contains_key("code"));
+}

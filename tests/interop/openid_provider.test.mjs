@@ -263,24 +263,26 @@ test("a client asking for aal2 gets a sign-in that proved TOTP on the hosted pag
   assert.deepEqual(tokens.claims().amr, ["pwd", "mfa"]);
 });
 
-// Libraries that verify only RS256 (openid-client's default, authlib's
-// OIDC checks) get RS256 ID tokens from the application's RSA key, which
-// jose and authlib verify against the JWKS.
-test("an RS256 client's ID tokens verify with jose and authlib against the JWKS", async () => {
+// A new user signs up on the hosted page. Libraries that verify only RS256
+// (openid-client's default, authlib's OIDC checks) get RS256 ID tokens from
+// the application's RSA key, which jose and authlib verify against the JWKS.
+test("a new user signs up on the hosted page; an RS256 client's ID tokens verify with jose and authlib", async () => {
   const issuer = new URL(`${gatehouse.base}/v1/applications/${gatehouse.applicationId}`);
-  const signUp = await fetch(`${gatehouse.base}/v1/auth/sign-up`, {
-    method: "POST",
-    headers: { "x-application-id": gatehouse.applicationId, "content-type": "application/json" },
-    body: JSON.stringify({ email: "rsa@example.com", password: "correct horse battery" }),
-  });
-  assert.equal(signUp.status, 201);
   const legacy = await register({ name: "Legacy", first_party: true, id_token_signed_response_alg: "RS256" });
   // No `id_token_signed_response_alg` here: openid-client expects RS256 by default.
   const config = await client.discovery(issuer, legacy.client_id, legacy.client_secret, undefined, insecure);
   assert.ok(config.serverMetadata().id_token_signing_alg_values_supported.includes("RS256"));
+  assert.ok(config.serverMetadata().prompt_values_supported.includes("create"));
+
+  // A new user signs up on the hosted page (`prompt=create`), which axe-core checks too.
+  const audit = await (await browser.createBrowserContext()).newPage();
+  await audit.setBypassCSP(true);
+  await audit.goto((await authorizationUrl(config, { prompt: "create" })).url.href);
+  assert.deepEqual(await violations(audit), [], "the sign-up page");
   const page = await (await browser.createBrowserContext()).newPage();
-  const request = await authorizationUrl(config);
+  const request = await authorizationUrl(config, { prompt: "create" });
   await page.goto(request.url.href);
+  assert.match(await page.content(), /Create your .* account/);
   await page.type("#email", "rsa@example.com");
   await page.type("#password", "correct horse battery");
   await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);

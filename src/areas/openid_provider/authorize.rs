@@ -65,6 +65,9 @@ pub struct Redirect {
 pub struct Prompt {
     pub none: bool,
     pub login: bool,
+    /// The sign-up form first (Initiating User Registration via OpenID
+    /// Connect 1.0).
+    pub create: bool,
 }
 
 /// A request the client may make, checked against its registration.
@@ -159,11 +162,12 @@ pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Re
         match value {
             "none" => prompt.none = true,
             "login" | "select_account" => prompt.login = true,
+            "create" => prompt.create = true,
             "consent" => {}
             _ => return refuse("invalid_request", "`prompt` has a value not in OIDC Core"),
         }
     }
-    if prompt.none && prompt.login {
+    if prompt.none && (prompt.login || prompt.create) {
         return refuse("invalid_request", "`prompt=none` with another value");
     }
     let max_age = match get("max_age").map(|v| v.parse::<i64>()) {

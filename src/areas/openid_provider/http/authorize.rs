@@ -19,7 +19,12 @@ use actix_web::{
 };
 use url::Url;
 
-use super::{pages, scope_in_path};
+use super::{
+    browser::{
+        cookie, origin_of, parameters, same_browser, set_cookie, shown, too_many, with_cookie, with_csrf, LOGIN_COOKIE,
+    },
+    pages, scope_in_path, sign_up,
+};
 use crate::{
     areas::{
         auth::{self, AuthError, SignedIn},
@@ -28,15 +33,11 @@ use crate::{
         users,
     },
     auth::public::{limit, limit_sign_ins_per_ip, session_ttl},
-    crypto::constant_time_eq,
-    error::{ApiResult, Code},
+    error::ApiResult,
     http::body::Body,
     state::AppState,
     storage::{TenantScope, Unaudited},
 };
-
-pub(super) const LOGIN_COOKIE: &str = "gh_login";
-pub(super) const CSRF_COOKIE: &str = "gh_csrf";
 
 /// Sign in and authorize the client: answers the sign-in page, or sends
 /// the browser back to the client with a code or an error.
@@ -51,7 +52,7 @@ pub(super) const CSRF_COOKIE: &str = "gh_csrf";
         ("nonce" = Option<String>, Query, description = "Put in the ID token."),
         ("code_challenge" = Option<String>, Query, description = "PKCE S256 challenge; required of public clients."),
         ("code_challenge_method" = Option<String>, Query, description = "`S256`"),
-        ("prompt" = Option<String>, Query, description = "`none`, `login`, `consent`, `select_account`"),
+        ("prompt" = Option<String>, Query, description = "`none`, `login`, `consent`, `select_account`, `create` (the sign-up form)"),
         ("max_age" = Option<String>, Query, description = "Seconds since the user last signed in here, at most."),
         ("login_hint" = Option<String>, Query, description = "The email to fill in."),
         ("acr_values" = Option<String>, Query, description = "`aal2`: a sign-in that proved a second factor, when the user has one.")),
@@ -84,6 +85,10 @@ async fn start(
         Ok(checked) => checked,
         Err(refused) => return Ok(refusal(state, scope, refused)),
     };
+    if checked.prompt.create {
+        let email = checked.login_hint.as_deref().unwrap_or_default();
+        return sign_up::page(state, scope, req, &checked, (email, &BTreeMap::new()), None).await;
+    }
     let login = match cookie(req, LOGIN_COOKIE).filter(|_| !checked.prompt.login) {
         Some(value) => authorize::signed_in(scope, &value, checked.max_age).await?,
         None => None,
@@ -106,19 +111,23 @@ async fn start(
 }
 
 /// A hosted page's form: the request's parameters again and the CSRF
-/// token, with `email` and `password` (sign-in), `mfa_challenge` and `code`
-/// (the second factor), or `consent` (`allow` or `deny`).
+/// token, with `email` and `password` (sign-in), `sign_up` with `email`,
+/// `password` and `profile.<key>` (sign-up), `verify_email` and
+/// `email_code` (the emailed code after a sign-up), `mfa_challenge` and
+/// `code` (the second factor), or `consent` (`allow` or `deny`).
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "The authorization request's parameters and `csrf`, with `email` and `password`, `mfa_challenge` and `code`, or `consent`"),
-    responses((status = 200, description = "The next page: the second factor, or consent (HTML)", content_type = "text/html"),
+        description = "The authorization request's parameters and `csrf`, with `email` and `password`; `sign_up`, `email`, `password` and `profile.<key>`; `verify_email` and `email_code`; `mfa_challenge` and `code`; or `consent`"),
+    responses((status = 200, description = "The next page: the second factor, the emailed code, consent, or sign-in after a verified email (HTML)", content_type = "text/html"),
         (status = 303, description = "Back to the client with a code, or `access_denied`"),
         (status = 400, description = "An unknown client or redirect URI, or an unreadable form (HTML)", content_type = "text/html"),
         (status = 401, description = "The page again: the email and password, or the code, are wrong", content_type = "text/html"),
         (status = 403, description = "The form is not this browser's (CSRF), the email is not verified, or the sign-in expired (HTML)", content_type = "text/html"),
         (status = 404, description = "No such application"),
+        (status = 409, description = "The sign-up form again: the email has an account (HTML)", content_type = "text/html"),
+        (status = 422, description = "The sign-up form again, saying what is wrong (HTML)", content_type = "text/html"),
         (status = 429, description = "Too many attempts (HTML)", content_type = "text/html")))]
 pub async fn authorize_form(
     state: web::Data<AppState>,
@@ -132,7 +141,8 @@ pub async fn authorize_form(
         return Ok(shown(&scope, StatusCode::BAD_REQUEST, "The form is repeated or unreadable."));
     };
     // No page's fields: the authorization request itself, sent by POST.
-    if !["csrf", "email", "password", "consent", "mfa_challenge", "code"].iter().any(|f| given.contains_key(*f)) {
+    let page_fields = ["csrf", "email", "password", "consent", "mfa_challenge", "code", "sign_up", "verify_email"];
+    if !page_fields.iter().any(|f| given.contains_key(*f)) {
         return start(&state, &req, &scope, &given).await;
     }
     if !same_browser(&req, &mut given) {
@@ -141,6 +151,14 @@ pub async fn authorize_form(
             StatusCode::FORBIDDEN,
             "This form has expired. Go back to the application and start again.",
         ));
+    }
+    if given.remove("sign_up").is_some() {
+        let next = sign_up::submitted(&state, &req, &scope, given).await?;
+        return after_sign_up(&state, &req, &scope, next).await;
+    }
+    if given.contains_key("verify_email") {
+        let next = sign_up::verified(&state, &req, &scope, given).await?;
+        return after_sign_up(&state, &req, &scope, next).await;
     }
     let email = given.remove("email").unwrap_or_default();
     let password = given.remove("password").unwrap_or_default();
@@ -200,6 +218,24 @@ pub async fn authorize_form(
         Err(err) => return Err(err.into()),
     };
     signed_in(&state, &req, &scope, &checked, opened.session).await
+}
+
+/// On from a sign-up form: its own page, or this endpoint's next step.
+async fn after_sign_up(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    next: sign_up::Next,
+) -> ApiResult<HttpResponse> {
+    match next {
+        sign_up::Next::Shown(page) => Ok(page),
+        sign_up::Next::Refused(refused) => Ok(refusal(state, scope, refused)),
+        sign_up::Next::SignedIn(checked, session) => signed_in(state, req, scope, &checked, session).await,
+        sign_up::Next::Verified(checked, email) => {
+            let text = "Your email is verified. Sign in to continue.";
+            Ok(sign_in_page(state, scope, req, &checked, &email, Some((StatusCode::OK, text))))
+        }
+    }
 }
 
 /// The second step: a TOTP or recovery code against the sign-in's
@@ -334,50 +370,6 @@ fn consent_page(state: &AppState, scope: &TenantScope, req: &HttpRequest, checke
     )
 }
 
-/// The query or form's parameters, each once (RFC 6749 section 3.1).
-pub(super) fn parameters(bytes: &[u8]) -> Option<BTreeMap<String, String>> {
-    let mut given = BTreeMap::new();
-    for (name, value) in url::form_urlencoded::parse(bytes).into_owned() {
-        if given.insert(name, value).is_some() {
-            return None;
-        }
-    }
-    Some(given)
-}
-
-/// The value of a cookie the browser sent.
-pub(super) fn cookie(req: &HttpRequest, name: &str) -> Option<String> {
-    let headers = req.headers().get_all(header::COOKIE).filter_map(|v| v.to_str().ok());
-    headers.flat_map(|v| v.split(';')).find_map(|pair| {
-        let (key, value) = pair.trim().split_once('=')?;
-        (key == name).then(|| value.to_string())
-    })
-}
-
-/// A cookie for the application's OAuth pages only: http-only, and
-/// `Secure` when the service is reached over https.
-pub(super) fn set_cookie(
-    state: &AppState,
-    scope: &TenantScope,
-    name: &str,
-    value: &str,
-    max_age: i64,
-    same_site: &str,
-) -> String {
-    let secure = if state.settings.public_url().starts_with("https://") { "; Secure" } else { "" };
-    let path = format!("/v1/applications/{}/oauth", scope.tenant().id);
-    format!("{name}={value}; Path={path}; Max-Age={max_age}; HttpOnly; SameSite={same_site}{secure}")
-}
-
-/// The origin a redirect URI's browser lands on, for `form-action`.
-pub(super) fn origin_of(uri: &str) -> String {
-    match Url::parse(uri) {
-        Ok(url) if matches!(url.scheme(), "http" | "https") => url.origin().ascii_serialization(),
-        Ok(url) => format!("{}:", url.scheme()),
-        Err(_) => "'none'".into(),
-    }
-}
-
 fn sign_in_page(
     state: &AppState,
     scope: &TenantScope,
@@ -406,44 +398,6 @@ fn sign_in_page(
         form_targets: &targets,
     };
     with_csrf(state, scope, csrf, page)
-}
-
-/// A page with a form, and the CSRF cookie its submission must carry back.
-pub(super) fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::Page<'_>) -> HttpResponse {
-    with_cookie(page.render(), &set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict"))
-}
-
-/// `response` with one more `Set-Cookie`.
-pub(super) fn with_cookie(mut response: HttpResponse, cookie: &str) -> HttpResponse {
-    if let Ok(value) = header::HeaderValue::from_str(cookie) {
-        response.headers_mut().append(header::SET_COOKIE, value);
-    }
-    response
-}
-
-/// Whether a form came from a page this browser was given: its `csrf`
-/// field (taken out of the form) equals the `gh_csrf` cookie.
-pub(super) fn same_browser(req: &HttpRequest, form: &mut BTreeMap<String, String>) -> bool {
-    let csrf = form.remove("csrf").unwrap_or_default();
-    cookie(req, CSRF_COOKIE).is_some_and(|c| !csrf.is_empty() && constant_time_eq(c.as_bytes(), csrf.as_bytes()))
-}
-
-pub(super) fn shown(scope: &TenantScope, status: StatusCode, text: &str) -> HttpResponse {
-    let page = pages::Page {
-        status,
-        title: "Sign-in",
-        body: pages::message("This sign-in cannot go on", text),
-        branding: &scope.tenant().branding,
-        form_targets: &[],
-    };
-    page.render()
-}
-
-fn too_many(scope: &TenantScope, err: crate::error::ApiError) -> ApiResult<HttpResponse> {
-    if err.code != Code::RateLimited {
-        return Err(err);
-    }
-    Ok(shown(scope, StatusCode::TOO_MANY_REQUESTS, "Too many attempts. Wait a minute, then try again."))
 }
 
 fn refusal(state: &AppState, scope: &TenantScope, refused: Refused) -> HttpResponse {

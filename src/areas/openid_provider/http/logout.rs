@@ -13,7 +13,7 @@ use actix_web::{
 use url::Url;
 
 use super::{
-    authorize::{cookie, origin_of, parameters, same_browser, set_cookie, shown, with_cookie, with_csrf, LOGIN_COOKIE},
+    browser::{cookie, origin_of, parameters, same_browser, set_cookie, shown, with_cookie, with_csrf, LOGIN_COOKIE},
     pages, scope_in_path,
 };
 use crate::{

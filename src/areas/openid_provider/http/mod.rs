@@ -5,9 +5,11 @@
 //! `x-application-id`: the path names the application, and the region
 //! router forwards by it.
 pub mod authorize;
+mod browser;
 pub mod endpoints;
 pub mod logout;
 mod pages;
+mod sign_up;
 pub mod token;
 
 use actix_web::{web, HttpRequest};

@@ -89,7 +89,9 @@ h1{font-size:1.4rem;margin:0 0 .25rem}p{margin:.25rem 0 1rem}\
 label{display:block;margin:1rem 0 .25rem;font-weight:600}\
 input{width:100%;box-sizing:border-box;padding:.6rem;border:1px solid #767b85;border-radius:4px;font-size:1rem}\
 button{margin-top:1.5rem;width:100%;padding:.7rem;border:0;border-radius:4px;background:ACCENT;color:#fff;font-size:1rem;font-weight:600}\
-.error{color:#a4121b;font-weight:600}.secondary{background:#fff;color:#1b1d21;border:1px solid #767b85}";
+.error{color:#a4121b;font-weight:600}.secondary{background:#fff;color:#1b1d21;border:1px solid #767b85}\
+select{width:100%;padding:.6rem;font-size:1rem}fieldset{border:0;padding:0;margin:1rem 0 0}legend{font-weight:600}\
+.check{font-weight:400}.check input{width:auto}.switch{margin-top:1.5rem;text-align:center}a{color:#1b1d21}";
 
 /// A form's hidden fields: the request's parameters (never a `csrf` among
 /// them) and this page's CSRF token.
@@ -123,9 +125,164 @@ pub fn sign_in(
          <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
          <label for=\"password\">Password</label>\
          <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
-         <button type=\"submit\">Sign in</button></form>",
+         <button type=\"submit\">Sign in</button></form>\
+         <p class=\"switch\"><a href=\"{sign_up}\">Create an account</a></p>",
         application = escape(application),
         client = escape(client),
+        action = escape(action),
+        email = escape(email),
+        sign_up = escape(&link(action, parameters, Some("create"))),
+    )
+}
+
+/// The authorization request again, as a link: `prompt` replaced by
+/// `prompt` (or left out).
+fn link(action: &str, parameters: &BTreeMap<String, String>, prompt: Option<&str>) -> String {
+    let mut query = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in parameters.iter().filter(|(name, _)| name.as_str() != "prompt") {
+        query.append_pair(name, value);
+    }
+    if let Some(prompt) = prompt {
+        query.append_pair("prompt", prompt);
+    }
+    format!("{action}?{}", query.finish())
+}
+
+/// One profile field as the sign-up form asks for it, with what was
+/// entered: `profile.<key>` (a multi-select's options `profile.<key>.<n>`).
+pub struct ProfileInput<'a> {
+    pub field: &'a entity::profile_field::Model,
+    pub entered: &'a BTreeMap<String, String>,
+}
+
+impl ProfileInput<'_> {
+    fn render(&self) -> String {
+        let field = self.field;
+        let name = format!("profile.{}", field.key);
+        let id = format!("profile-{}", field.key);
+        let value = self.entered.get(&name).map(String::as_str).unwrap_or_default();
+        let required = if field.required { " required" } else { "" };
+        let label = escape(&field.label);
+        let options: Vec<&str> = field
+            .options
+            .as_ref()
+            .and_then(|o| o.as_array())
+            .into_iter()
+            .flatten()
+            .filter_map(|o| o.as_str())
+            .collect();
+        let input = |kind: &str| {
+            format!(
+                "<label for=\"{id}\">{label}</label><input id=\"{id}\" name=\"{name}\" type=\"{kind}\" value=\"{value}\"{required}>",
+                id = escape(&id),
+                name = escape(&name),
+                value = escape(value),
+            )
+        };
+        match field.field_type.as_str() {
+            "boolean" => format!(
+                "<label class=\"check\"><input name=\"{name}\" type=\"checkbox\" value=\"true\"{checked}> {label}</label>",
+                name = escape(&name),
+                checked = if value == "true" { " checked" } else { "" },
+            ),
+            "select" => {
+                let choices: String = options
+                    .iter()
+                    .map(|o| {
+                        let selected = if *o == value { " selected" } else { "" };
+                        format!("<option value=\"{v}\"{selected}>{v}</option>", v = escape(o))
+                    })
+                    .collect();
+                format!(
+                    "<label for=\"{id}\">{label}</label><select id=\"{id}\" name=\"{name}\"{required}>\
+                     <option value=\"\"></option>{choices}</select>",
+                    id = escape(&id),
+                    name = escape(&name),
+                )
+            }
+            "multi_select" => {
+                let boxes: String = options
+                    .iter()
+                    .enumerate()
+                    .map(|(n, o)| {
+                        let each = format!("{name}.{n}");
+                        let checked = if self.entered.contains_key(&each) { " checked" } else { "" };
+                        format!(
+                            "<label class=\"check\"><input name=\"{each}\" type=\"checkbox\" value=\"{v}\"{checked}> {v}</label>",
+                            each = escape(&each),
+                            v = escape(o),
+                        )
+                    })
+                    .collect();
+                format!("<fieldset><legend>{label}</legend>{boxes}</fieldset>")
+            }
+            "number" => input("number\" step=\"any"),
+            "date" => input("date"),
+            "email" => input("email"),
+            "url" => input("url"),
+            "phone" => input("tel"),
+            _ => input("text"),
+        }
+    }
+}
+
+/// The sign-up form (OIDC's `prompt=create`): email, password and the
+/// application's profile fields.
+pub struct SignUpForm<'a> {
+    pub application: &'a str,
+    pub client: &'a str,
+    pub action: &'a str,
+    pub parameters: &'a BTreeMap<String, String>,
+    pub csrf: &'a str,
+    pub email: &'a str,
+    pub profile: Vec<ProfileInput<'a>>,
+    pub error: Option<&'a str>,
+}
+
+impl SignUpForm<'_> {
+    pub fn render(&self) -> String {
+        let hidden = hidden_fields(self.parameters, self.csrf);
+        let error =
+            self.error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+        let profile: String = self.profile.iter().map(ProfileInput::render).collect();
+        format!(
+            "<h1>Create your {application} account</h1><p>to continue to {client}</p>{error}\
+             <form method=\"post\" action=\"{action}\">{hidden}<input type=\"hidden\" name=\"sign_up\" value=\"1\">\
+             <label for=\"email\">Email</label>\
+             <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"email\" required value=\"{email}\">\
+             <label for=\"password\">Password</label>\
+             <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required>\
+             {profile}<button type=\"submit\">Create account</button></form>\
+             <p class=\"switch\"><a href=\"{sign_in}\">I have an account</a></p>",
+            application = escape(self.application),
+            client = escape(self.client),
+            action = escape(self.action),
+            email = escape(self.email),
+            sign_in = escape(&link(self.action, self.parameters, None)),
+        )
+    }
+}
+
+/// After a sign-up, when the application requires a verified email: the
+/// code that was emailed.
+pub fn verify_email(
+    application: &str,
+    action: &str,
+    parameters: &BTreeMap<String, String>,
+    csrf: &str,
+    email: &str,
+    error: Option<&str>,
+) -> String {
+    let hidden = hidden_fields(parameters, csrf);
+    let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+    format!(
+        "<h1>Verify your email</h1><p>We sent a code to {email} for your {application} account.</p>{error}\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"verify_email\" value=\"{email}\">\
+         <label for=\"email_code\">Code</label>\
+         <input id=\"email_code\" name=\"email_code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required>\
+         <button type=\"submit\">Verify</button></form>",
+        application = escape(application),
         action = escape(action),
         email = escape(email),
     )
