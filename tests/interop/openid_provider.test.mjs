@@ -246,11 +246,13 @@ test("a client asking for aal2 gets a sign-in that proved TOTP on the hosted pag
     insecure,
   );
   const page = await (await browser.createBrowserContext()).newPage();
+  await page.setBypassCSP(true); // for axe-core on the second step
   const request = await authorizationUrl(config, { acr_values: "aal2" });
   await page.goto(request.url.href);
   await page.type("#email", "grace@example.com");
   await page.type("#password", "correct horse battery");
   await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  assert.deepEqual(await violations(page), [], "the second-factor page");
   // The second step: the authenticator's next code (the one confirming it is spent).
   await page.type("#code", pyotp(uri, 30));
   await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
