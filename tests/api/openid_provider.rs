@@ -39,6 +39,13 @@ async fn userinfo(app: &TestApp, token: Option<&str>) -> Reply {
     app.raw(request).await
 }
 
+/// A code exchanged by a confidential client, with the verifier of [`authorize_url`]'s challenge.
+async fn exchange_code(app: &TestApp, code: &str, (id, secret): (&str, &str)) -> Reply {
+    let fields =
+        [("grant_type", "authorization_code"), ("code", code), ("redirect_uri", CALLBACK), ("code_verifier", VERIFIER)];
+    form(app, "oauth/token", &fields, Some((id, secret))).await
+}
+
 fn credentials(client: &Value) -> (String, String) {
     (client["client_id"].as_str().unwrap().to_string(), client["client_secret"].as_str().unwrap().to_string())
 }
@@ -686,13 +693,7 @@ async fn rp_initiated_logout_ends_the_hosted_sign_in_and_goes_back_only_to_a_reg
     sign_up(&app, &app.caller, "ada@example.com").await;
     let mut browser = Browser::new();
     let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
-    let form_fields = [
-        ("grant_type", "authorization_code"),
-        ("code", answer["code"].as_str()),
-        ("redirect_uri", CALLBACK),
-        ("code_verifier", VERIFIER),
-    ];
-    let tokens = form(&app, "oauth/token", &form_fields, Some((&id, &secret))).await;
+    let tokens = exchange_code(&app, &answer["code"], (&id, &secret)).await;
     let id_token = tokens.body["id_token"].as_str().unwrap().to_string();
     let logout = |query: &[(&str, &str)]| {
         let mut url = url::Url::parse(&issuer_url(&app, "oauth/logout")).unwrap();
@@ -761,13 +762,7 @@ async fn a_user_with_a_second_factor_proves_it_on_the_hosted_page_when_the_clien
     let (status, location, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &right).await;
     assert_eq!(status, 303, "{page}");
     let answer = query_of(&location.unwrap());
-    let form_fields = [
-        ("grant_type", "authorization_code"),
-        ("code", answer["code"].as_str()),
-        ("redirect_uri", CALLBACK),
-        ("code_verifier", VERIFIER),
-    ];
-    let tokens = form(&app, "oauth/token", &form_fields, Some((&id, &secret))).await;
+    let tokens = exchange_code(&app, &answer["code"], (&id, &secret)).await;
     assert_eq!(tokens.status, 200, "{:?}", tokens.body);
     let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
     assert_eq!(id_token["acr"], "aal2");
@@ -825,13 +820,7 @@ async fn an_rs256_client_gets_id_tokens_of_an_rsa_key_published_at_its_registrat
     sign_up(&app, &app.caller, "ada@example.com").await;
     let mut browser = Browser::new();
     let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
-    let exchange = [
-        ("grant_type", "authorization_code"),
-        ("code", answer["code"].as_str()),
-        ("redirect_uri", CALLBACK),
-        ("code_verifier", VERIFIER),
-    ];
-    let tokens = form(&app, "oauth/token", &exchange, Some((&id, &secret))).await;
+    let tokens = exchange_code(&app, &answer["code"], (&id, &secret)).await;
     assert_eq!(tokens.status, 200, "{:?}", tokens.body);
     let id_token = tokens.body["id_token"].as_str().unwrap().to_string();
     let parts: Vec<&str> = id_token.split('.').collect();
@@ -903,13 +892,7 @@ async fn a_new_user_signs_up_on_the_hosted_page_with_the_profile_schema_and_goes
     let (status, location, _) = browser.post(&endpoint, &submit(&page, &all)).await;
     assert_eq!(status, 303);
     let answer = query_of(&location.unwrap());
-    let exchange = [
-        ("grant_type", "authorization_code"),
-        ("code", answer["code"].as_str()),
-        ("redirect_uri", CALLBACK),
-        ("code_verifier", VERIFIER),
-    ];
-    let tokens = form(&app, "oauth/token", &exchange, Some((&id, &secret))).await;
+    let tokens = exchange_code(&app, &answer["code"], (&id, &secret)).await;
     assert_eq!(tokens.status, 200, "{:?}", tokens.body);
     let claims = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
     assert_eq!(claims["email"], "new@example.com");

@@ -105,6 +105,11 @@ fn hidden_fields(parameters: &BTreeMap<String, String>, csrf: &str) -> String {
     hidden
 }
 
+/// What went wrong on a form, announced to screen readers; nothing if nothing did.
+fn alert(error: Option<&str>) -> String {
+    error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default()
+}
+
 /// The sign-in form: the request's parameters and the CSRF token ride
 /// along as hidden fields, checked again when it is submitted.
 pub fn sign_in(
@@ -117,7 +122,7 @@ pub fn sign_in(
     error: Option<&str>,
 ) -> String {
     let hidden = hidden_fields(parameters, csrf);
-    let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+    let error = alert(error);
     format!(
         "<h1>Sign in to {application}</h1><p>to continue to {client}</p>{error}\
          <form method=\"post\" action=\"{action}\">{hidden}\
@@ -242,8 +247,7 @@ pub struct SignUpForm<'a> {
 impl SignUpForm<'_> {
     pub fn render(&self) -> String {
         let hidden = hidden_fields(self.parameters, self.csrf);
-        let error =
-            self.error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+        let error = alert(self.error);
         let profile: String = self.profile.iter().map(ProfileInput::render).collect();
         format!(
             "<h1>Create your {application} account</h1><p>to continue to {client}</p>{error}\
@@ -274,7 +278,7 @@ pub fn verify_email(
     error: Option<&str>,
 ) -> String {
     let hidden = hidden_fields(parameters, csrf);
-    let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+    let error = alert(error);
     format!(
         "<h1>Verify your email</h1><p>We sent a code to {email} for your {application} account.</p>{error}\
          <form method=\"post\" action=\"{action}\">{hidden}\
@@ -299,7 +303,7 @@ pub fn second_factor(
     error: Option<&str>,
 ) -> String {
     let hidden = hidden_fields(parameters, csrf);
-    let error = error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default();
+    let error = alert(error);
     format!(
         "<h1>Sign in to {application}</h1><p>Enter the code from your authenticator app, or a recovery code.</p>{error}\
          <form method=\"post\" action=\"{action}\">{hidden}\
