@@ -135,8 +135,7 @@ pub async fn authorization_server(
     req: HttpRequest,
     path: web::Path<String>,
 ) -> ApiResult<HttpResponse> {
-    let tenant = tenant_in_path(&state, &req, &path).await?;
-    Ok(public_document(&state).json(metadata(&state, &tenant)))
+    discovery(state, req, path).await
 }
 
 /// The issuer's metadata: OpenID Connect Discovery 1.0 and RFC 8414 alike.

@@ -146,35 +146,37 @@ pub fn sign(claims: &Claims, kid: Uuid, key: &SecretKey) -> String {
 }
 
 pub fn sign_typed(claims: &impl Serialize, typ: &str, kid: Uuid, key: &SecretKey) -> String {
-    sign_with(claims, typ, kid, &PrivateKey::Ed25519(key.clone()))
+    signed(claims, Algorithm::EdDSA, typ, kid, |text| key.sign(text, None).to_vec())
 }
 
 /// A token signed with `key`, of either algorithm.
 pub fn sign_with(claims: &impl Serialize, typ: &str, kid: Uuid, key: &PrivateKey) -> String {
-    let alg = match key {
-        PrivateKey::Ed25519(_) => Algorithm::EdDSA,
-        PrivateKey::Rsa(_) => Algorithm::RS256,
-    };
+    match key {
+        PrivateKey::Ed25519(key) => sign_typed(claims, typ, kid, key),
+        PrivateKey::Rsa(pair) => signed(claims, Algorithm::RS256, typ, kid, |text| {
+            let mut signature = vec![0; pair.public().modulus_len()];
+            // Fails only for a buffer of the wrong length or a broken
+            // system random source (PKCS #1 v1.5 uses none of its output).
+            pair.sign(&ring::signature::RSA_PKCS1_SHA256, &ring::rand::SystemRandom::new(), text, &mut signature)
+                .expect("an RSA signature of the modulus' length");
+            signature
+        }),
+    }
+}
+
+/// `header.claims.signature`: `sign` signs the first two.
+fn signed(
+    claims: &impl Serialize,
+    alg: Algorithm,
+    typ: &str,
+    kid: Uuid,
+    sign: impl FnOnce(&[u8]) -> Vec<u8>,
+) -> String {
     let header = Header { alg: alg.as_str().into(), typ: typ.into(), kid: kid.to_string() };
     let mut token = encode_json(&header);
     token.push('.');
     token.push_str(&encode_json(claims));
-    let signature = match key {
-        PrivateKey::Ed25519(key) => key.sign(token.as_bytes(), None).to_vec(),
-        PrivateKey::Rsa(pair) => {
-            let mut signature = vec![0; pair.public().modulus_len()];
-            // Fails only for a buffer of the wrong length or a broken
-            // system random source (PKCS #1 v1.5 uses none of its output).
-            pair.sign(
-                &ring::signature::RSA_PKCS1_SHA256,
-                &ring::rand::SystemRandom::new(),
-                token.as_bytes(),
-                &mut signature,
-            )
-            .expect("an RSA signature of the modulus' length");
-            signature
-        }
-    };
+    let signature = sign(token.as_bytes());
     token.push('.');
     token.push_str(&URL_SAFE_NO_PAD.encode(signature));
     token

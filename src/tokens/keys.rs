@@ -233,10 +233,7 @@ impl SigningKeys {
         let mut rotated = None;
         // RS256 first, so that the newest row names the Ed25519 key.
         for algorithm in algorithms_of(&retiring).into_iter().rev() {
-            let key = match fresh.iter().position(|k| k.algorithm == algorithm) {
-                Some(at) => fresh.swap_remove(at),
-                None => NewKey::generate(algorithm).await?,
-            };
+            let key = NewKey::take_or_generate(&mut fresh, algorithm).await?;
             let kid = self.insert(&mut txn, key, (!retiring.is_empty()).then_some(signs_from)).await?;
             let retired: Vec<String> =
                 retiring.iter().filter(|k| k.algorithm == algorithm.as_str()).map(|k| k.id.to_string()).collect();
@@ -262,10 +259,7 @@ impl SigningKeys {
         txn.delete::<signing_key::Entity>(signing_key::Column::Id.is_in(ids)).await?;
         let mut rotated = None;
         for algorithm in algorithms_of(&old).into_iter().rev() {
-            let key = match fresh.iter().position(|k| k.algorithm == algorithm) {
-                Some(at) => fresh.swap_remove(at),
-                None => NewKey::generate(algorithm).await?,
-            };
+            let key = NewKey::take_or_generate(&mut fresh, algorithm).await?;
             let kid = self.insert(&mut txn, key, None).await?;
             let deleted: Vec<String> =
                 old.iter().filter(|k| k.algorithm == algorithm.as_str()).map(|k| k.id.to_string()).collect();
@@ -369,6 +363,15 @@ struct NewKey {
 const RSA_BITS: usize = 2048;
 
 impl NewKey {
+    /// The key of `algorithm` made ahead, else one made now (an algorithm
+    /// the application gained meanwhile).
+    async fn take_or_generate(made: &mut Vec<NewKey>, algorithm: Algorithm) -> Result<NewKey, DbErr> {
+        match made.iter().position(|k| k.algorithm == algorithm) {
+            Some(at) => Ok(made.swap_remove(at)),
+            None => NewKey::generate(algorithm).await,
+        }
+    }
+
     async fn generate(algorithm: Algorithm) -> Result<NewKey, DbErr> {
         match algorithm {
             Algorithm::EdDSA => {
