@@ -24,6 +24,9 @@ pub struct Model {
     pub used_at: Option<DateTimeUtc>,
     /// The session its exchange opened: a second use revokes it.
     pub issued_session_id: Option<Uuid>,
+    /// The organization the user chose for the `organization` scope: the
+    /// exchange's session has it active.
+    pub organization_id: Option<Uuid>,
 }
 
 /// Written by hand so that `{:?}` never shows the code's hash; the pattern
@@ -44,6 +47,7 @@ impl std::fmt::Debug for Model {
             expires_at,
             used_at,
             issued_session_id,
+            organization_id,
         } = self;
         f.debug_struct("Model")
             .field("code_hash", &crate::REDACTED)
@@ -59,6 +63,7 @@ impl std::fmt::Debug for Model {
             .field("expires_at", expires_at)
             .field("used_at", used_at)
             .field("issued_session_id", issued_session_id)
+            .field("organization_id", organization_id)
             .finish()
     }
 }

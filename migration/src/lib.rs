@@ -45,6 +45,7 @@ mod m20261204_000039_create_audit_pending;
 mod m20261205_000040_create_oauth_clients;
 mod m20261205_000041_create_authorization_codes;
 mod m20261206_000042_add_signing_key_algorithm;
+mod m20261207_000043_add_authorization_code_organization;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -112,6 +113,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261205_000040_create_oauth_clients::Migration),
             Box::new(m20261205_000041_create_authorization_codes::Migration),
             Box::new(m20261206_000042_add_signing_key_algorithm::Migration),
+            Box::new(m20261207_000043_add_authorization_code_organization::Migration),
         ]
     }
 

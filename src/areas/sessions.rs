@@ -77,18 +77,26 @@ pub async fn open(
     open_as(txn, user_id, email_verified, aal, ttl, None).await
 }
 
-/// [`open`], for an OAuth client: the session is issued to it with the
-/// scopes it was granted.
+/// What an OAuth client's session is issued with.
+pub struct ClientGrant<'a> {
+    pub client_id: Uuid,
+    /// The granted scopes, space-separated.
+    pub scope: &'a str,
+    /// The organization the user chose for it: the session's active one.
+    pub organization_id: Option<Uuid>,
+}
+
+/// [`open`], for an OAuth client: the session is issued to it with what
+/// it was granted.
 pub async fn open_for_client(
     txn: &mut TenantTxn,
     user_id: Uuid,
     email_verified: bool,
     aal: &str,
     ttl: Duration,
-    client_id: Uuid,
-    scope: &str,
+    grant: ClientGrant<'_>,
 ) -> Result<Opened, DbErr> {
-    open_as(txn, user_id, email_verified, aal, ttl, Some((client_id, scope))).await
+    open_as(txn, user_id, email_verified, aal, ttl, Some(grant)).await
 }
 
 async fn open_as(
@@ -97,7 +105,7 @@ async fn open_as(
     email_verified: bool,
     aal: &str,
     ttl: Duration,
-    client: Option<(Uuid, &str)>,
+    client: Option<ClientGrant<'_>>,
 ) -> Result<Opened, DbErr> {
     let application_id = txn.application_id();
     let now = crate::clock::now();
@@ -107,21 +115,21 @@ async fn open_as(
         user_id,
         aal: aal.into(),
         aal2_at: (aal == "aal2").then_some(now),
-        active_organization_id: None,
+        active_organization_id: client.as_ref().and_then(|c| c.organization_id),
         email_verified,
         created_at: now,
         refreshed_at: now,
         expires_at: now + ttl,
         revoked_at: None,
         revoked_reason: None,
-        oauth_client_id: client.map(|(id, _)| id),
-        oauth_scope: client.map(|(_, scope)| scope.to_string()),
+        oauth_client_id: client.as_ref().map(|c| c.client_id),
+        oauth_scope: client.as_ref().map(|c| c.scope.to_string()),
     };
     txn.insert(session::ActiveModel::from(session.clone())).await?;
     let (refresh_token, row) = new_refresh_token(application_id, session.id, now);
     txn.insert(refresh_token::ActiveModel::from(row)).await?;
     let data = match client {
-        Some((client_id, _)) => json!({"user_id": user_id, "oauth_client_id": client_id}),
+        Some(ClientGrant { client_id, .. }) => json!({"user_id": user_id, "oauth_client_id": client_id}),
         None => json!({"user_id": user_id}),
     };
     txn.audit(EventType::SessionCreated, Some(session.id), data).await?;

@@ -118,6 +118,9 @@ pub struct IdTokenClaims {
     pub email: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub email_verified: Option<bool>,
+    /// The organization chosen for a client granted the `organization` scope.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub org: Option<Uuid>,
 }
 
 /// `at_hash` of an access token, for an ID token signed with `algorithm`:

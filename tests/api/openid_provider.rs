@@ -380,10 +380,11 @@ impl Browser {
     }
 }
 
-/// The hidden fields of the page's form, as its browser would send them.
+/// The hidden fields of the page's first form, as its browser would send them.
 fn form_fields(page: &str) -> Vec<(String, String)> {
     let mut fields = Vec::new();
-    for input in page.split("<input").skip(1) {
+    let first_form = page.split("</form>").next().unwrap_or(page);
+    for input in first_form.split("<input").skip(1) {
         let attribute = |name: &str| {
             let start = input.find(&format!("{name}=\""))? + name.len() + 2;
             let end = input[start..].find('"')? + start;
@@ -411,23 +412,26 @@ fn challenge(verifier: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(sha2::Sha256::digest(verifier.as_bytes()))
 }
 
+/// An authorization request of `client_id`; `extra` adds parameters or
+/// replaces the usual ones.
 fn authorize_url(app: &TestApp, client_id: &str, extra: &[(&str, &str)]) -> String {
-    let mut url = url::Url::parse(&issuer_url(app, "oauth/authorize")).unwrap();
-    {
-        let mut query = url.query_pairs_mut();
-        query
-            .append_pair("response_type", "code")
-            .append_pair("client_id", client_id)
-            .append_pair("redirect_uri", CALLBACK)
-            .append_pair("scope", "openid email offline_access")
-            .append_pair("state", "st-1")
-            .append_pair("nonce", "n-1")
-            .append_pair("code_challenge", &challenge(VERIFIER))
-            .append_pair("code_challenge_method", "S256");
-        for (name, value) in extra {
-            query.append_pair(name, value);
-        }
+    let challenge = challenge(VERIFIER);
+    let mut parameters = vec![
+        ("response_type", "code"),
+        ("client_id", client_id),
+        ("redirect_uri", CALLBACK),
+        ("scope", "openid email offline_access"),
+        ("state", "st-1"),
+        ("nonce", "n-1"),
+        ("code_challenge", &challenge),
+        ("code_challenge_method", "S256"),
+    ];
+    for (name, value) in extra {
+        parameters.retain(|(usual, _)| usual != name);
+        parameters.push((name, value));
     }
+    let mut url = url::Url::parse(&issuer_url(app, "oauth/authorize")).unwrap();
+    url.query_pairs_mut().extend_pairs(parameters);
     url.to_string()
 }
 
@@ -940,4 +944,154 @@ async fn a_sign_up_where_a_verified_email_is_required_asks_for_the_emailed_code_
     let (status, location, _) = browser.post(&endpoint, &sign_in).await;
     assert_eq!(status, 303);
     assert!(query_of(&location.unwrap()).contains_key("code"));
+}
+
+/// The page's words before its first form (its heading and what it says).
+fn said(page: &str) -> &str {
+    let main = page.split("<main>").nth(1).unwrap_or(page);
+    main.split("<form").next().unwrap_or(main)
+}
+
+#[actix_web::test]
+async fn a_forgotten_password_is_reset_on_the_hosted_pages_without_telling_who_has_an_account() {
+    let app = spawn_app().await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, _) = credentials(&web);
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    let endpoint = issuer_url(&app, "oauth/authorize");
+    let url = authorize_url(&app, &id, &[("login_hint", "ada@example.com")]);
+    let ask = |page: &str| {
+        let mut fields = form_fields(page);
+        fields.push(("forgot_password".into(), "ask".into()));
+        fields
+    };
+    let (_, _, page) = browser.get(&url).await;
+    assert!(page.contains("Forgot your password?"), "{page}");
+    let (status, _, page) = browser.post(&endpoint, &ask(&page)).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(said(&page).contains("Reset your password") && page.contains("value=\"ada@example.com\""), "{page}");
+
+    let send = |page: &str, email: &str| {
+        let mut fields = form_fields(page);
+        fields.push(("email".into(), email.into()));
+        fields
+    };
+    let (status, _, not_an_email) = browser.post(&endpoint, &send(&page, "not an email")).await;
+    assert_eq!(status, 422, "{not_an_email}");
+    // An email with no account gets the same page as a user's.
+    let (unknown_status, _, unknown) = browser.post(&endpoint, &send(&not_an_email, "nobody@example.com")).await;
+    let (_, _, page) = browser.get(&url).await;
+    let (_, _, page) = browser.post(&endpoint, &ask(&page)).await;
+    let (status, _, page) = browser.post(&endpoint, &send(&page, "ada@example.com")).await;
+    assert_eq!((unknown_status, status), (200, 200), "{page}");
+    assert_eq!(said(&unknown).replace("nobody@", "ada@"), said(&page));
+    let (_, code) = crate::password_reset::token_sent(&app, 0).await;
+
+    let reset = |page: &str, code: &str, password: &str| {
+        let mut fields = form_fields(page);
+        fields.push(("reset_code".into(), code.into()));
+        fields.push(("password".into(), password.into()));
+        fields
+    };
+    let (status, _, page) = browser.post(&endpoint, &reset(&page, "a-wrong-code", "a new good password")).await;
+    assert_eq!(status, 401, "{page}");
+    let (status, _, page) = browser.post(&endpoint, &reset(&page, &code, "short")).await;
+    assert_eq!(status, 422, "{page}");
+    assert!(page.contains("The new password must be"), "{page}");
+    let (status, _, page) = browser.post(&endpoint, &reset(&page, &code, "a new good password")).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(said(&page).contains("Your password is changed"), "{page}");
+
+    // The old password no longer signs in; the new one does.
+    let mut old = form_fields(&page);
+    old.push(("email".into(), "ada@example.com".into()));
+    old.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (status, _, page) = browser.post(&endpoint, &old).await;
+    assert_eq!(status, 401, "{page}");
+    let mut new = form_fields(&page);
+    new.push(("email".into(), "ada@example.com".into()));
+    new.push(("password".into(), "a new good password".into()));
+    let (status, location, _) = browser.post(&endpoint, &new).await;
+    assert_eq!(status, 303);
+    assert!(query_of(&location.unwrap()).contains_key("code"));
+}
+
+#[actix_web::test]
+async fn a_user_in_several_organizations_chooses_one_and_the_clients_tokens_carry_it() {
+    let app = spawn_app().await;
+    let scopes = json!(["openid", "email", "offline_access", "organization"]);
+    let web =
+        client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true, "scopes": scopes})).await;
+    let (id, secret) = credentials(&web);
+    let user = sign_up(&app, &app.caller, "ada@example.com").await;
+    let user_id = user["user"]["id"].as_str().unwrap();
+    let mut organizations = Vec::new();
+    for (name, role) in [("Acme", "admin"), ("Globex", "member")] {
+        let org =
+            app.post("/v1/organizations", &json!({"name": name})).await.data()["id"].as_str().unwrap().to_string();
+        let members = format!("/v1/organizations/{org}/memberships");
+        assert_eq!(app.post(&members, &json!({"user_id": user_id, "role": role})).await.status, 201);
+        organizations.push(org);
+    }
+    let stranger = app.post("/v1/organizations", &json!({"name": "Initech"})).await.data()["id"].clone();
+    let url = authorize_url(&app, &id, &[("scope", "openid email offline_access organization")]);
+    let mut browser = Browser::new();
+    let endpoint = issuer_url(&app, "oauth/authorize");
+
+    // Signed in, the user is asked which organization.
+    let (_, _, page) = browser.get(&url).await;
+    let mut fields = form_fields(&page);
+    fields.push(("email".into(), "ada@example.com".into()));
+    fields.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (status, location, page) = browser.post(&endpoint, &fields).await;
+    assert_eq!((status, location), (200, None), "{page}");
+    assert!(said(&page).contains("Choose an organization") && page.contains("Globex"), "{page}");
+    let mut chosen = form_fields(&page);
+    chosen.push(("organization".into(), organizations[1].clone()));
+    let (status, location, page) = browser.post(&endpoint, &chosen).await;
+    assert_eq!(status, 303, "{page}");
+    let code = query_of(&location.unwrap())["code"].clone();
+    let tokens = exchange_code(&app, &code, (&id, &secret)).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    let access = crate::end_users::claims_of(tokens.body["access_token"].as_str().unwrap());
+    assert_eq!((&access["org"], &access["org_role"]), (&json!(organizations[1]), &json!("member")));
+    assert_eq!(crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap())["org"], organizations[1]);
+    let info = userinfo(&app, tokens.body["access_token"].as_str()).await;
+    assert_eq!(info.body["org"], organizations[1]);
+    let refresh = tokens.body["refresh_token"].as_str().unwrap();
+    let refreshed =
+        form(&app, "oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", refresh)], Some((&id, &secret)))
+            .await;
+    let access = crate::end_users::claims_of(refreshed.body["access_token"].as_str().unwrap());
+    assert_eq!(access["org"], organizations[1], "a refresh keeps the organization");
+
+    // A request that names one of the user's organizations skips the question.
+    let named = format!("{url}&organization={}", organizations[0]);
+    let (status, location, page) = browser.get(&named).await;
+    assert_eq!(status, 303, "{page}");
+    let code = query_of(&location.unwrap())["code"].clone();
+    let tokens = exchange_code(&app, &code, (&id, &secret)).await;
+    assert_eq!(crate::end_users::claims_of(tokens.body["access_token"].as_str().unwrap())["org_role"], "admin");
+    // One the user is not in goes back to the client as `access_denied`; a chosen one the user is not in likewise.
+    let (status, location, _) = browser.get(&format!("{url}&organization={}", stranger.as_str().unwrap())).await;
+    assert_eq!(status, 303);
+    assert_eq!(query_of(&location.unwrap())["error"], "access_denied");
+    let (_, _, page) = browser.get(&format!("{url}&prompt=login")).await;
+    let mut fields = form_fields(&page);
+    fields.push(("email".into(), "ada@example.com".into()));
+    fields.push(("password".into(), crate::end_users::PASSWORD.into()));
+    let (_, _, page) = browser.post(&endpoint, &fields).await;
+    let mut forged = form_fields(&page);
+    forged.push(("organization".into(), stranger.as_str().unwrap().into()));
+    let (status, location, _) = browser.post(&endpoint, &forged).await;
+    assert_eq!(status, 303);
+    assert_eq!(query_of(&location.unwrap())["error"], "access_denied");
+
+    // Without the `organization` scope, no question and no organization.
+    let (status, location, _) = browser.get(&authorize_url(&app, &id, &[])).await;
+    assert_eq!(status, 303);
+    let code = query_of(&location.unwrap())["code"].clone();
+    let tokens = exchange_code(&app, &code, (&id, &secret)).await;
+    assert!(crate::end_users::claims_of(tokens.body["access_token"].as_str().unwrap())["org"].is_null());
 }

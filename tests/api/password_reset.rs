@@ -31,7 +31,7 @@ async fn outbox(app: &TestApp) -> Vec<Value> {
 }
 
 /// The newest reset email's token, once it has been recorded.
-async fn token_sent(app: &TestApp, before: usize) -> (Value, String) {
+pub async fn token_sent(app: &TestApp, before: usize) -> (Value, String) {
     let messages = crate::wait::until_some("a reset email", || async {
         let messages = outbox(app).await;
         (messages.len() > before).then_some(messages)

@@ -4,7 +4,8 @@
 // openid-client exchanges the code with PKCE, validates the ID token
 // (EdDSA, nonce, `iss` of RFC 9207), fetches userinfo, refreshes,
 // introspects and revokes. A second client signs in without a prompt, and
-// `prompt=none` without a session comes back `login_required`.
+// `prompt=none` without a session comes back `login_required`. A user who
+// forgot the password resets it there and chooses an organization.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:http";
@@ -314,4 +315,88 @@ test("a new user signs up on the hosted page; an RS256 client's ID tokens verify
   const claims = JSON.parse(run.stdout);
   assert.equal(claims.sub, payload.sub);
   assert.equal(claims.aud, legacy.client_id);
+});
+
+// The newest password-reset email's code, read from the development outbox.
+async function resetCodeSent(email) {
+  for (let i = 0; i < 100; i++) {
+    const outbox = await gatehouse.call("GET", `/v1/applications/${gatehouse.applicationId}/providers/messaging/outbox`);
+    const sent = outbox.json.data.find((m) => m.recipient === email && m.subject.startsWith("Reset your"));
+    if (sent) return sent.body.split("\n\n")[2].trim();
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`no reset email reached ${email}`);
+}
+
+// A user who forgot the password resets it on the hosted pages, signs in,
+// and chooses one of their organizations; each of those pages, and the
+// emailed-code page of a sign-up that needs a verified email, passes axe-core.
+test("a forgotten password and an organization's choice on the hosted pages, with axe-core on each", async () => {
+  const issuer = new URL(`${gatehouse.base}/v1/applications/${gatehouse.applicationId}`);
+  const signUp = await fetch(`${gatehouse.base}/v1/auth/sign-up`, {
+    method: "POST",
+    headers: { "x-application-id": gatehouse.applicationId, "content-type": "application/json" },
+    body: JSON.stringify({ email: "hedy@example.com", password: "correct horse battery" }),
+  });
+  const hedy = (await signUp.json()).data.user;
+  const organizations = [];
+  for (const name of ["Acme", "Globex"]) {
+    const created = await gatehouse.call("POST", "/v1/organizations", { name });
+    const id = created.json.data.id;
+    await gatehouse.call("POST", `/v1/organizations/${id}/memberships`, { user_id: hedy.id, role: "member" });
+    organizations.push(id);
+  }
+  const scopes = ["openid", "email", "organization"];
+  const web = await register({ name: "Console", first_party: true, scopes });
+  const config = await client.discovery(
+    issuer,
+    web.client_id,
+    { client_secret: web.client_secret, id_token_signed_response_alg: "EdDSA" },
+    undefined,
+    insecure,
+  );
+  const page = await (await browser.createBrowserContext()).newPage();
+  await page.setBypassCSP(true); // for axe-core on each step
+  const request = await authorizationUrl(config, { scope: scopes.join(" "), login_hint: "hedy@example.com" });
+  await page.goto(request.url.href);
+  await Promise.all([page.waitForNavigation(), page.click("button[value=ask]")]);
+  assert.match(await page.content(), /Reset your password/);
+  assert.deepEqual(await violations(page), [], "the forgotten-password page");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  assert.match(await page.content(), /Choose a new password/);
+  assert.deepEqual(await violations(page), [], "the new-password page");
+  await page.type("#reset_code", await resetCodeSent("hedy@example.com"));
+  await page.type("#password", "a brand new password");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  assert.match(await page.content(), /Your password is changed/);
+  await page.type("#password", "a brand new password");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  assert.match(await page.content(), /Choose an organization/);
+  assert.deepEqual(await violations(page), [], "the organization page");
+  await Promise.all([page.waitForNavigation(), page.click(`button[value="${organizations[1]}"]`)]);
+  const tokens = await client.authorizationCodeGrant(config, new URL(page.url()), {
+    pkceCodeVerifier: request.verifier,
+    expectedNonce: request.nonce,
+    expectedState: request.state,
+  });
+  assert.equal(tokens.claims().org, organizations[1]);
+  const info = await client.fetchUserInfo(config, tokens.access_token, tokens.claims().sub);
+  assert.equal(info.org, organizations[1]);
+  assert.equal(info.org_role, "member");
+
+  // An application that requires a verified email asks a new user for the emailed code.
+  const settings = `/v1/applications/${gatehouse.applicationId}`;
+  assert.equal((await gatehouse.call("PATCH", settings, { require_verified_email: true })).status, 200);
+  try {
+    const audit = await (await browser.createBrowserContext()).newPage();
+    await audit.setBypassCSP(true);
+    await audit.goto((await authorizationUrl(config, { prompt: "create" })).url.href);
+    await audit.type("#email", "katherine@example.com");
+    await audit.type("#password", "correct horse battery");
+    await Promise.all([audit.waitForNavigation(), audit.click("button[type=submit]")]);
+    assert.match(await audit.content(), /Verify your email/);
+    assert.deepEqual(await violations(audit), [], "the emailed-code page");
+  } finally {
+    await gatehouse.call("PATCH", settings, { require_verified_email: false });
+  }
 });

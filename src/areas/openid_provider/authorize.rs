@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Duration;
-use entity::{hosted_login, oauth_client, oauth_code, session};
+use entity::{hosted_login, membership, oauth_client, oauth_code, organization, session};
 use rand::{rngs::OsRng, RngCore};
 use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, QueryFilter};
 use uuid::Uuid;
 
 use crate::{
-    areas::{oauth_clients, sessions},
+    areas::{memberships, oauth_clients, sessions},
     clock,
     crypto::sha256,
     storage::{TenantConn, TenantScope, TenantTxn, Unaudited},
@@ -37,6 +37,7 @@ pub const PARAMETERS: &[&str] = &[
     "max_age",
     "login_hint",
     "acr_values",
+    "organization",
 ];
 /// Longest value of any parameter.
 const MAX_VALUE: usize = 2000;
@@ -71,7 +72,7 @@ pub struct Prompt {
 }
 
 /// A request the client may make, checked against its registration.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Checked {
     pub client: oauth_client::Model,
     pub redirect_uri: String,
@@ -85,6 +86,9 @@ pub struct Checked {
     /// `acr_values` names `aal2`: the sign-in must prove a second factor
     /// when the user has one.
     pub wants_aal2: bool,
+    /// The organization the request names (or the user chose on the
+    /// hosted page), for the `organization` scope.
+    pub organization: Option<Uuid>,
     /// The parameters as given, for the sign-in form to carry.
     pub parameters: BTreeMap<String, String>,
 }
@@ -175,6 +179,11 @@ pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Re
         Some(Ok(age)) if age >= 0 => Some(age),
         Some(_) => return refuse("invalid_request", "`max_age` must be a number of seconds"),
     };
+    let organization = match get("organization").map(|id| Uuid::parse_str(&id)) {
+        None => None,
+        Some(Ok(id)) => Some(id),
+        Some(Err(_)) => return refuse("invalid_request", "`organization` is not an organization's id"),
+    };
     if !client.first_party && prompt.none {
         // A third-party client needs the user's consent, which `none` forbids asking.
         return refuse("consent_required", "the user has not consented to this client");
@@ -192,6 +201,7 @@ pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Re
         max_age,
         login_hint: get("login_hint"),
         wants_aal2: get("acr_values").is_some_and(|v| v.split_whitespace().any(|acr| acr == "aal2")),
+        organization,
         parameters,
     }))
 }
@@ -268,11 +278,50 @@ pub async fn sign_out(scope: &TenantScope, cookie: &str) -> Result<bool, DbErr> 
     Ok(true)
 }
 
-/// Issues a code for the signed-in session; answers the code.
-pub async fn issue_code(scope: &TenantScope, checked: &Checked, login: &session::Model) -> Result<String, DbErr> {
+/// Which organization a code carries, for a client granted the
+/// `organization` scope.
+pub enum OrganizationChoice {
+    /// The one the request names, or the user's only one; none when the
+    /// scope is not granted or the user is in no organization.
+    Settled(Option<Uuid>),
+    /// The user is in several and chooses.
+    Ask(Vec<(membership::Model, organization::Model)>),
+    /// The request names an organization the user is not a member of.
+    NotAMember,
+}
+
+/// The organization for the signed-in user's code.
+pub async fn organization_for(
+    db: &impl TenantConn,
+    checked: &Checked,
+    user_id: Uuid,
+) -> Result<OrganizationChoice, DbErr> {
+    if !checked.scopes.iter().any(|s| s == "organization") {
+        return Ok(OrganizationChoice::Settled(None));
+    }
+    if let Some(id) = checked.organization {
+        let member = memberships::find(db, id, user_id).await?.is_some();
+        return Ok(if member { OrganizationChoice::Settled(Some(id)) } else { OrganizationChoice::NotAMember });
+    }
+    let mut of_user = memberships::of_user(db, user_id).await?;
+    Ok(match of_user.len() {
+        0 => OrganizationChoice::Settled(None),
+        1 => OrganizationChoice::Settled(Some(of_user.remove(0).0.organization_id)),
+        _ => OrganizationChoice::Ask(of_user),
+    })
+}
+
+/// Issues a code for the signed-in session, with the organization chosen
+/// for it; answers the code.
+pub async fn issue_code(
+    scope: &TenantScope,
+    checked: &Checked,
+    login: &session::Model,
+    organization_id: Option<Uuid>,
+) -> Result<String, DbErr> {
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::AuthorizationStep);
-    let code = issue_code_in(&mut txn, checked, login).await?;
+    let code = issue_code_in(&mut txn, checked, login, organization_id).await?;
     txn.commit().await?;
     Ok(code)
 }
@@ -280,7 +329,12 @@ pub async fn issue_code(scope: &TenantScope, checked: &Checked, login: &session:
 /// [`issue_code`] in the caller's transaction. The application's codes
 /// expired more than [`KEEP_EXPIRED`] ago go in the same transaction (a
 /// used code is kept that long, so a replay still revokes what it issued).
-pub async fn issue_code_in(txn: &mut TenantTxn, checked: &Checked, login: &session::Model) -> Result<String, DbErr> {
+pub async fn issue_code_in(
+    txn: &mut TenantTxn,
+    checked: &Checked,
+    login: &session::Model,
+    organization_id: Option<Uuid>,
+) -> Result<String, DbErr> {
     let code = random_token();
     let now = clock::now();
     txn.delete::<oauth_code::Entity>(oauth_code::Column::ExpiresAt.lt(now - KEEP_EXPIRED)).await?;
@@ -298,6 +352,7 @@ pub async fn issue_code_in(txn: &mut TenantTxn, checked: &Checked, login: &sessi
         expires_at: now + Duration::seconds(CODE_TTL_SECONDS),
         used_at: None,
         issued_session_id: None,
+        organization_id,
     };
     txn.insert(oauth_code::ActiveModel::from(row)).await?;
     Ok(code)

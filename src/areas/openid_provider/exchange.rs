@@ -13,7 +13,7 @@ use super::authorize::{find_code, record_issued, take_code, verifier_matches};
 use crate::{
     areas::{
         oauth_clients,
-        sessions::{self, Opened},
+        sessions::{self, ClientGrant, Opened},
     },
     audit::Actor,
     clock,
@@ -98,9 +98,8 @@ pub async fn exchange_code(
     let Some(login) = sessions::find_active(&txn, row.login_session_id).await? else {
         return Ok(Err(GrantRefused::InvalidGrant("the sign-in the code was issued for has ended")));
     };
-    let opened =
-        sessions::open_for_client(&mut txn, row.user_id, login.email_verified, &login.aal, ttl, client.id, &row.scope)
-            .await?;
+    let grant = ClientGrant { client_id: client.id, scope: &row.scope, organization_id: row.organization_id };
+    let opened = sessions::open_for_client(&mut txn, row.user_id, login.email_verified, &login.aal, ttl, grant).await?;
     record_issued(&mut txn, &row, opened.session.id).await?;
     txn.commit().await?;
     Ok(Ok(Exchanged {

@@ -17,18 +17,21 @@ use actix_web::{
     http::{header, StatusCode},
     web, HttpRequest, HttpResponse,
 };
+use entity::{membership, organization, session};
 use url::Url;
+use uuid::Uuid;
 
 use super::{
     browser::{
         cookie, origin_of, parameters, same_browser, set_cookie, shown, too_many, with_cookie, with_csrf, LOGIN_COOKIE,
     },
-    pages, scope_in_path, sign_up,
+    next::Next,
+    pages, password_reset, scope_in_path, sign_up,
 };
 use crate::{
     areas::{
         auth::{self, AuthError, SignedIn},
-        openid_provider::authorize::{self, Checked, Redirect, Refused},
+        openid_provider::authorize::{self, Checked, OrganizationChoice, Redirect, Refused},
         second_factors::{challenges, Proof, SecondFactorError},
         users,
     },
@@ -55,7 +58,8 @@ use crate::{
         ("prompt" = Option<String>, Query, description = "`none`, `login`, `consent`, `select_account`, `create` (the sign-up form)"),
         ("max_age" = Option<String>, Query, description = "Seconds since the user last signed in here, at most."),
         ("login_hint" = Option<String>, Query, description = "The email to fill in."),
-        ("acr_values" = Option<String>, Query, description = "`aal2`: a sign-in that proved a second factor, when the user has one.")),
+        ("acr_values" = Option<String>, Query, description = "`aal2`: a sign-in that proved a second factor, when the user has one."),
+        ("organization" = Option<String>, Query, description = "With the `organization` scope: the id of the user's organization to carry (else the user chooses when in several).")),
     responses((status = 200, description = "The sign-in page (HTML)", content_type = "text/html"),
         (status = 303, description = "Back to the client's redirect URI with `code` or `error`, `state` and `iss`"),
         (status = 400, description = "An unknown client or redirect URI (HTML, never redirected)", content_type = "text/html"),
@@ -98,11 +102,7 @@ async fn start(
     // the client to judge).
     let login = login.filter(|session| !checked.wants_aal2 || session.aal == "aal2");
     match login {
-        Some(_) if !checked.client.first_party => Ok(consent_page(state, scope, req, &checked)),
-        Some(session) => {
-            let code = authorize::issue_code(scope, &checked, &session).await?;
-            Ok(back_with_code(state, scope, &checked, &code).finish())
-        }
+        Some(session) => go_on(state, req, scope, &checked, &session, false).await,
         None if checked.prompt.none => {
             Ok(back_with_error(state, scope, checked.error("login_required", "the user is not signed in")))
         }
@@ -113,21 +113,23 @@ async fn start(
 /// A hosted page's form: the request's parameters again and the CSRF
 /// token, with `email` and `password` (sign-in), `sign_up` with `email`,
 /// `password` and `profile.<key>` (sign-up), `verify_email` and
-/// `email_code` (the emailed code after a sign-up), `mfa_challenge` and
-/// `code` (the second factor), or `consent` (`allow` or `deny`).
+/// `email_code` (the emailed code after a sign-up), `forgot_password`
+/// (`ask`; `send` with `email`; `reset` with `reset_code` and `password`),
+/// `mfa_challenge` and `code` (the second factor), `choose_organization`
+/// with `organization`, or `consent` (`allow` or `deny`).
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "The authorization request's parameters and `csrf`, with `email` and `password`; `sign_up`, `email`, `password` and `profile.<key>`; `verify_email` and `email_code`; `mfa_challenge` and `code`; or `consent`"),
-    responses((status = 200, description = "The next page: the second factor, the emailed code, consent, or sign-in after a verified email (HTML)", content_type = "text/html"),
+        description = "The authorization request's parameters and `csrf`, with `email` and `password`; `sign_up`, `email`, `password` and `profile.<key>`; `verify_email` and `email_code`; `forgot_password` (`ask`, `send` with `email`, `reset` with `reset_code` and `password`); `mfa_challenge` and `code`; `choose_organization` and `organization`; or `consent`"),
+    responses((status = 200, description = "The next page: the second factor, the emailed code, a password reset's step, the organization's choice, consent, or sign-in after a verified email or a reset (HTML)", content_type = "text/html"),
         (status = 303, description = "Back to the client with a code, or `access_denied`"),
         (status = 400, description = "An unknown client or redirect URI, or an unreadable form (HTML)", content_type = "text/html"),
         (status = 401, description = "The page again: the email and password, or the code, are wrong", content_type = "text/html"),
         (status = 403, description = "The form is not this browser's (CSRF), the email is not verified, or the sign-in expired (HTML)", content_type = "text/html"),
         (status = 404, description = "No such application"),
         (status = 409, description = "The sign-up form again: the email has an account (HTML)", content_type = "text/html"),
-        (status = 422, description = "The sign-up form again, saying what is wrong (HTML)", content_type = "text/html"),
+        (status = 422, description = "The sign-up or password-reset form again, saying what is wrong (HTML)", content_type = "text/html"),
         (status = 429, description = "Too many attempts (HTML)", content_type = "text/html")))]
 pub async fn authorize_form(
     state: web::Data<AppState>,
@@ -141,7 +143,18 @@ pub async fn authorize_form(
         return Ok(shown(&scope, StatusCode::BAD_REQUEST, "The form is repeated or unreadable."));
     };
     // No page's fields: the authorization request itself, sent by POST.
-    let page_fields = ["csrf", "email", "password", "consent", "mfa_challenge", "code", "sign_up", "verify_email"];
+    let page_fields = [
+        "csrf",
+        "email",
+        "password",
+        "consent",
+        "mfa_challenge",
+        "code",
+        "sign_up",
+        "verify_email",
+        "forgot_password",
+        "choose_organization",
+    ];
     if !page_fields.iter().any(|f| given.contains_key(*f)) {
         return start(&state, &req, &scope, &given).await;
     }
@@ -154,15 +167,20 @@ pub async fn authorize_form(
     }
     if given.remove("sign_up").is_some() {
         let next = sign_up::submitted(&state, &req, &scope, given).await?;
-        return after_sign_up(&state, &req, &scope, next).await;
+        return onward(&state, &req, &scope, next).await;
     }
     if given.contains_key("verify_email") {
         let next = sign_up::verified(&state, &req, &scope, given).await?;
-        return after_sign_up(&state, &req, &scope, next).await;
+        return onward(&state, &req, &scope, next).await;
+    }
+    if let Some(step) = given.remove("forgot_password") {
+        let next = password_reset::submitted(&state, &req, &scope, &step, given).await?;
+        return onward(&state, &req, &scope, next).await;
     }
     let email = given.remove("email").unwrap_or_default();
     let password = given.remove("password").unwrap_or_default();
     let decision = given.remove("consent");
+    let choosing = given.remove("choose_organization").is_some();
     let second_factor = given.remove("mfa_challenge").zip(given.remove("code"));
     let checked = match authorize::check(&scope, &given).await? {
         Ok(checked) => checked,
@@ -170,6 +188,9 @@ pub async fn authorize_form(
     };
     if let Some(decision) = decision {
         return consented(&state, &req, &scope, &checked, &decision).await;
+    }
+    if choosing {
+        return organization_chosen(&state, &req, &scope, &checked).await;
     }
     if let Some((challenge, code)) = second_factor {
         return second_step(&state, &req, &scope, &checked, &challenge, code).await;
@@ -220,20 +241,15 @@ pub async fn authorize_form(
     signed_in(&state, &req, &scope, &checked, opened.session).await
 }
 
-/// On from a sign-up form: its own page, or this endpoint's next step.
-async fn after_sign_up(
-    state: &AppState,
-    req: &HttpRequest,
-    scope: &TenantScope,
-    next: sign_up::Next,
-) -> ApiResult<HttpResponse> {
+/// On from a sign-up or password-reset form: its own page, or this
+/// endpoint's next step.
+async fn onward(state: &AppState, req: &HttpRequest, scope: &TenantScope, next: Next) -> ApiResult<HttpResponse> {
     match next {
-        sign_up::Next::Shown(page) => Ok(page),
-        sign_up::Next::Refused(refused) => Ok(refusal(state, scope, refused)),
-        sign_up::Next::SignedIn(checked, session) => signed_in(state, req, scope, &checked, session).await,
-        sign_up::Next::Verified(checked, email) => {
-            let text = "Your email is verified. Sign in to continue.";
-            Ok(sign_in_page(state, scope, req, &checked, &email, Some((StatusCode::OK, text))))
+        Next::Shown(page) => Ok(page),
+        Next::Refused(refused) => Ok(refusal(state, scope, refused)),
+        Next::SignedIn(checked, session) => signed_in(state, req, scope, &checked, session).await,
+        Next::SignIn(checked, email, said) => {
+            Ok(sign_in_page(state, scope, req, &checked, &email, Some((StatusCode::OK, said))))
         }
     }
 }
@@ -279,21 +295,115 @@ async fn signed_in(
     checked: &Checked,
     session: entity::session::Model,
 ) -> ApiResult<HttpResponse> {
+    let step = next_step(scope, checked, &session, false).await?;
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::AuthorizationStep);
     let login = authorize::remember(&mut txn, session.id, session_ttl(state)).await?;
-    // A third-party client waits for the user's consent; the application's own gets its code now.
-    let code = match checked.client.first_party {
-        true => Some(authorize::issue_code_in(&mut txn, checked, &session).await?),
-        false => None,
+    let code = match step {
+        Step::Code(organization) => Ok(authorize::issue_code_in(&mut txn, checked, &session, organization).await?),
+        Step::Ask(question) => Err(question),
     };
     txn.commit().await?;
     let max_age = session_ttl(state).num_seconds();
     let login_cookie = set_cookie(state, scope, LOGIN_COOKIE, &login, max_age, "Lax");
-    let Some(code) = code else {
-        return Ok(with_cookie(consent_page(state, scope, req, checked), &login_cookie));
-    };
-    Ok(back_with_code(state, scope, checked, &code).insert_header((header::SET_COOKIE, login_cookie)).finish())
+    match code {
+        Ok(code) => {
+            Ok(back_with_code(state, scope, checked, &code).insert_header((header::SET_COOKIE, login_cookie)).finish())
+        }
+        Err(question) => Ok(with_cookie(question_page(state, scope, req, checked, question), &login_cookie)),
+    }
+}
+
+/// What follows a sign-in: the code, or a question for the user first.
+enum Step {
+    /// The code, with the organization chosen for it.
+    Code(Option<Uuid>),
+    Ask(Question),
+}
+
+/// What a signed-in user is asked before the client gets its code.
+enum Question {
+    /// Which of their organizations (for the `organization` scope).
+    ChooseOrganization(Vec<(membership::Model, organization::Model)>),
+    /// Consent, for a third party's client.
+    Consent,
+    /// The request names an organization the user is not in: the client
+    /// hears `access_denied`.
+    NotAMember,
+}
+
+/// The organization first, then consent for a third party's client
+/// (unless the user has just `consented`), then the code.
+async fn next_step(scope: &TenantScope, checked: &Checked, login: &session::Model, consented: bool) -> ApiResult<Step> {
+    Ok(match authorize::organization_for(scope, checked, login.user_id).await? {
+        OrganizationChoice::NotAMember => Step::Ask(Question::NotAMember),
+        OrganizationChoice::Ask(choices) => Step::Ask(Question::ChooseOrganization(choices)),
+        OrganizationChoice::Settled(organization) if consented || checked.client.first_party => {
+            Step::Code(organization)
+        }
+        OrganizationChoice::Settled(_) => Step::Ask(Question::Consent),
+    })
+}
+
+/// Signed in here: the next step's page, or back to the client with a code.
+async fn go_on(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    checked: &Checked,
+    login: &session::Model,
+    consented: bool,
+) -> ApiResult<HttpResponse> {
+    match next_step(scope, checked, login, consented).await? {
+        Step::Code(organization) => {
+            let code = authorize::issue_code(scope, checked, login, organization).await?;
+            Ok(back_with_code(state, scope, checked, &code).finish())
+        }
+        Step::Ask(question) => Ok(question_page(state, scope, req, checked, question)),
+    }
+}
+
+fn question_page(
+    state: &AppState,
+    scope: &TenantScope,
+    req: &HttpRequest,
+    checked: &Checked,
+    question: Question,
+) -> HttpResponse {
+    match question {
+        Question::Consent => consent_page(state, scope, req, checked),
+        Question::ChooseOrganization(choices) => organization_page(state, scope, req, checked, &choices),
+        Question::NotAMember => back_with_error(
+            state,
+            scope,
+            checked.error("access_denied", "the user is not a member of the organization the request names"),
+        ),
+    }
+}
+
+/// The hosted pages' sign-in, for a form that needs one (consent, an
+/// organization's choice).
+async fn login_of(req: &HttpRequest, scope: &TenantScope, checked: &Checked) -> ApiResult<Option<session::Model>> {
+    Ok(match cookie(req, LOGIN_COOKIE) {
+        Some(value) => authorize::signed_in(scope, &value, checked.max_age).await?,
+        None => None,
+    })
+}
+
+fn no_longer_signed_in(scope: &TenantScope) -> HttpResponse {
+    shown(scope, StatusCode::FORBIDDEN, "You are no longer signed in. Go back to the application and start again.")
+}
+
+/// The user chose an organization (the form's `organization`): on to
+/// consent or the code.
+async fn organization_chosen(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    checked: &Checked,
+) -> ApiResult<HttpResponse> {
+    let Some(login) = login_of(req, scope, checked).await? else { return Ok(no_longer_signed_in(scope)) };
+    go_on(state, req, scope, checked, &login, false).await
 }
 
 /// The user's answer on the consent page, while signed in here: a code,
@@ -306,22 +416,32 @@ async fn consented(
     checked: &Checked,
     decision: &str,
 ) -> ApiResult<HttpResponse> {
-    let login = match cookie(req, LOGIN_COOKIE) {
-        Some(value) => authorize::signed_in(scope, &value, checked.max_age).await?,
-        None => None,
-    };
-    let Some(login) = login else {
-        return Ok(shown(
-            scope,
-            StatusCode::FORBIDDEN,
-            "You are no longer signed in. Go back to the application and start again.",
-        ));
-    };
+    let Some(login) = login_of(req, scope, checked).await? else { return Ok(no_longer_signed_in(scope)) };
     if decision != "allow" {
         return Ok(back_with_error(state, scope, checked.error("access_denied", "the user denied the request")));
     }
-    let code = authorize::issue_code(scope, checked, &login).await?;
-    Ok(back_with_code(state, scope, checked, &code).finish())
+    go_on(state, req, scope, checked, &login, true).await
+}
+
+fn organization_page(
+    state: &AppState,
+    scope: &TenantScope,
+    req: &HttpRequest,
+    checked: &Checked,
+    choices: &[(membership::Model, organization::Model)],
+) -> HttpResponse {
+    let csrf = pages::random_value();
+    let choices: Vec<(String, &str, &str)> =
+        choices.iter().map(|(m, o)| (o.id.to_string(), o.name.as_str(), m.role.as_str())).collect();
+    let body = pages::choose_organization(&checked.client.name, req.path(), &checked.parameters, &csrf, &choices);
+    let page = pages::Page {
+        status: StatusCode::OK,
+        title: "Choose an organization",
+        body,
+        branding: &scope.tenant().branding,
+        form_targets: &[origin_of(&checked.redirect_uri)],
+    };
+    with_csrf(state, scope, csrf, page)
 }
 
 fn second_factor_page(

@@ -8,7 +8,9 @@ pub mod authorize;
 mod browser;
 pub mod endpoints;
 pub mod logout;
+mod next;
 mod pages;
+mod password_reset;
 mod sign_up;
 pub mod token;
 

@@ -91,7 +91,7 @@ input{width:100%;box-sizing:border-box;padding:.6rem;border:1px solid #767b85;bo
 button{margin-top:1.5rem;width:100%;padding:.7rem;border:0;border-radius:4px;background:ACCENT;color:#fff;font-size:1rem;font-weight:600}\
 .error{color:#a4121b;font-weight:600}.secondary{background:#fff;color:#1b1d21;border:1px solid #767b85}\
 select{width:100%;padding:.6rem;font-size:1rem}fieldset{border:0;padding:0;margin:1rem 0 0}legend{font-weight:600}\
-.check{font-weight:400}.check input{width:auto}.switch{margin-top:1.5rem;text-align:center}a{color:#1b1d21}";
+.role{font-weight:400}.check{font-weight:400}.check input{width:auto}.switch{margin-top:1.5rem;text-align:center}a{color:#1b1d21}";
 
 /// A form's hidden fields: the request's parameters (never a `csrf` among
 /// them) and this page's CSRF token.
@@ -131,6 +131,8 @@ pub fn sign_in(
          <label for=\"password\">Password</label>\
          <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
          <button type=\"submit\">Sign in</button></form>\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <button type=\"submit\" name=\"forgot_password\" value=\"ask\" class=\"secondary\">Forgot your password?</button></form>\
          <p class=\"switch\"><a href=\"{sign_up}\">Create an account</a></p>",
         application = escape(application),
         client = escape(client),
@@ -292,6 +294,68 @@ pub fn verify_email(
     )
 }
 
+/// A forgotten password: the email to send a code to.
+pub fn forgot_password(
+    application: &str,
+    action: &str,
+    parameters: &BTreeMap<String, String>,
+    csrf: &str,
+    email: &str,
+    error: Option<&str>,
+) -> String {
+    let hidden = hidden_fields(parameters, csrf);
+    let error = alert(error);
+    format!(
+        "<h1>Reset your password</h1><p>We will email you a code to choose a new password for your {application} account.</p>{error}\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"forgot_password\" value=\"send\">\
+         <label for=\"email\">Email</label>\
+         <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
+         <button type=\"submit\">Email me a code</button></form>\
+         <p class=\"switch\"><a href=\"{sign_in}\">Back to sign-in</a></p>",
+        application = escape(application),
+        action = escape(action),
+        email = escape(email),
+        sign_in = escape(&link(action, parameters, None)),
+    )
+}
+
+/// The emailed code and the new password. `email` is where the code went
+/// (said once, whether or not it is a user's).
+pub fn reset_password(
+    application: &str,
+    action: &str,
+    parameters: &BTreeMap<String, String>,
+    csrf: &str,
+    email: &str,
+    error: Option<&str>,
+) -> String {
+    let hidden = hidden_fields(parameters, csrf);
+    let error = alert(error);
+    let sent = match email {
+        "" => format!("Enter the code we emailed you for your {} account.", escape(application)),
+        email => format!(
+            "If an account at {} has the email {}, we sent it a code. It works for {} minutes.",
+            escape(application),
+            escape(email),
+            crate::areas::password_resets::TOKEN_TTL_MINUTES
+        ),
+    };
+    format!(
+        "<h1>Choose a new password</h1><p>{sent}</p>{error}\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"forgot_password\" value=\"reset\">\
+         <label for=\"reset_code\">Code</label>\
+         <input id=\"reset_code\" name=\"reset_code\" type=\"text\" autocomplete=\"one-time-code\" required>\
+         <label for=\"password\">New password</label>\
+         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"new-password\" required>\
+         <button type=\"submit\">Set password</button></form>\
+         <p class=\"switch\"><a href=\"{sign_in}\">Back to sign-in</a></p>",
+        action = escape(action),
+        sign_in = escape(&link(action, parameters, None)),
+    )
+}
+
 /// The second step of a sign-in: a code from the user's authenticator app,
 /// or one of their recovery codes.
 pub fn second_factor(
@@ -347,6 +411,37 @@ pub fn consent(
          <button type=\"submit\" name=\"consent\" value=\"allow\">Allow</button>\
          <button type=\"submit\" name=\"consent\" value=\"deny\" class=\"secondary\">Deny</button></form>",
         application = escape(application),
+        client = escape(client),
+        action = escape(action),
+    )
+}
+
+/// The user's organizations, for a client granted the `organization`
+/// scope: one button each, `(id, name, role)`.
+pub fn choose_organization(
+    client: &str,
+    action: &str,
+    parameters: &BTreeMap<String, String>,
+    csrf: &str,
+    choices: &[(String, &str, &str)],
+) -> String {
+    let hidden = hidden_fields(parameters, csrf);
+    let buttons: String = choices
+        .iter()
+        .map(|(id, name, role)| {
+            format!(
+                "<button type=\"submit\" name=\"organization\" value=\"{id}\" class=\"secondary\">{name} \
+                 <span class=\"role\">({role})</span></button>",
+                id = escape(id),
+                name = escape(name),
+                role = escape(role),
+            )
+        })
+        .collect();
+    format!(
+        "<h1>Choose an organization</h1><p>{client} will see the one you choose and your role in it.</p>\
+         <form method=\"post\" action=\"{action}\">{hidden}\
+         <input type=\"hidden\" name=\"choose_organization\" value=\"1\">{buttons}</form>",
         client = escape(client),
         action = escape(action),
     )

@@ -6,18 +6,19 @@
 use std::collections::BTreeMap;
 
 use actix_web::{http::StatusCode, HttpRequest, HttpResponse};
-use entity::{profile_field, session};
+use entity::profile_field;
 use serde_json::{Map, Number, Value};
 
 use super::{
     browser::{origin_of, too_many, with_csrf},
+    next::Next,
     pages,
 };
 use crate::{
     areas::{
         auth::{self, NewSignUp},
         email_verifications::{self, EmailVerificationError},
-        openid_provider::authorize::{self, Checked, Refused},
+        openid_provider::authorize::{self, Checked},
         profile_fields, users,
         validate::Issues,
     },
@@ -26,17 +27,6 @@ use crate::{
     state::AppState,
     storage::TenantScope,
 };
-
-/// Where a sign-up form leads: a page of its own, or back to the
-/// authorization endpoint's steps.
-pub(super) enum Next {
-    Shown(HttpResponse),
-    Refused(Refused),
-    /// Signed up and signed in: on as after a sign-in.
-    SignedIn(Box<Checked>, session::Model),
-    /// The email is verified: the sign-in page, the email filled in.
-    Verified(Box<Checked>, String),
-}
 
 /// The fields a sign-up form sends besides the request's parameters.
 fn take_entered(given: &mut BTreeMap<String, String>) -> (String, String, BTreeMap<String, String>) {
@@ -149,7 +139,7 @@ pub(super) async fn verified(
         Err(refused) => return Ok(Next::Refused(refused)),
     };
     match email_verifications::verify(scope, &state.master_key, &email, code.trim()).await {
-        Ok(_) => Ok(Next::Verified(Box::new(checked), email)),
+        Ok(_) => Ok(Next::SignIn(Box::new(checked), email, "Your email is verified. Sign in to continue.")),
         Err(EmailVerificationError::InvalidCode) => {
             let wrong = Some("The code is wrong, was used already or has expired.");
             Ok(Next::Shown(verify_page(state, scope, req, &checked, &email, wrong)))

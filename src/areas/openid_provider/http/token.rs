@@ -231,6 +231,7 @@ async fn client_grant(
             sid: session.id,
             email: user.as_ref().map(|u| u.email.clone()),
             email_verified: user.as_ref().map(|u| u.email_verified_at.is_some()),
+            org: session.active_organization_id.filter(|_| exchanged.granted("organization")),
         };
         Some(id_token_signer.sign(&claims))
     } else {
