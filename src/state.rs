@@ -59,6 +59,17 @@ impl AppState {
         crate::areas::email_verifications::Codes { master_key: &self.master_key }
     }
 
+    /// What a sign-in with an identity provider needs of the node.
+    pub fn provider_sign_in(&self) -> crate::areas::provider_sign_in::Deps<'_> {
+        crate::areas::provider_sign_in::Deps {
+            tenants: &self.tenants,
+            settings: &self.settings.oauth,
+            master_key: &self.master_key,
+            client: &self.providers,
+            public_url: self.settings.public_url(),
+        }
+    }
+
     /// What runs an application's sign-up hooks (at sign-up, and when a
     /// provider sign-in creates a user).
     pub fn hook_caller(&self) -> crate::areas::hooks::Caller<'_> {

@@ -102,6 +102,21 @@ const fn oauth(
 
 const OPENID_SCOPES: &[&str] = &["openid", "email", "profile"];
 
+/// A provider's name as people write it, for a sign-in button.
+pub fn display_name(provider: &str) -> &'static str {
+    match provider {
+        "google" => "Google",
+        "microsoft" => "Microsoft",
+        "apple" => "Apple",
+        "gitlab" => "GitLab",
+        "linkedin" => "LinkedIn",
+        "slack" => "Slack",
+        "github" => "GitHub",
+        "discord" => "Discord",
+        _ => "your identity provider",
+    }
+}
+
 fn builtin(provider: &str) -> Option<(&'static str, Builtin)> {
     let entry = match provider {
         "google" => (

@@ -111,6 +111,12 @@ impl Browser {
         Browser { client: no_redirects(), cookies: BTreeMap::new(), login: login.into() }
     }
 
+    /// This browser, holding `cookies` already (another client's, on 127.0.0.1 too).
+    pub fn with_cookies(mut self, cookies: &BTreeMap<String, String>) -> Browser {
+        self.cookies.extend(cookies.clone());
+        self
+    }
+
     /// Follows `url` until a redirect to the application; answers that URL.
     pub async fn until_application(&mut self, url: String) -> String {
         self.until(url, APP_ORIGIN).await

@@ -1095,3 +1095,60 @@ async fn a_user_in_several_organizations_chooses_one_and_the_clients_tokens_carr
     let tokens = exchange_code(&app, &code, (&id, &secret)).await;
     assert!(crate::end_users::claims_of(tokens.body["access_token"].as_str().unwrap())["org"].is_null());
 }
+
+#[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_oidc),
+    ignore = "needs node and oidc-provider: npm ci --prefix tests/interop, then GATEHOUSE_TEST_REQUIRE_OIDC=1 cargo test"
+)]
+async fn a_providers_button_signs_in_on_the_hosted_page_and_a_return_started_in_another_browser_is_refused() {
+    use crate::{oidc, provider_sign_in};
+    let provider_port = oidc::free_port();
+    let issuer = format!("http://127.0.0.1:{provider_port}");
+    let app = provider_sign_in::node_with_google(&issuer).await;
+    let provider_callback = app.url("/v1/auth/oauth/google/callback");
+    let clients = [provider_sign_in::CLIENT_ID, oidc::OTHER_CLIENT];
+    let Some(_provider) =
+        oidc::OidcProvider::start(provider_port, &clients, provider_sign_in::CLIENT_SECRET, &provider_callback, None)
+    else {
+        return;
+    };
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    let endpoint = issuer_url(&app, "oauth/authorize");
+    let page = app.raw(app.client.get(authorize_url(&app, &id, &[]))).await;
+    let policy = page.header("content-security-policy").unwrap_or_default().to_string();
+    assert!(policy.contains(&format!("form-action 'self' https://app.example.com {issuer}")), "{policy}");
+
+    // The button: to the provider, and back through the API's own provider sign-in, then to the client.
+    async fn leave(app: &TestApp, client_id: &str, browser: &mut Browser) -> String {
+        let (_, _, page) = browser.get(&authorize_url(app, client_id, &[])).await;
+        assert!(page.contains("Continue with Google"), "{page}");
+        let mut fields = form_fields(&page);
+        fields.push(("sign_in_with".into(), "google".into()));
+        let (status, location, page) = browser.post(&issuer_url(app, "oauth/authorize"), &fields).await;
+        assert_eq!(status, 303, "{page}");
+        location.unwrap()
+    }
+    let mut carol = Browser::new();
+    let at_provider = leave(&app, &id, &mut carol).await;
+    assert!(at_provider.starts_with(&issuer), "{at_provider}");
+    let back = oidc::Browser::new("carol").with_cookies(&carol.cookies).until(at_provider, CALLBACK).await;
+    let code = query_of(&back).get("code").unwrap_or_else(|| panic!("no code: {back}")).clone();
+    let tokens = exchange_code(&app, &code, (&id, &secret)).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
+    assert_eq!(id_token["email"], "carol@example.com");
+
+    // Mallory stops at the return and sends its URL to a victim: the victim's
+    // browser holds no verifier for it, so nobody is signed in.
+    let mut mallory = Browser::new();
+    let at_provider = leave(&app, &id, &mut mallory).await;
+    let lure = oidc::Browser::new("mallory").with_cookies(&mallory.cookies).until(at_provider, &endpoint).await;
+    assert!(lure.contains("from_provider=google") && lure.contains("code="), "{lure}");
+    let mut victim = Browser::new();
+    let (status, location, page) = victim.get(&lure).await;
+    assert_eq!((status, location), (200, None), "{page}");
+    assert!(page.contains("did not complete"), "{page}");
+    assert!(!victim.cookies.contains_key("gh_login"));
+}

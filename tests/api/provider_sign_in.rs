@@ -17,8 +17,8 @@ use crate::{
     oidc::{free_port, no_redirects, Browser, OidcProvider, APP_ORIGIN, OTHER_CLIENT},
 };
 
-const CLIENT_ID: &str = "gatehouse-google";
-const CLIENT_SECRET: &str = "provider-client-secret-0123456789abcdef";
+pub const CLIENT_ID: &str = "gatehouse-google";
+pub const CLIENT_SECRET: &str = "provider-client-secret-0123456789abcdef";
 
 fn redirect_uri() -> String {
     format!("{APP_ORIGIN}/signed-in")
@@ -27,7 +27,7 @@ fn redirect_uri() -> String {
 /// A node whose `google` endpoints are at `issuer`, with a public URL the
 /// provider can call back; the application allows [`APP_ORIGIN`] and has
 /// `google` enabled with its own credentials.
-async fn node_with_google(issuer: &str) -> TestApp {
+pub async fn node_with_google(issuer: &str) -> TestApp {
     let port = free_port();
     let issuer = issuer.to_string();
     let app = spawn_with(|settings| {

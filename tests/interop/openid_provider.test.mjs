@@ -5,7 +5,8 @@
 // (EdDSA, nonce, `iss` of RFC 9207), fetches userinfo, refreshes,
 // introspects and revokes. A second client signs in without a prompt, and
 // `prompt=none` without a session comes back `login_required`. A user who
-// forgot the password resets it there and chooses an organization.
+// forgot the password resets it there and chooses an organization; another
+// signs in with an identity provider's button (oidc-provider on loopback).
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:http";
@@ -16,7 +17,7 @@ import * as jose from "jose";
 import * as client from "openid-client";
 import puppeteer from "puppeteer-core";
 
-import { startGatehouse } from "./gatehouse.mjs";
+import { freePort, googleAt, startGatehouse, startOidcProvider } from "./gatehouse.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -32,10 +33,28 @@ function startCallback() {
   });
 }
 
-let gatehouse, callback, browser;
+let gatehouse, callback, browser, stopProvider;
+const GOOGLE_CLIENT = { id: "hosted-google-client", secret: "hosted-google-client-secret-12345678" };
 
 before(async () => {
-  gatehouse = await startGatehouse();
+  // The application's `google` sign-in is a real OpenID provider
+  // (oidc-provider) on loopback: the hosted sign-in page shows its button.
+  const providerPort = await freePort();
+  const providerIssuer = `http://127.0.0.1:${providerPort}`;
+  gatehouse = await startGatehouse((base) => googleAt(providerIssuer, base));
+  stopProvider = await startOidcProvider(
+    providerPort,
+    GOOGLE_CLIENT.id,
+    GOOGLE_CLIENT.secret,
+    `${gatehouse.base}/v1/auth/oauth/google/callback`,
+  );
+  const google = await gatehouse.call("PUT", `/v1/applications/${gatehouse.applicationId}/providers/oauth`, {
+    provider: "google",
+    enabled: true,
+    client_id: GOOGLE_CLIENT.id,
+    client_secret: GOOGLE_CLIENT.secret,
+  });
+  assert.equal(google.status, 200, JSON.stringify(google.json));
   callback = await startCallback();
   const args = ["--no-sandbox", "--disable-component-update", "--disable-quic", "--disable-gpu"];
   browser = await puppeteer.launch({ executablePath: chromium, headless: true, args });
@@ -45,6 +64,7 @@ after(async () => {
   await browser?.close();
   callback?.close();
   gatehouse?.stop();
+  stopProvider?.();
 });
 
 async function register(body) {
@@ -399,4 +419,36 @@ test("a forgotten password and an organization's choice on the hosted pages, wit
   } finally {
     await gatehouse.call("PATCH", settings, { require_verified_email: false });
   }
+});
+
+// The sign-in page's "Continue with Google": Chromium goes to the provider
+// (the page's CSP lets the form's redirect go there), signs in on its
+// pages, and comes back through Gatehouse to the client with a code.
+test("a user signs in with an identity provider's button on the hosted page", async () => {
+  const issuer = new URL(`${gatehouse.base}/v1/applications/${gatehouse.applicationId}`);
+  const web = await register({ name: "Portal", first_party: true });
+  const config = await client.discovery(
+    issuer,
+    web.client_id,
+    { client_secret: web.client_secret, id_token_signed_response_alg: "EdDSA" },
+    undefined,
+    insecure,
+  );
+  const page = await (await browser.createBrowserContext()).newPage();
+  const request = await authorizationUrl(config);
+  await page.goto(request.url.href);
+  await Promise.all([page.waitForNavigation(), page.click("button[value=google]")]);
+  assert.ok(page.url().includes("/interaction/"), page.url());
+  await page.type("input[name=login]", "hosted-provider-user");
+  await page.type("input[name=password]", "any password");
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+  await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]); // the provider's consent
+  const back = new URL(page.url());
+  assert.equal(`${back.origin}${back.pathname}`, callback.url, page.url());
+  const tokens = await client.authorizationCodeGrant(config, back, {
+    pkceCodeVerifier: request.verifier,
+    expectedNonce: request.nonce,
+    expectedState: request.state,
+  });
+  assert.equal(tokens.claims().email, "hosted-provider-user@example.com");
 });

@@ -10,7 +10,7 @@ use crate::{
     area::{ApplicationFrom, ApplicationIn, Area},
     areas::{
         auth::view::SignInAnswer,
-        provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest, Deps},
+        provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest},
     },
     auth::public::{client_ip, limit, public_caller, session_ttl},
     error::{ApiError, ApiResult},
@@ -50,16 +50,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(callback))
                 .route(web::post().to(callback_form)),
         );
-}
-
-fn deps(state: &AppState) -> Deps<'_> {
-    Deps {
-        tenants: &state.tenants,
-        settings: &state.settings.oauth,
-        master_key: &state.master_key,
-        client: &state.providers,
-        public_url: state.settings.public_url(),
-    }
 }
 
 /// A redirect that no cache or referrer keeps.
@@ -122,7 +112,7 @@ pub async fn start(
         code_challenge: query.code_challenge,
         code_challenge_method: query.code_challenge_method,
     };
-    let location = provider_sign_in::start::start(&scope, &deps(&state), request).await?;
+    let location = provider_sign_in::start::start(&scope, &state.provider_sign_in(), request).await?;
     Ok(redirect(actix_web::http::StatusCode::FOUND, &location))
 }
 
@@ -170,7 +160,8 @@ pub async fn callback(
     let params = query.parsed().map_err(|_| ApiError::from(provider_sign_in::ProviderSignInError::InvalidState))?;
     let hook_caller = state.hook_caller();
     let location =
-        provider_sign_in::callback::callback(&scope, &deps(&state), &hook_caller, &provider, params.into()).await?;
+        provider_sign_in::callback::callback(&scope, &state.provider_sign_in(), &hook_caller, &provider, params.into())
+            .await?;
     Ok(redirect(actix_web::http::StatusCode::SEE_OTHER, &location))
 }
 

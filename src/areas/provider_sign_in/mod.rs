@@ -137,6 +137,22 @@ pub fn configured(state: &TenantState, deps: &Deps<'_>, provider: &str) -> Resul
     Ok(Configured { endpoints, client_id, client_secret, scopes })
 }
 
+/// The providers a user can sign in with now, by name, with the origin
+/// of each one's authorization endpoint (where a sign-in button sends the
+/// browser).
+pub fn enabled(state: &TenantState, deps: &Deps<'_>) -> Vec<(&'static str, String)> {
+    let providers = state.part::<oauth_providers::Providers>();
+    providers
+        .iter()
+        .filter(|row| row.enabled)
+        .filter_map(|row| configured(state, deps, &row.provider).ok())
+        .filter_map(|c| {
+            let origin = url::Url::parse(&c.endpoints.authorization_url).ok()?.origin().ascii_serialization();
+            Some((c.endpoints.provider, origin))
+        })
+        .collect()
+}
+
 /// A `state`: the application's id (so the callback, which carries no
 /// header, finds the application and its region), then 256 random bits.
 pub fn new_state(application_id: Uuid) -> String {

@@ -6,7 +6,7 @@ use entity::oauth_flow;
 use sea_orm::{ColumnTrait, IntoActiveModel};
 use uuid::Uuid;
 
-use super::{configured, new_state, seal_verifier, Deps, ProviderSignInError, STATE_TTL_SECONDS};
+use super::{configured, new_state, seal_verifier, Configured, Deps, ProviderSignInError, STATE_TTL_SECONDS};
 use crate::{
     areas::{applications, validate::Issues},
     crypto::sha256,
@@ -25,6 +25,21 @@ pub struct StartRequest {
     /// The application's PKCE challenge for the exchange (S256 only).
     pub code_challenge: Option<String>,
     pub code_challenge_method: Option<String>,
+}
+
+/// A start from the hosted pages: the browser comes back to `return_to`
+/// (the authorization endpoint, this service's own), and the exchange must
+/// present the verifier of `code_challenge`, which that browser keeps.
+pub async fn start_from_hosted_pages(
+    scope: &TenantScope,
+    deps: &Deps<'_>,
+    provider: &str,
+    return_to: String,
+    code_challenge: String,
+) -> Result<String, ProviderSignInError> {
+    let state = deps.tenants.state(scope).await?;
+    let provider = configured(&state, deps, provider)?;
+    open_flow(scope, deps, &provider, return_to, None, Some(code_challenge)).await
 }
 
 /// Checks the request, stores the flow and answers where to send the browser.
@@ -50,7 +65,19 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
         (Some(_), Some(_)) => issues.add("code_challenge_method", "must be S256"),
     }
     issues.finish()?;
+    open_flow(scope, deps, &provider, request.redirect_uri, request.state, request.code_challenge).await
+}
 
+/// Stores a flow (the `state` hashed, our PKCE verifier sealed) and
+/// answers the provider's authorization URL.
+async fn open_flow(
+    scope: &TenantScope,
+    deps: &Deps<'_>,
+    provider: &Configured,
+    redirect_uri: String,
+    client_state: Option<String>,
+    client_code_challenge: Option<String>,
+) -> Result<String, ProviderSignInError> {
     let application_id = scope.tenant().id;
     let now = crate::clock::now();
     let flow_id = Uuid::now_v7();
@@ -64,9 +91,9 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
         state_hash: sha256(&state_value).to_vec(),
         code_verifier_sealed: seal_verifier(deps.master_key, application_id, flow_id, &verifier),
         nonce: nonce.clone(),
-        redirect_uri: request.redirect_uri,
-        client_state: request.state,
-        client_code_challenge: request.code_challenge,
+        redirect_uri,
+        client_state,
+        client_code_challenge,
         expires_at: now + Duration::seconds(STATE_TTL_SECONDS),
         called_back_at: None,
         user_id: None,
@@ -85,7 +112,7 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
     txn.commit().await?;
 
     let mut url = url::Url::parse(&provider.endpoints.authorization_url)
-        .map_err(|_| ProviderSignInError::NotEnabled(request.provider.clone()))?;
+        .map_err(|_| ProviderSignInError::NotEnabled(provider.endpoints.provider.to_string()))?;
     {
         let mut query = url.query_pairs_mut();
         query

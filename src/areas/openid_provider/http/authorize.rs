@@ -26,7 +26,7 @@ use super::{
         cookie, origin_of, parameters, same_browser, set_cookie, shown, too_many, with_cookie, with_csrf, LOGIN_COOKIE,
     },
     next::Next,
-    pages, password_reset, scope_in_path, sign_up,
+    pages, password_reset, provider, scope_in_path, sign_up,
 };
 use crate::{
     areas::{
@@ -73,6 +73,10 @@ pub async fn authorize(
     let Some(given) = parameters(req.query_string().as_bytes()) else {
         return Ok(shown(&scope, StatusCode::BAD_REQUEST, "A parameter of the request is repeated or unreadable."));
     };
+    if provider::is_return(&given) {
+        let next = provider::returned(&state, &req, &scope, &given).await?;
+        return onward(&state, &req, &scope, next).await;
+    }
     start(&state, &req, &scope, &given).await
 }
 
@@ -106,7 +110,9 @@ async fn start(
         None if checked.prompt.none => {
             Ok(back_with_error(state, scope, checked.error("login_required", "the user is not signed in")))
         }
-        None => Ok(sign_in_page(state, scope, req, &checked, checked.login_hint.as_deref().unwrap_or_default(), None)),
+        None => {
+            sign_in_page(state, scope, req, &checked, checked.login_hint.as_deref().unwrap_or_default(), None).await
+        }
     }
 }
 
@@ -154,6 +160,7 @@ pub async fn authorize_form(
         "verify_email",
         "forgot_password",
         "choose_organization",
+        "sign_in_with",
     ];
     if !page_fields.iter().any(|f| given.contains_key(*f)) {
         return start(&state, &req, &scope, &given).await;
@@ -181,6 +188,7 @@ pub async fn authorize_form(
     let password = given.remove("password").unwrap_or_default();
     let decision = given.remove("consent");
     let choosing = given.remove("choose_organization").is_some();
+    let with_provider = given.remove("sign_in_with");
     let second_factor = given.remove("mfa_challenge").zip(given.remove("code"));
     let checked = match authorize::check(&scope, &given).await? {
         Ok(checked) => checked,
@@ -192,6 +200,9 @@ pub async fn authorize_form(
     if choosing {
         return organization_chosen(&state, &req, &scope, &checked).await;
     }
+    if let Some(provider) = with_provider {
+        return provider::leave(&state, &req, &scope, &checked, &provider).await;
+    }
     if let Some((challenge, code)) = second_factor {
         return second_step(&state, &req, &scope, &checked, &challenge, code).await;
     }
@@ -201,7 +212,7 @@ pub async fn authorize_form(
     let normalized = users::normalize_email(&email).unwrap_or_default();
     if normalized.is_empty() || normalized.chars().count() > 254 || password.len() > 4 * users::MAX_PASSWORD {
         let wrong = "The email or password is wrong.";
-        return Ok(sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))));
+        return sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))).await;
     }
     let per_email = state.settings.rate_limits.sign_in_per_email_per_minute;
     if let Err(err) = limit(&state, &req, format!("sign_in:email:{}:{normalized}", scope.tenant().id), per_email).await
@@ -218,27 +229,40 @@ pub async fn authorize_form(
         session_ttl(&state),
     )
     .await;
-    let opened = match outcome {
-        Ok(SignedIn::Session(_, _, opened)) => opened,
-        Ok(SignedIn::SecondFactorRequired(issued)) if issued.factors.iter().any(|f| *f != "passkey") => {
-            return Ok(second_factor_page(&state, &scope, &req, &checked, &issued.challenge, None));
-        }
-        Ok(SignedIn::SecondFactorRequired(_)) => {
-            let text = "This account's second factor is a passkey, which these pages do not take yet. \
-                        Sign in through the application itself.";
-            return Ok(shown(&scope, StatusCode::FORBIDDEN, text));
-        }
+    match outcome {
+        Ok(proven) => first_factor_proven(&state, &req, &scope, &checked, proven).await,
         Err(AuthError::InvalidCredentials) => {
             let wrong = "The email or password is wrong.";
-            return Ok(sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))));
+            sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))).await
         }
         Err(AuthError::EmailNotVerified) => {
             let text = "Verify your email first: we sent you a code.";
-            return Ok(shown(&scope, StatusCode::FORBIDDEN, text));
+            Ok(shown(&scope, StatusCode::FORBIDDEN, text))
         }
-        Err(err) => return Err(err.into()),
-    };
-    signed_in(&state, &req, &scope, &checked, opened.session).await
+        Err(err) => Err(err.into()),
+    }
+}
+
+/// A first factor proven (a password, or a provider's sign-in): signed in,
+/// or the second factor's page.
+async fn first_factor_proven(
+    state: &AppState,
+    req: &HttpRequest,
+    scope: &TenantScope,
+    checked: &Checked,
+    proven: SignedIn,
+) -> ApiResult<HttpResponse> {
+    match proven {
+        SignedIn::Session(_, _, opened) => signed_in(state, req, scope, checked, opened.session).await,
+        SignedIn::SecondFactorRequired(issued) if issued.factors.iter().any(|f| *f != "passkey") => {
+            Ok(second_factor_page(state, scope, req, checked, &issued.challenge, None))
+        }
+        SignedIn::SecondFactorRequired(_) => {
+            let text = "This account's second factor is a passkey, which these pages do not take yet. \
+                        Sign in through the application itself.";
+            Ok(shown(scope, StatusCode::FORBIDDEN, text))
+        }
+    }
 }
 
 /// On from a sign-up or password-reset form: its own page, or this
@@ -248,8 +272,9 @@ async fn onward(state: &AppState, req: &HttpRequest, scope: &TenantScope, next: 
         Next::Shown(page) => Ok(page),
         Next::Refused(refused) => Ok(refusal(state, scope, refused)),
         Next::SignedIn(checked, session) => signed_in(state, req, scope, &checked, session).await,
+        Next::FirstFactor(checked, proven) => first_factor_proven(state, req, scope, &checked, *proven).await,
         Next::SignIn(checked, email, said) => {
-            Ok(sign_in_page(state, scope, req, &checked, &email, Some((StatusCode::OK, said))))
+            sign_in_page(state, scope, req, &checked, &email, Some((StatusCode::OK, said))).await
         }
     }
 }
@@ -490,34 +515,38 @@ fn consent_page(state: &AppState, scope: &TenantScope, req: &HttpRequest, checke
     )
 }
 
-fn sign_in_page(
+async fn sign_in_page(
     state: &AppState,
     scope: &TenantScope,
     req: &HttpRequest,
     checked: &Checked,
     email: &str,
     error: Option<(StatusCode, &str)>,
-) -> HttpResponse {
+) -> ApiResult<HttpResponse> {
+    let providers = provider::enabled(state, scope).await?;
     let csrf = pages::random_value();
-    let body = pages::sign_in(
-        &scope.tenant().name,
-        &checked.client.name,
-        req.path(),
-        &checked.parameters,
-        &csrf,
+    let form = pages::SignInForm {
+        application: &scope.tenant().name,
+        client: &checked.client.name,
+        action: req.path(),
+        parameters: &checked.parameters,
+        csrf: &csrf,
         email,
-        error.map(|(_, text)| text),
-    );
-    let targets = [origin_of(&checked.redirect_uri)];
+        providers: providers.iter().map(|(name, _)| *name).collect(),
+        error: error.map(|(_, text)| text),
+    };
+    // A provider's button sends the browser on to the provider: its origin is a form target too.
+    let mut targets = vec![origin_of(&checked.redirect_uri)];
+    targets.extend(providers.into_iter().map(|(_, origin)| origin));
     let title = format!("Sign in to {}", scope.tenant().name);
     let page = pages::Page {
         status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),
         title: &title,
-        body,
+        body: form.render(),
         branding: &scope.tenant().branding,
         form_targets: &targets,
     };
-    with_csrf(state, scope, csrf, page)
+    Ok(with_csrf(state, scope, csrf, page))
 }
 
 fn refusal(state: &AppState, scope: &TenantScope, refused: Refused) -> HttpResponse {

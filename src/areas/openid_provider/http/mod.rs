@@ -11,6 +11,7 @@ pub mod logout;
 mod next;
 mod pages;
 mod password_reset;
+mod provider;
 mod sign_up;
 pub mod token;
 

@@ -110,36 +110,65 @@ fn alert(error: Option<&str>) -> String {
     error.map(|e| format!("<p role=\"alert\" class=\"error\">{}</p>", escape(e))).unwrap_or_default()
 }
 
-/// The sign-in form: the request's parameters and the CSRF token ride
-/// along as hidden fields, checked again when it is submitted.
-pub fn sign_in(
-    application: &str,
-    client: &str,
-    action: &str,
-    parameters: &BTreeMap<String, String>,
-    csrf: &str,
-    email: &str,
-    error: Option<&str>,
-) -> String {
-    let hidden = hidden_fields(parameters, csrf);
-    let error = alert(error);
-    format!(
-        "<h1>Sign in to {application}</h1><p>to continue to {client}</p>{error}\
-         <form method=\"post\" action=\"{action}\">{hidden}\
-         <label for=\"email\">Email</label>\
-         <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
-         <label for=\"password\">Password</label>\
-         <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
-         <button type=\"submit\">Sign in</button></form>\
-         <form method=\"post\" action=\"{action}\">{hidden}\
-         <button type=\"submit\" name=\"forgot_password\" value=\"ask\" class=\"secondary\">Forgot your password?</button></form>\
-         <p class=\"switch\"><a href=\"{sign_up}\">Create an account</a></p>",
-        application = escape(application),
-        client = escape(client),
-        action = escape(action),
-        email = escape(email),
-        sign_up = escape(&link(action, parameters, Some("create"))),
-    )
+/// The sign-in page: the password form, a button for each identity
+/// provider, and the ways to reset a password or create an account. The
+/// request's parameters and the CSRF token ride along as hidden fields,
+/// checked again when a form is submitted.
+pub struct SignInForm<'a> {
+    pub application: &'a str,
+    pub client: &'a str,
+    pub action: &'a str,
+    pub parameters: &'a BTreeMap<String, String>,
+    pub csrf: &'a str,
+    pub email: &'a str,
+    /// The enabled providers' names (`google`, …).
+    pub providers: Vec<&'a str>,
+    pub error: Option<&'a str>,
+}
+
+impl SignInForm<'_> {
+    pub fn render(&self) -> String {
+        let hidden = hidden_fields(self.parameters, self.csrf);
+        let error = alert(self.error);
+        let providers = match self.providers.is_empty() {
+            true => String::new(),
+            false => {
+                let buttons: String = self
+                    .providers
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "<button type=\"submit\" name=\"sign_in_with\" value=\"{p}\" class=\"secondary\">\
+                             Continue with {name}</button>",
+                            p = escape(p),
+                            name = escape(crate::oauth::providers::display_name(p)),
+                        )
+                    })
+                    .collect();
+                format!(
+                    "<form method=\"post\" action=\"{action}\">{hidden}{buttons}</form>",
+                    action = escape(self.action)
+                )
+            }
+        };
+        format!(
+            "<h1>Sign in to {application}</h1><p>to continue to {client}</p>{error}\
+             <form method=\"post\" action=\"{action}\">{hidden}\
+             <label for=\"email\">Email</label>\
+             <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
+             <label for=\"password\">Password</label>\
+             <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
+             <button type=\"submit\">Sign in</button></form>{providers}\
+             <form method=\"post\" action=\"{action}\">{hidden}\
+             <button type=\"submit\" name=\"forgot_password\" value=\"ask\" class=\"secondary\">Forgot your password?</button></form>\
+             <p class=\"switch\"><a href=\"{sign_up}\">Create an account</a></p>",
+            application = escape(self.application),
+            client = escape(self.client),
+            action = escape(self.action),
+            email = escape(self.email),
+            sign_up = escape(&link(self.action, self.parameters, Some("create"))),
+        )
+    }
 }
 
 /// The authorization request again, as a link: `prompt` replaced by
