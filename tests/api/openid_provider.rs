@@ -1152,3 +1152,72 @@ async fn a_providers_button_signs_in_on_the_hosted_page_and_a_return_started_in_
     assert!(page.contains("did not complete"), "{page}");
     assert!(!victim.cookies.contains_key("gh_login"));
 }
+
+/// An attribute of the page's element whose `id` is `id`, unescaped.
+fn attribute_of(page: &str, id: &str, name: &str) -> String {
+    let element = page.split(&format!("id=\"{id}\"")).nth(1).unwrap_or_else(|| panic!("no #{id}: {page}"));
+    let element = &element[..element.find('>').unwrap()];
+    let start = element.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+    let value = &element[start..start + element[start..].find('"').unwrap()];
+    value.replace("&quot;", "\"").replace("&#x27;", "'").replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+}
+
+#[actix_web::test]
+async fn a_passkey_signs_in_on_the_hosted_pages_only_where_its_domain_is_the_services() {
+    const HOSTED: &str = "https://auth.example.com";
+    let app = crate::helpers::spawn_with(|settings| settings.server.public_url = Some(HOSTED.into())).await;
+    let settings = format!("/v1/applications/{}", app.caller.application_id);
+    let on_app_domain = json!({"passkey_rp_id": "example.com", "allowed_origins": ["https://app.example.com"]});
+    assert_eq!(app.patch(&settings, &on_app_domain).await.status, 200);
+    let (_, mut passkey) = crate::passkeys::user_with_passkey(&app, &app.caller, "ada@example.com").await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    let endpoint = issuer_url(&app, "oauth/authorize");
+    let mut browser = Browser::new();
+
+    // The service is not on an allowed origin of the passkey domain: no passkey here.
+    let (_, _, page) = browser.get(&authorize_url(&app, &id, &[])).await;
+    assert!(!page.contains("Sign in with a passkey"), "{page}");
+    let mut start = form_fields(&page);
+    start.push(("passkey".into(), "sign_in".into()));
+    assert_eq!(browser.post(&endpoint, &start).await.0, 404);
+
+    // The custom domain: the service's origin is allowed, on the passkey domain.
+    let hosted = json!({"allowed_origins": ["https://app.example.com", HOSTED]});
+    assert_eq!(app.patch(&settings, &hosted).await.status, 200);
+    let (_, _, page) = browser.get(&authorize_url(&app, &id, &[])).await;
+    assert!(page.contains("Sign in with a passkey"), "{page}");
+    let mut start = form_fields(&page);
+    start.push(("passkey".into(), "sign_in".into()));
+    let reply = app.raw(app.client.post(&endpoint).header("cookie", browser.cookie_header()).form(&start)).await;
+    let policy = reply.header("content-security-policy").unwrap().to_string();
+    assert!(policy.contains("script-src 'nonce-") && !policy.contains("unsafe"), "{policy}");
+    let (status, _, page) = browser.post(&endpoint, &start).await;
+    assert_eq!(status, 200, "{page}");
+    let options: Value = serde_json::from_str(&attribute_of(&page, "passkey-form", "data-options")).unwrap();
+    let mut assert = form_fields(&page);
+    let assertion = passkey.get(&options, HOSTED);
+    assert.retain(|(name, _)| name != "passkey_credential");
+    assert.push(("passkey_credential".into(), assertion.to_string()));
+    let (status, location, page) = browser.post(&endpoint, &assert).await;
+    assert_eq!(status, 303, "{page}");
+    let code = query_of(&location.unwrap())["code"].clone();
+    let tokens = exchange_code(&app, &code, (&id, &secret)).await;
+    assert_eq!(crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap())["acr"], "aal2");
+
+    // The same assertion again, its ceremony spent, or against a new
+    // ceremony: the sign-in page says so, and nobody is signed in.
+    let (status, location, page) = browser.post(&endpoint, &assert).await;
+    assert_eq!((status, location), (200, None), "{page}");
+    assert!(page.contains("The passkey was not accepted"), "{page}");
+    let (_, _, page) = browser.get(&authorize_url(&app, &id, &[("prompt", "login")])).await;
+    let mut start = form_fields(&page);
+    start.push(("passkey".into(), "sign_in".into()));
+    let (_, _, page) = browser.post(&endpoint, &start).await;
+    let mut replayed = form_fields(&page);
+    replayed.retain(|(name, _)| name != "passkey_credential");
+    replayed.push(("passkey_credential".into(), assertion.to_string()));
+    let (status, location, page) = browser.post(&endpoint, &replayed).await;
+    assert_eq!((status, location), (200, None), "{page}");
+    assert!(page.contains("The passkey was not accepted"), "{page}");
+}

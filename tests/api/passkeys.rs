@@ -21,7 +21,7 @@ async fn turn_on_passkeys(app: &TestApp, caller: &Caller) {
 }
 
 /// Signs up `email` and registers a passkey for them.
-async fn user_with_passkey(app: &TestApp, caller: &Caller, email: &str) -> (Caller, SoftPasskey) {
+pub async fn user_with_passkey(app: &TestApp, caller: &Caller, email: &str) -> (Caller, SoftPasskey) {
     let signed_up = sign_up(app, caller, email).await;
     let user = as_user(caller, signed_up["access_token"].as_str().unwrap());
     let options = app.send(&user, Method::POST, "/v1/auth/me/passkeys/options", None).await;

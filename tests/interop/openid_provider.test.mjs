@@ -452,3 +452,138 @@ test("a user signs in with an identity provider's button on the hosted page", as
   });
   assert.equal(tokens.claims().email, "hosted-provider-user@example.com");
 });
+
+// Registers a passkey for the user behind `token` in Chromium's virtual
+// authenticator, from a page of the service's own origin.
+async function registerPasskey(page, applicationId, token) {
+  return page.evaluate(
+    async (applicationId, token) => {
+      const headers = { "x-application-id": applicationId, authorization: `Bearer ${token}` };
+      const fromB64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+      const toB64 = (buffer) =>
+        btoa(String.fromCharCode(...new Uint8Array(buffer))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+      const begun = await (await fetch("/v1/auth/me/passkeys/options", { method: "POST", headers })).json();
+      const o = begun.data.options.publicKey;
+      const excludeCredentials = (o.excludeCredentials ?? []).map((c) => ({ ...c, id: fromB64(c.id) }));
+      const publicKey = { ...o, challenge: fromB64(o.challenge), user: { ...o.user, id: fromB64(o.user.id) }, excludeCredentials };
+      const created = await navigator.credentials.create({ publicKey });
+      const credential = {
+        id: created.id,
+        rawId: toB64(created.rawId),
+        type: created.type,
+        response: {
+          clientDataJSON: toB64(created.response.clientDataJSON),
+          attestationObject: toB64(created.response.attestationObject),
+          transports: created.response.getTransports(),
+        },
+        clientExtensionResults: created.getClientExtensionResults(),
+      };
+      const body = JSON.stringify({ ceremony: begun.data.ceremony, credential, name: "Chromium" });
+      const response = await fetch("/v1/auth/me/passkeys", {
+        method: "POST",
+        headers: { ...headers, "content-type": "application/json" },
+        body,
+      });
+      return response.status;
+    },
+    applicationId,
+    token,
+  );
+}
+
+// Passkeys on the hosted pages need the service on the application's
+// passkey domain (a custom domain in production): here a node whose public
+// URL is http://localhost:<port>, with `passkey_rp_id: localhost`.
+test("a passkey signs in on the hosted page, alone and as a password's second step", async () => {
+  const local = await startGatehouse((base) => ({ GATEHOUSE__SERVER__PUBLIC_URL: base.replace("127.0.0.1", "localhost") }));
+  const context = await browser.createBrowserContext();
+  try {
+    const origin = local.base.replace("127.0.0.1", "localhost");
+    const settings = `/v1/applications/${local.applicationId}`;
+    const patched = await local.call("PATCH", settings, { allowed_origins: [origin], passkey_rp_id: "localhost" });
+    assert.equal(patched.status, 200, JSON.stringify(patched.json));
+    const created = await local.call("POST", "/v1/oauth-clients", {
+      name: "Web",
+      first_party: true,
+      redirect_uris: [callback.url],
+    });
+    const web = created.json.data;
+    const signUp = await fetch(`${local.base}/v1/auth/sign-up`, {
+      method: "POST",
+      headers: { "x-application-id": local.applicationId, "content-type": "application/json" },
+      body: JSON.stringify({ email: "ada@example.com", password: "correct horse battery" }),
+    });
+    const ada = (await signUp.json()).data;
+
+    const page = await context.newPage();
+    await page.setBypassCSP(true); // for axe-core
+    const devtools = await page.createCDPSession();
+    await devtools.send("WebAuthn.enable");
+    await devtools.send("WebAuthn.addVirtualAuthenticator", {
+      options: {
+        protocol: "ctap2",
+        transport: "internal",
+        hasResidentKey: true,
+        hasUserVerification: true,
+        isUserVerified: true,
+        automaticPresenceSimulation: true,
+      },
+    });
+    await page.goto(`${origin}/healthz`);
+    assert.equal(await registerPasskey(page, local.applicationId, ada.access_token), 201);
+
+    const verifier = client.randomPKCECodeVerifier();
+    const authorize = new URL(`${origin}${settings}/oauth/authorize`);
+    for (const [name, value] of Object.entries({
+      response_type: "code",
+      client_id: web.client_id,
+      redirect_uri: callback.url,
+      scope: "openid email",
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: "S256",
+    })) {
+      authorize.searchParams.set(name, value);
+    }
+    const exchange = async (back) => {
+      const code = new URL(back).searchParams.get("code");
+      assert.ok(code, back);
+      const response = await fetch(`${local.base}${settings}/oauth/token`, {
+        method: "POST",
+        headers: {
+          authorization: `Basic ${Buffer.from(`${web.client_id}:${web.client_secret}`).toString("base64")}`,
+          "content-type": "application/x-www-form-urlencoded",
+        },
+        body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: callback.url, code_verifier: verifier }),
+      });
+      assert.equal(response.status, 200);
+      const tokens = await response.json();
+      return JSON.parse(Buffer.from(tokens.id_token.split(".")[1], "base64url"));
+    };
+
+    // Alone: the sign-in page's "Sign in with a passkey", no email typed.
+    await page.goto(authorize.href);
+    await Promise.all([page.waitForNavigation(), page.click("button[value=sign_in]")]);
+    assert.deepEqual(await violations(page), [], "the passkey page");
+    await Promise.all([page.waitForNavigation(), page.click("#use-passkey")]);
+    const alone = await exchange(page.url());
+    assert.equal(alone.sub, ada.user.id);
+    assert.equal(alone.acr, "aal2");
+
+    // After the password (a new sign-in: `prompt=login`), the passkey is the second step.
+    authorize.searchParams.set("prompt", "login");
+    await page.goto(authorize.href);
+    await page.type("#email", "ada@example.com");
+    await page.type("#password", "correct horse battery");
+    await Promise.all([page.waitForNavigation(), page.click("button[type=submit]")]);
+    assert.match(await page.content(), /Confirm it is you with your passkey/);
+    assert.deepEqual(await violations(page), [], "the second step with a passkey");
+    await Promise.all([page.waitForNavigation(), page.click("button[value=second_step]")]);
+    await Promise.all([page.waitForNavigation(), page.click("#use-passkey")]);
+    const second = await exchange(page.url());
+    assert.equal(second.sub, ada.user.id);
+    assert.equal(second.acr, "aal2");
+  } finally {
+    await context.close();
+    local.stop();
+  }
+});

@@ -88,6 +88,19 @@ fn relying_party(tenant: &Tenant) -> Result<Webauthn, SecondFactorError> {
     builder.build().map_err(|_| SecondFactorError::NoOriginOnRpId)
 }
 
+/// Whether a page at `origin` can hold the application's passkey
+/// ceremonies: the origin is one of its allowed origins, on its
+/// `passkey_rp_id` (the hosted pages, when the service is reached under
+/// the application's own domain).
+pub fn ceremonies_at(tenant: &Tenant, origin: &str) -> bool {
+    let Some(rp_id) = tenant.passkey_rp_id.as_deref() else { return false };
+    let on_rp_id = Url::parse(origin)
+        .ok()
+        .and_then(|url| url.domain().map(|d| d == rp_id || d.ends_with(&format!(".{rp_id}"))))
+        .unwrap_or(false);
+    on_rp_id && tenant.allowed_origins.iter().any(|allowed| allowed.trim_end_matches('/') == origin)
+}
+
 /// The user's passkeys, oldest first.
 pub async fn list(conn: &impl TenantConn, user_id: Uuid) -> Result<Vec<passkey::Model>, DbErr> {
     conn.find::<passkey::Entity>()

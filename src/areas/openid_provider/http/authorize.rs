@@ -26,13 +26,13 @@ use super::{
         cookie, origin_of, parameters, same_browser, set_cookie, shown, too_many, with_cookie, with_csrf, LOGIN_COOKIE,
     },
     next::Next,
-    pages, password_reset, provider, scope_in_path, sign_up,
+    pages, passkey, password_reset, provider, scope_in_path, sign_up,
 };
 use crate::{
     areas::{
         auth::{self, AuthError, SignedIn},
         openid_provider::authorize::{self, Checked, OrganizationChoice, Redirect, Refused},
-        second_factors::{challenges, Proof, SecondFactorError},
+        second_factors::{self, challenges, Proof, SecondFactorError},
         users,
     },
     auth::public::{limit, limit_sign_ins_per_ip, session_ttl},
@@ -121,19 +121,22 @@ async fn start(
 /// `password` and `profile.<key>` (sign-up), `verify_email` and
 /// `email_code` (the emailed code after a sign-up), `forgot_password`
 /// (`ask`; `send` with `email`; `reset` with `reset_code` and `password`),
-/// `mfa_challenge` and `code` (the second factor), `choose_organization`
-/// with `organization`, or `consent` (`allow` or `deny`).
+/// `mfa_challenge` and `code` (the second factor), `passkey` (`sign_in`;
+/// `second_step` with `mfa_challenge`; `assert` with `passkey_ceremony`,
+/// `passkey_credential` and maybe `mfa_challenge`), `sign_in_with` (an
+/// identity provider), `choose_organization` with `organization`, or
+/// `consent` (`allow` or `deny`).
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "The authorization request's parameters and `csrf`, with `email` and `password`; `sign_up`, `email`, `password` and `profile.<key>`; `verify_email` and `email_code`; `forgot_password` (`ask`, `send` with `email`, `reset` with `reset_code` and `password`); `mfa_challenge` and `code`; `choose_organization` and `organization`; or `consent`"),
-    responses((status = 200, description = "The next page: the second factor, the emailed code, a password reset's step, the organization's choice, consent, or sign-in after a verified email or a reset (HTML)", content_type = "text/html"),
-        (status = 303, description = "Back to the client with a code, or `access_denied`"),
+        description = "The authorization request's parameters and `csrf`, with `email` and `password`; `sign_up`, `email`, `password` and `profile.<key>`; `verify_email` and `email_code`; `forgot_password` (`ask`, `send` with `email`, `reset` with `reset_code` and `password`); `mfa_challenge` and `code`; `passkey` (`sign_in`, `second_step`, `assert` with `passkey_ceremony` and `passkey_credential`); `sign_in_with` (a provider); `choose_organization` and `organization`; or `consent`"),
+    responses((status = 200, description = "The next page: the second factor, a passkey's prompt, the emailed code, a password reset's step, the organization's choice, consent, or sign-in after a verified email or a reset (HTML)", content_type = "text/html"),
+        (status = 303, description = "Back to the client with a code, or `access_denied`; or on to the identity provider"),
         (status = 400, description = "An unknown client or redirect URI, or an unreadable form (HTML)", content_type = "text/html"),
         (status = 401, description = "The page again: the email and password, or the code, are wrong", content_type = "text/html"),
         (status = 403, description = "The form is not this browser's (CSRF), the email is not verified, or the sign-in expired (HTML)", content_type = "text/html"),
-        (status = 404, description = "No such application"),
+        (status = 404, description = "No such application, or a passkey or provider not available here"),
         (status = 409, description = "The sign-up form again: the email has an account (HTML)", content_type = "text/html"),
         (status = 422, description = "The sign-up or password-reset form again, saying what is wrong (HTML)", content_type = "text/html"),
         (status = 429, description = "Too many attempts (HTML)", content_type = "text/html")))]
@@ -161,6 +164,7 @@ pub async fn authorize_form(
         "forgot_password",
         "choose_organization",
         "sign_in_with",
+        "passkey",
     ];
     if !page_fields.iter().any(|f| given.contains_key(*f)) {
         return start(&state, &req, &scope, &given).await;
@@ -178,6 +182,10 @@ pub async fn authorize_form(
     }
     if given.contains_key("verify_email") {
         let next = sign_up::verified(&state, &req, &scope, given).await?;
+        return onward(&state, &req, &scope, next).await;
+    }
+    if let Some(step) = given.remove("passkey") {
+        let next = passkey::submitted(&state, &req, &scope, &step, given).await?;
         return onward(&state, &req, &scope, next).await;
     }
     if let Some(step) = given.remove("forgot_password") {
@@ -254,13 +262,8 @@ async fn first_factor_proven(
 ) -> ApiResult<HttpResponse> {
     match proven {
         SignedIn::Session(_, _, opened) => signed_in(state, req, scope, checked, opened.session).await,
-        SignedIn::SecondFactorRequired(issued) if issued.factors.iter().any(|f| *f != "passkey") => {
-            Ok(second_factor_page(state, scope, req, checked, &issued.challenge, None))
-        }
-        SignedIn::SecondFactorRequired(_) => {
-            let text = "This account's second factor is a passkey, which these pages do not take yet. \
-                        Sign in through the application itself.";
-            Ok(shown(scope, StatusCode::FORBIDDEN, text))
+        SignedIn::SecondFactorRequired(issued) => {
+            Ok(second_factor_page(state, scope, req, checked, &issued.challenge, &issued.factors, None))
         }
     }
 }
@@ -290,7 +293,8 @@ async fn second_step(
     challenge: &str,
     code: String,
 ) -> ApiResult<HttpResponse> {
-    if let Some(user_id) = challenges::user_of(scope, challenge).await? {
+    let user_id = challenges::user_of(scope, challenge).await?;
+    if let Some(user_id) = user_id {
         let per_minute = state.settings.rate_limits.sign_in_per_email_per_minute;
         if let Err(err) = limit(state, req, format!("mfa:user:{}:{user_id}", scope.tenant().id), per_minute).await {
             return too_many(scope, err);
@@ -300,8 +304,12 @@ async fn second_step(
     match challenges::complete(scope, &state.master_key, challenge, &proof, session_ttl(state)).await {
         Ok(completed) => signed_in(state, req, scope, checked, completed.opened.session).await,
         Err(SecondFactorError::InvalidCode) => {
+            let factors = match user_id {
+                Some(user_id) => second_factors::factors_of(scope, user_id).await?,
+                None => vec!["totp"],
+            };
             let wrong = Some("The code is wrong or was used already.");
-            Ok(second_factor_page(state, scope, req, checked, challenge, wrong))
+            Ok(second_factor_page(state, scope, req, checked, challenge, &factors, wrong))
         }
         Err(SecondFactorError::InvalidChallenge) => {
             let text = "This sign-in has expired or had too many tries. Go back to the application and start again.";
@@ -469,16 +477,37 @@ fn organization_page(
     with_csrf(state, scope, csrf, page)
 }
 
+/// The second step, with the ways the user has (`factors`) that these
+/// pages can take; a user whose only factor is a passkey the pages cannot
+/// use here is told so.
 fn second_factor_page(
     state: &AppState,
     scope: &TenantScope,
     req: &HttpRequest,
     checked: &Checked,
     challenge: &str,
+    factors: &[&str],
     error: Option<&str>,
 ) -> HttpResponse {
+    let codes = factors.iter().any(|f| *f != "passkey");
+    let passkey = factors.contains(&"passkey") && passkey::available(state, scope);
+    if !codes && !passkey {
+        let text = "This account's second factor is a passkey, which cannot be used at this address. \
+                    Sign in through the application itself.";
+        return shown(scope, StatusCode::FORBIDDEN, text);
+    }
     let csrf = pages::random_value();
-    let body = pages::second_factor(&scope.tenant().name, req.path(), &checked.parameters, &csrf, challenge, error);
+    let form = pages::SecondFactorForm {
+        application: &scope.tenant().name,
+        action: req.path(),
+        parameters: &checked.parameters,
+        csrf: &csrf,
+        challenge,
+        codes,
+        passkey,
+        error,
+    };
+    let body = form.render();
     let title = format!("Sign in to {}", scope.tenant().name);
     let page = pages::Page {
         status: if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK },
@@ -533,6 +562,7 @@ async fn sign_in_page(
         csrf: &csrf,
         email,
         providers: providers.iter().map(|(name, _)| *name).collect(),
+        passkeys: passkey::available(state, scope),
         error: error.map(|(_, text)| text),
     };
     // A provider's button sends the browser on to the provider: its origin is a form target too.

@@ -66,7 +66,17 @@ pub(super) fn origin_of(uri: &str) -> String {
 
 /// A page with a form, and the CSRF cookie its submission must carry back.
 pub(super) fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::Page<'_>) -> HttpResponse {
-    with_cookie(page.render(), &set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict"))
+    with_csrf_rendered(state, scope, csrf, page.render())
+}
+
+/// [`with_csrf`], for a page rendered already.
+pub(super) fn with_csrf_rendered(
+    state: &AppState,
+    scope: &TenantScope,
+    csrf: String,
+    page: HttpResponse,
+) -> HttpResponse {
+    with_cookie(page, &set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict"))
 }
 
 /// `response` with one more `Set-Cookie`.

@@ -10,6 +10,7 @@ pub mod endpoints;
 pub mod logout;
 mod next;
 mod pages;
+mod passkey;
 mod password_reset;
 mod provider;
 mod sign_up;

@@ -57,17 +57,29 @@ pub struct Page<'a> {
 
 impl Page<'_> {
     pub fn render(self) -> HttpResponse {
+        self.render_with(None)
+    }
+
+    /// The page with one inline script (the passkey page's), allowed by
+    /// the response's nonce and nothing else.
+    pub fn render_with_script(self, script: &str) -> HttpResponse {
+        self.render_with(Some(script))
+    }
+
+    fn render_with(self, script: Option<&str>) -> HttpResponse {
         let nonce = random_value();
         let targets: String = self.form_targets.iter().map(|t| format!(" {t}")).collect();
+        let script_src = if script.is_some() { format!("script-src 'nonce-{nonce}'; ") } else { String::new() };
         let csp = format!(
-            "default-src 'none'; style-src 'nonce-{nonce}'; img-src 'self' data:; form-action 'self'{targets}; \
-             frame-ancestors 'none'; base-uri 'none'"
+            "default-src 'none'; {script_src}style-src 'nonce-{nonce}'; img-src 'self' data:; \
+             form-action 'self'{targets}; frame-ancestors 'none'; base-uri 'none'"
         );
+        let script = script.map(|s| format!("<script nonce=\"{nonce}\">{s}</script>")).unwrap_or_default();
         let html = format!(
             "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
              <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
              <title>{title}</title><style nonce=\"{nonce}\">{style}</style></head>\
-             <body><main>{body}</main></body></html>",
+             <body><main>{body}</main>{script}</body></html>",
             title = escape(self.title),
             style = STYLE.replace("ACCENT", &accent(self.branding)),
             body = self.body,
@@ -123,6 +135,8 @@ pub struct SignInForm<'a> {
     pub email: &'a str,
     /// The enabled providers' names (`google`, …).
     pub providers: Vec<&'a str>,
+    /// Whether a passkey can sign in here.
+    pub passkeys: bool,
     pub error: Option<&'a str>,
 }
 
@@ -130,26 +144,26 @@ impl SignInForm<'_> {
     pub fn render(&self) -> String {
         let hidden = hidden_fields(self.parameters, self.csrf);
         let error = alert(self.error);
-        let providers = match self.providers.is_empty() {
+        let mut buttons: String = match self.passkeys {
+            true => "<button type=\"submit\" name=\"passkey\" value=\"sign_in\" class=\"secondary\">\
+                     Sign in with a passkey</button>"
+                .to_string(),
+            false => String::new(),
+        };
+        for provider in &self.providers {
+            buttons.push_str(&format!(
+                "<button type=\"submit\" name=\"sign_in_with\" value=\"{p}\" class=\"secondary\">Continue with {name}</button>",
+                p = escape(provider),
+                name = escape(crate::oauth::providers::display_name(provider)),
+            ));
+        }
+        // The other ways to sign in: a passkey, then each identity provider.
+        let others = match buttons.is_empty() {
             true => String::new(),
-            false => {
-                let buttons: String = self
-                    .providers
-                    .iter()
-                    .map(|p| {
-                        format!(
-                            "<button type=\"submit\" name=\"sign_in_with\" value=\"{p}\" class=\"secondary\">\
-                             Continue with {name}</button>",
-                            p = escape(p),
-                            name = escape(crate::oauth::providers::display_name(p)),
-                        )
-                    })
-                    .collect();
-                format!(
-                    "<form method=\"post\" action=\"{action}\">{hidden}{buttons}</form>",
-                    action = escape(self.action)
-                )
-            }
+            false => format!(
+                "<form method=\"post\" action=\"{action}\">{hidden}{buttons}</form>",
+                action = escape(self.action)
+            ),
         };
         format!(
             "<h1>Sign in to {application}</h1><p>to continue to {client}</p>{error}\
@@ -158,7 +172,7 @@ impl SignInForm<'_> {
              <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
              <label for=\"password\">Password</label>\
              <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
-             <button type=\"submit\">Sign in</button></form>{providers}\
+             <button type=\"submit\">Sign in</button></form>{others}\
              <form method=\"post\" action=\"{action}\">{hidden}\
              <button type=\"submit\" name=\"forgot_password\" value=\"ask\" class=\"secondary\">Forgot your password?</button></form>\
              <p class=\"switch\"><a href=\"{sign_up}\">Create an account</a></p>",
@@ -385,30 +399,128 @@ pub fn reset_password(
     )
 }
 
-/// The second step of a sign-in: a code from the user's authenticator app,
-/// or one of their recovery codes.
-pub fn second_factor(
-    application: &str,
-    action: &str,
-    parameters: &BTreeMap<String, String>,
-    csrf: &str,
-    challenge: &str,
-    error: Option<&str>,
-) -> String {
-    let hidden = hidden_fields(parameters, csrf);
-    let error = alert(error);
-    format!(
-        "<h1>Sign in to {application}</h1><p>Enter the code from your authenticator app, or a recovery code.</p>{error}\
-         <form method=\"post\" action=\"{action}\">{hidden}\
-         <input type=\"hidden\" name=\"mfa_challenge\" value=\"{challenge}\">\
-         <label for=\"code\">Code</label>\
-         <input id=\"code\" name=\"code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required>\
-         <button type=\"submit\">Continue</button></form>",
-        application = escape(application),
-        action = escape(action),
-        challenge = escape(challenge),
-    )
+/// The second step of a sign-in: a code from the user's authenticator app
+/// or a recovery code (`codes`), or their passkey (`passkey`), whichever
+/// they have.
+pub struct SecondFactorForm<'a> {
+    pub application: &'a str,
+    pub action: &'a str,
+    pub parameters: &'a BTreeMap<String, String>,
+    pub csrf: &'a str,
+    pub challenge: &'a str,
+    pub codes: bool,
+    pub passkey: bool,
+    pub error: Option<&'a str>,
 }
+
+impl SecondFactorForm<'_> {
+    pub fn render(&self) -> String {
+        let hidden = hidden_fields(self.parameters, self.csrf);
+        let challenge = format!("<input type=\"hidden\" name=\"mfa_challenge\" value=\"{}\">", escape(self.challenge));
+        let action = escape(self.action);
+        let (asked, codes) = match self.codes {
+            true => (
+                "Enter the code from your authenticator app, or a recovery code.",
+                format!(
+                    "<form method=\"post\" action=\"{action}\">{hidden}{challenge}\
+                     <label for=\"code\">Code</label>\
+                     <input id=\"code\" name=\"code\" type=\"text\" inputmode=\"numeric\" autocomplete=\"one-time-code\" required>\
+                     <button type=\"submit\">Continue</button></form>"
+                ),
+            ),
+            false => ("Confirm it is you with your passkey.", String::new()),
+        };
+        let passkey = match self.passkey {
+            true => format!(
+                "<form method=\"post\" action=\"{action}\">{hidden}{challenge}\
+                 <button type=\"submit\" name=\"passkey\" value=\"second_step\" class=\"secondary\">Use a passkey</button></form>"
+            ),
+            false => String::new(),
+        };
+        format!(
+            "<h1>Sign in to {application}</h1><p>{asked}</p>{error}{codes}{passkey}",
+            application = escape(self.application),
+            error = alert(self.error),
+        )
+    }
+}
+
+/// A passkey's step: the browser's WebAuthn prompt behind a button, the
+/// assertion posted back in the form (`passkey_credential`). The
+/// ceremony's options ride in the form's `data-options`; `mfa_challenge`
+/// is the sign-in's challenge when the passkey is its second step.
+pub struct PasskeyForm<'a> {
+    pub application: &'a str,
+    pub action: &'a str,
+    pub parameters: &'a BTreeMap<String, String>,
+    pub csrf: &'a str,
+    pub ceremony: &'a str,
+    pub options: &'a serde_json::Value,
+    pub mfa_challenge: Option<&'a str>,
+    pub error: Option<&'a str>,
+}
+
+impl PasskeyForm<'_> {
+    pub fn render(&self) -> String {
+        let hidden = hidden_fields(self.parameters, self.csrf);
+        let error = match self.error {
+            Some(error) => alert(Some(error)).replacen("<p ", "<p id=\"passkey-error\" ", 1),
+            None => "<p role=\"alert\" class=\"error\" id=\"passkey-error\"></p>".to_string(),
+        };
+        let challenge = self
+            .mfa_challenge
+            .map(|c| format!("<input type=\"hidden\" name=\"mfa_challenge\" value=\"{}\">", escape(c)))
+            .unwrap_or_default();
+        format!(
+            "<h1>Sign in to {application}</h1><p>Use your passkey: your device asks for your fingerprint, face or PIN.</p>{error}\
+             <noscript><p>Passkeys need JavaScript in this browser. Go back and sign in another way.</p></noscript>\
+             <form method=\"post\" action=\"{action}\" id=\"passkey-form\" data-options=\"{options}\">{hidden}\
+             <input type=\"hidden\" name=\"passkey\" value=\"assert\">\
+             <input type=\"hidden\" name=\"passkey_ceremony\" value=\"{ceremony}\">{challenge}\
+             <input type=\"hidden\" name=\"passkey_credential\" id=\"passkey-credential\" value=\"\">\
+             <button type=\"button\" id=\"use-passkey\">Use a passkey</button></form>\
+             <p class=\"switch\"><a href=\"{sign_in}\">Sign in another way</a></p>",
+            application = escape(self.application),
+            action = escape(self.action),
+            options = escape(&self.options.to_string()),
+            ceremony = escape(self.ceremony),
+            sign_in = escape(&link(self.action, self.parameters, None)),
+        )
+    }
+}
+
+/// The passkey page's script: the options decoded for
+/// `navigator.credentials.get()`, the assertion encoded back (binary
+/// fields base64url, as `PublicKeyCredential.toJSON()` gives them) and the
+/// form submitted.
+pub const PASSKEY_SCRIPT: &str = r#"(() => {
+  const form = document.getElementById("passkey-form");
+  const fromB64 = (s) => Uint8Array.from(atob(s.replace(/-/g, "+").replace(/_/g, "/")), (c) => c.charCodeAt(0));
+  const toB64 = (buffer) =>
+    btoa(String.fromCharCode(...new Uint8Array(buffer))).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  document.getElementById("use-passkey").addEventListener("click", async () => {
+    const o = JSON.parse(form.dataset.options).publicKey;
+    const allowCredentials = (o.allowCredentials || []).map((c) => ({ ...c, id: fromB64(c.id) }));
+    try {
+      const got = await navigator.credentials.get({ publicKey: { ...o, challenge: fromB64(o.challenge), allowCredentials } });
+      document.getElementById("passkey-credential").value = JSON.stringify({
+        id: got.id,
+        rawId: toB64(got.rawId),
+        type: got.type,
+        response: {
+          clientDataJSON: toB64(got.response.clientDataJSON),
+          authenticatorData: toB64(got.response.authenticatorData),
+          signature: toB64(got.response.signature),
+          userHandle: got.response.userHandle && toB64(got.response.userHandle),
+        },
+        clientExtensionResults: got.getClientExtensionResults(),
+      });
+      form.submit();
+    } catch (error) {
+      document.getElementById("passkey-error").textContent = "The passkey was not used. Try again, or sign in another way.";
+    }
+  });
+})();"#;
 
 /// What a scope lets a client do, in words.
 fn scope_in_words(scope: &str) -> &'static str {
