@@ -4,9 +4,11 @@
 //! stolen: the whole session is revoked (as OAuth 2.0 Security BCP §4.14).
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Duration;
-use entity::{refresh_token, session};
+use entity::{refresh_token, session, user};
 use rand::{rngs::OsRng, RngCore};
-use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
+use sea_orm::{
+    sea_query::Expr, ColumnTrait, DbErr, EntityTrait, JoinType, QueryFilter, QueryOrder, QuerySelect, UpdateMany,
+};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -79,6 +81,8 @@ pub async fn open(
 
 /// What an OAuth client's session is issued with.
 pub struct ClientGrant<'a> {
+    /// The session's id, chosen before it opens (its code's row names it).
+    pub session_id: Uuid,
     pub client_id: Uuid,
     /// The granted scopes, space-separated.
     pub scope: &'a str,
@@ -110,7 +114,7 @@ async fn open_as(
     let application_id = txn.application_id();
     let now = crate::clock::now();
     let session = session::Model {
-        id: Uuid::now_v7(),
+        id: client.as_ref().map_or_else(Uuid::now_v7, |c| c.session_id),
         application_id,
         user_id,
         aal: aal.into(),
@@ -254,6 +258,24 @@ pub async fn find_active(db: &impl TenantConn, id: Uuid) -> Result<Option<sessio
         .filter(session::Column::ExpiresAt.gt(now))
         .one(db.conn())
         .await
+}
+
+/// [`find_active`] with the session's user, in one query.
+pub async fn find_active_with_user(
+    db: &impl TenantConn,
+    id: Uuid,
+) -> Result<Option<(session::Model, user::Model)>, DbErr> {
+    let now = crate::clock::now();
+    let of_user = session::Entity::belongs_to(user::Entity).from(session::Column::UserId).to(user::Column::Id).into();
+    let found = db
+        .find_by_id::<session::Entity>(id)
+        .filter(session::Column::RevokedAt.is_null())
+        .filter(session::Column::ExpiresAt.gt(now))
+        .select_also(user::Entity)
+        .join(JoinType::InnerJoin, of_user)
+        .one(db.conn())
+        .await?;
+    Ok(found.and_then(|(session, user)| Some((session, user?))))
 }
 
 /// A presented refresh token's row, rotated or not.

@@ -5,7 +5,7 @@
 use std::{future::Future, pin::Pin};
 
 use actix_web::{dev::Payload, web, FromRequest, HttpMessage, HttpRequest};
-use entity::session;
+use entity::{session, user};
 
 use super::secret_key::bearer_token;
 use crate::{
@@ -79,6 +79,43 @@ pub async fn verify(
     token: &str,
     accepts: Accepts,
 ) -> ApiResult<Option<(Claims, session::Model)>> {
+    let Some(claims) = verified_claims(state, scope, token, accepts).await? else { return Ok(None) };
+    let session = sessions::find_active(scope, claims.sid).await?.filter(|s| s.user_id == claims.sub);
+    let Some(session) = session else {
+        session_ended();
+        return Ok(None);
+    };
+    Ok(Some((claims, session)))
+}
+
+/// [`verify`], with the session's user read in the same query (userinfo).
+pub async fn verify_with_user(
+    state: &AppState,
+    scope: &TenantScope,
+    token: &str,
+    accepts: Accepts,
+) -> ApiResult<Option<(Claims, session::Model, user::Model)>> {
+    let Some(claims) = verified_claims(state, scope, token, accepts).await? else { return Ok(None) };
+    let found = sessions::find_active_with_user(scope, claims.sid).await?.filter(|(s, _)| s.user_id == claims.sub);
+    let Some((session, user)) = found else {
+        session_ended();
+        return Ok(None);
+    };
+    Ok(Some((claims, session, user)))
+}
+
+fn session_ended() {
+    metrics::counter!("access_token_rejected_total", "reason" => "session_ended").increment(1);
+}
+
+/// The claims of a token that verifies against the application's own keys
+/// (its session not yet looked at).
+async fn verified_claims(
+    state: &AppState,
+    scope: &TenantScope,
+    token: &str,
+    accepts: Accepts,
+) -> ApiResult<Option<Claims>> {
     let checked = match jwt::parse(token, accepts) {
         Ok(parsed) => match state.tenants.public_key(scope, parsed.kid).await? {
             Some(key) => state.tokens.check(scope.tenant().id, parsed, &key),
@@ -86,17 +123,11 @@ pub async fn verify(
         },
         Err(rejection) => Err(rejection),
     };
-    let claims = match checked {
-        Ok(claims) => claims,
+    match checked {
+        Ok(claims) => Ok(Some(claims)),
         Err(rejection) => {
             metrics::counter!("access_token_rejected_total", "reason" => rejection.as_str()).increment(1);
-            return Ok(None);
+            Ok(None)
         }
-    };
-    let session = sessions::find_active(scope, claims.sid).await?.filter(|s| s.user_id == claims.sub);
-    let Some(session) = session else {
-        metrics::counter!("access_token_rejected_total", "reason" => "session_ended").increment(1);
-        return Ok(None);
-    };
-    Ok(Some((claims, session)))
+    }
 }

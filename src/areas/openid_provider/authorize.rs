@@ -9,7 +9,7 @@ use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use chrono::Duration;
 use entity::{hosted_login, membership, oauth_client, oauth_code, organization, session};
 use rand::{rngs::OsRng, RngCore};
-use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, QueryFilter};
+use sea_orm::{ColumnTrait, DbErr, QueryFilter};
 use uuid::Uuid;
 
 use crate::{
@@ -364,35 +364,28 @@ pub async fn find_code(db: &impl TenantConn, code: &str) -> Result<Option<oauth_
     db.find::<oauth_code::Entity>().filter(oauth_code::Column::CodeHash.eq(hash)).one(db.conn()).await
 }
 
-/// Marks a code used, in the exchange's transaction: the row as it was,
-/// or `Err(row)` when it was used before (a replay), or `None` when no
-/// such code exists for the application.
+/// Marks a code used by the session `session_id` (about to be opened), in
+/// the exchange's transaction, in one statement: the row as it is now, or
+/// `Err(row)` when it was used before (a replay), or `None` when no such
+/// code exists for the application. A refused exchange drops the
+/// transaction, and the code stays unused.
 pub async fn take_code(
     txn: &mut TenantTxn,
     code: &str,
+    session_id: Uuid,
 ) -> Result<Option<Result<oauth_code::Model, oauth_code::Model>>, DbErr> {
     let hash = sha256(code).to_vec();
-    let Some(row) =
-        txn.find::<oauth_code::Entity>().filter(oauth_code::Column::CodeHash.eq(hash.clone())).one(txn.conn()).await?
-    else {
-        return Ok(None);
-    };
-    let now = clock::now();
     let taken = txn
-        .update_many(|q: sea_orm::UpdateMany<oauth_code::Entity>| {
-            q.col_expr(oauth_code::Column::UsedAt, sea_orm::sea_query::Expr::value(now))
-                .filter(oauth_code::Column::CodeHash.eq(hash))
+        .update_many_returning(|q: sea_orm::UpdateMany<oauth_code::Entity>| {
+            q.col_expr(oauth_code::Column::UsedAt, sea_orm::sea_query::Expr::value(clock::now()))
+                .col_expr(oauth_code::Column::IssuedSessionId, sea_orm::sea_query::Expr::value(session_id))
+                .filter(oauth_code::Column::CodeHash.eq(hash.clone()))
                 .filter(oauth_code::Column::UsedAt.is_null())
         })
         .await?;
-    Ok(Some(if taken == 1 { Ok(row) } else { Err(row) }))
-}
-
-/// Records the session a code's exchange opened, in its transaction.
-pub async fn record_issued(txn: &mut TenantTxn, code: &oauth_code::Model, session_id: Uuid) -> Result<(), DbErr> {
-    let mut active: oauth_code::ActiveModel = code.clone().into();
-    active.issued_session_id = Set(Some(session_id));
-    active.used_at = Set(Some(clock::now()));
-    txn.update(active).await?;
-    Ok(())
+    if let Some(row) = taken.into_iter().next() {
+        return Ok(Some(Ok(row)));
+    }
+    let used = txn.find::<oauth_code::Entity>().filter(oauth_code::Column::CodeHash.eq(hash)).one(txn.conn()).await?;
+    Ok(used.map(Err))
 }

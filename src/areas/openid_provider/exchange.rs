@@ -9,7 +9,7 @@ use chrono::Duration;
 use entity::oauth_client;
 use sea_orm::DbErr;
 
-use super::authorize::{find_code, record_issued, take_code, verifier_matches};
+use super::authorize::{find_code, take_code, verifier_matches};
 use crate::{
     areas::{
         oauth_clients,
@@ -61,7 +61,8 @@ pub async fn exchange_code(
     }
     let scope = scope.acting_as(Actor::oauth_client(client.id));
     let mut txn = scope.begin().await?;
-    let row = match take_code(&mut txn, code).await? {
+    let session_id = uuid::Uuid::now_v7();
+    let row = match take_code(&mut txn, code, session_id).await? {
         None => return Ok(Err(GrantRefused::InvalidGrant("the code is unknown"))),
         Some(Err(_)) => {
             drop(txn);
@@ -98,9 +99,9 @@ pub async fn exchange_code(
     let Some(login) = sessions::find_active(&txn, row.login_session_id).await? else {
         return Ok(Err(GrantRefused::InvalidGrant("the sign-in the code was issued for has ended")));
     };
-    let grant = ClientGrant { client_id: client.id, scope: &row.scope, organization_id: row.organization_id };
+    let grant =
+        ClientGrant { session_id, client_id: client.id, scope: &row.scope, organization_id: row.organization_id };
     let opened = sessions::open_for_client(&mut txn, row.user_id, login.email_verified, &login.aal, ttl, grant).await?;
-    record_issued(&mut txn, &row, opened.session.id).await?;
     txn.commit().await?;
     Ok(Ok(Exchanged {
         opened,

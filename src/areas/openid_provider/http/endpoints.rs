@@ -12,7 +12,7 @@ use super::{presented, scope_in_path};
 use crate::{
     areas::{
         openid_provider::{self, Active, ClientRefused},
-        sessions, users,
+        sessions,
     },
     auth::{end_user, secret_key::bearer_token},
     error::ApiResult,
@@ -127,14 +127,8 @@ async fn user_of(
     scope: &TenantScope,
     token: &str,
 ) -> ApiResult<Option<(Claims, entity::user::Model)>> {
-    let Some((claims, _)) = end_user::verify(state, scope, token, Accepts::ClientTokensToo).await? else {
-        return Ok(None);
-    };
-    match users::find(scope, claims.sub).await {
-        Ok(user) => Ok(Some((claims, user))),
-        Err(users::UserError::NotFound(_)) => Ok(None),
-        Err(err) => Err(err.into()),
-    }
+    let verified = end_user::verify_with_user(state, scope, token, Accepts::ClientTokensToo).await?;
+    Ok(verified.map(|(claims, _, user)| (claims, user)))
 }
 
 /// The active token `token` is. Each kind has its own shape (`rt_…` or a
