@@ -119,7 +119,8 @@ kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 for workers in 1 2; do
   port=$(free_port)
   minted=()
-  [ "$workers" = 1 ] && minted=("$scratch" 30000 "$challenge")
+  # Enough codes for 10 s at 12,000 a second: none may run out (a refused code is fast).
+  [ "$workers" = 1 ] && minted=("$scratch" 120000 "$challenge")
   node "$scratch/server.mjs" "$port" "$workers" bench-client bench-client-secret "${minted[@]}" >"$scratch/peer.out" 2>/dev/null &
   pid=$!
   for _ in $(seq 600); do grep -q ready "$scratch/peer.out" 2>/dev/null && break; sleep 0.1; done

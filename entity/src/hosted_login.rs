@@ -11,17 +11,20 @@ pub struct Model {
     pub application_id: Uuid,
     pub session_id: Uuid,
     pub created_at: DateTimeUtc,
+    /// How the user signed in (RFC 8176 values, space-separated).
+    pub amr: Option<String>,
 }
 
 /// Written by hand so that `{:?}` never shows the cookie's hash.
 impl std::fmt::Debug for Model {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let Self { cookie_hash: _, application_id, session_id, created_at } = self;
+        let Self { cookie_hash: _, application_id, session_id, created_at, amr } = self;
         f.debug_struct("Model")
             .field("cookie_hash", &crate::REDACTED)
             .field("application_id", application_id)
             .field("session_id", session_id)
             .field("created_at", created_at)
+            .field("amr", amr)
             .finish()
     }
 }

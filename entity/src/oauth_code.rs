@@ -27,6 +27,9 @@ pub struct Model {
     /// The organization the user chose for the `organization` scope: the
     /// exchange's session has it active.
     pub organization_id: Option<Uuid>,
+    /// How the user signed in (RFC 8176 values, space-separated), for the
+    /// ID token's `amr`.
+    pub amr: Option<String>,
 }
 
 /// Written by hand so that `{:?}` never shows the code's hash; the pattern
@@ -48,6 +51,7 @@ impl std::fmt::Debug for Model {
             used_at,
             issued_session_id,
             organization_id,
+            amr,
         } = self;
         f.debug_struct("Model")
             .field("code_hash", &crate::REDACTED)
@@ -64,6 +68,7 @@ impl std::fmt::Debug for Model {
             .field("used_at", used_at)
             .field("issued_session_id", issued_session_id)
             .field("organization_id", organization_id)
+            .field("amr", amr)
             .finish()
     }
 }

@@ -46,6 +46,7 @@ mod m20261205_000040_create_oauth_clients;
 mod m20261205_000041_create_authorization_codes;
 mod m20261206_000042_add_signing_key_algorithm;
 mod m20261207_000043_add_authorization_code_organization;
+mod m20261207_000044_add_sign_in_methods;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -114,6 +115,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261205_000041_create_authorization_codes::Migration),
             Box::new(m20261206_000042_add_signing_key_algorithm::Migration),
             Box::new(m20261207_000043_add_authorization_code_organization::Migration),
+            Box::new(m20261207_000044_add_sign_in_methods::Migration),
         ]
     }
 

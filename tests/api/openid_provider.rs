@@ -770,7 +770,7 @@ async fn a_user_with_a_second_factor_proves_it_on_the_hosted_page_when_the_clien
     assert_eq!(tokens.status, 200, "{:?}", tokens.body);
     let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
     assert_eq!(id_token["acr"], "aal2");
-    assert_eq!(id_token["amr"], json!(["pwd", "mfa"]));
+    assert_eq!(id_token["amr"], json!(["pwd", "otp", "mfa"]));
     // Signed in at aal2: the next client asking for it gets a code with no prompt.
     let (status, location, _) =
         browser.get(&authorize_url(&app, &id, &[("acr_values", "aal2"), ("prompt", "none")])).await;
@@ -1139,6 +1139,7 @@ async fn a_providers_button_signs_in_on_the_hosted_page_and_a_return_started_in_
     assert_eq!(tokens.status, 200, "{:?}", tokens.body);
     let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
     assert_eq!(id_token["email"], "carol@example.com");
+    assert_eq!(id_token["amr"], json!(["fed"]), "an identity provider's sign-in");
 
     // Mallory stops at the return and sends its URL to a victim: the victim's
     // browser holds no verifier for it, so nobody is signed in.
@@ -1203,7 +1204,8 @@ async fn a_passkey_signs_in_on_the_hosted_pages_only_where_its_domain_is_the_ser
     assert_eq!(status, 303, "{page}");
     let code = query_of(&location.unwrap())["code"].clone();
     let tokens = exchange_code(&app, &code, (&id, &secret)).await;
-    assert_eq!(crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap())["acr"], "aal2");
+    let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
+    assert_eq!((&id_token["acr"], &id_token["amr"]), (&json!("aal2"), &json!(["pop", "mfa"])));
 
     // The same assertion again, its ceremony spent, or against a new
     // ceremony: the sign-in page says so, and nobody is signed in.

@@ -283,7 +283,7 @@ test("a client asking for aal2 gets a sign-in that proved TOTP on the hosted pag
     expectedState: request.state,
   });
   assert.equal(tokens.claims().acr, "aal2");
-  assert.deepEqual(tokens.claims().amr, ["pwd", "mfa"]);
+  assert.deepEqual(tokens.claims().amr, ["pwd", "otp", "mfa"]);
 });
 
 // A new user signs up on the hosted page. Libraries that verify only RS256

@@ -224,13 +224,46 @@ fn random_token() -> String {
     URL_SAFE_NO_PAD.encode(bytes)
 }
 
-/// The session the hosted pages' cookie stands for, while it is active and
-/// no older than `max_age`.
-pub async fn signed_in(
-    db: &impl TenantConn,
-    cookie: &str,
-    max_age: Option<i64>,
-) -> Result<Option<session::Model>, DbErr> {
+/// A sign-in on the hosted pages: its session, and how the user signed in
+/// (RFC 8176 `amr` values, space-separated).
+#[derive(Debug, Clone)]
+pub struct Login {
+    pub session: session::Model,
+    pub amr: String,
+}
+
+/// The `amr` of a sign-in: its first factor (`password`; `oauth`, an
+/// identity provider, `fed` as Microsoft Entra says it, since RFC 8176
+/// has no value for it; `passkey`) and the second step's factor if any
+/// (`totp` or `recovery_code`: `otp`; `passkey`). A passkey (`pop`: a key
+/// the user holds) is unlocked by a fingerprint, face or PIN: with any
+/// second step it makes `mfa`.
+pub fn amr_of(first: &str, second: Option<&str>) -> String {
+    let mut methods = vec![match first {
+        "password" => "pwd",
+        "oauth" => "fed",
+        _ => "pop",
+    }];
+    match second {
+        Some("passkey") => methods.push("pop"),
+        Some(_) => methods.push("otp"),
+        None => {}
+    }
+    if second.is_some() || first == "passkey" {
+        methods.push("mfa");
+    }
+    methods.join(" ")
+}
+
+/// The `amr` of a sign-in recorded before the method was: read off its
+/// assurance level.
+pub fn amr_of_level(aal: &str) -> String {
+    if aal == "aal2" { "pwd mfa" } else { "pwd" }.to_string()
+}
+
+/// The sign-in the hosted pages' cookie stands for, while its session is
+/// active and no older than `max_age`.
+pub async fn signed_in(db: &impl TenantConn, cookie: &str, max_age: Option<i64>) -> Result<Option<Login>, DbErr> {
     let login = db
         .find::<hosted_login::Entity>()
         .filter(hosted_login::Column::CookieHash.eq(sha256(cookie).to_vec()))
@@ -239,20 +272,24 @@ pub async fn signed_in(
     let Some(login) = login else { return Ok(None) };
     let session = sessions::find_active(db, login.session_id).await?;
     let fresh = |s: &session::Model| max_age.is_none_or(|age| clock::now() - s.created_at <= Duration::seconds(age));
-    Ok(session.filter(fresh))
+    Ok(session.filter(fresh).map(|session| {
+        let amr = login.amr.unwrap_or_else(|| amr_of_level(&session.aal));
+        Login { session, amr }
+    }))
 }
 
 /// Remembers a sign-in on the hosted pages: answers the cookie's value.
 /// The application's cookies older than a session lives (`ttl`) stand for
 /// nothing any more and go in the same transaction.
-pub async fn remember(txn: &mut TenantTxn, session_id: Uuid, ttl: Duration) -> Result<String, DbErr> {
+pub async fn remember(txn: &mut TenantTxn, login: &Login, ttl: Duration) -> Result<String, DbErr> {
     txn.delete::<hosted_login::Entity>(hosted_login::Column::CreatedAt.lt(clock::now() - ttl)).await?;
     let cookie = random_token();
     let row = hosted_login::Model {
         cookie_hash: sha256(&cookie).to_vec(),
         application_id: txn.application_id(),
-        session_id,
+        session_id: login.session.id,
         created_at: clock::now(),
+        amr: Some(login.amr.clone()),
     };
     txn.insert(hosted_login::ActiveModel::from(row)).await?;
     Ok(cookie)
@@ -316,7 +353,7 @@ pub async fn organization_for(
 pub async fn issue_code(
     scope: &TenantScope,
     checked: &Checked,
-    login: &session::Model,
+    login: &Login,
     organization_id: Option<Uuid>,
 ) -> Result<String, DbErr> {
     let mut txn = scope.begin().await?;
@@ -332,7 +369,7 @@ pub async fn issue_code(
 pub async fn issue_code_in(
     txn: &mut TenantTxn,
     checked: &Checked,
-    login: &session::Model,
+    login: &Login,
     organization_id: Option<Uuid>,
 ) -> Result<String, DbErr> {
     let code = random_token();
@@ -342,8 +379,8 @@ pub async fn issue_code_in(
         code_hash: sha256(&code).to_vec(),
         application_id: txn.application_id(),
         client_id: checked.client.id,
-        login_session_id: login.id,
-        user_id: login.user_id,
+        login_session_id: login.session.id,
+        user_id: login.session.user_id,
         redirect_uri: checked.redirect_uri.clone(),
         scope: checked.scopes.join(" "),
         nonce: checked.nonce.clone(),
@@ -353,6 +390,7 @@ pub async fn issue_code_in(
         used_at: None,
         issued_session_id: None,
         organization_id,
+        amr: Some(login.amr.clone()),
     };
     txn.insert(oauth_code::ActiveModel::from(row)).await?;
     Ok(code)
@@ -388,4 +426,20 @@ pub async fn take_code(
     }
     let used = txn.find::<oauth_code::Entity>().filter(oauth_code::Column::CodeHash.eq(hash)).one(txn.conn()).await?;
     Ok(used.map(Err))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn amr_names_each_way_a_user_signed_in() {
+        assert_eq!(amr_of("password", None), "pwd");
+        assert_eq!(amr_of("password", Some("totp")), "pwd otp mfa");
+        assert_eq!(amr_of("password", Some("recovery_code")), "pwd otp mfa");
+        assert_eq!(amr_of("oauth", None), "fed");
+        assert_eq!(amr_of("oauth", Some("passkey")), "fed pop mfa");
+        assert_eq!(amr_of("passkey", None), "pop mfa");
+        assert_eq!((amr_of_level("aal1"), amr_of_level("aal2")), ("pwd".into(), "pwd mfa".into()));
+    }
 }

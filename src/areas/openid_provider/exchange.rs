@@ -9,7 +9,7 @@ use chrono::Duration;
 use entity::oauth_client;
 use sea_orm::DbErr;
 
-use super::authorize::{find_code, take_code, verifier_matches};
+use super::authorize::{amr_of_level, find_code, take_code, verifier_matches};
 use crate::{
     areas::{
         oauth_clients,
@@ -34,6 +34,8 @@ pub struct Exchanged {
     pub nonce: Option<String>,
     /// When the user signed in on the hosted pages (seconds).
     pub auth_time: i64,
+    /// How they signed in (RFC 8176).
+    pub amr: Vec<String>,
 }
 
 impl Exchanged {
@@ -108,15 +110,6 @@ pub async fn exchange_code(
         scopes: row.scope.split_whitespace().map(str::to_owned).collect(),
         nonce: row.nonce,
         auth_time: login.created_at.timestamp(),
+        amr: row.amr.unwrap_or_else(|| amr_of_level(&login.aal)).split(' ').map(str::to_owned).collect(),
     }))
-}
-
-/// How the user signed in (RFC 8176): a password on the hosted pages, and
-/// a second factor at `aal2`.
-pub fn amr(aal: &str) -> Vec<String> {
-    let mut methods = vec!["pwd".to_string()];
-    if aal == "aal2" {
-        methods.push("mfa".to_string());
-    }
-    methods
 }

@@ -83,11 +83,13 @@ pub async fn user_of(scope: &TenantScope, challenge: &str) -> Result<Option<Uuid
     Ok(found.map(|c| c.user_id))
 }
 
-/// A completed sign-in: the user, the new `aal2` session, and the factor
-/// that proved it (`totp`, `recovery_code` or `passkey`).
+/// A completed sign-in: the user, the new `aal2` session, the first
+/// factor's method (`password` or `oauth`) and the factor that proved the
+/// second step (`totp`, `recovery_code` or `passkey`).
 pub struct Completed {
     pub user: user::Model,
     pub opened: Opened,
+    pub method: String,
     pub factor: &'static str,
 }
 
@@ -145,5 +147,6 @@ pub async fn complete(
     }
     txn.audit_as(&Actor::user(user_id), EventType::SignInSucceeded, Some(user_id), data).await?;
     txn.commit().await?;
-    Ok(Completed { user: user::Model { last_sign_in_at: Some(now), ..user }, opened, factor })
+    let method = counted.method;
+    Ok(Completed { user: user::Model { last_sign_in_at: Some(now), ..user }, opened, method, factor })
 }

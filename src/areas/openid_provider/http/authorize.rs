@@ -31,7 +31,7 @@ use super::{
 use crate::{
     areas::{
         auth::{self, AuthError, SignedIn},
-        openid_provider::authorize::{self, Checked, OrganizationChoice, Redirect, Refused},
+        openid_provider::authorize::{self, Checked, Login, OrganizationChoice, Redirect, Refused},
         second_factors::{self, challenges, Proof, SecondFactorError},
         users,
     },
@@ -104,9 +104,9 @@ async fn start(
     // `acr_values=aal2` and a sign-in without a second factor: sign in again
     // (a user who has one proves it; one who has none gets `acr: aal1`, for
     // the client to judge).
-    let login = login.filter(|session| !checked.wants_aal2 || session.aal == "aal2");
+    let login = login.filter(|login| !checked.wants_aal2 || login.session.aal == "aal2");
     match login {
-        Some(session) => go_on(state, req, scope, &checked, &session, false).await,
+        Some(login) => go_on(state, req, scope, &checked, &login, false).await,
         None if checked.prompt.none => {
             Ok(back_with_error(state, scope, checked.error("login_required", "the user is not signed in")))
         }
@@ -238,7 +238,7 @@ pub async fn authorize_form(
     )
     .await;
     match outcome {
-        Ok(proven) => first_factor_proven(&state, &req, &scope, &checked, proven).await,
+        Ok(proven) => first_factor_proven(&state, &req, &scope, &checked, proven, "password").await,
         Err(AuthError::InvalidCredentials) => {
             let wrong = "The email or password is wrong.";
             sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))).await
@@ -251,17 +251,21 @@ pub async fn authorize_form(
     }
 }
 
-/// A first factor proven (a password, or a provider's sign-in): signed in,
-/// or the second factor's page.
+/// A first factor proven (`method`: `password`, or `oauth` for a
+/// provider's sign-in): signed in, or the second factor's page.
 async fn first_factor_proven(
     state: &AppState,
     req: &HttpRequest,
     scope: &TenantScope,
     checked: &Checked,
     proven: SignedIn,
+    method: &str,
 ) -> ApiResult<HttpResponse> {
     match proven {
-        SignedIn::Session(_, _, opened) => signed_in(state, req, scope, checked, opened.session).await,
+        SignedIn::Session(_, _, opened) => {
+            let login = Login { session: opened.session, amr: authorize::amr_of(method, None) };
+            signed_in(state, req, scope, checked, login).await
+        }
         SignedIn::SecondFactorRequired(issued) => {
             Ok(second_factor_page(state, scope, req, checked, &issued.challenge, &issued.factors, None))
         }
@@ -274,8 +278,10 @@ async fn onward(state: &AppState, req: &HttpRequest, scope: &TenantScope, next: 
     match next {
         Next::Shown(page) => Ok(page),
         Next::Refused(refused) => Ok(refusal(state, scope, refused)),
-        Next::SignedIn(checked, session) => signed_in(state, req, scope, &checked, session).await,
-        Next::FirstFactor(checked, proven) => first_factor_proven(state, req, scope, &checked, *proven).await,
+        Next::SignedIn(checked, login) => signed_in(state, req, scope, &checked, *login).await,
+        Next::FirstFactor(checked, proven, method) => {
+            first_factor_proven(state, req, scope, &checked, *proven, method).await
+        }
         Next::SignIn(checked, email, said) => {
             sign_in_page(state, scope, req, &checked, &email, Some((StatusCode::OK, said))).await
         }
@@ -302,7 +308,10 @@ async fn second_step(
     }
     let proof = Proof::Code(code);
     match challenges::complete(scope, &state.master_key, challenge, &proof, session_ttl(state)).await {
-        Ok(completed) => signed_in(state, req, scope, checked, completed.opened.session).await,
+        Ok(completed) => {
+            let amr = authorize::amr_of(&completed.method, Some(completed.factor));
+            signed_in(state, req, scope, checked, Login { session: completed.opened.session, amr }).await
+        }
         Err(SecondFactorError::InvalidCode) => {
             let factors = match user_id {
                 Some(user_id) => second_factors::factors_of(scope, user_id).await?,
@@ -326,19 +335,19 @@ async fn signed_in(
     req: &HttpRequest,
     scope: &TenantScope,
     checked: &Checked,
-    session: entity::session::Model,
+    login: Login,
 ) -> ApiResult<HttpResponse> {
-    let step = next_step(scope, checked, &session, false).await?;
+    let step = next_step(scope, checked, &login.session, false).await?;
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::AuthorizationStep);
-    let login = authorize::remember(&mut txn, session.id, session_ttl(state)).await?;
+    let cookie = authorize::remember(&mut txn, &login, session_ttl(state)).await?;
     let code = match step {
-        Step::Code(organization) => Ok(authorize::issue_code_in(&mut txn, checked, &session, organization).await?),
+        Step::Code(organization) => Ok(authorize::issue_code_in(&mut txn, checked, &login, organization).await?),
         Step::Ask(question) => Err(question),
     };
     txn.commit().await?;
     let max_age = session_ttl(state).num_seconds();
-    let login_cookie = set_cookie(state, scope, LOGIN_COOKIE, &login, max_age, "Lax");
+    let login_cookie = set_cookie(state, scope, LOGIN_COOKIE, &cookie, max_age, "Lax");
     match code {
         Ok(code) => {
             Ok(back_with_code(state, scope, checked, &code).insert_header((header::SET_COOKIE, login_cookie)).finish())
@@ -384,10 +393,10 @@ async fn go_on(
     req: &HttpRequest,
     scope: &TenantScope,
     checked: &Checked,
-    login: &session::Model,
+    login: &Login,
     consented: bool,
 ) -> ApiResult<HttpResponse> {
-    match next_step(scope, checked, login, consented).await? {
+    match next_step(scope, checked, &login.session, consented).await? {
         Step::Code(organization) => {
             let code = authorize::issue_code(scope, checked, login, organization).await?;
             Ok(back_with_code(state, scope, checked, &code).finish())
@@ -416,7 +425,7 @@ fn question_page(
 
 /// The hosted pages' sign-in, for a form that needs one (consent, an
 /// organization's choice).
-async fn login_of(req: &HttpRequest, scope: &TenantScope, checked: &Checked) -> ApiResult<Option<session::Model>> {
+async fn login_of(req: &HttpRequest, scope: &TenantScope, checked: &Checked) -> ApiResult<Option<Login>> {
     Ok(match cookie(req, LOGIN_COOKIE) {
         Some(value) => authorize::signed_in(scope, &value, checked.max_age).await?,
         None => None,

@@ -2,21 +2,20 @@
 //! emailed code, a forgotten password, the return from a provider) leads: a page of its own, or back
 //! to the authorization endpoint's steps.
 use actix_web::HttpResponse;
-use entity::session;
 
 use crate::areas::{
     auth::SignedIn,
-    openid_provider::authorize::{Checked, Refused},
+    openid_provider::authorize::{Checked, Login, Refused},
 };
 
 pub(super) enum Next {
     Shown(HttpResponse),
     Refused(Refused),
     /// Signed in: on as after a sign-in.
-    SignedIn(Box<Checked>, session::Model),
-    /// A first factor proven other than by the password form: a session,
-    /// or the second factor to ask for.
-    FirstFactor(Box<Checked>, Box<SignedIn>),
+    SignedIn(Box<Checked>, Box<Login>),
+    /// A first factor proven other than by the password form (`oauth`: a
+    /// provider's sign-in): a session, or the second factor to ask for.
+    FirstFactor(Box<Checked>, Box<SignedIn>, &'static str),
     /// The sign-in page, the email filled in, saying why.
     SignIn(Box<Checked>, String, &'static str),
 }

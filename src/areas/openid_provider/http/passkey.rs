@@ -19,7 +19,7 @@ use super::{
 use crate::{
     areas::{
         auth::{self, AuthError},
-        openid_provider::authorize::{self, Checked},
+        openid_provider::authorize::{self, Checked, Login},
         second_factors::{challenges, passkeys, Proof, SecondFactorError},
     },
     auth::public::{limit_sign_ins_per_ip, session_ttl},
@@ -84,11 +84,14 @@ pub(super) async fn submitted(
     }
     let Ok(credential) = serde_json::from_str::<PublicKeyCredential>(&credential) else { return Ok(again(checked)) };
     let ttl = session_ttl(state);
-    let session = match mfa_challenge {
+    let login = match mfa_challenge {
         Some(challenge) => {
             let proof = Proof::Passkey { ceremony, credential: Box::new(credential) };
             match challenges::complete(scope, &state.master_key, &challenge, &proof, ttl).await {
-                Ok(completed) => completed.opened.session,
+                Ok(completed) => {
+                    let amr = authorize::amr_of(&completed.method, Some(completed.factor));
+                    Login { session: completed.opened.session, amr }
+                }
                 Err(SecondFactorError::InvalidChallenge) => {
                     return Ok(Next::Shown(shown(scope, StatusCode::FORBIDDEN, EXPIRED)))
                 }
@@ -99,7 +102,7 @@ pub(super) async fn submitted(
         None => {
             let codes = state.email_codes();
             match auth::sign_in_with_passkey(scope, &state.issuer(), codes, &ceremony, &credential, ttl).await {
-                Ok((_, _, opened)) => opened.session,
+                Ok((_, _, opened)) => Login { session: opened.session, amr: authorize::amr_of("passkey", None) },
                 Err(AuthError::InvalidCredentials | AuthError::SecondFactor(SecondFactorError::InvalidCeremony)) => {
                     return Ok(again(checked))
                 }
@@ -111,7 +114,7 @@ pub(super) async fn submitted(
             }
         }
     };
-    Ok(Next::SignedIn(Box::new(checked), session))
+    Ok(Next::SignedIn(Box::new(checked), Box::new(login)))
 }
 
 const EXPIRED: &str = "This sign-in has expired or had too many tries. Go back to the application and start again.";

@@ -98,7 +98,7 @@ pub(super) async fn returned(
         return failed(checked);
     };
     match exchange(scope, &state.issuer(), code, Some(&verifier), session_ttl(state)).await {
-        Ok(signed_in) => Ok(Next::FirstFactor(Box::new(checked), Box::new(signed_in))),
+        Ok(signed_in) => Ok(Next::FirstFactor(Box::new(checked), Box::new(signed_in), "oauth")),
         Err(ProviderSignInError::InvalidGrant) => failed(checked),
         Err(err) => Err(err.into()),
     }

@@ -18,7 +18,7 @@ use crate::{
     areas::{
         auth::{self, NewSignUp},
         email_verifications::{self, EmailVerificationError},
-        openid_provider::authorize::{self, Checked},
+        openid_provider::authorize::{self, Checked, Login},
         profile_fields, users,
         validate::Issues,
     },
@@ -121,7 +121,8 @@ pub(super) async fn submitted(
     if scope.tenant().require_verified_email && !opened.session.email_verified {
         return Ok(Next::Shown(verify_page(state, scope, req, &checked, &normalized, None)));
     }
-    Ok(Next::SignedIn(Box::new(checked), opened.session))
+    let login = Login { session: opened.session, amr: authorize::amr_of("password", None) };
+    Ok(Next::SignedIn(Box::new(checked), Box::new(login)))
 }
 
 /// The emailed code, after a sign-up that needs it: then the sign-in page,

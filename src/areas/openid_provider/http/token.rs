@@ -226,7 +226,7 @@ async fn client_grant(
             auth_time: exchanged.auth_time,
             nonce: exchanged.nonce.clone(),
             acr: session.aal.clone(),
-            amr: exchange::amr(&session.aal),
+            amr: exchanged.amr.clone(),
             at_hash: id_token_signer.at_hash(&access.token),
             sid: session.id,
             email: user.as_ref().map(|u| u.email.clone()),
