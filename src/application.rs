@@ -59,6 +59,10 @@ pub struct TenantSnapshot {
     /// Sign-in refuses a user whose email is not verified (403 `email_not_verified`).
     #[serde(default)]
     pub require_verified_email: bool,
+    /// The allowed origins may show the hosted sign-in pages in a frame
+    /// (`frame-ancestors`); off, no page may.
+    #[serde(default)]
+    pub hosted_pages_in_frames: bool,
     /// End-user actions that need a session at `aal2` (403 `aal2_required`).
     #[serde(default)]
     pub require_aal2_for: Vec<String>,
@@ -109,6 +113,7 @@ impl TenantSnapshot {
             refresh_reuse_interval_seconds: row.refresh_reuse_interval_seconds.clamp(0, 60) as u32,
             entitlement_claims: row.entitlement_claims.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             require_verified_email: row.require_verified_email,
+            hosted_pages_in_frames: row.hosted_pages_in_frames,
             require_aal2_for: row.require_aal2_for.and_then(|v| serde_json::from_value(v).ok()).unwrap_or_default(),
             passkey_rp_id: row.passkey_rp_id,
             moving_to: row.moving_to.as_deref().and_then(|r| Region::new(r).ok()),

@@ -48,6 +48,7 @@ pub async fn bootstrap(storage: &Storage, request: BootstrapRequest) -> ApiResul
         refresh_reuse_interval_seconds: 0,
         entitlement_claims: Vec::new(),
         require_verified_email: false,
+        hosted_pages_in_frames: false,
         require_aal2_for: Vec::new(),
         passkey_rp_id: None,
         profile_fields: Vec::new(),

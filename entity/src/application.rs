@@ -23,6 +23,8 @@ pub struct Model {
     pub entitlement_claims: Option<Json>,
     /// Sign-in refuses a user whose email is not verified.
     pub require_verified_email: bool,
+    /// The allowed origins may show the hosted sign-in pages in a frame.
+    pub hosted_pages_in_frames: bool,
     /// JSON array of end-user actions that need a session at `aal2`
     /// (`create_personal_key`, `revoke_personal_key`); null: none.
     pub require_aal2_for: Option<Json>,

@@ -47,6 +47,7 @@ mod m20261205_000041_create_authorization_codes;
 mod m20261206_000042_add_signing_key_algorithm;
 mod m20261207_000043_add_authorization_code_organization;
 mod m20261207_000044_add_sign_in_methods;
+mod m20261207_000045_add_hosted_pages_in_frames;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -69,6 +70,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261130_000033_create_processor_account_claims::Migration),
             Box::new(m20261202_000036_add_move_cancel_requested::Migration),
             Box::new(m20261204_000038_create_shards::Migration),
+            Box::new(m20261207_000045_add_hosted_pages_in_frames::Migration),
         ]
     }
 

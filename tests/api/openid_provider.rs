@@ -1223,3 +1223,26 @@ async fn a_passkey_signs_in_on_the_hosted_pages_only_where_its_domain_is_the_ser
     assert_eq!((status, location), (200, None), "{page}");
     assert!(page.contains("The passkey was not accepted"), "{page}");
 }
+
+#[actix_web::test]
+async fn the_hosted_pages_may_be_framed_only_by_the_applications_origins_when_it_says_so() {
+    let app = spawn_app().await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, _) = credentials(&web);
+    let headers = |reply: &Reply| {
+        let policy = reply.header("content-security-policy").unwrap_or_default().to_string();
+        let ancestors = policy.split("; ").find(|d| d.starts_with("frame-ancestors")).unwrap_or_default().to_string();
+        (ancestors, reply.header("x-frame-options").map(str::to_owned))
+    };
+    let page = app.raw(app.client.get(authorize_url(&app, &id, &[]))).await;
+    assert_eq!(headers(&page), ("frame-ancestors 'none'".into(), Some("DENY".into())));
+
+    let settings = format!("/v1/applications/{}", app.caller.application_id);
+    let framed = json!({"allowed_origins": ["https://app.example.com", "https://admin.example.com"], "hosted_pages_in_frames": true});
+    let patched = app.patch(&settings, &framed).await;
+    assert_eq!((patched.status, &patched.data()["hosted_pages_in_frames"]), (200, &json!(true)));
+    let page = app.raw(app.client.get(authorize_url(&app, &id, &[]))).await;
+    let expected = "frame-ancestors https://admin.example.com https://app.example.com"; // as stored: sorted
+    assert_eq!(headers(&page), (expected.into(), None));
+    assert_eq!(app.patch(&settings, &json!({"hosted_pages_in_frames": "yes"})).await.status, 422);
+}

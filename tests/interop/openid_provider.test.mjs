@@ -24,8 +24,17 @@ const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const insecure = { execute: [client.allowInsecureRequests] };
 
 // The relying party's callback: answers a page, so the browser stops there.
+// `/frame?src=<url>` is a page of the relying party's that frames `src`.
 function startCallback() {
-  const server = createServer((req, res) => res.writeHead(200, { "content-type": "text/plain" }).end("back"));
+  const server = createServer((req, res) => {
+    const url = new URL(req.url, "http://127.0.0.1");
+    if (url.pathname === "/frame") {
+      const src = url.searchParams.get("src").replace(/"/g, "&quot;");
+      res.writeHead(200, { "content-type": "text/html" }).end(`<!doctype html><iframe src="${src}"></iframe>`);
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/plain" }).end("back");
+  });
   return new Promise((resolve) => {
     server.listen(0, "127.0.0.1", () =>
       resolve({ url: `http://127.0.0.1:${server.address().port}/callback`, close: () => server.close() }),
@@ -585,5 +594,33 @@ test("a passkey signs in on the hosted page, alone and as a password's second st
   } finally {
     await context.close();
     local.stop();
+  }
+});
+
+// The hosted pages refuse every frame (`frame-ancestors 'none'`) unless the
+// application lets its allowed origins frame them.
+test("the hosted pages load in a frame only on the application's allowed origins, when it allows that", async () => {
+  const web = await register({ name: "Framed", first_party: true });
+  const issuer = new URL(`${gatehouse.base}/v1/applications/${gatehouse.applicationId}`);
+  const config = await client.discovery(issuer, web.client_id, web.client_secret, undefined, insecure);
+  const signIn = (await authorizationUrl(config)).url.href;
+  const rpOrigin = new URL(callback.url).origin;
+  const framed = async () => {
+    const page = await (await browser.createBrowserContext()).newPage();
+    await page.goto(`${rpOrigin}/frame?src=${encodeURIComponent(signIn)}`);
+    const frame = page.frames().find((f) => f !== page.mainFrame());
+    await new Promise((r) => setTimeout(r, 300));
+    const shown = frame.url().startsWith(gatehouse.base) && /Sign in to/.test(await frame.content().catch(() => ""));
+    await page.browserContext().close();
+    return shown;
+  };
+  assert.equal(await framed(), false, "no frame by default");
+  const settings = `/v1/applications/${gatehouse.applicationId}`;
+  const allowed = await gatehouse.call("PATCH", settings, { allowed_origins: [rpOrigin], hosted_pages_in_frames: true });
+  assert.equal(allowed.status, 200, JSON.stringify(allowed.json));
+  try {
+    assert.equal(await framed(), true, "framed by an allowed origin");
+  } finally {
+    await gatehouse.call("PATCH", settings, { allowed_origins: [], hosted_pages_in_frames: false });
   }
 });

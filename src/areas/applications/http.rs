@@ -88,6 +88,13 @@ pub struct UpdateApplicationRequest {
     /// Sign-in refuses a user whose email is not verified (403
     /// `email_not_verified`, and a fresh code is sent). Default false.
     pub require_verified_email: Option<bool>,
+    /// The allowed origins may show the hosted sign-in pages
+    /// (`/v1/applications/{id}/oauth/…`) in a frame: their
+    /// `frame-ancestors` lists them. Default false: no page may. A frame's
+    /// cookies reach the pages only when the frame's page and this service
+    /// are one site (a custom domain such as `auth.example.com` framed by
+    /// `app.example.com`).
+    pub hosted_pages_in_frames: Option<bool>,
     /// End-user actions that need a session at `aal2` (a sign-in or a
     /// step-up that proved a second factor), else 403 `aal2_required`:
     /// `create_personal_key`, `revoke_personal_key`. Default none.
@@ -116,6 +123,7 @@ pub struct ApplicationView {
     pub refresh_reuse_interval_seconds: u32,
     pub entitlement_claims: Vec<String>,
     pub require_verified_email: bool,
+    pub hosted_pages_in_frames: bool,
     pub require_aal2_for: Vec<String>,
     pub passkey_rp_id: Option<String>,
     #[serde(serialize_with = "crate::clock::serialize")]
@@ -138,6 +146,7 @@ impl From<&Tenant> for ApplicationView {
             refresh_reuse_interval_seconds: app.refresh_reuse_interval_seconds,
             entitlement_claims: app.entitlement_claims.clone(),
             require_verified_email: app.require_verified_email,
+            hosted_pages_in_frames: app.hosted_pages_in_frames,
             require_aal2_for: app.require_aal2_for.clone(),
             passkey_rp_id: app.passkey_rp_id.clone(),
             created_at: app.created_at,
@@ -183,6 +192,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         refresh_reuse_interval_seconds: 0,
         entitlement_claims: Vec::new(),
         require_verified_email: false,
+        hosted_pages_in_frames: false,
         require_aal2_for: Vec::new(),
         passkey_rp_id: None,
         profile_fields: Vec::new(),
@@ -194,6 +204,7 @@ pub async fn create_application(state: web::Data<AppState>, key: SecretKey, body
         new.refresh_reuse_interval_seconds = source.refresh_reuse_interval_seconds;
         new.entitlement_claims = source.entitlement_claims.clone();
         new.require_verified_email = source.require_verified_email;
+        new.hosted_pages_in_frames = source.hosted_pages_in_frames;
         new.require_aal2_for = source.require_aal2_for.clone();
         new.passkey_rp_id = source.passkey_rp_id.clone();
         new.profile_fields = fields;
@@ -253,6 +264,7 @@ pub async fn update_application(
         request.refresh_reuse_interval_seconds,
         request.entitlement_claims,
         request.require_verified_email,
+        request.hosted_pages_in_frames,
         request.require_aal2_for,
         request.passkey_rp_id,
     )?;

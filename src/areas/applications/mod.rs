@@ -90,6 +90,7 @@ pub struct NewApplication {
     pub refresh_reuse_interval_seconds: u32,
     pub entitlement_claims: Vec<String>,
     pub require_verified_email: bool,
+    pub hosted_pages_in_frames: bool,
     pub require_aal2_for: Vec<String>,
     pub passkey_rp_id: Option<String>,
     /// Copied from `copy_from`'s schema (new ids, this application's).
@@ -105,6 +106,7 @@ pub struct SettingsPatch {
     pub refresh_reuse_interval_seconds: Option<u32>,
     pub entitlement_claims: Option<Vec<String>>,
     pub require_verified_email: Option<bool>,
+    pub hosted_pages_in_frames: Option<bool>,
     pub require_aal2_for: Option<Vec<String>>,
     /// `Some(None)`: passkeys off.
     pub passkey_rp_id: Option<Option<String>>,
@@ -122,6 +124,7 @@ impl SettingsPatch {
         refresh_reuse_interval_seconds: Option<i64>,
         entitlement_claims: Option<Vec<String>>,
         require_verified_email: Option<bool>,
+        hosted_pages_in_frames: Option<bool>,
         require_aal2_for: Option<Vec<String>>,
         passkey_rp_id: Option<Option<String>>,
     ) -> Result<Self, Invalid> {
@@ -159,6 +162,7 @@ impl SettingsPatch {
             refresh_reuse_interval_seconds,
             entitlement_claims,
             require_verified_email,
+            hosted_pages_in_frames,
             require_aal2_for,
             passkey_rp_id,
         })
@@ -313,6 +317,7 @@ pub async fn create(
         refresh_reuse_interval_seconds: new.refresh_reuse_interval_seconds as i32,
         entitlement_claims: Some(json!(new.entitlement_claims)),
         require_verified_email: new.require_verified_email,
+        hosted_pages_in_frames: new.hosted_pages_in_frames,
         require_aal2_for: Some(json!(new.require_aal2_for)),
         passkey_rp_id: new.passkey_rp_id,
         moving_to: None,
@@ -420,6 +425,10 @@ pub async fn update_settings(turn: &InTurn, patch: SettingsPatch) -> Result<Tena
     if let Some(required) = patch.require_verified_email {
         active.require_verified_email = Set(required);
         changed.push("require_verified_email");
+    }
+    if let Some(framed) = patch.hosted_pages_in_frames {
+        active.hosted_pages_in_frames = Set(framed);
+        changed.push("hosted_pages_in_frames");
     }
     let now = crate::clock::now();
     active.updated_at = Set(now);

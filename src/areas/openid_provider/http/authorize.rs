@@ -480,7 +480,7 @@ fn organization_page(
         status: StatusCode::OK,
         title: "Choose an organization",
         body,
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &[origin_of(&checked.redirect_uri)],
     };
     with_csrf(state, scope, csrf, page)
@@ -522,7 +522,7 @@ fn second_factor_page(
         status: if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK },
         title: &title,
         body,
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &[origin_of(&checked.redirect_uri)],
     };
     with_csrf(state, scope, csrf, page)
@@ -547,7 +547,7 @@ fn consent_page(state: &AppState, scope: &TenantScope, req: &HttpRequest, checke
             status: StatusCode::OK,
             title: &title,
             body,
-            branding: &scope.tenant().branding,
+            tenant: scope.tenant(),
             form_targets: &[origin_of(&checked.redirect_uri)],
         },
     )
@@ -582,7 +582,7 @@ async fn sign_in_page(
         status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),
         title: &title,
         body: form.render(),
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &targets,
     };
     Ok(with_csrf(state, scope, csrf, page))

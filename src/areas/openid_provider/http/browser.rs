@@ -99,7 +99,7 @@ pub(super) fn shown(scope: &TenantScope, status: StatusCode, text: &str) -> Http
         status,
         title: "Sign-in",
         body: pages::message("This sign-in cannot go on", text),
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &[],
     };
     page.render()

@@ -62,7 +62,7 @@ pub async fn logout(state: web::Data<AppState>, req: HttpRequest, path: web::Pat
         status: StatusCode::OK,
         title: &title,
         body,
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &target.iter().map(|t| origin_of(&t.0)).collect::<Vec<_>>(),
     };
     Ok(with_csrf(&state, &scope, csrf, page))
@@ -168,7 +168,7 @@ fn shown_signed_out(scope: &TenantScope) -> HttpResponse {
         status: StatusCode::OK,
         title: "Signed out",
         body: pages::message("You are signed out", &format!("You are no longer signed in to {}.", scope.tenant().name)),
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &[],
     };
     page.render()

@@ -11,6 +11,8 @@ use actix_web::{
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
 use rand::{rngs::OsRng, RngCore};
 
+use crate::application::TenantSnapshot;
+
 /// HTML text: `&`, `<`, `>`, `"` and `'` escaped.
 pub fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -44,14 +46,15 @@ fn accent(branding: &serde_json::Value) -> String {
     }
 }
 
-/// A page's frame: its title, body, and the origins its form may send
-/// the browser on to (`form-action`, which browsers also apply to the
-/// redirect after a submission).
+/// A page's frame: its title, body, the application (its branding, and
+/// whether its origins may frame the page), and the origins its form may
+/// send the browser on to (`form-action`, which browsers also apply to
+/// the redirect after a submission).
 pub struct Page<'a> {
     pub status: StatusCode,
     pub title: &'a str,
     pub body: String,
-    pub branding: &'a serde_json::Value,
+    pub tenant: &'a TenantSnapshot,
     pub form_targets: &'a [String],
 }
 
@@ -70,9 +73,10 @@ impl Page<'_> {
         let nonce = random_value();
         let targets: String = self.form_targets.iter().map(|t| format!(" {t}")).collect();
         let script_src = if script.is_some() { format!("script-src 'nonce-{nonce}'; ") } else { String::new() };
+        let framers = self.framers();
         let csp = format!(
             "default-src 'none'; {script_src}style-src 'nonce-{nonce}'; img-src 'self' data:; \
-             form-action 'self'{targets}; frame-ancestors 'none'; base-uri 'none'"
+             form-action 'self'{targets}; frame-ancestors {framers}; base-uri 'none'"
         );
         let script = script.map(|s| format!("<script nonce=\"{nonce}\">{s}</script>")).unwrap_or_default();
         let html = format!(
@@ -81,17 +85,29 @@ impl Page<'_> {
              <title>{title}</title><style nonce=\"{nonce}\">{style}</style></head>\
              <body><main>{body}</main>{script}</body></html>",
             title = escape(self.title),
-            style = STYLE.replace("ACCENT", &accent(self.branding)),
+            style = STYLE.replace("ACCENT", &accent(&self.tenant.branding)),
             body = self.body,
         );
         let mut builder = HttpResponse::build(self.status);
         builder
             .insert_header((header::CONTENT_TYPE, "text/html; charset=utf-8"))
             .insert_header((header::CONTENT_SECURITY_POLICY, csp))
-            .insert_header((header::X_FRAME_OPTIONS, "DENY"))
             .insert_header((header::REFERRER_POLICY, "no-referrer"))
             .insert_header((header::CACHE_CONTROL, "no-store"));
+        if framers == "'none'" {
+            // For browsers that predate `frame-ancestors`.
+            builder.insert_header((header::X_FRAME_OPTIONS, "DENY"));
+        }
         builder.body(html)
+    }
+
+    /// `frame-ancestors`: the application's allowed origins when it lets
+    /// them frame its hosted pages, else `'none'`.
+    fn framers(&self) -> String {
+        match self.tenant.hosted_pages_in_frames && !self.tenant.allowed_origins.is_empty() {
+            true => self.tenant.allowed_origins.join(" "),
+            false => "'none'".to_string(),
+        }
     }
 }
 

@@ -133,7 +133,7 @@ fn page(state: &AppState, scope: &TenantScope, checked: &Checked, form: pages::P
         status: StatusCode::OK,
         title: "Sign in with a passkey",
         body,
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &targets,
     };
     with_csrf_rendered(state, scope, csrf, page.render_with_script(pages::PASSKEY_SCRIPT))

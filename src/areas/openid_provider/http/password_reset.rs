@@ -145,7 +145,7 @@ impl Form<'_> {
             status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),
             title,
             body: body(&csrf),
-            branding: &self.scope.tenant().branding,
+            tenant: self.scope.tenant(),
             form_targets: &targets,
         };
         with_csrf(self.state, self.scope, csrf, page)

@@ -64,7 +64,7 @@ pub(super) async fn page(
         status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),
         title: &title,
         body: form.render(),
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &targets,
     };
     Ok(with_csrf(state, scope, csrf, page))
@@ -164,7 +164,7 @@ fn verify_page(
         status: if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK },
         title: "Verify your email",
         body,
-        branding: &scope.tenant().branding,
+        tenant: scope.tenant(),
         form_targets: &targets,
     };
     with_csrf(state, scope, csrf, page)
