@@ -23,7 +23,8 @@ use uuid::Uuid;
 
 use super::{
     browser::{
-        cookie, origin_of, parameters, same_browser, set_cookie, shown, too_many, with_cookie, with_csrf, LOGIN_COOKIE,
+        cookie, form_page, origin_of, parameters, same_browser, set_cookie, shown, too_many, with_cookie, with_csrf,
+        LOGIN_COOKIE,
     },
     next::Next,
     pages, passkey, password_reset, provider, scope_in_path, sign_up,
@@ -472,18 +473,11 @@ fn organization_page(
     checked: &Checked,
     choices: &[(membership::Model, organization::Model)],
 ) -> HttpResponse {
-    let csrf = pages::random_value();
     let choices: Vec<(String, &str, &str)> =
         choices.iter().map(|(m, o)| (o.id.to_string(), o.name.as_str(), m.role.as_str())).collect();
-    let body = pages::choose_organization(&checked.client.name, req.path(), &checked.parameters, &csrf, &choices);
-    let page = pages::Page {
-        status: StatusCode::OK,
-        title: "Choose an organization",
-        body,
-        tenant: scope.tenant(),
-        form_targets: &[origin_of(&checked.redirect_uri)],
-    };
-    with_csrf(state, scope, csrf, page)
+    form_page(state, scope, checked, ("Choose an organization", StatusCode::OK), |csrf| {
+        pages::choose_organization(&checked.client.name, req.path(), &checked.parameters, csrf, &choices)
+    })
 }
 
 /// The second step, with the ways the user has (`factors`) that these
@@ -505,52 +499,29 @@ fn second_factor_page(
                     Sign in through the application itself.";
         return shown(scope, StatusCode::FORBIDDEN, text);
     }
-    let csrf = pages::random_value();
-    let form = pages::SecondFactorForm {
-        application: &scope.tenant().name,
-        action: req.path(),
-        parameters: &checked.parameters,
-        csrf: &csrf,
-        challenge,
-        codes,
-        passkey,
-        error,
-    };
-    let body = form.render();
     let title = format!("Sign in to {}", scope.tenant().name);
-    let page = pages::Page {
-        status: if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK },
-        title: &title,
-        body,
-        tenant: scope.tenant(),
-        form_targets: &[origin_of(&checked.redirect_uri)],
-    };
-    with_csrf(state, scope, csrf, page)
+    let status = if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
+    form_page(state, scope, checked, (&title, status), |csrf| {
+        let form = pages::SecondFactorForm {
+            application: &scope.tenant().name,
+            action: req.path(),
+            parameters: &checked.parameters,
+            csrf,
+            challenge,
+            codes,
+            passkey,
+            error,
+        };
+        form.render()
+    })
 }
 
 fn consent_page(state: &AppState, scope: &TenantScope, req: &HttpRequest, checked: &Checked) -> HttpResponse {
-    let csrf = pages::random_value();
-    let body = pages::consent(
-        &scope.tenant().name,
-        &checked.client.name,
-        req.path(),
-        &checked.parameters,
-        &csrf,
-        &checked.scopes,
-    );
     let title = format!("Allow {}?", checked.client.name);
-    with_csrf(
-        state,
-        scope,
-        csrf,
-        pages::Page {
-            status: StatusCode::OK,
-            title: &title,
-            body,
-            tenant: scope.tenant(),
-            form_targets: &[origin_of(&checked.redirect_uri)],
-        },
-    )
+    form_page(state, scope, checked, (&title, StatusCode::OK), |csrf| {
+        let (application, client) = (&scope.tenant().name, &checked.client.name);
+        pages::consent(application, client, req.path(), &checked.parameters, csrf, &checked.scopes)
+    })
 }
 
 async fn sign_in_page(

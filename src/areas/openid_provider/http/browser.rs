@@ -11,6 +11,7 @@ use url::Url;
 
 use super::pages;
 use crate::{
+    areas::openid_provider::authorize::Checked,
     crypto::constant_time_eq,
     error::{ApiResult, Code},
     state::AppState,
@@ -62,6 +63,28 @@ pub(super) fn origin_of(uri: &str) -> String {
         Ok(url) => format!("{}:", url.scheme()),
         Err(_) => "'none'".into(),
     }
+}
+
+/// A page of an authorization request's flow with a form: `body` gets the
+/// CSRF token made here (set as the cookie its submission must carry
+/// back), and the form may send the browser on to the client's redirect
+/// origin only.
+pub(super) fn form_page(
+    state: &AppState,
+    scope: &TenantScope,
+    checked: &Checked,
+    (title, status): (&str, StatusCode),
+    body: impl FnOnce(&str) -> String,
+) -> HttpResponse {
+    let csrf = pages::random_value();
+    let page = pages::Page {
+        status,
+        title,
+        body: body(&csrf),
+        tenant: scope.tenant(),
+        form_targets: &[origin_of(&checked.redirect_uri)],
+    };
+    with_csrf(state, scope, csrf, page)
 }
 
 /// A page with a form, and the CSRF cookie its submission must carry back.

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use actix_web::{http::StatusCode, HttpRequest, HttpResponse};
 
 use super::{
-    browser::{origin_of, too_many, with_csrf},
+    browser::{form_page, too_many},
     next::Next,
     pages,
 };
@@ -139,15 +139,7 @@ impl Form<'_> {
         error: Option<(StatusCode, &str)>,
         body: impl FnOnce(&str) -> String,
     ) -> HttpResponse {
-        let csrf = pages::random_value();
-        let targets = [origin_of(&self.checked.redirect_uri)];
-        let page = pages::Page {
-            status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),
-            title,
-            body: body(&csrf),
-            tenant: self.scope.tenant(),
-            form_targets: &targets,
-        };
-        with_csrf(self.state, self.scope, csrf, page)
+        let status = error.map(|(status, _)| status).unwrap_or(StatusCode::OK);
+        form_page(self.state, self.scope, self.checked, (title, status), body)
     }
 }

@@ -10,7 +10,7 @@ use entity::profile_field;
 use serde_json::{Map, Number, Value};
 
 use super::{
-    browser::{origin_of, too_many, with_csrf},
+    browser::{form_page, too_many},
     next::Next,
     pages,
 };
@@ -47,27 +47,21 @@ pub(super) async fn page(
     error: Option<(StatusCode, &str)>,
 ) -> ApiResult<HttpResponse> {
     let schema = profile_fields::schema(scope).await?;
-    let csrf = pages::random_value();
-    let form = pages::SignUpForm {
-        application: &scope.tenant().name,
-        client: &checked.client.name,
-        action: req.path(),
-        parameters: &checked.parameters,
-        csrf: &csrf,
-        email,
-        profile: schema.iter().map(|field| pages::ProfileInput { field, entered: profile }).collect(),
-        error: error.map(|(_, text)| text),
-    };
     let title = format!("Create your {} account", scope.tenant().name);
-    let targets = [origin_of(&checked.redirect_uri)];
-    let page = pages::Page {
-        status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),
-        title: &title,
-        body: form.render(),
-        tenant: scope.tenant(),
-        form_targets: &targets,
-    };
-    Ok(with_csrf(state, scope, csrf, page))
+    let status = error.map(|(status, _)| status).unwrap_or(StatusCode::OK);
+    Ok(form_page(state, scope, checked, (&title, status), |csrf| {
+        let form = pages::SignUpForm {
+            application: &scope.tenant().name,
+            client: &checked.client.name,
+            action: req.path(),
+            parameters: &checked.parameters,
+            csrf,
+            email,
+            profile: schema.iter().map(|field| pages::ProfileInput { field, entered: profile }).collect(),
+            error: error.map(|(_, text)| text),
+        };
+        form.render()
+    }))
 }
 
 /// A submitted sign-up form: a new user and their session, or the form
@@ -157,17 +151,10 @@ fn verify_page(
     email: &str,
     error: Option<&str>,
 ) -> HttpResponse {
-    let csrf = pages::random_value();
-    let body = pages::verify_email(&scope.tenant().name, req.path(), &checked.parameters, &csrf, email, error);
-    let targets = [origin_of(&checked.redirect_uri)];
-    let page = pages::Page {
-        status: if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK },
-        title: "Verify your email",
-        body,
-        tenant: scope.tenant(),
-        form_targets: &targets,
-    };
-    with_csrf(state, scope, csrf, page)
+    let status = if error.is_some() { StatusCode::UNAUTHORIZED } else { StatusCode::OK };
+    form_page(state, scope, checked, ("Verify your email", status), |csrf| {
+        pages::verify_email(&scope.tenant().name, req.path(), &checked.parameters, csrf, email, error)
+    })
 }
 
 /// The profile a form gives, typed by the schema: a number as a number
