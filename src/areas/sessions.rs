@@ -278,10 +278,25 @@ pub async fn find_active_with_user(
     Ok(found.and_then(|(session, user)| Some((session, user?))))
 }
 
-/// A presented refresh token's row, rotated or not.
-async fn refresh_token_row(db: &impl TenantConn, presented: &str) -> Result<Option<refresh_token::Model>, DbErr> {
+/// A presented refresh token's row, rotated or not, with its session
+/// (ended or not), in one query.
+async fn refresh_token_with_session(
+    db: &impl TenantConn,
+    presented: &str,
+) -> Result<Option<(refresh_token::Model, session::Model)>, DbErr> {
     let hash = sha256(presented).to_vec();
-    db.find::<refresh_token::Entity>().filter(refresh_token::Column::TokenHash.eq(hash)).one(db.conn()).await
+    let of_session = refresh_token::Entity::belongs_to(session::Entity)
+        .from(refresh_token::Column::SessionId)
+        .to(session::Column::Id)
+        .into();
+    let found = db
+        .find::<refresh_token::Entity>()
+        .filter(refresh_token::Column::TokenHash.eq(hash))
+        .select_also(session::Entity)
+        .join(JoinType::InnerJoin, of_session)
+        .one(db.conn())
+        .await?;
+    Ok(found.and_then(|(token, session)| Some((token, session?))))
 }
 
 /// The OAuth client a refresh token's session was issued to: `None` for
@@ -289,8 +304,7 @@ async fn refresh_token_row(db: &impl TenantConn, presented: &str) -> Result<Opti
 /// the session counts (a rotated one too: its use is reuse, which the
 /// rotation itself detects).
 pub async fn client_of_refresh_token(db: &impl TenantConn, presented: &str) -> Result<Option<Option<Uuid>>, DbErr> {
-    let Some(token) = refresh_token_row(db, presented).await? else { return Ok(None) };
-    Ok(db.find_by_id::<session::Entity>(token.session_id).one(db.conn()).await?.map(|s| s.oauth_client_id))
+    Ok(refresh_token_with_session(db, presented).await?.map(|(_, session)| session.oauth_client_id))
 }
 
 /// The active session a presented refresh token is the current token of,
@@ -304,10 +318,11 @@ pub async fn of_current_refresh_token(
     if !is_refresh_token_shape(presented) {
         return Ok(None);
     }
-    let Some(current) = refresh_token_row(db, presented).await?.filter(|t| t.rotated_at.is_none()) else {
-        return Ok(None);
-    };
-    Ok(find_active(db, current.session_id).await?.map(|session| (current, session)))
+    let now = crate::clock::now();
+    let found = refresh_token_with_session(db, presented).await?;
+    Ok(found.filter(|(token, session)| {
+        token.rotated_at.is_none() && session.revoked_at.is_none() && session.expires_at > now
+    }))
 }
 
 pub async fn list_of_user(
