@@ -16,7 +16,7 @@ import { after, before, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import puppeteer from "puppeteer-core";
 
-import { freePort, googleAt, startGatehouse, startOidcProvider } from "./gatehouse.mjs";
+import { startGatehouseWithGoogle } from "./gatehouse.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const joseDir = join(here, "node_modules", "jose", "dist", "webapi");
@@ -53,22 +53,7 @@ let gatehouse, allowedSite, otherSite, localSite, browser, stopProvider;
 const GOOGLE_CLIENT = { id: "spa-google-client", secret: "spa-google-client-secret-1234567890" };
 
 before(async () => {
-  const providerPort = await freePort();
-  const issuer = `http://127.0.0.1:${providerPort}`;
-  gatehouse = await startGatehouse((base) => googleAt(issuer, base));
-  stopProvider = await startOidcProvider(
-    providerPort,
-    GOOGLE_CLIENT.id,
-    GOOGLE_CLIENT.secret,
-    `${gatehouse.base}/v1/auth/oauth/google/callback`,
-  );
-  const google = await gatehouse.call("PUT", `/v1/applications/${gatehouse.applicationId}/providers/oauth`, {
-    provider: "google",
-    enabled: true,
-    client_id: GOOGLE_CLIENT.id,
-    client_secret: GOOGLE_CLIENT.secret,
-  });
-  assert.equal(google.status, 200, JSON.stringify(google.json));
+  ({ gatehouse, stopProvider } = await startGatehouseWithGoogle(GOOGLE_CLIENT));
   // The app's own origin, and a second one (another loopback address, so
   // another site) that no application allows.
   allowedSite = await startStatic("127.0.0.1");

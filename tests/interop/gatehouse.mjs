@@ -72,6 +72,25 @@ export async function startOidcProvider(port, clientId, clientSecret, callback) 
   return () => child.kill("SIGKILL");
 }
 
+// Gatehouse whose application signs in with `google`, which is a real
+// OpenID provider (oidc-provider) on loopback holding `client`
+// (`{ id, secret }`); answers the server and a function that stops the provider.
+export async function startGatehouseWithGoogle(client) {
+  const providerPort = await freePort();
+  const issuer = `http://127.0.0.1:${providerPort}`;
+  const gatehouse = await startGatehouse((base) => googleAt(issuer, base));
+  const callback = `${gatehouse.base}/v1/auth/oauth/google/callback`;
+  const stopProvider = await startOidcProvider(providerPort, client.id, client.secret, callback);
+  const google = await gatehouse.call("PUT", `/v1/applications/${gatehouse.applicationId}/providers/oauth`, {
+    provider: "google",
+    enabled: true,
+    client_id: client.id,
+    client_secret: client.secret,
+  });
+  if (google.status !== 200) throw new Error(`enabling google failed: ${JSON.stringify(google.json)}`);
+  return { gatehouse, stopProvider };
+}
+
 // The settings that point Gatehouse's `google` provider at `issuer`.
 export function googleAt(issuer, base) {
   return {

@@ -17,7 +17,7 @@ import * as jose from "jose";
 import * as client from "openid-client";
 import puppeteer from "puppeteer-core";
 
-import { freePort, googleAt, startGatehouse, startOidcProvider } from "./gatehouse.mjs";
+import { startGatehouse, startGatehouseWithGoogle } from "./gatehouse.mjs";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const chromium = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -48,22 +48,7 @@ const GOOGLE_CLIENT = { id: "hosted-google-client", secret: "hosted-google-clien
 before(async () => {
   // The application's `google` sign-in is a real OpenID provider
   // (oidc-provider) on loopback: the hosted sign-in page shows its button.
-  const providerPort = await freePort();
-  const providerIssuer = `http://127.0.0.1:${providerPort}`;
-  gatehouse = await startGatehouse((base) => googleAt(providerIssuer, base));
-  stopProvider = await startOidcProvider(
-    providerPort,
-    GOOGLE_CLIENT.id,
-    GOOGLE_CLIENT.secret,
-    `${gatehouse.base}/v1/auth/oauth/google/callback`,
-  );
-  const google = await gatehouse.call("PUT", `/v1/applications/${gatehouse.applicationId}/providers/oauth`, {
-    provider: "google",
-    enabled: true,
-    client_id: GOOGLE_CLIENT.id,
-    client_secret: GOOGLE_CLIENT.secret,
-  });
-  assert.equal(google.status, 200, JSON.stringify(google.json));
+  ({ gatehouse, stopProvider } = await startGatehouseWithGoogle(GOOGLE_CLIENT));
   callback = await startCallback();
   const args = ["--no-sandbox", "--disable-component-update", "--disable-quic", "--disable-gpu"];
   browser = await puppeteer.launch({ executablePath: chromium, headless: true, args });

@@ -73,7 +73,20 @@ pub(super) fn form_page(
     state: &AppState,
     scope: &TenantScope,
     checked: &Checked,
+    heading: (&str, StatusCode),
+    body: impl FnOnce(&str) -> String,
+) -> HttpResponse {
+    form_page_with_script(state, scope, checked, heading, None, body)
+}
+
+/// [`form_page`], with one inline script under the page's nonce (the
+/// passkey page's).
+pub(super) fn form_page_with_script(
+    state: &AppState,
+    scope: &TenantScope,
+    checked: &Checked,
     (title, status): (&str, StatusCode),
+    script: Option<&str>,
     body: impl FnOnce(&str) -> String,
 ) -> HttpResponse {
     let csrf = pages::random_value();
@@ -84,22 +97,20 @@ pub(super) fn form_page(
         tenant: scope.tenant(),
         form_targets: &[origin_of(&checked.redirect_uri)],
     };
-    with_csrf(state, scope, csrf, page)
+    let rendered = match script {
+        Some(script) => page.render_with_script(script),
+        None => page.render(),
+    };
+    with_cookie(rendered, &csrf_cookie(state, scope, &csrf))
 }
 
 /// A page with a form, and the CSRF cookie its submission must carry back.
 pub(super) fn with_csrf(state: &AppState, scope: &TenantScope, csrf: String, page: pages::Page<'_>) -> HttpResponse {
-    with_csrf_rendered(state, scope, csrf, page.render())
+    with_cookie(page.render(), &csrf_cookie(state, scope, &csrf))
 }
 
-/// [`with_csrf`], for a page rendered already.
-pub(super) fn with_csrf_rendered(
-    state: &AppState,
-    scope: &TenantScope,
-    csrf: String,
-    page: HttpResponse,
-) -> HttpResponse {
-    with_cookie(page, &set_cookie(state, scope, CSRF_COOKIE, &csrf, 3600, "Strict"))
+fn csrf_cookie(state: &AppState, scope: &TenantScope, csrf: &str) -> String {
+    set_cookie(state, scope, CSRF_COOKIE, csrf, 3600, "Strict")
 }
 
 /// `response` with one more `Set-Cookie`.

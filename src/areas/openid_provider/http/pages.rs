@@ -473,16 +473,13 @@ pub struct PasskeyForm<'a> {
     pub ceremony: &'a str,
     pub options: &'a serde_json::Value,
     pub mfa_challenge: Option<&'a str>,
-    pub error: Option<&'a str>,
 }
 
 impl PasskeyForm<'_> {
     pub fn render(&self) -> String {
         let hidden = hidden_fields(self.parameters, self.csrf);
-        let error = match self.error {
-            Some(error) => alert(Some(error)).replacen("<p ", "<p id=\"passkey-error\" ", 1),
-            None => "<p role=\"alert\" class=\"error\" id=\"passkey-error\"></p>".to_string(),
-        };
+        // Where the script says that the prompt failed.
+        let error = "<p role=\"alert\" class=\"error\" id=\"passkey-error\"></p>";
         let challenge = self
             .mfa_challenge
             .map(|c| format!("<input type=\"hidden\" name=\"mfa_challenge\" value=\"{}\">", escape(c)))

@@ -8,11 +8,11 @@
 //! `passkey_rp_id` (a custom domain such as `auth.example.com`).
 use std::collections::BTreeMap;
 
-use actix_web::{http::StatusCode, HttpRequest, HttpResponse};
+use actix_web::{http::StatusCode, HttpRequest};
 use webauthn_rs::prelude::PublicKeyCredential;
 
 use super::{
-    browser::{origin_of, shown, too_many, with_csrf_rendered},
+    browser::{form_page_with_script, shown, too_many},
     next::Next,
     pages,
 };
@@ -70,17 +70,20 @@ pub(super) async fn submitted(
             Err(SecondFactorError::NoPasskey) => return Ok(again(checked)),
             Err(err) => return Err(err.into()),
         };
-        let form = pages::PasskeyForm {
-            application: &scope.tenant().name,
-            action: req.path(),
-            parameters: &checked.parameters,
-            csrf: "",
-            ceremony: &begun.handle,
-            options: &begun.options,
-            mfa_challenge: mfa_challenge.as_deref(),
-            error: None,
-        };
-        return Ok(Next::Shown(page(state, scope, &checked, form)));
+        let heading = ("Sign in with a passkey", StatusCode::OK);
+        let page = form_page_with_script(state, scope, &checked, heading, Some(pages::PASSKEY_SCRIPT), |csrf| {
+            let form = pages::PasskeyForm {
+                application: &scope.tenant().name,
+                action: req.path(),
+                parameters: &checked.parameters,
+                csrf,
+                ceremony: &begun.handle,
+                options: &begun.options,
+                mfa_challenge: mfa_challenge.as_deref(),
+            };
+            form.render()
+        });
+        return Ok(Next::Shown(page));
     }
     let Ok(credential) = serde_json::from_str::<PublicKeyCredential>(&credential) else { return Ok(again(checked)) };
     let ttl = session_ttl(state);
@@ -123,18 +126,4 @@ const EXPIRED: &str = "This sign-in has expired or had too many tries. Go back t
 fn again(checked: Checked) -> Next {
     let email = checked.login_hint.clone().unwrap_or_default();
     Next::SignIn(Box::new(checked), email, "The passkey was not accepted. Try again, or sign in another way.")
-}
-
-fn page(state: &AppState, scope: &TenantScope, checked: &Checked, form: pages::PasskeyForm<'_>) -> HttpResponse {
-    let csrf = pages::random_value();
-    let body = pages::PasskeyForm { csrf: &csrf, ..form }.render();
-    let targets = [origin_of(&checked.redirect_uri)];
-    let page = pages::Page {
-        status: StatusCode::OK,
-        title: "Sign in with a passkey",
-        body,
-        tenant: scope.tenant(),
-        form_targets: &targets,
-    };
-    with_csrf_rendered(state, scope, csrf, page.render_with_script(pages::PASSKEY_SCRIPT))
 }
