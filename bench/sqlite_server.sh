@@ -13,7 +13,7 @@ start_server() { # [runner args...]
   local port
   port=$(free_port)
   export GATEHOUSE__STORAGE__DATA_DIR="$dir" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" \
-    GATEHOUSE__SERVER__WORKERS="${WORKERS:-2}" GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 RUST_LOG=warn
+    GATEHOUSE__SERVER__WORKERS="${WORKERS:-2}" GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 RUST_LOG="${BENCH_LOG:-warn}"
   local creds
   creds=$("$BIN" bootstrap --name Bench)
   app=$(echo "$creds" | json_field '["application_id"]')

@@ -14,7 +14,7 @@
 # DEPLOYMENT (default: DB_PREFIX with `_` as `-`) names the cluster's Redis
 # keys and channel, so clusters sharing one Redis stay apart.
 # Every node is given every region's database URL: any node can move an
-# application of its regions to another region (README, "Region moves").
+# application of its regions to another region (docs/guides/region-moves.md).
 # Each node's pid is in $DATA_DIR/<node>.pid and its log in $DATA_DIR/<node>.log;
 # its data directory (its claim on region moves it leaves behind) is
 # $DATA_DIR/nodes/<node>, its own as on separate machines.

@@ -15,6 +15,7 @@ const TEST_PREREQUISITES: &[(&str, &str)] = &[
 ];
 
 fn main() {
+    emit_commit();
     for (variable, cfg) in TEST_PREREQUISITES {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
         println!("cargo:rerun-if-env-changed={variable}");
@@ -22,4 +23,22 @@ fn main() {
             println!("cargo:rustc-cfg={cfg}");
         }
     }
+}
+
+/// `GATEHOUSE_COMMIT` for `gatehouse --version` and the
+/// `gatehouse_build_info` metric: the variable when set (a container build
+/// has no `.git`), else `git rev-parse`, else `unknown`.
+fn emit_commit() {
+    println!("cargo:rerun-if-env-changed=GATEHOUSE_COMMIT");
+    println!("cargo:rerun-if-changed=.git/HEAD");
+    if let Ok(head) = std::fs::read_to_string(".git/HEAD") {
+        if let Some(reference) = head.strip_prefix("ref: ") {
+            println!("cargo:rerun-if-changed=.git/{}", reference.trim());
+        }
+    }
+    let commit = env::var("GATEHOUSE_COMMIT").ok().filter(|c| !c.is_empty()).or_else(|| {
+        let out = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output().ok()?;
+        out.status.success().then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+    });
+    println!("cargo:rustc-env=GATEHOUSE_COMMIT={}", commit.unwrap_or_else(|| "unknown".into()));
 }

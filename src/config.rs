@@ -463,12 +463,9 @@ const DEFAULTS: &[(&str, &str)] = &[
 impl Settings {
     /// Loads every layer. `explicit` is the `--config` file, if given.
     pub fn load(explicit: Option<&Path>) -> Result<Self, config::ConfigError> {
-        let explicit =
-            explicit.map(Path::to_path_buf).or_else(|| std::env::var_os("GATEHOUSE_CONFIG").map(PathBuf::from));
-        let mut builder =
-            Self::defaults_builder()?.add_source(config::File::with_name("config/default").required(false));
-        if let Some(path) = explicit {
-            builder = builder.add_source(config::File::from(path).required(true));
+        let mut builder = Self::defaults_builder()?;
+        for file in Self::files(explicit) {
+            builder = builder.add_source(config::File::from(file).required(true));
         }
         builder
             .add_source(
@@ -484,6 +481,16 @@ impl Settings {
             .build()?
             .try_deserialize::<Settings>()?
             .resolved()
+    }
+
+    /// The files `load` reads, in order (the environment's `GATEHOUSE__…`
+    /// variables come after them): `config/default.toml` when it is there,
+    /// then the one in `--config` or `GATEHOUSE_CONFIG`.
+    pub fn files(explicit: Option<&Path>) -> Vec<PathBuf> {
+        let default = PathBuf::from("config/default.toml");
+        let explicit =
+            explicit.map(Path::to_path_buf).or_else(|| std::env::var_os("GATEHOUSE_CONFIG").map(PathBuf::from));
+        default.is_file().then_some(default).into_iter().chain(explicit).collect()
     }
 
     /// Built-in defaults only: what tests start from.
@@ -656,6 +663,30 @@ mod tests {
                 assert!(documented.contains(&name), "{file} sets {name}, which config/default.toml does not document");
             }
         }
+    }
+
+    /// The configuration reference is `config/default.toml` itself, every
+    /// key with its default, variable and meaning, under a few words on how
+    /// the layers combine.
+    #[test]
+    fn docs_configuration_md_is_generated_from_default_toml() {
+        let every_key =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("config/default.toml")).unwrap();
+        let generated = format!(
+            "# Configuration\n\n\
+             <!-- Generated from config/default.toml by `GATEHOUSE_WRITE_DOCS=1 cargo test --lib config`. -->\n\n\
+             Later layers win: the built-in defaults, `config/default.toml` (read from the working directory \
+             when it is there), the file named by `--config` or `GATEHOUSE_CONFIG`, then environment \
+             variables `GATEHOUSE__SECTION__KEY` (double underscores; a list as `a,b,c`). Start-up refuses \
+             an unknown region, a malformed value or pools that cannot fit the database, naming the key. \
+             `serve` logs the files it read (never their values).\n\n\
+             Secrets (`security.master_key`, database URLs with passwords, `cache.redis_url`, provider \
+             secrets) belong in environment variables from a secret store, not in files. \
+             `config/production.example.toml` is a production setup; \
+             [operations/deployment.md](../operations/deployment.md) explains it.\n\n\
+             ## Every key\n\n```toml\n{every_key}```\n"
+        );
+        crate::generated_docs::assert_generated("docs/reference/configuration.md", &generated);
     }
 
     #[test]

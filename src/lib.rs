@@ -11,6 +11,8 @@ pub mod crypto;
 pub mod error;
 pub mod events;
 pub mod failpoint;
+#[cfg(test)]
+pub mod generated_docs;
 pub mod http;
 pub mod json_schema;
 pub mod memory;

@@ -17,8 +17,11 @@ use gatehouse::{
 };
 use uuid::Uuid;
 
+/// `gatehouse --version`: the version and the commit it was built from.
+const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GATEHOUSE_COMMIT"), ")");
+
 #[derive(Parser)]
-#[command(name = "gatehouse", about = "Multi-tenant identity and access management")]
+#[command(name = "gatehouse", about = "Multi-tenant identity and access management", version = LONG_VERSION)]
 struct Cli {
     /// A configuration file (else GATEHOUSE_CONFIG).
     #[arg(long, global = true)]
@@ -131,6 +134,14 @@ enum AuditCommand {
     },
 }
 
+/// The exit codes besides 0 (docs/reference/cli.md): 1 is a command's
+/// answer "no" (`ExitCode::FAILURE`: a broken chain, nothing to cancel); 2
+/// is a usage error (clap's own, and an argument the configuration does not
+/// know); 3 is a configuration that does not load or a dependency (a
+/// database, Redis) that is unavailable or fails.
+const USAGE: u8 = 2;
+const DEPENDENCY_UNAVAILABLE: u8 = 3;
+
 #[actix_web::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -138,7 +149,7 @@ async fn main() -> ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("gatehouse: {err}");
-            ExitCode::FAILURE
+            ExitCode::from(DEPENDENCY_UNAVAILABLE)
         }
     }
 }
@@ -155,6 +166,11 @@ async fn release_start_up_code() {
 async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
     let settings = Settings::load(cli.config.as_deref())?;
     telemetry::init_logging(settings.log.format);
+    if matches!(cli.command, Command::Serve) {
+        let files: Vec<String> =
+            Settings::files(cli.config.as_deref()).iter().map(|f| f.display().to_string()).collect();
+        tracing::info!(version = telemetry::VERSION, commit = telemetry::COMMIT, config_files = ?files, "gatehouse starting");
+    }
     match cli.command {
         Command::Serve => {
             let app = Application::build(settings.clone()).await?;
@@ -186,11 +202,16 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             let request = BootstrapRequest {
                 name,
                 environment: Environment::parse(&environment).expect("clap checked the value"),
-                region: match region {
+                region: match region.map(|name| settings.region_named(&name).ok_or(name)) {
                     None => settings.deployment.regions[0],
-                    Some(name) => settings.region_named(&name).ok_or_else(|| {
-                        format!("region `{name}` is not one of the deployment's: {}", settings.region_names())
-                    })?,
+                    Some(Ok(region)) => region,
+                    Some(Err(name)) => {
+                        eprintln!(
+                            "gatehouse: region `{name}` is not one of the deployment's: {}",
+                            settings.region_names()
+                        );
+                        return Ok(ExitCode::from(USAGE));
+                    }
                 },
                 allowed_origins,
             };
@@ -202,7 +223,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             println!("{}", serde_json::to_string(&measured)?);
         }
         Command::Openapi => {
-            println!("{}", gatehouse::openapi::for_regions(&settings.deployment.regions));
+            println!("{}", gatehouse::openapi::for_deployment(&settings));
         }
         Command::Migrate => {
             startup::open_storage(&settings).await?;

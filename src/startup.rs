@@ -225,7 +225,7 @@ impl Application {
         let app_state = state.clone();
         let settings_data = web::Data::from(state.settings.clone());
         let origins = web::Data::new(OriginUnion::new(&state.bus, state.storage.catalog.clone()));
-        let described = crate::openapi::for_regions(&settings.deployment.regions);
+        let described = crate::openapi::for_deployment(&settings);
         let document = web::Data::new(crate::openapi::served::Served::new(&described));
         let requirements = web::Data::new(crate::openapi::security::Requirements::of_document(&described));
         let allowed = std::sync::Arc::new(errors::AllowedMethods::of_document(&described));

@@ -169,7 +169,7 @@ async fn next_batch(queue: &Mutex<mpsc::Receiver<Job>>) -> Option<Vec<Job>> {
 
 async fn run(shard: Db, ttl: Duration, queue: Arc<Mutex<mpsc::Receiver<Job>>>) {
     while let Some(batch) = next_batch(&queue).await {
-        metrics::histogram!("refresh_batch_size").record(batch.len() as f64);
+        metrics::histogram!("gatehouse_refresh_batch_size").record(batch.len() as f64);
         let presented: Vec<(Uuid, Vec<u8>)> = batch.iter().map(|j| (j.application_id, j.hash.clone())).collect();
         match rotate_batch(&shard, &presented, ttl).await {
             Ok(results) => {

@@ -150,7 +150,7 @@ pub enum RefreshRefused {
 }
 
 impl RefreshRefused {
-    /// The `reason` label of `refresh_refused_total`.
+    /// The `reason` label of `gatehouse_refresh_refused_total`.
     pub fn as_str(self) -> &'static str {
         match self {
             RefreshRefused::Unknown => "unknown",

@@ -105,7 +105,7 @@ pub async fn verify_with_user(
 }
 
 fn session_ended() {
-    metrics::counter!("access_token_rejected_total", "reason" => "session_ended").increment(1);
+    metrics::counter!("gatehouse_access_token_rejected_total", "reason" => "session_ended").increment(1);
 }
 
 /// The claims of a token that verifies against the application's own keys
@@ -126,7 +126,7 @@ async fn verified_claims(
     match checked {
         Ok(claims) => Ok(Some(claims)),
         Err(rejection) => {
-            metrics::counter!("access_token_rejected_total", "reason" => rejection.as_str()).increment(1);
+            metrics::counter!("gatehouse_access_token_rejected_total", "reason" => rejection.as_str()).increment(1);
             Ok(None)
         }
     }

@@ -113,7 +113,7 @@ struct Presented {
 impl Presented {
     fn check(token: &str) -> ApiResult<Presented> {
         let Some(live) = key_format::parse(key_format::KeyKind::Secret, token) else {
-            metrics::counter!("auth_rejected_total", "reason" => "malformed").increment(1);
+            metrics::counter!("gatehouse_auth_rejected_total", "reason" => "malformed").increment(1);
             return Err(ApiError::unauthenticated());
         };
         Ok(Presented { live, hash: sha256(token) })

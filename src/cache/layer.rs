@@ -220,7 +220,7 @@ impl<V: Serialize + DeserializeOwned + Clone + Send + Sync + 'static> ReadThroug
     }
 
     fn counter(&self, layer: &'static str, outcome: &'static str) -> metrics::Counter {
-        metrics::counter!("cache_requests_total", "cache" => self.name, "layer" => layer, "outcome" => outcome)
+        metrics::counter!("gatehouse_cache_requests_total", "cache" => self.name, "layer" => layer, "outcome" => outcome)
     }
 }
 
@@ -433,7 +433,7 @@ mod tests {
         assert_eq!(calls.load(Ordering::SeqCst), 2);
     }
 
-    /// Records `layer/outcome` of every `cache_requests_total` increment.
+    /// Records `layer/outcome` of every `gatehouse_cache_requests_total` increment.
     #[derive(Default)]
     struct Outcomes(Arc<Mutex<Vec<String>>>);
 

@@ -216,7 +216,7 @@ impl PasswordHasher {
     pub fn admit(&self) -> Result<Admission, PasswordError> {
         if self.admitted.fetch_add(1, Ordering::AcqRel) >= self.max_admitted {
             self.admitted.fetch_sub(1, Ordering::AcqRel);
-            metrics::counter!("password_hash_shed_total").increment(1);
+            metrics::counter!("gatehouse_password_hash_shed_total").increment(1);
             return Err(PasswordError::Busy);
         }
         Ok(Admission { admitted: self.admitted.clone(), jobs: self.jobs.clone() })

@@ -4,10 +4,11 @@
 //! own terms, and only that impl turns it into a code and a sentence.
 use serde::Serialize;
 
-/// Declares [`Code`] from one table: each code's variant, its HTTP status
-/// and its wire name, so a new code is one line here.
+/// Declares [`Code`] from one table: each code's variant, its HTTP status,
+/// its wire name and what it means (`docs/reference/errors.md` is generated
+/// from it), so a new code is one entry here.
 macro_rules! codes {
-    ($($variant:ident => $status:literal, $name:literal;)+) => {
+    ($($variant:ident => $status:literal, $name:literal, $meaning:literal;)+) => {
         /// Every `error.code` the API can answer, with its status.
         #[derive(Clone, Copy, Debug, PartialEq, Eq)]
         pub enum Code {
@@ -30,54 +31,125 @@ macro_rules! codes {
                     $(Code::$variant => $name,)+
                 }
             }
+
+            /// What it means to a caller, for the error catalog of the docs.
+            pub fn meaning(self) -> &'static str {
+                match self {
+                    $(Code::$variant => $meaning,)+
+                }
+            }
         }
     };
 }
 
 codes! {
-    MalformedJson => 400, "malformed_json";
-    InvalidSignature => 400, "invalid_signature";
-    InvalidState => 400, "invalid_state";
-    InvalidGrant => 400, "invalid_grant";
-    Unauthenticated => 401, "unauthenticated";
-    InvalidCredentials => 401, "invalid_credentials";
-    InsufficientScope => 403, "insufficient_scope";
-    InsufficientRole => 403, "insufficient_role";
-    NoActiveOrganization => 403, "no_active_organization";
-    OriginNotAllowed => 403, "origin_not_allowed";
-    SignUpDenied => 403, "sign_up_denied";
-    NotFound => 404, "not_found";
-    HostGroupNotFound => 404, "host_group_not_found";
-    MethodNotAllowed => 405, "method_not_allowed";
-    Conflict => 409, "conflict";
-    KeyInUse => 409, "key_in_use";
-    AlreadyMember => 409, "already_member";
-    SodViolation => 409, "sod_violation";
-    LastOwner => 409, "last_owner";
-    AlreadyDecided => 409, "already_decided";
-    AlreadyInvited => 409, "already_invited";
-    InvitationEmailMismatch => 403, "invitation_email_mismatch";
-    DomainTaken => 409, "domain_taken";
-    DomainVerificationFailed => 422, "domain_verification_failed";
-    EmailNotVerified => 403, "email_not_verified";
-    Aal2Required => 403, "aal2_required";
-    PasskeysNotConfigured => 409, "passkeys_not_configured";
-    PayloadTooLarge => 413, "payload_too_large";
-    RequestTimeout => 408, "request_timeout";
-    UriTooLong => 414, "uri_too_long";
-    HeadersTooLarge => 431, "headers_too_large";
-    UnsupportedMediaType => 415, "unsupported_media_type";
-    ValidationFailed => 422, "validation_failed";
-    InvalidUrl => 422, "invalid_url";
-    UnknownRegion => 422, "unknown_region";
-    PlatformMismatch => 422, "platform_mismatch";
-    ProductionSharedSenderForbidden => 422, "production_shared_sender_forbidden";
-    ProductionRequiresOwnCredentials => 422, "production_requires_own_credentials";
-    RateLimited => 429, "rate_limited";
-    Unavailable => 503, "unavailable";
-    HookUnavailable => 503, "hook_unavailable";
-    RegionMigrationInProgress => 503, "region_migration_in_progress";
-    Internal => 500, "internal";
+    MalformedJson => 400, "malformed_json",
+        "The body is not JSON, or not of the operation's shape (a field of the wrong type, a duplicate key).";
+    InvalidSignature => 400, "invalid_signature",
+        "A signed inbound request (a billing processor's event) carries no valid signature.";
+    InvalidState => 400, "invalid_state",
+        "The resource is not in a state that allows this (an access review already closed, a code already used).";
+    InvalidGrant => 400, "invalid_grant",
+        "A refresh token, authorization code or one-time code is unknown, used, expired or another client's.";
+    Unauthenticated => 401, "unauthenticated",
+        "No credential, or one that is unknown, revoked or expired. The one answer for every such case, so it tells nothing about why.";
+    InvalidCredentials => 401, "invalid_credentials",
+        "Sign-in: the email and password do not match (also for an unknown email, after the same work).";
+    InsufficientScope => 403, "insufficient_scope",
+        "The secret key lacks the scope the operation declares (its `security` in the OpenAPI document).";
+    InsufficientRole => 403, "insufficient_role",
+        "The end user's role in the organization does not allow this.";
+    NoActiveOrganization => 403, "no_active_organization",
+        "The route acts on the session's active organization, and the session has none.";
+    OriginNotAllowed => 403, "origin_not_allowed",
+        "The request's `Origin` is not one of the application's `allowed_origins`.";
+    SignUpDenied => 403, "sign_up_denied",
+        "A sign-up restriction or a `before_sign_up` hook refused the sign-up.";
+    NotFound => 404, "not_found",
+        "No such resource in this application (another application's resources are not found either).";
+    HostGroupNotFound => 404, "host_group_not_found",
+        "Host enrollment: the enrollment token's host group does not exist.";
+    MethodNotAllowed => 405, "method_not_allowed",
+        "The path exists but not with this method; `Allow` lists the methods it takes.";
+    Conflict => 409, "conflict",
+        "A unique value is taken (an email, a key name, a slug), or a concurrent change won.";
+    KeyInUse => 409, "key_in_use",
+        "The key cannot be removed while something uses it.";
+    AlreadyMember => 409, "already_member",
+        "The user is already a member of the organization.";
+    SodViolation => 409, "sod_violation",
+        "The grant would give one user two roles a separation-of-duties policy keeps apart.";
+    LastOwner => 409, "last_owner",
+        "The change would leave the organization without an owner.";
+    AlreadyDecided => 409, "already_decided",
+        "The access-review item has been decided already.";
+    AlreadyInvited => 409, "already_invited",
+        "The email has a pending invitation to this team already.";
+    InvitationEmailMismatch => 403, "invitation_email_mismatch",
+        "The invitation was sent to another email than the signed-in user's.";
+    DomainTaken => 409, "domain_taken",
+        "Another organization has claimed this SSO domain.";
+    DomainVerificationFailed => 422, "domain_verification_failed",
+        "The domain's DNS TXT record does not hold the verification value.";
+    EmailNotVerified => 403, "email_not_verified",
+        "The application requires a verified email and the user has not verified one.";
+    Aal2Required => 403, "aal2_required",
+        "The action needs a second factor: step up (`POST /v1/auth/mfa/step-up`) first.";
+    PasskeysNotConfigured => 409, "passkeys_not_configured",
+        "The application has no `passkey_rp_id`, so passkeys cannot be used.";
+    PayloadTooLarge => 413, "payload_too_large",
+        "The body is larger than 1 MiB.";
+    RequestTimeout => 408, "request_timeout",
+        "The body did not arrive within `server.body_timeout_seconds`.";
+    UriTooLong => 414, "uri_too_long",
+        "The request line is too long.";
+    HeadersTooLarge => 431, "headers_too_large",
+        "The headers are too large.";
+    UnsupportedMediaType => 415, "unsupported_media_type",
+        "A body was sent with another `Content-Type` than `application/json` (or the form type the OAuth routes take).";
+    ValidationFailed => 422, "validation_failed",
+        "A field breaks a rule; `details` names each field and what is wrong with it.";
+    InvalidUrl => 422, "invalid_url",
+        "A URL field is not a URL the service will call (scheme, host, or a private address); `details` names it.";
+    UnknownRegion => 422, "unknown_region",
+        "The region is not one of the deployment's.";
+    PlatformMismatch => 422, "platform_mismatch",
+        "Host enrollment: the host's platform is not the one its token is for.";
+    ProductionSharedSenderForbidden => 422, "production_shared_sender_forbidden",
+        "A production application must send email through its own provider, not the shared development sender.";
+    ProductionRequiresOwnCredentials => 422, "production_requires_own_credentials",
+        "A production application must use its own identity-provider credentials.";
+    RateLimited => 429, "rate_limited",
+        "Too many requests; wait the seconds in `Retry-After`.";
+    Unavailable => 503, "unavailable",
+        "A database or another dependency is unavailable for now; retry with backoff (`Retry-After`).";
+    HookUnavailable => 503, "hook_unavailable",
+        "A blocking hook did not answer in time, so the action was not taken.";
+    RegionMigrationInProgress => 503, "region_migration_in_progress",
+        "The application is moving to another region; its writes resume when the move switches (`Retry-After`).";
+    Internal => 500, "internal",
+        "A defect. Never expected: report it with the `request_id`.";
+}
+
+/// The error catalog of the docs (`docs/reference/errors.md`), generated
+/// from the table.
+pub fn catalog_markdown() -> String {
+    let mut out = String::from(
+        "# Error codes\n\n\
+         <!-- Generated from `codes!` in src/error/mod.rs by `GATEHOUSE_WRITE_DOCS=1 cargo test --lib error`. -->\n\n\
+         Every refusal of a `/v1` route is the envelope with `\"success\": false` and an `error`:\n\n\
+         ```json\n\
+         {\"success\": false, \"data\": null,\n \"error\": {\"code\": \"validation_failed\", \"message\": \"`email`: must be an email address\",\n           \"details\": [{\"field\": \"email\", \"issue\": \"must be an email address\"}]},\n \"meta\": {\"timestamp\": \"2026-11-28T19:01:41.093050Z\", \"request_id\": \"01a22388-da60-74c7-81af-a370ebc42650\"}}\n\
+         ```\n\n\
+         Branch on `code`, never on `message` (a sentence for people, which may change). \
+         `details` comes with `validation_failed` and `invalid_url`. 429 and 503 carry `Retry-After`. \
+         The OAuth and OpenID routes under an issuer answer their RFCs' `{\"error\", \"error_description\"}` instead.\n\n\
+         | code | status | meaning |\n|---|---|---|\n",
+    );
+    for code in Code::ALL {
+        out.push_str(&format!("| `{}` | {} | {} |\n", code.as_str(), code.status(), code.meaning()));
+    }
+    out
 }
 
 /// One problem with one field of a request.
@@ -269,6 +341,18 @@ mod tests {
     use sea_orm::{sqlx, ConnAcquireErr, DbErr, RuntimeErr};
 
     use super::*;
+
+    #[test]
+    fn docs_errors_md_is_generated_from_the_table() {
+        for code in Code::ALL {
+            assert!(
+                !code.meaning().is_empty() && !code.meaning().contains('|'),
+                "{:?}'s meaning breaks the table",
+                code
+            );
+        }
+        crate::generated_docs::assert_generated("docs/reference/errors.md", &catalog_markdown());
+    }
 
     #[test]
     fn lost_connections_are_503_with_retry_after_and_defects_stay_500() {

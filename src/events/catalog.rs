@@ -1,6 +1,6 @@
 //! Every event type the service emits (audit rows and webhook events
 //! alike), in one list: each audit row's type is an [`EventType`], so a
-//! call site cannot misspell one, and `docs/events.md` is generated from
+//! call site cannot misspell one, and `docs/reference/events.md` is generated from
 //! this list ([`markdown`]; a test fails when the file differs).
 //!
 //! Names follow contract §8: `<resource>.<past verb>`, resource in
@@ -146,17 +146,28 @@ impl std::fmt::Display for EventType {
     }
 }
 
-/// The event catalog of the docs (`docs/events.md`), generated from the list.
+/// The event catalog of the docs (`docs/reference/events.md`), generated from the list.
 pub fn markdown() -> String {
     let mut out = String::from(
         "# Event types\n\n\
          <!-- Generated from src/events/catalog.rs: edit the list there, then run\n     \
          `GATEHOUSE_WRITE_DOCS=1 cargo test --lib events::catalog` to rewrite this file. -->\n\n\
          Every audit row and every webhook event carries one of these types\n\
-         (contract §8: `<resource>.<past verb>`). A webhook's `event_types` filter\n\
+         (`<resource>.<past verb>`). A webhook's `event_types` filter\n\
          takes a type or a dotted family: `team.invitation` takes\n\
          `team.invitation.created`, `team.invitation.accepted` and\n\
          `team.invitation.revoked`.\n\n\
+         Each event is delivered as a Standard Webhooks message (`webhook-id`, `webhook-timestamp`, \
+         `webhook-signature` headers; see the webhooks guide) whose body is the audit row:\n\n\
+         ```json\n\
+         {\"type\": \"user.created\", \"timestamp\": \"2026-11-28T19:01:49.829123Z\",\n \
+         \"data\": {\"event_id\": \"01a22388-fc84-7422-8f64-83ba978e328d\", \"seq\": 5, \"actor_kind\": \"public\", \"actor_id\": null,\n          \
+         \"aggregate_id\": \"01a22388-fc83-75b4-90db-f96b967b3cac\", \"attributes\": {\"email\": \"ada@example.com\"}}}\n\
+         ```\n\n\
+         - `event_id` is the audit row's id, the same in `GET /v1/audit-logs`; `seq` is its place in the chain.\n\
+         - `actor_kind` is `api_key` (a secret key or a service account's key), `user` (an end user), `oauth_client`, `system` or `public` (an unauthenticated caller), and `actor_id` the key's, user's or client's id (`null` for the last two).\n\
+         - `aggregate_id` is the id of what changed (the user, the webhook, the organization).\n\
+         - `attributes` holds the facts of the change (never a secret, a password or a token; a URL only by its host).\n\n\
          | type | what it means |\n|---|---|\n",
     );
     for t in EventType::ALL {
@@ -167,7 +178,7 @@ pub fn markdown() -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::{collections::BTreeSet, path::Path};
+    use std::collections::BTreeSet;
 
     use super::*;
 
@@ -252,20 +263,8 @@ mod tests {
         }
     }
 
-    /// `docs/events.md` is what the list generates; with
-    /// `GATEHOUSE_WRITE_DOCS=1` the test writes it instead.
     #[test]
     fn docs_events_md_is_generated_from_the_catalog() {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/events.md");
-        let generated = markdown();
-        if std::env::var_os("GATEHOUSE_WRITE_DOCS").is_some() {
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(&path, &generated).unwrap();
-        }
-        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
-        assert!(
-            on_disk == generated,
-            "docs/events.md differs from the catalog; run `GATEHOUSE_WRITE_DOCS=1 cargo test --lib events::catalog`"
-        );
+        crate::generated_docs::assert_generated("docs/reference/events.md", &markdown());
     }
 }

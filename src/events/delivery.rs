@@ -243,9 +243,9 @@ async fn run(state: Arc<Deliverer>, at: Shard, shard: Db) {
             let (state, outcomes) = (state.clone(), outcomes.clone());
             actix::spawn(async move {
                 let outcome = attempt(&state, &endpoint, &message, production).await;
-                metrics::counter!("webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
+                metrics::counter!("gatehouse_webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
                     .increment(1);
-                metrics::histogram!("webhook_message_age_seconds")
+                metrics::histogram!("gatehouse_webhook_message_age_seconds")
                     .record((clock::now() - message.created_at).num_milliseconds().max(0) as f64 / 1000.0);
                 let _ = outcomes.send((endpoint, message, outcome)).await;
                 drop(permit);

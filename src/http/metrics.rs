@@ -1,4 +1,5 @@
-//! Request count and latency by route pattern, method and status. Every
+//! Request count and latency by route pattern, method and status, and
+//! the access log line with the same fields. Every
 //! label comes from a closed set, so no client can grow the metrics store:
 //! methods outside RFC 9110's are `other`, paths that match no route are
 //! `unmatched` (never the path itself).
@@ -25,7 +26,12 @@ pub async fn middleware(
         Some(RouteLabel(route)) => (*route).to_owned(),
         None => request.match_pattern().unwrap_or_else(|| "unmatched".to_owned()),
     };
-    record((method, route, response.status().as_u16()), started.elapsed().as_secs_f64());
+    let status = response.status().as_u16();
+    let seconds = started.elapsed().as_secs_f64();
+    // The access line, inside the request id's span (one per request;
+    // `RUST_LOG=info,gatehouse::access=warn` silences it).
+    tracing::info!(target: "gatehouse::access", method, route = %route, status, duration_ms = seconds * 1e3, "answered");
+    record((method, route, status), seconds);
     Ok(response)
 }
 
@@ -52,8 +58,8 @@ fn record(labels: Labels, seconds: f64) {
         let (count, duration) = handles.entry(labels).or_insert_with_key(|(method, route, status)| {
             let labels = [("method", (*method).to_owned()), ("route", route.clone()), ("status", status.to_string())];
             (
-                metrics::counter!("http_requests_total", &labels),
-                metrics::histogram!("http_request_duration_seconds", &labels),
+                metrics::counter!("gatehouse_http_requests_total", &labels),
+                metrics::histogram!("gatehouse_http_request_duration_seconds", &labels),
             )
         });
         count.increment(1);

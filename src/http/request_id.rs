@@ -41,8 +41,7 @@ pub async fn middleware(
     // Every event logged while answering carries the request's id (the
     // JSON log format writes the span's fields on each line).
     let span = tracing::info_span!("request", request_id = id.to_str().unwrap_or_default());
-    let mut response = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span.clone()).await?;
-    span.in_scope(|| tracing::debug!(status = response.status().as_u16(), "answered"));
+    let mut response = REQUEST_ID.scope(id.clone(), next.call(req)).instrument(span).await?;
     response.headers_mut().insert(HeaderName::from_static(HEADER), id);
     Ok(response)
 }

@@ -16,7 +16,9 @@ use utoipa::{
     Modify, OpenApi,
 };
 
-use crate::{audit::query::AuditRow, error::FieldIssue, region::Region, routes, tenancy::Environment};
+use crate::{
+    audit::query::AuditRow, config::Settings, error::FieldIssue, region::Region, routes, tenancy::Environment,
+};
 
 #[derive(OpenApi)]
 #[openapi(
@@ -59,10 +61,13 @@ impl Modify for SecretKeyAuth {
 }
 
 /// The document a deployment serves: [`json`] with its regions as the
-/// `Region` schema's `enum` (for [`served::Served`], and `gatehouse openapi`).
-pub fn for_regions(regions: &[Region]) -> serde_json::Value {
+/// `Region` schema's `enum` and its public URL as the server (for
+/// [`served::Served`], and `gatehouse openapi`).
+pub fn for_deployment(settings: &Settings) -> serde_json::Value {
     let mut document: serde_json::Value = serde_json::from_str(json()).expect("the document is JSON");
-    document["components"]["schemas"]["Region"]["enum"] = serde_json::json!(regions);
+    document["components"]["schemas"]["Region"]["enum"] = serde_json::json!(settings.deployment.regions);
+    document["servers"] =
+        serde_json::json!([{"url": settings.public_url(), "description": "This deployment (server.public_url)"}]);
     document
 }
 
@@ -81,6 +86,7 @@ pub fn json() -> &'static str {
         links::add(&mut document);
         conditions::add(&mut document);
         objects::open(&mut document);
+        security::declare_public(&mut document);
         document.to_string()
     })
 }

@@ -1,5 +1,5 @@
 //! Serving the document: it is built once at start (with the deployment's
-//! regions, [`super::for_regions`]) and answered as the same bytes.
+//! regions, [`super::for_deployment`]) and answered as the same bytes.
 use actix_web::{web, web::Bytes, HttpResponse};
 
 pub struct Served(Bytes);

@@ -54,7 +54,7 @@ pub async fn to_peer(
             Ok(answer) => answer,
             Err(err) if err.is_connect() || (repeatable && !err.is_timeout()) => {
                 tracing::warn!(error = %err, %node, %region, "a peer failed before answering; trying the next");
-                metrics::counter!("forward_retries_total", "region" => region.as_str()).increment(1);
+                metrics::counter!("gatehouse_forward_retries_total", "region" => region.as_str()).increment(1);
                 routes.unreachable(&node);
                 continue;
             }

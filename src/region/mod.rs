@@ -96,7 +96,7 @@ impl<'de> Deserialize<'de> for Region {
 }
 
 /// In the document a region is a name; the served document lists the
-/// deployment's regions as its `enum` (`openapi::for_regions`).
+/// deployment's regions as its `enum` (`openapi::for_deployment`).
 impl utoipa::PartialSchema for Region {
     fn schema() -> RefOr<Schema> {
         let schema =

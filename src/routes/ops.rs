@@ -4,7 +4,7 @@ use std::time::Duration;
 use actix_web::{web, HttpResponse};
 use serde_json::{json, Map, Value};
 
-use crate::state::AppState;
+use crate::{state::AppState, telemetry};
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     cfg.service(web::resource("/healthz").route(web::get().to(healthz)))
@@ -65,5 +65,7 @@ pub async fn readyz(state: web::Data<AppState>) -> HttpResponse {
 /// Prometheus text exposition.
 #[utoipa::path(get, path = "/metrics", tag = "operations", responses((status = 200, content_type = "text/plain")))]
 pub async fn metrics(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(state.metrics.render())
+    let mut text = state.metrics.render();
+    text.push_str(&telemetry::process::exposition());
+    HttpResponse::Ok().content_type("text/plain; version=0.0.4").body(text)
 }

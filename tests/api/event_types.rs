@@ -1,7 +1,7 @@
 //! Event types (contract §8, issue 35 item 10): each operation whose type
 //! was named otherwise emits the contract's type, in the audit log and to a
 //! webhook whose filter names the contract's families; the old names are
-//! gone. The list itself, and `docs/events.md` generated from it, are
+//! gone. The list itself, and `docs/reference/events.md` generated from it, are
 //! tested in `events::catalog`.
 use std::collections::BTreeSet;
 

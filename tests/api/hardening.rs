@@ -106,7 +106,7 @@ async fn a_nul_in_any_json_string_is_422_on_every_backend_and_stores_nothing() {
 }
 
 fn metric_lines(text: &str) -> Vec<&str> {
-    text.lines().filter(|l| l.starts_with("http_requests_total{")).collect()
+    text.lines().filter(|l| l.starts_with("gatehouse_http_requests_total{")).collect()
 }
 
 #[actix_web::test]

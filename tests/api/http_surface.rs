@@ -95,7 +95,7 @@ async fn a_look_alike_key_is_refused_without_a_database_lookup() {
     assert_eq!(reply.status, 401);
     let count = |text: &str| {
         text.lines()
-            .find(|l| l.starts_with("auth_rejected_total{reason=\"malformed\"}"))
+            .find(|l| l.starts_with("gatehouse_auth_rejected_total{reason=\"malformed\"}"))
             .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
             .unwrap_or(0.0)
     };

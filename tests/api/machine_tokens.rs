@@ -200,5 +200,5 @@ async fn machine_and_end_user_tokens_do_not_cross() {
         .await;
     assert_eq!(reply.status, 401);
     let metrics = app.raw(app.client.get(app.url("/metrics"))).await;
-    assert!(metrics.body.as_str().unwrap().contains("machine_tokens_total{outcome=\"issued\"}"));
+    assert!(metrics.body.as_str().unwrap().contains("gatehouse_machine_tokens_total{outcome=\"issued\"}"));
 }

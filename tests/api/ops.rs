@@ -53,10 +53,13 @@ async fn metrics_count_requests_by_route_and_status() {
     assert_eq!(app.raw(app.client.get(app.url(&jwks))).await.status, 200);
     let text = app.raw(app.client.get(app.url("/metrics"))).await.body;
     let text = text.as_str().unwrap();
-    assert!(text.contains("http_requests_total{method=\"GET\",route=\"/v1/api-keys\",status=\"200\"}"), "{text}");
+    assert!(
+        text.contains("gatehouse_http_requests_total{method=\"GET\",route=\"/v1/api-keys\",status=\"200\"}"),
+        "{text}"
+    );
     let jwks_series = "route=\"/v1/applications/{application_id}/.well-known/jwks.json\",status=\"200\"}";
-    assert!(text.contains(&format!("http_requests_total{{method=\"GET\",{jwks_series}")), "{text}");
-    assert!(text.contains("http_request_duration_seconds_bucket"));
+    assert!(text.contains(&format!("gatehouse_http_requests_total{{method=\"GET\",{jwks_series}")), "{text}");
+    assert!(text.contains("gatehouse_http_request_duration_seconds_bucket"));
 }
 
 #[actix_web::test]

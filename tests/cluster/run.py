@@ -131,7 +131,7 @@ def served(node, route):
     except (urllib.error.URLError, ConnectionError, TimeoutError):
         return 0
     return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-               if line.startswith("http_requests_total{") and f'route="{route}"' in line)
+               if line.startswith("gatehouse_http_requests_total{") and f'route="{route}"' in line)
 
 
 def until(predicate, limit):

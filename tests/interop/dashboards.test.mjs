@@ -3,6 +3,7 @@
 // service really exports: every metric in every PromQL expression is looked
 // for in GET /metrics of a running server after traffic that causes them.
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { after, before, test } from "node:test";
 import { parse as parseYaml } from "yaml";
@@ -94,17 +95,17 @@ test("the PromQL name extractor finds metrics and nothing else", () => {
   assert.deepEqual(
     [
       ...metricNames(
-        'histogram_quantile(0.99, sum by (route, le) (rate(http_request_duration_seconds_bucket{job=~"$job", route!="/x"}[$__rate_interval]))) > 2.5e-1 and on (job) up == 1',
+        'histogram_quantile(0.99, sum by (route, le) (rate(gatehouse_http_request_duration_seconds_bucket{job=~"$job", route!="/x"}[$__rate_interval]))) > 2.5e-1 and on (job) up == 1',
       ),
     ],
-    ["http_request_duration_seconds_bucket", "up"],
+    ["gatehouse_http_request_duration_seconds_bucket", "up"],
   );
   assert.deepEqual(
     [...metricNames('sum(rate(a_total{x="b_total"}[5m] offset 1h)) / ignoring (y) group_left sum without (z) (c_sum)')],
     ["a_total", "c_sum"],
   );
-  assert.deepEqual([...variableMetricNames({ query: 'label_values(http_requests_total{job=~"$job"}, instance)' })], [
-    "http_requests_total",
+  assert.deepEqual([...variableMetricNames({ query: 'label_values(gatehouse_http_requests_total{job=~"$job"}, instance)' })], [
+    "gatehouse_http_requests_total",
   ]);
 });
 
@@ -135,15 +136,15 @@ test("the dashboard and the rules are well-formed", () => {
   const used = usedMetrics();
   // What the brief asked the alerts to watch.
   const ruleNames = new Set(ruleExpressions().flatMap(([, expr]) => [...metricNames(expr)]));
-  for (const name of ["up", "http_requests_total", "http_request_duration_seconds_bucket", "webhook_message_age_seconds"]) {
+  for (const name of ["up", "gatehouse_http_requests_total", "gatehouse_http_request_duration_seconds_bucket", "gatehouse_webhook_message_age_seconds_bucket"]) {
     assert.ok(ruleNames.has(name), `the rules use ${name}`);
   }
-  for (const name of ["auth_rejected_total", "access_token_rejected_total", "password_hash_shed_total", "webhook_attempts_total", "cache_requests_total"]) {
+  for (const name of ["gatehouse_auth_rejected_total", "gatehouse_access_token_rejected_total", "gatehouse_password_hash_shed_total", "gatehouse_webhook_attempts_total", "gatehouse_cache_requests_total"]) {
     assert.ok(used.has(name), `the dashboard uses ${name}`);
   }
 });
 
-let gatehouse, exposition;
+let gatehouse, exposition, rawExposition;
 
 before(async () => {
   gatehouse = await startGatehouse({
@@ -156,9 +157,41 @@ before(async () => {
   for (let round = 0; round < 5; round++) {
     await generateTraffic(gatehouse);
     text = await scrapeMetrics(gatehouse.base);
-    if (/^password_hash_shed_total /m.test(text)) break;
+    if (/^gatehouse_password_hash_shed_total /m.test(text)) break;
   }
+  rawExposition = text;
   exposition = parseExposition(text);
+});
+
+// promtool (Debian's `prometheus`) lints the live exposition by Prometheus'
+// own rules (HELP on every family, counters named _total, base units) and
+// checks the alert rules. CI installs it and sets
+// GATEHOUSE_TEST_REQUIRE_PROMTOOL, so there it never skips.
+const promtool = spawnSync("promtool", ["--version"]).error ? null : "promtool";
+const promtoolSkip = promtool || process.env.GATEHOUSE_TEST_REQUIRE_PROMTOOL ? false : "promtool is not installed (apt-get install prometheus)";
+
+test("promtool finds nothing to say about /metrics after traffic", { skip: promtoolSkip }, () => {
+  const checked = spawnSync("promtool", ["check", "metrics"], { input: rawExposition, encoding: "utf8" });
+  assert.equal(checked.error, undefined, "promtool runs");
+  assert.equal(checked.status, 0, `promtool check metrics:\n${checked.stdout}${checked.stderr}`);
+  assert.equal(checked.stdout.trim() + checked.stderr.trim(), "", "no lint findings");
+  for (const family of ["gatehouse_build_info", "process_cpu_seconds_total", "process_resident_memory_bytes"]) {
+    assert.match(rawExposition, new RegExp(`^# HELP ${family} `, "m"), `${family} is exported with HELP`);
+  }
+  assert.doesNotMatch(rawExposition, /^# TYPE \S+ summary$/m, "no summaries: histograms add up across nodes");
+});
+
+test("every alert rule has its section in the operators' alert guide", () => {
+  const guide = readFileSync(new URL("../../docs/operations/alerts.md", import.meta.url), "utf8");
+  const sections = new Set([...guide.matchAll(/^## (\S+)$/gm)].map((m) => m[1]));
+  for (const rule of parseYaml(readFileSync(new URL("prometheus/alerts.yml", deploy), "utf8")).groups.flatMap((g) => g.rules)) {
+    assert.ok(sections.has(rule.alert), `docs/operations/alerts.md has a section for ${rule.alert}`);
+  }
+});
+
+test("promtool accepts the alert rules", { skip: promtoolSkip }, () => {
+  const checked = spawnSync("promtool", ["check", "rules", new URL("prometheus/alerts.yml", deploy).pathname], { encoding: "utf8" });
+  assert.equal(checked.status, 0, `promtool check rules:\n${checked.stdout}${checked.stderr}`);
 });
 
 after(() => gatehouse?.stop());

@@ -128,6 +128,7 @@ pub async fn create_access_review(key: SecretKey, body: Body) -> ApiResult<HttpR
     Ok(envelope::created(AccessReviewView::from(&review)))
 }
 
+/// List access reviews, newest first.
 #[utoipa::path(get, path = "/v1/access-reviews", tag = "governance", params(ListQuery),
     responses((status = 200, body = [AccessReviewView])), security(("secret_key" = ["access_reviews:read"])))]
 pub async fn list_access_reviews(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
@@ -136,6 +137,7 @@ pub async fn list_access_reviews(key: SecretKey, query: Query<ListQuery>) -> Api
     Ok(envelope::page(found.iter().map(AccessReviewView::from).collect(), has_more))
 }
 
+/// Get an access review with its progress.
 #[utoipa::path(get, path = "/v1/access-reviews/{review_id}", tag = "governance",
     params(("review_id" = Uuid, Path, description = "The review's id.")),
     responses((status = 200, body = AccessReviewView), (status = 404)), security(("secret_key" = ["access_reviews:read"])))]
@@ -144,6 +146,7 @@ pub async fn find_access_review(key: SecretKey, path: web::Path<String>) -> ApiR
     Ok(envelope::ok(AccessReviewView::from(&access_reviews::find(&key.scope, id).await?)))
 }
 
+/// List a review's items: each membership to keep or revoke.
 #[utoipa::path(get, path = "/v1/access-reviews/{review_id}/items", tag = "governance",
     params(("review_id" = Uuid, Path, description = "The review's id."), ListQuery),
     responses((status = 200, body = [AccessReviewItemView]), (status = 404)), security(("secret_key" = ["access_reviews:read"])))]

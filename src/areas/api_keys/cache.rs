@@ -203,13 +203,13 @@ impl KeyCache {
         let key = match found {
             Some(key) if constant_time_eq(&key.hash, &hash) && key.usable(now) => key,
             Some(key) if constant_time_eq(&key.hash, &hash) => {
-                metrics::counter!("auth_rejected_total", "reason" => "inactive").increment(1);
+                metrics::counter!("gatehouse_auth_rejected_total", "reason" => "inactive").increment(1);
                 let reason = if key.revoked { "revoked" } else { "expired" };
                 self.record_refusal(&scope, key.id, reason).await;
                 return Ok(None);
             }
             _ => {
-                metrics::counter!("auth_rejected_total", "reason" => "unknown").increment(1);
+                metrics::counter!("gatehouse_auth_rejected_total", "reason" => "unknown").increment(1);
                 return Ok(None);
             }
         };

@@ -338,13 +338,13 @@ pub async fn refresh(
 ) -> Result<(Opened, Issued), AuthError> {
     let signer = issuer.signer(scope).await?;
     if sessions::client_of_refresh_token(scope, presented).await?.is_some_and(|owner| owner != client) {
-        metrics::counter!("refresh_refused_total", "reason" => "other_client").increment(1);
+        metrics::counter!("gatehouse_refresh_refused_total", "reason" => "other_client").increment(1);
         return Err(AuthError::RefreshRefused(RefreshRefused::Unknown));
     }
     let opened = match rotations.rotate(scope, presented).await? {
         Ok(opened) => opened,
         Err(refused) => {
-            metrics::counter!("refresh_refused_total", "reason" => refused.as_str()).increment(1);
+            metrics::counter!("gatehouse_refresh_refused_total", "reason" => refused.as_str()).increment(1);
             return Err(AuthError::RefreshRefused(refused));
         }
     };

@@ -172,6 +172,7 @@ pub async fn put_feature(
     Ok(envelope::ok(FeatureView::from(&feature)))
 }
 
+/// List the application's features.
 #[utoipa::path(get, path = "/v1/features", tag = "entitlements", params(ListQuery),
     responses((status = 200, body = [FeatureView])), security(("secret_key" = ["entitlements:read"])))]
 pub async fn list_features(
@@ -235,6 +236,7 @@ pub async fn put_plan(
     Ok(envelope::ok(PlanView::from(&plan)))
 }
 
+/// List the application's plans.
 #[utoipa::path(get, path = "/v1/plans", tag = "entitlements", params(ListQuery),
     responses((status = 200, body = [PlanView])), security(("secret_key" = ["entitlements:read"])))]
 pub async fn list_plans(
@@ -332,6 +334,7 @@ pub async fn put_override(
     }))
 }
 
+/// Remove an organization's override of a feature.
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}/entitlement-overrides/{feature_key}", tag = "entitlements",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("feature_key" = String, Path, description = "The overridden feature.")),
     responses((status = 200), (status = 404)), security(("secret_key" = ["entitlements:write"])))]

@@ -117,6 +117,7 @@ pub struct CreateHookRequest {
     pub timeout_ms: Option<i32>,
 }
 
+/// Create a hook; the answer holds its signing secret, shown once.
 #[utoipa::path(post, path = "/v1/hooks", tag = "hooks", request_body = CreateHookRequest,
     responses((status = 201, body = HookWithSecretView), (status = 422)), security(("secret_key" = ["hooks:write"])))]
 pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
@@ -137,6 +138,7 @@ pub async fn create_hook(state: web::Data<AppState>, key: SecretKey, body: Body)
     Ok(envelope::created(HookWithSecretView { hook: (&hook).into(), secret }))
 }
 
+/// List the application's hooks, in run order.
 #[utoipa::path(get, path = "/v1/hooks", tag = "hooks", params(ListQuery),
     responses((status = 200, body = [HookView])), security(("secret_key" = ["hooks:read"])))]
 pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
@@ -145,6 +147,7 @@ pub async fn list_hooks(key: SecretKey, query: Query<ListQuery>) -> ApiResult<Ht
     Ok(envelope::page(found.iter().map(HookView::from).collect(), has_more))
 }
 
+/// Get a hook.
 #[utoipa::path(get, path = "/v1/hooks/{hook_id}", tag = "hooks",
     params(("hook_id" = Uuid, Path, description = "The hook's id.")),
     responses((status = 200, body = HookView), (status = 404)), security(("secret_key" = ["hooks:read"])))]
@@ -193,6 +196,7 @@ pub async fn update_hook(
     Ok(envelope::ok(HookView::from(&hook)))
 }
 
+/// Delete a hook.
 #[utoipa::path(delete, path = "/v1/hooks/{hook_id}", tag = "hooks",
     params(("hook_id" = Uuid, Path, description = "The hook's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = ["hooks:write"])))]

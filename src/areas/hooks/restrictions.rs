@@ -84,7 +84,7 @@ impl SignUpRestrictions {
                     || self.allowed_email_domains.iter().any(|entry| covers(domain, entry)))
         });
         if !admitted {
-            metrics::counter!("sign_ups_refused_total", "reason" => "email_domain").increment(1);
+            metrics::counter!("gatehouse_sign_ups_refused_total", "reason" => "email_domain").increment(1);
             return Err(HookError::Denied("Sign-ups with this email address's domain are not allowed.".into()));
         }
         Ok(())

@@ -149,7 +149,7 @@ async fn handle(worker: &MailWorker, at: Shard, shard: &Db, row: mail_queue::Mod
         job => match prepare(worker, &scope, &row, job).await {
             Ok(Some(message)) => message,
             Ok(None) => {
-                metrics::counter!("mail_total", "outcome" => SKIPPED).increment(1);
+                metrics::counter!("gatehouse_mail_total", "outcome" => SKIPPED).increment(1);
                 return;
             }
             Err(err) => {
@@ -240,7 +240,7 @@ fn settled(
 }
 
 async fn settle(shard: &Db, row: &mail_queue::Model, status: &'static str) {
-    metrics::counter!("mail_total", "outcome" => status).increment(1);
+    metrics::counter!("gatehouse_mail_total", "outcome" => status).increment(1);
     let now = clock::now();
     update_leased(shard, row, |q| settled(q, status, row.attempts_made + 1, now)).await;
 }
@@ -251,7 +251,7 @@ async fn retry(shard: &Db, row: &mail_queue::Model) {
     let Some(delay) = RETRY_AFTER.get(row.attempts_made as usize) else {
         return settle(shard, row, FAILED).await;
     };
-    metrics::counter!("mail_total", "outcome" => "retried").increment(1);
+    metrics::counter!("gatehouse_mail_total", "outcome" => "retried").increment(1);
     let next = clock::now() + chrono::Duration::from_std(*delay).unwrap_or_default();
     update_leased(shard, row, |q| {
         q.col_expr(mail_queue::Column::AttemptsMade, Expr::value(attempts_made))

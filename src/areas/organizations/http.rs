@@ -75,6 +75,7 @@ pub struct CreateOrganizationRequest {
     pub slug: Option<String>,
 }
 
+/// Create an organization.
 #[utoipa::path(post, path = "/v1/organizations", tag = "organizations", request_body = CreateOrganizationRequest,
     responses((status = 201, body = OrganizationView), (status = 409, description = "slug in use"), (status = 422)),
     security(("secret_key" = ["organizations:write"])))]
@@ -84,6 +85,7 @@ pub async fn create_organization(key: SecretKey, body: Body) -> ApiResult<HttpRe
     Ok(envelope::created(OrganizationView::from(&created)))
 }
 
+/// List organizations, newest first.
 #[utoipa::path(get, path = "/v1/organizations", tag = "organizations", params(ListQuery),
     responses((status = 200, body = [OrganizationView])), security(("secret_key" = ["organizations:read"])))]
 pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
@@ -92,6 +94,7 @@ pub async fn list_organizations(key: SecretKey, query: Query<ListQuery>) -> ApiR
     Ok(envelope::page(found.iter().map(OrganizationView::from).collect(), has_more))
 }
 
+/// Get an organization.
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     responses((status = 200, body = OrganizationView), (status = 404)), security(("secret_key" = ["organizations:read"])))]
@@ -109,6 +112,7 @@ pub struct UpdateOrganizationRequest {
     pub slug: Option<String>,
 }
 
+/// Rename an organization or change its slug.
 #[utoipa::path(patch, path = "/v1/organizations/{organization_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     request_body = UpdateOrganizationRequest,
@@ -145,6 +149,7 @@ pub struct AddMembershipRequest {
     pub role: String,
 }
 
+/// Add a user to an organization with a role.
 #[utoipa::path(post, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),
     request_body = AddMembershipRequest,
@@ -163,6 +168,7 @@ pub async fn add_membership(
     Ok(envelope::created(MembershipView::from(&added)))
 }
 
+/// List an organization's members and their roles.
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}/memberships", tag = "organizations", params(("organization_id" = Uuid, Path, description = "The organization's id."), ListQuery),
     responses((status = 200, body = [MembershipView]), (status = 404)), security(("secret_key" = ["organizations:read"])))]
 pub async fn list_memberships(
@@ -183,6 +189,7 @@ pub struct UpdateMembershipRequest {
     pub role: String,
 }
 
+/// Change a member's role.
 #[utoipa::path(patch, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
     request_body = UpdateMembershipRequest,
@@ -201,6 +208,7 @@ pub async fn update_membership(
     Ok(envelope::ok(MembershipView::from(&updated)))
 }
 
+/// Remove a user from an organization.
 #[utoipa::path(delete, path = "/v1/organizations/{organization_id}/memberships/{user_id}", tag = "organizations",
     params(("organization_id" = Uuid, Path, description = "The organization's id."), ("user_id" = Uuid, Path, description = "The user's id.")),
     responses((status = 200), (status = 404), (status = 409, description = "last_owner: the organization's last owner cannot be removed")), security(("secret_key" = ["organizations:write"])))]

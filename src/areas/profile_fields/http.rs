@@ -132,6 +132,7 @@ pub async fn list_profile_fields(key: SecretKey, query: Query<ListQuery>) -> Api
     Ok(envelope::page(fields.iter().map(ProfileFieldView::from).collect(), has_more))
 }
 
+/// Get a profile field.
 #[utoipa::path(get, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
     params(("field_id" = Uuid, Path, description = "The profile field's id.")),
     responses((status = 200, body = ProfileFieldView), (status = 404)), security(("secret_key" = ["profile_fields:read"])))]
@@ -174,6 +175,7 @@ pub async fn update_profile_field(
     Ok(envelope::ok(ProfileFieldView::from(&field)))
 }
 
+/// Delete a profile field.
 #[utoipa::path(delete, path = "/v1/profile-fields/{field_id}", tag = "profile-fields",
     params(("field_id" = Uuid, Path, description = "The profile field's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = ["profile_fields:write"])))]

@@ -107,6 +107,7 @@ impl From<SodPolicyRequest> for PolicyInput {
     }
 }
 
+/// Create a separation-of-duties policy.
 #[utoipa::path(post, path = "/v1/sod-policies", tag = "governance", request_body = SodPolicyRequest,
     responses((status = 201, body = SodPolicyView), (status = 422)), security(("secret_key" = ["sod_policies:write"])))]
 pub async fn create_sod_policy(state: web::Data<AppState>, key: SecretKey, body: Body) -> ApiResult<HttpResponse> {
@@ -118,6 +119,7 @@ pub async fn create_sod_policy(state: web::Data<AppState>, key: SecretKey, body:
     Ok(envelope::created(SodPolicyView::from(&policy)))
 }
 
+/// List separation-of-duties policies.
 #[utoipa::path(get, path = "/v1/sod-policies", tag = "governance", params(ListQuery),
     responses((status = 200, body = [SodPolicyView])), security(("secret_key" = ["sod_policies:read"])))]
 pub async fn list_sod_policies(key: SecretKey, query: Query<ListQuery>) -> ApiResult<HttpResponse> {
@@ -126,6 +128,7 @@ pub async fn list_sod_policies(key: SecretKey, query: Query<ListQuery>) -> ApiRe
     Ok(envelope::page(found.iter().map(SodPolicyView::from).collect(), has_more))
 }
 
+/// Get a separation-of-duties policy.
 #[utoipa::path(get, path = "/v1/sod-policies/{policy_id}", tag = "governance",
     params(("policy_id" = Uuid, Path, description = "The policy's id.")),
     responses((status = 200, body = SodPolicyView), (status = 404)), security(("secret_key" = ["sod_policies:read"])))]
@@ -153,6 +156,7 @@ pub async fn update_sod_policy(
     Ok(envelope::ok(SodPolicyView::from(&policy)))
 }
 
+/// Delete a separation-of-duties policy.
 #[utoipa::path(delete, path = "/v1/sod-policies/{policy_id}", tag = "governance",
     params(("policy_id" = Uuid, Path, description = "The policy's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = ["sod_policies:write"])))]

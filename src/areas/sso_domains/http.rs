@@ -114,6 +114,7 @@ pub async fn claim_domain(state: web::Data<AppState>, user: EndUser, body: Body)
     Ok(envelope::created(SsoDomainView::from(&claimed)))
 }
 
+/// List the active organization's SSO domains.
 #[utoipa::path(get, path = "/v1/dashboard/sso/domains", tag = "sso",
     responses((status = 200, body = [SsoDomainView]), (status = 403)), security(("access_token" = [])))]
 pub async fn list_domains(user: EndUser) -> ApiResult<HttpResponse> {

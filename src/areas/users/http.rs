@@ -105,6 +105,7 @@ pub async fn list_users(key: SecretKey, query: Query<UserListQuery>) -> ApiResul
     Ok(envelope::page(found.iter().map(UserView::from).collect(), has_more))
 }
 
+/// Get a user.
 #[utoipa::path(get, path = "/v1/users/{user_id}", tag = "users",
     params(("user_id" = Uuid, Path, description = "The user's id.")),
     responses((status = 200, body = UserView), (status = 404)), security(("secret_key" = ["users:read"])))]
@@ -125,6 +126,7 @@ pub struct UpdateUserRequest {
     pub profile: Option<serde_json::Value>,
 }
 
+/// Change a user's email, profile or password.
 #[utoipa::path(patch, path = "/v1/users/{user_id}", tag = "users",
     params(("user_id" = Uuid, Path, description = "The user's id.")), request_body = UpdateUserRequest,
     responses((status = 200, body = UserView), (status = 404), (status = 409), (status = 422)),

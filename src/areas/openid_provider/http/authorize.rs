@@ -596,12 +596,13 @@ fn back_with_code(
     checked: &Checked,
     code: &str,
 ) -> actix_web::HttpResponseBuilder {
-    metrics::counter!("openid_provider_total", "endpoint" => "authorize", "outcome" => "code").increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "authorize", "outcome" => "code").increment(1);
     back(state, scope, &checked.redirect_uri, &[("code", code)], checked.state.as_deref())
 }
 
 fn back_with_error(state: &AppState, scope: &TenantScope, redirect: Redirect) -> HttpResponse {
-    metrics::counter!("openid_provider_total", "endpoint" => "authorize", "outcome" => redirect.error).increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "authorize", "outcome" => redirect.error)
+        .increment(1);
     let extra = [("error", redirect.error), ("error_description", redirect.description)];
     back(state, scope, &redirect.redirect_uri, &extra, redirect.state.as_deref()).finish()
 }

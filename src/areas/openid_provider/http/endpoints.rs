@@ -109,7 +109,8 @@ async fn answer_userinfo(
             .json(OAuthErrorView { error: "invalid_token", error_description: "an access token is required".into() }));
     };
     let Some((claims, user)) = user_of(state, &scope, token).await? else {
-        metrics::counter!("openid_provider_total", "endpoint" => "userinfo", "outcome" => "invalid_token").increment(1);
+        metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "userinfo", "outcome" => "invalid_token")
+            .increment(1);
         return Ok(form::no_store(StatusCode::UNAUTHORIZED)
             .insert_header((header::WWW_AUTHENTICATE, "Bearer realm=\"gatehouse\", error=\"invalid_token\""))
             .json(OAuthErrorView {
@@ -117,7 +118,7 @@ async fn answer_userinfo(
                 error_description: "the access token is invalid, expired or its session ended".into(),
             }));
     };
-    metrics::counter!("openid_provider_total", "endpoint" => "userinfo", "outcome" => "ok").increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "userinfo", "outcome" => "ok").increment(1);
     Ok(form::no_store(StatusCode::OK).json(openid_provider::userinfo(&claims, &user)))
 }
 
@@ -217,7 +218,7 @@ pub async fn introspect(
         Some(active) => openid_provider::introspection(&active, &state.tokens.issuer(scope.tenant().id)),
         None => json!({"active": false}),
     };
-    metrics::counter!("openid_provider_total", "endpoint" => "introspect", "outcome" => "ok").increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "introspect", "outcome" => "ok").increment(1);
     Ok(form::no_store(StatusCode::OK).json(answer))
 }
 
@@ -255,7 +256,7 @@ pub async fn revoke(
             Err(refused) => return Ok(client_refusal("revoke", refused)),
         },
     };
-    metrics::counter!("openid_provider_total", "endpoint" => "revoke", "outcome" => outcome).increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "revoke", "outcome" => outcome).increment(1);
     Ok(form::no_store(StatusCode::OK).finish())
 }
 
@@ -289,6 +290,6 @@ fn client_refusal(endpoint: &'static str, refused: ClientRefused) -> HttpRespons
         ClientRefused::InvalidClient => ("invalid_client", "the client could not be authenticated"),
         ClientRefused::Unauthorized(why) => ("unauthorized_client", why),
     };
-    metrics::counter!("openid_provider_total", "endpoint" => endpoint, "outcome" => error).increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => endpoint, "outcome" => error).increment(1);
     form::refusal(error, description)
 }

@@ -148,7 +148,8 @@ async fn end(
         authorize::sign_out(scope, &value).await?;
     }
     let forget = set_cookie(state, scope, LOGIN_COOKIE, "", 0, "Lax");
-    metrics::counter!("openid_provider_total", "endpoint" => "logout", "outcome" => "signed_out").increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "logout", "outcome" => "signed_out")
+        .increment(1);
     let Some((uri, client_state)) = target else {
         return Ok(with_cookie(shown_signed_out(scope), &forget));
     };

@@ -132,7 +132,7 @@ pub async fn token(
             return Ok(refusal(refused));
         }
     };
-    metrics::counter!("machine_tokens_total", "outcome" => "issued").increment(1);
+    metrics::counter!("gatehouse_machine_tokens_total", "outcome" => "issued").increment(1);
     // Off the request path, and only when due (most tokens skip it).
     if service_accounts::touch_is_due(&token.verified.key) {
         let touched = token.verified.key.clone();
@@ -182,7 +182,8 @@ async fn client_grant(
             }
             Err(err) => return Err(err.into()),
         };
-        metrics::counter!("openid_provider_total", "endpoint" => "token", "outcome" => "refreshed").increment(1);
+        metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "token", "outcome" => "refreshed")
+            .increment(1);
         return Ok(form::no_store(StatusCode::OK).json(TokenView {
             access_token: access.token,
             token_type: "Bearer",
@@ -239,7 +240,8 @@ async fn client_grant(
     };
     let refresh_token = (exchanged.granted("offline_access") && exchange::allows(&client, "refresh_token"))
         .then(|| exchanged.opened.refresh_token.clone());
-    metrics::counter!("openid_provider_total", "endpoint" => "token", "outcome" => "code_exchanged").increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "token", "outcome" => "code_exchanged")
+        .increment(1);
     Ok(form::no_store(StatusCode::OK).json(TokenView {
         access_token: access.token,
         token_type: "Bearer",
@@ -251,11 +253,11 @@ async fn client_grant(
 }
 
 fn grant_refusal(error: &'static str, description: &str) -> HttpResponse {
-    metrics::counter!("openid_provider_total", "endpoint" => "token", "outcome" => error).increment(1);
+    metrics::counter!("gatehouse_openid_provider_total", "endpoint" => "token", "outcome" => error).increment(1);
     form::refusal(error, description.to_string())
 }
 
 fn refusal(refused: TokenRefused) -> HttpResponse {
-    metrics::counter!("machine_tokens_total", "outcome" => refused.code()).increment(1);
+    metrics::counter!("gatehouse_machine_tokens_total", "outcome" => refused.code()).increment(1);
     form::refusal(refused.code(), refused.to_string())
 }

@@ -1,4 +1,7 @@
 //! Logs (tracing, to stderr) and the Prometheus metrics recorder.
+pub mod families;
+pub mod process;
+
 use std::{
     sync::{
         atomic::{AtomicU64, Ordering},
@@ -7,7 +10,7 @@ use std::{
     time::Duration,
 };
 
-use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::{
     filter::{filter_fn, FilterExt},
     layer::{Filter, SubscriberExt},
@@ -29,7 +32,10 @@ const MALFORMED_SUMMARY_EVERY: Duration = Duration::from_secs(10);
 pub fn init_logging(format: LogFormat) {
     let filter =
         tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info,sea_orm_migration=warn".into());
-    let output = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    // Colour only for a person at a terminal, never in a file or a collector.
+    let output = tracing_subscriber::fmt::layer()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()));
     let output = match format {
         LogFormat::Text => output.boxed(),
         LogFormat::Json => output.json().flatten_event(true).boxed(),
@@ -82,7 +88,7 @@ impl<S> Filter<S> for NotParserRefusals {
 }
 
 /// Counts the requests the HTTP parser refused (metric
-/// `http_malformed_requests_total`) and writes one WARN line with their
+/// `gatehouse_http_malformed_requests_total`) and writes one WARN line with their
 /// number every ten seconds at most, so no client can fill the error log.
 #[derive(Clone)]
 struct MalformedRequests(Arc<AtomicU64>);
@@ -108,9 +114,13 @@ impl<S: tracing::Subscriber> Layer<S> for MalformedRequests {
             return;
         }
         self.0.fetch_add(1, Ordering::Relaxed);
-        metrics::counter!("http_malformed_requests_total").increment(1);
+        metrics::counter!("gatehouse_http_malformed_requests_total").increment(1);
     }
 }
+
+/// This build's version (Cargo.toml) and the commit it was built from.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub const COMMIT: &str = env!("GATEHOUSE_COMMIT");
 
 /// How often histogram samples are folded into their buckets.
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
@@ -126,18 +136,14 @@ pub fn metrics_handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
     HANDLE
         .get_or_init(|| {
-            let recorder = PrometheusBuilder::new()
-                .set_buckets_for_metric(
-                    Matcher::Suffix("duration_seconds".into()),
-                    &[0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 10.0],
-                )
-                .expect("bucket list is not empty")
-                .build_recorder();
+            let recorder = families::with_buckets(PrometheusBuilder::new()).build_recorder();
             let handle = recorder.handle();
             let _ = metrics::set_global_recorder(recorder);
+            families::describe_all();
             // Exported from the start, so an alert on it has a series
             // before the first overload rather than "no data".
-            metrics::counter!("password_hash_shed_total").absolute(0);
+            metrics::counter!("gatehouse_password_hash_shed_total").absolute(0);
+            metrics::gauge!("gatehouse_build_info", "version" => VERSION, "commit" => COMMIT).set(1.0);
             let upkeep = handle.clone();
             std::thread::Builder::new()
                 .name("metrics-upkeep".into())
