@@ -4,6 +4,8 @@ mod conditions;
 pub mod fields;
 mod links;
 mod objects;
+#[cfg(test)]
+mod reference;
 pub mod security;
 pub mod served;
 mod wire;

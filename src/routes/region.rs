@@ -51,8 +51,8 @@ pub async fn get_region(key: SecretKey) -> ApiResult<HttpResponse> {
     Ok(envelope::ok(RegionView { region: key.tenant().region }))
 }
 
-/// Move the application, with all its data, to another region (admin;
-/// operation 17), and answer once it is there. While it moves, the
+/// Move the application, with all its data, to another region, and
+/// answer once it is there. While it moves, the
 /// application's other requests get 503 `region_migration_in_progress`
 /// with `Retry-After`. The same region changes nothing.
 #[utoipa::path(post, path = "/v1/security/region", tag = "applications", request_body = SetRegionRequest,

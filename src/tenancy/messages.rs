@@ -29,7 +29,7 @@ pub struct EnsureSigningKey {
     pub algorithm: crate::tokens::algorithms::Algorithm,
 }
 
-/// Moves the application to another region (operation 17).
+/// Moves the application to another region.
 #[derive(Message)]
 #[rtype(result = "ApiResult<Region>")]
 pub struct MoveRegion {

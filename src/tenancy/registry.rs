@@ -192,7 +192,7 @@ impl TenantRegistry {
         self.deps.documents.get_with(scope.tenant().id, load).await.map_err(|err| (*err).clone())
     }
 
-    /// Moves the application's data to `to` (operation 17) and answers once
+    /// Moves the application's data to `to` and answers once
     /// it is there.
     pub async fn move_region(&self, scope: &TenantScope, to: Region) -> ApiResult<Region> {
         self.send(scope.tenant().id, MoveRegion { scope: scope.clone(), to }).await

@@ -168,7 +168,7 @@ pub struct DecideRequest {
     pub decision: String,
 }
 
-/// Decide an access review item (operation 15). `revoked` removes the
+/// Decide an access review item. `revoked` removes the
 /// user's membership in the organization, and ends the user's sessions that
 /// have it active, in the same transaction.
 #[utoipa::path(post, path = "/v1/access-review-items/{item_id}/decide", tag = "governance",

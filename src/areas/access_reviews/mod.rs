@@ -174,7 +174,7 @@ async fn mark_decided(
     .await
 }
 
-/// Decides one item (operation 15). Of two concurrent decisions, one wins;
+/// Decides one item. Of two concurrent decisions, one wins;
 /// the other is 409 `already_decided`.
 pub async fn decide(
     scope: &TenantScope,

@@ -47,7 +47,7 @@ impl<'a> From<&'a api_key::Model> for ApiKeyView<'a> {
     }
 }
 
-/// A personal key (operation 7) answers the same object.
+/// A personal key answers the same object.
 impl<'a> From<&'a user_api_key::Model> for ApiKeyView<'a> {
     fn from(key: &'a user_api_key::Model) -> Self {
         ApiKeyView {

@@ -135,7 +135,7 @@ pub struct ReceivedView {
     pub received: bool,
 }
 
-/// Attach or replace the application's payment method (operation 11). The
+/// Attach or replace the application's payment method. The
 /// token is stored sealed and never returned; the previous one is not kept.
 #[utoipa::path(put, path = "/v1/billing/payment-method", tag = "billing", request_body = SetPaymentMethodRequest,
     responses((status = 200, body = PaymentMethodView), (status = 422)),
@@ -179,7 +179,7 @@ pub async fn connect_account(state: web::Data<AppState>, key: SecretKey, body: B
     Ok(envelope::ok(ConnectStatusView::from(status)))
 }
 
-/// The connected account's status (operation 19), kept current by the
+/// The connected account's status, kept current by the
 /// processor's events and cached across nodes.
 #[utoipa::path(get, path = "/v1/billing/connect/status", tag = "billing",
     responses((status = 200, body = ConnectStatusView)), security(("secret_key" = ["billing:read"])))]

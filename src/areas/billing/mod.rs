@@ -115,7 +115,7 @@ impl PaymentMethod {
     }
 }
 
-/// What operation 11 and its `GET` answer: never the token.
+/// What the payment method's `PUT` and `GET` answer: never the token.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PaymentSummary {
     pub brand: Option<String>,
@@ -192,7 +192,7 @@ pub async fn payment_method(scope: &TenantScope) -> Result<PaymentSummary, Billi
     Ok(row.into())
 }
 
-/// The connected account's status as operation 19 answers it (`onboarded`
+/// The connected account's status as the connect status answers it (`onboarded`
 /// is `details_submitted`). Cached in Redis: it names no end user.
 /// `processor_account_id` is the account the application claimed; the flags
 /// are the processor's only once `verified`.

@@ -205,7 +205,7 @@ pub async fn list_host_groups(key: SecretKey, query: Query<ListQuery>) -> ApiRes
     Ok(envelope::page(rows.iter().map(HostGroupView::from).collect(), has_more))
 }
 
-/// Create a host enrollment token (operation 6). The secret is in the answer once.
+/// Create a host enrollment token. The secret is in the answer once.
 #[utoipa::path(post, path = "/v1/os/enrollment-tokens", tag = "enrollment", request_body = CreateEnrollmentTokenRequest,
     responses((status = 201, body = IssuedEnrollmentTokenView),
         (status = 404, description = "`host_group_not_found`: no such host group in this application")),

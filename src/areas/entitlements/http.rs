@@ -348,7 +348,7 @@ pub async fn delete_override(
     Ok(envelope::ok(serde_json::json!({})))
 }
 
-/// Resolve an organization's entitlements (operation 18): one element per
+/// Resolve an organization's entitlements: one element per
 /// defined feature, sorted by `feature_key`; override, else plan, else default.
 #[utoipa::path(get, path = "/v1/organizations/{organization_id}/entitlements", tag = "entitlements",
     params(("organization_id" = Uuid, Path, description = "The organization's id.")),

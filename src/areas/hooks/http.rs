@@ -170,7 +170,7 @@ pub struct UpdateHookRequest {
     pub url: Option<String>,
 }
 
-/// Update a hook (operation 8); its `point` cannot change.
+/// Update a hook; its `point` cannot change.
 #[utoipa::path(patch, path = "/v1/hooks/{hook_id}", tag = "hooks",
     params(("hook_id" = Uuid, Path, description = "The hook's id.")), request_body = UpdateHookRequest,
     responses((status = 200, body = HookView), (status = 404), (status = 422)), security(("secret_key" = ["hooks:write"])))]

@@ -41,7 +41,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
         .service(web::resource("/auth/invitations/accept").route(web::post().to(accept_invitation)));
 }
 
-/// An invited member (operation 13's answer).
+/// An invited member, as the invitation routes answer it.
 #[derive(Serialize, ToSchema)]
 pub struct InvitationView {
     pub id: Uuid,
@@ -87,7 +87,7 @@ pub struct InviteRequest {
     pub name: Option<String>,
 }
 
-/// Invite a member into the caller's active organization (operation 13).
+/// Invite a member into the caller's active organization.
 /// The invitation email goes out through the application's email provider.
 #[utoipa::path(post, path = "/v1/dashboard/team", tag = "team", request_body = InviteRequest,
     responses((status = 201, body = InvitationView),

@@ -109,7 +109,7 @@ impl From<&messaging_provider::Model> for MessagingProviderView {
     }
 }
 
-/// Upsert the application's messaging provider for a channel (operation 2).
+/// Upsert the application's messaging provider for a channel.
 /// A change makes it `unverified` until a test send succeeds.
 #[utoipa::path(put, path = "/v1/applications/{application_id}/providers/messaging", tag = "providers",
     params(("application_id" = Uuid, Path, description = "The caller's application.")),

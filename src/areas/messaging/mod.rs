@@ -138,7 +138,7 @@ impl std::fmt::Debug for CheckedUpdate {
     }
 }
 
-/// The rules of operation 2 that need no stored row. `reach` says whether
+/// The rules of a messaging provider that need no stored row. `reach` says whether
 /// the SMTP host may be a loopback or private address ([`Reach::of`]); when
 /// it may not, a host that is one in any spelling (`127.1`, `2130706433`,
 /// `0`, `localhost`) is refused here, and every address a name resolves to

@@ -92,7 +92,7 @@ impl From<&oauth_provider::Model> for OAuthProviderView {
     }
 }
 
-/// Upsert the application's settings for one identity provider (operation 1).
+/// Upsert the application's settings for one identity provider.
 /// Every field but `client_secret` is replaced; an omitted `client_secret`
 /// keeps the stored one.
 #[utoipa::path(put, path = "/v1/applications/{application_id}/providers/oauth", tag = "providers",

@@ -93,7 +93,7 @@ pub fn is_scope(value: &str) -> bool {
         && value.bytes().all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\')
 }
 
-/// The rules of operation 1 that need no stored row: the fields, and the
+/// The rules of an identity provider's settings that need no stored row: the fields, and the
 /// production rule's first half (no shared development credentials).
 pub fn check(update: ProviderUpdate, environment: Environment) -> Result<CheckedUpdate, OAuthProviderError> {
     let mut issues = Issues::default();

@@ -59,7 +59,7 @@ pub struct IssuedPersonalKeyView<'a> {
     pub secret: String,
 }
 
-/// Create a personal API key for the signed-in user (operation 7).
+/// Create a personal API key for the signed-in user.
 #[utoipa::path(post, path = "/v1/auth/me/api-keys", tag = "auth", request_body = CreatePersonalKeyRequest,
     responses((status = 201, body = IssuedPersonalKeyView), (status = 401),
         (status = 403, description = "`aal2_required`: the application's `require_aal2_for` names `create_personal_key`"), (status = 422)),

@@ -101,7 +101,7 @@ pub struct CreateProfileFieldRequest {
     pub required: Option<bool>,
 }
 
-/// Add a profile field (operation 5).
+/// Add a profile field.
 #[utoipa::path(post, path = "/v1/profile-fields", tag = "profile-fields", request_body = CreateProfileFieldRequest,
     responses((status = 201, body = ProfileFieldView), (status = 409, description = "key_in_use"), (status = 422)),
     security(("secret_key" = ["profile_fields:write"])))]

@@ -85,7 +85,7 @@ impl From<&sod_policy::Model> for SodPolicyView {
     }
 }
 
-/// The body of create and of update (operation 12): the whole policy.
+/// The body of create and of update: the whole policy.
 #[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SodPolicyRequest {
@@ -137,7 +137,7 @@ pub async fn find_sod_policy(key: SecretKey, path: web::Path<String>) -> ApiResu
     Ok(envelope::ok(SodPolicyView::from(&sod::find(&key.scope, id).await?)))
 }
 
-/// Update a separation-of-duties policy (operation 12). Memberships that
+/// Update a separation-of-duties policy. Memberships that
 /// already break it stay; they are listed under its violations.
 #[utoipa::path(patch, path = "/v1/sod-policies/{policy_id}", tag = "governance",
     params(("policy_id" = Uuid, Path, description = "The policy's id.")), request_body = SodPolicyRequest,

@@ -147,7 +147,7 @@ pub async fn verify_domain(
     Ok(envelope::ok(SsoDomainView::from(&verified)))
 }
 
-/// Remove a claimed domain (operation 20); another organization's is 404.
+/// Remove a claimed domain; another organization's is 404.
 #[utoipa::path(delete, path = "/v1/dashboard/sso/domains/{domain_id}", tag = "sso",
     params(("domain_id" = Uuid, Path, description = "The domain's id.")),
     responses((status = 200), (status = 403), (status = 404)), security(("access_token" = [])))]
