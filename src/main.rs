@@ -17,11 +17,8 @@ use gatehouse::{
 };
 use uuid::Uuid;
 
-/// `gatehouse --version`: the version and the commit it was built from.
-const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GATEHOUSE_COMMIT"), ")");
-
 #[derive(Parser)]
-#[command(name = "gatehouse", about = "Multi-tenant identity and access management", version = LONG_VERSION)]
+#[command(name = "gatehouse", about = "Multi-tenant identity and access management", version = telemetry::LONG_VERSION)]
 struct Cli {
     /// A configuration file (else GATEHOUSE_CONFIG).
     #[arg(long, global = true)]

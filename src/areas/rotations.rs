@@ -218,12 +218,7 @@ async fn rotate_batch(shard: &Db, presented: &[(Uuid, Vec<u8>)], ttl: Duration) 
     let live = if rotated.is_empty() {
         Vec::new()
     } else {
-        session::Entity::find()
-            .filter(owners)
-            .filter(session::Column::RevokedAt.is_null())
-            .filter(session::Column::ExpiresAt.gt(now))
-            .all(&*txn)
-            .await?
+        session::Entity::find().filter(owners).filter(sessions::active_at(now)).all(&*txn).await?
     };
     let mut results = Vec::with_capacity(presented.len());
     let mut issued = Vec::new();

@@ -3,11 +3,12 @@
 //! Presenting a token that was already replaced means it leaked or was
 //! stolen: the whole session is revoked (as OAuth 2.0 Security BCP §4.14).
 use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
-use chrono::Duration;
+use chrono::{DateTime, Duration, Utc};
 use entity::{refresh_token, session, user};
 use rand::{rngs::OsRng, RngCore};
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, DbErr, EntityTrait, JoinType, QueryFilter, QueryOrder, QuerySelect, UpdateMany,
+    sea_query::Expr, ColumnTrait, Condition, DbErr, EntityTrait, JoinType, QueryFilter, QueryOrder, QuerySelect,
+    Select, UpdateMany,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -250,14 +251,14 @@ pub async fn find(db: &impl TenantConn, id: Uuid) -> Result<session::Model, Sess
     db.find_by_id::<session::Entity>(id).one(db.conn()).await?.ok_or(SessionError::NotFound(id))
 }
 
+/// What makes a session active at `now`: neither revoked nor expired.
+pub fn active_at(now: DateTime<Utc>) -> Condition {
+    Condition::all().add(session::Column::RevokedAt.is_null()).add(session::Column::ExpiresAt.gt(now))
+}
+
 /// The session if it is neither revoked nor expired.
 pub async fn find_active(db: &impl TenantConn, id: Uuid) -> Result<Option<session::Model>, DbErr> {
-    let now = crate::clock::now();
-    db.find_by_id::<session::Entity>(id)
-        .filter(session::Column::RevokedAt.is_null())
-        .filter(session::Column::ExpiresAt.gt(now))
-        .one(db.conn())
-        .await
+    db.find_by_id::<session::Entity>(id).filter(active_at(crate::clock::now())).one(db.conn()).await
 }
 
 /// [`find_active`] with the session's user, in one query.
@@ -265,17 +266,8 @@ pub async fn find_active_with_user(
     db: &impl TenantConn,
     id: Uuid,
 ) -> Result<Option<(session::Model, user::Model)>, DbErr> {
-    let now = crate::clock::now();
-    let of_user = session::Entity::belongs_to(user::Entity).from(session::Column::UserId).to(user::Column::Id).into();
-    let found = db
-        .find_by_id::<session::Entity>(id)
-        .filter(session::Column::RevokedAt.is_null())
-        .filter(session::Column::ExpiresAt.gt(now))
-        .select_also(user::Entity)
-        .join(JoinType::InnerJoin, of_user)
-        .one(db.conn())
-        .await?;
-    Ok(found.and_then(|(session, user)| Some((session, user?))))
+    let active = db.find_by_id::<session::Entity>(id).filter(active_at(crate::clock::now()));
+    one_with_parent::<_, user::Entity>(db, active, session::Column::UserId, user::Column::Id).await
 }
 
 /// A presented refresh token's row, rotated or not, with its session
@@ -284,19 +276,22 @@ async fn refresh_token_with_session(
     db: &impl TenantConn,
     presented: &str,
 ) -> Result<Option<(refresh_token::Model, session::Model)>, DbErr> {
-    let hash = sha256(presented).to_vec();
-    let of_session = refresh_token::Entity::belongs_to(session::Entity)
-        .from(refresh_token::Column::SessionId)
-        .to(session::Column::Id)
-        .into();
-    let found = db
-        .find::<refresh_token::Entity>()
-        .filter(refresh_token::Column::TokenHash.eq(hash))
-        .select_also(session::Entity)
-        .join(JoinType::InnerJoin, of_session)
-        .one(db.conn())
-        .await?;
-    Ok(found.and_then(|(token, session)| Some((token, session?))))
+    let token =
+        db.find::<refresh_token::Entity>().filter(refresh_token::Column::TokenHash.eq(sha256(presented).to_vec()));
+    one_with_parent::<_, session::Entity>(db, token, refresh_token::Column::SessionId, session::Column::Id).await
+}
+
+/// The first row `query` finds with the row of `P` it belongs to
+/// (`child_key` = `parent_key`), in one query (an inner join).
+async fn one_with_parent<C: EntityTrait, P: EntityTrait>(
+    db: &impl TenantConn,
+    query: Select<C>,
+    child_key: C::Column,
+    parent_key: P::Column,
+) -> Result<Option<(C::Model, P::Model)>, DbErr> {
+    let relation = C::belongs_to(P::default()).from(child_key).to(parent_key).into();
+    let found = query.select_also(P::default()).join(JoinType::InnerJoin, relation).one(db.conn()).await?;
+    Ok(found.and_then(|(child, parent)| Some((child, parent?))))
 }
 
 /// The OAuth client a refresh token's session was issued to: `None` for

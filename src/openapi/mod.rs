@@ -88,7 +88,6 @@ pub fn json() -> &'static str {
         links::add(&mut document);
         conditions::add(&mut document);
         objects::open(&mut document);
-        security::declare_public(&mut document);
         document.to_string()
     })
 }

@@ -94,19 +94,6 @@ impl Declared {
     }
 }
 
-/// Says `security: []` on every operation that declares no credential, so
-/// the document states that it is public rather than leaving it unsaid.
-pub(super) fn declare_public(document: &mut Value) {
-    let paths = document["paths"].as_object_mut().into_iter().flat_map(|paths| paths.values_mut());
-    for item in paths {
-        for (method, operation) in item.as_object_mut().into_iter().flatten() {
-            if method.parse::<Method>().is_ok() && operation.get("security").is_none() {
-                operation["security"] = Value::Array(Vec::new());
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -29,6 +29,8 @@ impl Modify for Wire {
                 if let Some(kind) = Kind::of(path, operation) {
                     shape(operation, kind);
                 }
+                // An operation that declares no credential is public, and says so.
+                operation.security.get_or_insert_with(Vec::new);
             }
         }
     }

@@ -121,6 +121,8 @@ impl<S: tracing::Subscriber> Layer<S> for MalformedRequests {
 /// This build's version (Cargo.toml) and the commit it was built from.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const COMMIT: &str = env!("GATEHOUSE_COMMIT");
+/// Both, as `gatehouse --version` prints them.
+pub const LONG_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("GATEHOUSE_COMMIT"), ")");
 
 /// How often histogram samples are folded into their buckets.
 const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
