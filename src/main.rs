@@ -53,6 +53,11 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         rounds: u32,
     },
+    /// End users: import them from another system.
+    Users {
+        #[command(subcommand)]
+        command: UsersCommand,
+    },
     /// Audit-log tools.
     Audit {
         #[command(subcommand)]
@@ -119,6 +124,20 @@ enum MovesCommand {
         /// How long to wait for the roll-back (0: ask and return).
         #[arg(long, default_value_t = 90)]
         wait_seconds: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum UsersCommand {
+    /// Import users from an NDJSON file (one user a line, as
+    /// `POST /v1/users/imports` takes them), working the import in this
+    /// process; prints each import's outcome as JSON and exits 1 if a line
+    /// was refused.
+    Import {
+        #[arg(long)]
+        application: Uuid,
+        /// The NDJSON file; `-` reads standard input.
+        file: PathBuf,
     },
 }
 
@@ -239,6 +258,22 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Shards { command } => {
             let storage = startup::open_storage(&settings).await?;
             return shards_command(&storage, &settings, command).await;
+        }
+        Command::Users { command: UsersCommand::Import { application, file } } => {
+            let text = match file.as_os_str() == "-" {
+                true => std::io::read_to_string(std::io::stdin())?,
+                false => std::fs::read_to_string(&file)?,
+            };
+            let storage = startup::open_storage(&settings).await?;
+            let ended = gatehouse::areas::users::imports::import_file(&storage, application, &text)
+                .await
+                .map_err(|err| err.to_string())?;
+            for job in &ended {
+                println!("{}", serde_json::to_string(job)?);
+            }
+            if ended.iter().any(|job| job.failed > 0) {
+                return Ok(ExitCode::FAILURE);
+            }
         }
         Command::Audit { command: AuditCommand::Verify { application } } => {
             let storage = startup::open_storage(&settings).await?;

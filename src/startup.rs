@@ -219,6 +219,12 @@ impl Application {
             storage: state.storage.clone(),
             shutdown: state.shutdown.clone(),
         }));
+        workers.push(crate::areas::users::imports::worker::start(crate::areas::users::imports::worker::ImportWorker {
+            master_key: state.master_key.clone(),
+            directory: state.directory.clone(),
+            storage: state.storage.clone(),
+            shutdown: state.shutdown.clone(),
+        }));
         relay_catalog_audit(state.storage.clone());
         open_added_shards(state.storage.clone());
         state.tenants.resume_stalled_moves();

@@ -18,6 +18,9 @@ pub struct Model {
     pub email_verified_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+    /// The user's id in the system they were imported from; unique in the
+    /// application.
+    pub external_id: Option<String>,
 }
 
 /// Written by hand so that `{:?}` never shows the secret; the pattern
@@ -34,6 +37,7 @@ impl std::fmt::Debug for Model {
             email_verified_at,
             created_at,
             updated_at,
+            external_id,
         } = self;
         f.debug_struct("Model")
             .field("id", id)
@@ -45,6 +49,7 @@ impl std::fmt::Debug for Model {
             .field("email_verified_at", email_verified_at)
             .field("created_at", created_at)
             .field("updated_at", updated_at)
+            .field("external_id", external_id)
             .finish()
     }
 }

@@ -48,6 +48,8 @@ mod m20261206_000042_add_signing_key_algorithm;
 mod m20261207_000043_add_authorization_code_organization;
 mod m20261207_000044_add_sign_in_methods;
 mod m20261207_000045_add_hosted_pages_in_frames;
+mod m20261208_000046_create_personal_keys;
+mod m20261208_000047_create_user_imports;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -118,6 +120,8 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261206_000042_add_signing_key_algorithm::Migration),
             Box::new(m20261207_000043_add_authorization_code_organization::Migration),
             Box::new(m20261207_000044_add_sign_in_methods::Migration),
+            Box::new(m20261208_000046_create_personal_keys::Migration),
+            Box::new(m20261208_000047_create_user_imports::Migration),
         ]
     }
 

@@ -2,10 +2,12 @@
 //! rows in its own transaction as pending rows
 //! ([`crate::storage::TenantTxn::audit`]); [`link`] chains them in batches
 //! right after, so one head update commits many rows (group commit).
-//! [`chain`] is the hash and its verification, [`query`] the filters of the
-//! list and export operations.
+//! [`chain`] is the hash and its verification, [`personal`] the personal
+//! data rows carry sealed per person (erasable), [`query`] the filters of
+//! the list and export operations.
 pub mod chain;
 pub mod link;
+pub mod personal;
 pub mod query;
 
 use chrono::{DateTime, Utc};

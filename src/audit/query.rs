@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use super::{
     chain::{ChainBreak, Verifier},
+    personal::{self, Personal},
     ActorKind,
 };
 use crate::{
@@ -125,16 +126,33 @@ pub struct AuditRow {
     pub actor_id: Option<String>,
     pub aggregate_id: Option<Uuid>,
     pub occurred_at: String,
+    /// As stored and hashed: personal data in it is sealed, under
+    /// `personal` (see the row's `personal` for it opened).
     #[schema(value_type = Object)]
     pub data: serde_json::Value,
     pub prev_hash: String,
     pub hash: String,
+    /// The personal data the row carries (an email, a device's name),
+    /// opened; null when it carries none or its subject was erased.
+    #[schema(value_type = Option<Object>)]
+    pub personal: Option<serde_json::Map<String, serde_json::Value>>,
+    /// The row carried personal data of a user who was erased since: it
+    /// still verifies, and no longer says who.
+    pub erased: bool,
 }
 
-impl From<audit_event::Model> for AuditRow {
-    fn from(row: audit_event::Model) -> Self {
+impl AuditRow {
+    /// The row as stored, with what [`personal::open_rows`] found in it.
+    fn new(row: audit_event::Model, data: serde_json::Value, opened: Personal) -> Self {
+        let (personal, erased) = match opened {
+            Personal::None => (None, false),
+            Personal::Opened(fields) => (Some(fields), false),
+            Personal::Erased => (None, true),
+        };
         AuditRow {
-            data: serde_json::from_str(&row.data).unwrap_or(serde_json::Value::Null),
+            data,
+            personal,
+            erased,
             id: row.id,
             seq: row.seq,
             event_type: row.event_type,
@@ -152,7 +170,16 @@ impl From<audit_event::Model> for AuditRow {
 pub async fn list(db: &impl TenantConn, filter: AuditFilter) -> Result<(Vec<AuditRow>, bool), DbErr> {
     let query = db.find::<audit_event::Entity>().filter(filter.condition).order_by_asc(audit_event::Column::Seq);
     let (rows, has_more) = filter.page.fetch(query, db.conn()).await?;
-    Ok((rows.into_iter().map(AuditRow::from).collect(), has_more))
+    Ok((readable(db, rows).await?, has_more))
+}
+
+/// Rows as the API answers them, their personal data opened.
+pub async fn readable(db: &impl TenantConn, rows: Vec<audit_event::Model>) -> Result<Vec<AuditRow>, DbErr> {
+    let datas: Vec<serde_json::Value> =
+        rows.iter().map(|row| serde_json::from_str(&row.data).unwrap_or(serde_json::Value::Null)).collect();
+    let opened =
+        personal::open_rows(db.conn(), db.master_key(), db.application_id(), &datas.iter().collect::<Vec<_>>()).await?;
+    Ok(rows.into_iter().zip(datas).zip(opened).map(|((row, data), opened)| AuditRow::new(row, data, opened)).collect())
 }
 
 /// Recomputes an application's whole chain from the database. `Ok` carries

@@ -1,5 +1,6 @@
 //! Secrets: the credential format and its checksum, the master key, sealing
 //! of values at rest with AES-256-GCM, and hashing of credentials.
+pub mod foreign_hashes;
 pub mod key_format;
 pub mod master_key;
 pub mod password;

@@ -143,14 +143,22 @@ fn uses_reused_memory(stored: &str) -> bool {
     PasswordHash::new(stored).is_ok_and(|parsed| is_ours(&parsed, &argon2()))
 }
 
-/// Whether `password` matches the PHC string `stored`. Hashes made with
-/// this module's parameters are checked in the thread's own memory; any
-/// other (none is written today) the general way.
+/// Whether `stored` is not an argon2id hash with this module's costs (an
+/// imported hash, or older costs): a sign-in that proves the password
+/// replaces it.
+pub fn needs_rehash(stored: &str) -> bool {
+    !PasswordHash::new(stored).is_ok_and(|parsed| is_ours(&parsed, &argon2()))
+}
+
+/// Whether `password` matches `stored`. Hashes made with this module's
+/// parameters are checked in the thread's own memory; any other (an
+/// imported user's) in its own scheme ([`super::foreign_hashes`]).
 fn matches(password: &[u8], stored: &str) -> bool {
-    let Ok(parsed) = PasswordHash::new(stored) else { return false };
     let ours = argon2();
-    let same = is_ours(&parsed, &ours);
-    let (Some(salt), Some(expected), true) = (parsed.salt, parsed.hash, same) else {
+    let Some(parsed) = PasswordHash::new(stored).ok().filter(|parsed| is_ours(parsed, &ours)) else {
+        return super::foreign_hashes::matches(password, stored);
+    };
+    let (Some(salt), Some(expected)) = (parsed.salt, parsed.hash) else {
         return ours.verify_password(password, &parsed).is_ok();
     };
     let mut salt_bytes = [0u8; 64];
@@ -234,16 +242,31 @@ impl Admission {
         self.run(move || hash_phc(password.as_bytes()).map_err(PasswordError::Hash)).await?
     }
 
-    /// Whether `password` matches `stored`. Without a stored hash (unknown
-    /// user, or a user without a password) a dummy hash is checked instead,
-    /// so the answer takes the same time either way.
-    pub async fn verify(self, password: String, stored: Option<String>) -> Result<bool, PasswordError> {
+    /// Whether `password` matches `stored`, and when it matches a hash that
+    /// [`needs_rehash`], the new argon2id hash of the password (made in the
+    /// same turn). Without a stored hash (unknown user, or a user without a
+    /// password) a dummy hash is checked instead, so the answer takes the
+    /// same time either way.
+    pub async fn verify_rehashing(
+        self,
+        password: String,
+        stored: Option<String>,
+    ) -> Result<(bool, Option<String>), PasswordError> {
         self.run(move || {
-            let stored_is_real = stored.is_some();
-            let phc = stored.unwrap_or_else(|| dummy_hash().to_string());
-            matches(password.as_bytes(), &phc) && stored_is_real
+            let Some(stored) = stored else {
+                matches(password.as_bytes(), dummy_hash());
+                return Ok((false, None));
+            };
+            if !matches(password.as_bytes(), &stored) {
+                return Ok((false, None));
+            }
+            let rehashed = match needs_rehash(&stored) {
+                true => Some(hash_phc(password.as_bytes()).map_err(PasswordError::Hash)?),
+                false => None,
+            };
+            Ok((true, rehashed))
         })
-        .await
+        .await?
     }
 
     async fn run<T: Send + 'static>(self, work: impl FnOnce() -> T + Send + 'static) -> Result<T, PasswordError> {
@@ -332,9 +355,12 @@ mod tests {
         let hasher = PasswordHasher::new(1, 1);
         let phc = hasher.hash("correct horse".into()).await.unwrap();
         assert!(phc.starts_with("$argon2id$v=19$m=19456,t=2,p=1$"), "{phc}");
-        assert!(hasher.admit().unwrap().verify("correct horse".into(), Some(phc.clone())).await.unwrap());
-        assert!(!hasher.admit().unwrap().verify("wrong horse".into(), Some(phc)).await.unwrap());
-        assert!(!hasher.admit().unwrap().verify("anything".into(), None).await.unwrap());
+        assert!(
+            hasher.admit().unwrap().verify_rehashing("correct horse".into(), Some(phc.clone())).await.unwrap()
+                == (true, None)
+        );
+        assert!(!hasher.admit().unwrap().verify_rehashing("wrong horse".into(), Some(phc)).await.unwrap().0);
+        assert!(!hasher.admit().unwrap().verify_rehashing("anything".into(), None).await.unwrap().0);
     }
 
     #[test]

@@ -46,6 +46,7 @@ fn models_with_secret_columns_print_a_placeholder() {
         email_verified_at: None,
         created_at: at,
         updated_at: at,
+        external_id: None,
     };
     let signing_key = signing_key::Model {
         id: id(),

@@ -15,26 +15,39 @@ use super::master_key::MasterKey;
 pub struct OpenError;
 
 pub fn seal(key: &MasterKey, context: &str, plaintext: &[u8]) -> Vec<u8> {
-    let cipher = Aes256Gcm::new(key.bytes().into());
+    let mut out = vec![key.id];
+    out.extend(seal_with(key.bytes(), context, plaintext));
+    out
+}
+
+pub fn open(key: &MasterKey, context: &str, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
+    match sealed.split_first() {
+        Some((id, rest)) if *id == key.id => open_with(key.bytes(), context, rest),
+        _ => Err(OpenError),
+    }
+}
+
+/// `nonce || ciphertext+tag` under a raw key (a data subject's, for one).
+pub fn seal_with(key: &[u8; 32], context: &str, plaintext: &[u8]) -> Vec<u8> {
+    let cipher = Aes256Gcm::new(key.into());
     let mut nonce = [0u8; 12];
     OsRng.fill_bytes(&mut nonce);
     let sealed = cipher
         .encrypt(Nonce::from_slice(&nonce), Payload { msg: plaintext, aad: context.as_bytes() })
         .expect("AES-GCM encryption of an in-memory buffer cannot fail");
-    let mut out = Vec::with_capacity(1 + 12 + sealed.len());
-    out.push(key.id);
+    let mut out = Vec::with_capacity(12 + sealed.len());
     out.extend_from_slice(&nonce);
     out.extend_from_slice(&sealed);
     out
 }
 
-pub fn open(key: &MasterKey, context: &str, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
-    if sealed.len() < 1 + 12 + 16 || sealed[0] != key.id {
+pub fn open_with(key: &[u8; 32], context: &str, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
+    if sealed.len() < 12 + 16 {
         return Err(OpenError);
     }
-    let cipher = Aes256Gcm::new(key.bytes().into());
+    let cipher = Aes256Gcm::new(key.into());
     cipher
-        .decrypt(Nonce::from_slice(&sealed[1..13]), Payload { msg: &sealed[13..], aad: context.as_bytes() })
+        .decrypt(Nonce::from_slice(&sealed[..12]), Payload { msg: &sealed[12..], aad: context.as_bytes() })
         .map_err(|_| OpenError)
 }
 

@@ -49,7 +49,9 @@ catalog! {
     SigningKeyRotated => "signing_key.rotated", "The token-signing key was rotated.";
     UserCreated => "user.created", "An end user signed up or was created.";
     UserUpdated => "user.updated", "An end user's profile, email or state changed.";
-    UserDeleted => "user.deleted", "An end user was deleted.";
+    UserImportQueued => "user_import.queued", "A bulk import of users was queued; `lines` counts its lines.";
+    UserImportCompleted => "user_import.completed", "A bulk import of users took its last line; `created`, `skipped` and `failed` count them.";
+    UserDeleted => "user.deleted", "An end user was erased: `rows_deleted` and `keys_destroyed` say what went, not who (see the data-rights guide).";
     UserEmailVerificationSent => "user.email_verification_sent", "An email-verification message was sent.";
     UserEmailVerificationFailed => "user.email_verification_failed", "An email-verification token was refused.";
     UserEmailVerificationUsed => "user.email_verification_used", "An email-verification token was used.";
@@ -167,7 +169,10 @@ pub fn markdown() -> String {
          - `event_id` is the audit row's id, the same in `GET /v1/audit-logs`; `seq` is its place in the chain.\n\
          - `actor_kind` is `api_key` (a secret key or a service account's key), `user` (an end user), `oauth_client`, `system` or `public` (an unauthenticated caller), and `actor_id` the key's, user's or client's id (`null` for the last two).\n\
          - `aggregate_id` is the id of what changed (the user, the webhook, the organization).\n\
-         - `attributes` holds the facts of the change (never a secret, a password or a token; a URL only by its host).\n\n\
+         - `attributes` holds the facts of the change (never a secret, a password or a token; a URL only by its host).\n\
+         - Personal data (an email, a passkey's name) is in `attributes` as it is when the message is sent. \
+         In the audit row it is sealed under the person's own key, so if they are erased before a retry, \
+         the retry carries `\"erased\": true` in its place (see the data-rights guide).\n\n\
          | type | what it means |\n|---|---|\n",
     );
     for t in EventType::ALL {

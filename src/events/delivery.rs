@@ -28,7 +28,7 @@ use super::{
     url_safety::{self, Reach},
 };
 use crate::{
-    audit::{self, Actor},
+    audit::{self, personal, Actor},
     clock,
     config::WebhookSettings,
     crypto::{master_key::MasterKey, seal},
@@ -239,10 +239,25 @@ async fn run(state: Arc<Deliverer>, at: Shard, shard: Db) {
                 finish_without_attempt(&shard, &message).await;
                 continue;
             };
+            // Opened now, not when queued: a user erased meanwhile is not in it.
+            let body = match personal::reveal_payload(
+                &shard.conn,
+                &state.master_key,
+                message.application_id,
+                &message.payload,
+            )
+            .await
+            {
+                Ok(body) => body,
+                Err(err) => {
+                    tracing::warn!(error = %err, "opening a webhook message's personal data failed; its lease will expire");
+                    continue;
+                }
+            };
             let permit = permits.clone().acquire_owned().await.expect("never closed");
             let (state, outcomes) = (state.clone(), outcomes.clone());
             actix::spawn(async move {
-                let outcome = attempt(&state, &endpoint, &message, production).await;
+                let outcome = attempt(&state, &endpoint, &message, &body, production).await;
                 metrics::counter!("gatehouse_webhook_attempts_total", "outcome" => if outcome.succeeded() { "succeeded" } else { "failed" })
                     .increment(1);
                 metrics::histogram!("gatehouse_webhook_message_age_seconds")
@@ -295,12 +310,14 @@ impl Outcome {
     }
 }
 
-/// One attempt; `production`: whether the message's application is live
-/// (which destinations it may reach), as the directory said at the claim.
+/// One attempt of `body` (the message's payload as sent); `production`:
+/// whether the message's application is live (which destinations it may
+/// reach), as the directory said at the claim.
 async fn attempt(
     state: &Deliverer,
     endpoint: &webhook::Model,
     message: &webhook_message::Model,
+    body: &str,
     production: bool,
 ) -> Outcome {
     let started = std::time::Instant::now();
@@ -314,7 +331,7 @@ async fn attempt(
     let Ok(url) = url_safety::check(&endpoint.url, production, reach) else {
         return failed("blocked_destination");
     };
-    let Some(signature) = signatures(state, endpoint, message) else {
+    let Some(signature) = signatures(state, endpoint, message, body) else {
         return failed("secret_unavailable");
     };
     let client = state.clients.client(reach);
@@ -324,7 +341,7 @@ async fn attempt(
         .header("webhook-id", message.id.to_string())
         .header("webhook-timestamp", signature.0.to_string())
         .header("webhook-signature", signature.1)
-        .body(message.payload.clone())
+        .body(body.to_string())
         .send()
         .await;
     let mut response = match response {
@@ -351,16 +368,21 @@ async fn attempt(
 
 /// The timestamp and the `webhook-signature` value: the current secret, and
 /// during the day after a rotation the previous one too.
-fn signatures(state: &Deliverer, endpoint: &webhook::Model, message: &webhook_message::Model) -> Option<(i64, String)> {
+fn signatures(
+    state: &Deliverer,
+    endpoint: &webhook::Model,
+    message: &webhook_message::Model,
+    body: &str,
+) -> Option<(i64, String)> {
     let context = secret_context(endpoint.application_id, endpoint.id);
     let open =
         |sealed: &[u8]| seal::open(&state.master_key, &context, sealed).ok().and_then(|s| String::from_utf8(s).ok());
     let timestamp = Utc::now().timestamp();
     let id = message.id.to_string();
-    let mut signatures = vec![signing::sign(&open(&endpoint.secret_sealed)?, &id, timestamp, &message.payload)];
+    let mut signatures = vec![signing::sign(&open(&endpoint.secret_sealed)?, &id, timestamp, body)];
     if let (Some(previous), Some(until)) = (&endpoint.previous_secret_sealed, endpoint.previous_secret_expires_at) {
         if until > Utc::now() {
-            signatures.extend(open(previous).map(|secret| signing::sign(&secret, &id, timestamp, &message.payload)));
+            signatures.extend(open(previous).map(|secret| signing::sign(&secret, &id, timestamp, body)));
         }
     }
     Some((timestamp, signatures.join(" ")))

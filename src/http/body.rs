@@ -72,6 +72,20 @@ impl Body {
         parse(&bytes)
     }
 
+    /// An NDJSON body (`Content-Type: application/x-ndjson`), as UTF-8 text.
+    pub async fn ndjson(self) -> ApiResult<String> {
+        let content_type = self.content_type.clone();
+        let bytes = self.bytes().await?;
+        let essence = content_type.as_deref().and_then(|ct| ct.split(';').next()).map(str::trim);
+        if essence != Some("application/x-ndjson") {
+            return Err(ApiError::new(
+                Code::UnsupportedMediaType,
+                "The body must be sent as `Content-Type: application/x-ndjson`.",
+            ));
+        }
+        String::from_utf8(bytes.to_vec()).map_err(|_| ApiError::new(Code::MalformedJson, "The body is not UTF-8."))
+    }
+
     /// The body as sent, whatever its type (a signed body is verified over
     /// its exact bytes), up to the same limit.
     pub async fn raw(self) -> ApiResult<web::Bytes> {

@@ -131,7 +131,8 @@ mod tests {
     }
 
     /// Contract §4's `admin` operations, and ours (settings that decide
-    /// where reset links and emails go, and the outbox that holds them).
+    /// where reset links and emails go, the outbox that holds them, and a
+    /// user's whole export).
     const ADMIN: &[(&str, &str)] = &[
         ("POST", "/v1/api-keys"),
         ("POST", "/v1/api-keys/{key_id}/revoke"),
@@ -145,6 +146,7 @@ mod tests {
         ("POST", "/v1/applications/{application_id}/providers/messaging/test"),
         ("GET", "/v1/applications/{application_id}/providers/messaging/outbox"),
         ("PUT", "/v1/applications/{application_id}/providers/oauth"),
+        ("GET", "/v1/users/{user_id}/export"),
     ];
 
     /// Operations that change nothing though they are not `GET`.

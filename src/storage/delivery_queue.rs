@@ -10,7 +10,7 @@
 use std::{collections::HashSet, time::Duration};
 
 use chrono::{DateTime, Utc};
-use entity::{mail_queue, webhook_message};
+use entity::{mail_queue, user_import, webhook_message};
 use sea_orm::{
     sea_query::Expr, ColumnTrait, ConnectionTrait, DbBackend, DbErr, EntityTrait, FromQueryResult, QueryFilter,
     QuerySelect, Statement, UpdateMany,
@@ -54,6 +54,7 @@ macro_rules! queue {
 
 queue!(webhook_message);
 queue!(mail_queue);
+queue!(user_import);
 
 /// A leased row, by what names it.
 pub struct Leased {

@@ -48,6 +48,9 @@ pub struct Db {
     pub conn: DatabaseConnection,
     pub label: &'static str,
     write_lock: Option<Arc<Mutex<()>>>,
+    /// Seals what is written here under the master key (the personal data
+    /// in audit rows, [`crate::audit::personal`]).
+    master_key: MasterKey,
 }
 
 /// A write transaction; on SQLite it also holds the database's write lock.
@@ -115,7 +118,12 @@ impl Drop for WriteTxn {
 impl Db {
     /// Connects; a failure names the database (`catalog`, `us`…) and where
     /// it was looked for, never the URL's password.
-    pub async fn connect(url: &str, label: &'static str, max_connections: u32) -> Result<Db, DbErr> {
+    pub async fn connect(
+        url: &str,
+        label: &'static str,
+        max_connections: u32,
+        master_key: &MasterKey,
+    ) -> Result<Db, DbErr> {
         let sqlite = url.starts_with("sqlite:");
         let connected = if sqlite {
             connect_sqlite(url, max_connections).await
@@ -132,7 +140,23 @@ impl Db {
             #[allow(clippy::disallowed_methods)] // a connection setting, no rows
             conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
         }
-        Ok(Db { conn, label, write_lock: sqlite.then(|| Arc::new(Mutex::new(()))) })
+        Ok(Db { conn, label, write_lock: sqlite.then(|| Arc::new(Mutex::new(()))), master_key: master_key.clone() })
+    }
+
+    /// The key that seals values written here.
+    pub fn master_key(&self) -> &MasterKey {
+        &self.master_key
+    }
+
+    /// SQLite: copies the write-ahead log into the file and truncates it
+    /// (`wal_checkpoint(TRUNCATE)`); with `secure_delete`, deleted rows are
+    /// then in neither. PostgreSQL: nothing to do.
+    pub async fn checkpoint(&self) -> Result<(), DbErr> {
+        if self.backend() == DbBackend::Sqlite {
+            #[allow(clippy::disallowed_methods)] // a checkpoint, no rows
+            self.conn.execute_unprepared("PRAGMA wal_checkpoint(TRUNCATE)").await?;
+        }
+        Ok(())
     }
 
     /// Whether the database takes one writer at a time (SQLite).
@@ -195,7 +219,10 @@ async fn connect_sqlite(url: &str, max_connections: u32) -> Result<DatabaseConne
         .min_connections(1)
         .acquire_timeout(ACQUIRE_TIMEOUT)
         .test_before_acquire(false)
-        .sqlx_logging(false);
+        .sqlx_logging(false)
+        // A deleted row's bytes are overwritten, not left in free space:
+        // an erased user's email leaves the file (with the WAL's checkpoint).
+        .map_sqlx_sqlite_opts(|options| options.pragma("secure_delete", "on"));
     Database::connect(options).await
 }
 
@@ -368,11 +395,14 @@ impl Storage {
             pools::sizes(&every_pool, pool_inputs.0, pool_inputs.1, pool_inputs.2).await.map_err(DbErr::Custom)?;
         let size_of = |url: &str| pool_sizes.get(url).copied().unwrap_or(pools::DEFAULT_POOL);
         let catalog_url = settings.catalog_url();
-        let catalog = Db::connect(&catalog_url, "catalog", size_of(&catalog_url)).await?;
+        let catalog = Db::connect(&catalog_url, "catalog", size_of(&catalog_url), &master_key).await?;
         let mut open = BTreeMap::new();
         for region in &held {
             let url = settings.region_url(*region);
-            open.insert(Shard::first_of(*region), Db::connect(&url, region.as_str(), size_of(&url)).await?);
+            open.insert(
+                Shard::first_of(*region),
+                Db::connect(&url, region.as_str(), size_of(&url), &master_key).await?,
+            );
         }
         Ok(Storage {
             catalog,
@@ -417,7 +447,7 @@ impl Storage {
         if let Some(db) = opened.get(&shard) {
             return Ok(Some(db.clone()));
         }
-        let db = Db::connect(&url, shard.name.as_str(), self.pool_size(&url).await?).await?;
+        let db = Db::connect(&url, shard.name.as_str(), self.pool_size(&url).await?, &self.master_key).await?;
         migrate_one::<migration::RegionMigrator>(&db).await?;
         opened.insert(shard, db.clone());
         Ok(Some(db))
@@ -489,7 +519,9 @@ impl Storage {
                 continue;
             }
             let connected = async {
-                let db = Db::connect(&added.url, shard.name.as_str(), self.pool_size(&added.url).await?).await?;
+                let db =
+                    Db::connect(&added.url, shard.name.as_str(), self.pool_size(&added.url).await?, &self.master_key)
+                        .await?;
                 migrate_one::<migration::RegionMigrator>(&db).await?;
                 Ok::<_, DbErr>(db)
             };
@@ -525,7 +557,7 @@ impl Storage {
 
     /// Connects to a shard's database before it is added, and migrates it.
     pub async fn prepare_shard(&self, url: &str, name: crate::region::ShardName) -> Result<(), DbErr> {
-        let db = Db::connect(url, name.as_str(), pools::MIN_POOL).await?;
+        let db = Db::connect(url, name.as_str(), pools::MIN_POOL, &self.master_key).await?;
         migrate_one::<migration::RegionMigrator>(&db).await?;
         db.conn.close().await
     }
@@ -549,9 +581,16 @@ fn write<T>(lock: &RwLock<T>) -> std::sync::RwLockWriteGuard<'_, T> {
 mod tests {
     use super::*;
 
+    fn test_key() -> MasterKey {
+        MasterKey::from_base64("AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap()
+    }
+
     #[tokio::test]
     async fn an_unreachable_database_is_named_with_its_host_and_never_its_password() {
-        let err = Db::connect("postgres://gatehouse:s3cret@127.0.0.1:1/gatehouse_eu", "eu", 1).await.err().unwrap();
+        let err = Db::connect("postgres://gatehouse:s3cret@127.0.0.1:1/gatehouse_eu", "eu", 1, &test_key())
+            .await
+            .err()
+            .unwrap();
         let text = err.to_string();
         assert!(text.contains("the eu database (postgres://127.0.0.1:1/gatehouse_eu)"), "{text}");
         assert!(!text.contains("s3cret"), "{text}");
@@ -575,7 +614,7 @@ mod tests {
         let name = format!("gh_test_idle_{}", uuid::Uuid::new_v4().simple());
         admin.execute_unprepared(&format!("CREATE DATABASE {name}")).await.unwrap();
         let url = format!("{}/{name}", admin_url.rsplit_once('/').unwrap().0);
-        let db = Db::connect(&url, "us", 4).await.unwrap();
+        let db = Db::connect(&url, "us", 4, &test_key()).await.unwrap();
         // Four at once: the pool opens all four of its connections.
         let four_at_once =
             || futures_util::future::join_all((0..4).map(|_| db.conn.execute_unprepared("SELECT pg_sleep(0.05)")));

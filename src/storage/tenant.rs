@@ -19,7 +19,8 @@ use uuid::Uuid;
 use super::{Db, TenantEntity, WriteTxn};
 use crate::{
     application::Tenant,
-    audit::{self, Actor, Entry},
+    audit::{self, personal::Subject, Actor, Entry},
+    crypto::master_key::MasterKey,
     events::catalog::EventType,
 };
 
@@ -53,6 +54,10 @@ pub enum Unaudited {
     /// audited (`sign_in.succeeded`), and so is the session the code's
     /// exchange opens for the client (`session.created`).
     AuthorizationStep,
+    /// A user import's progress through lines that changed nothing (each
+    /// skipped or refused): the import itself is audited
+    /// (`user_import.queued`, `.completed`), and so is every user it makes.
+    ImportProgress,
 }
 
 /// Read access to one application's rows, through a handle or a transaction.
@@ -62,6 +67,9 @@ pub trait TenantConn {
     fn application_id(&self) -> Uuid;
 
     fn conn(&self) -> &Self::Conn;
+
+    /// The key that seals values in the application's database.
+    fn master_key(&self) -> &MasterKey;
 
     /// `SELECT … WHERE application_id = ?`: every read of a tenant table starts here.
     fn find<E: TenantEntity>(&self) -> Select<E> {
@@ -107,6 +115,17 @@ impl TenantScope {
         TenantScope { actor, ..self.clone() }
     }
 
+    /// After an erasure: moves what SQLite's write-ahead log holds into
+    /// the database file (whose deleted rows are overwritten) and empties
+    /// the log, so the erased bytes are in neither. PostgreSQL: nothing
+    /// (see docs/guides/data-rights.md). A failure is reported, not
+    /// returned: the erasure has committed, and the next checkpoint does it.
+    pub async fn checkpoint(&self) {
+        if let Err(err) = self.db.checkpoint().await {
+            tracing::warn!(database = self.db.label, error = %err, "checkpointing after an erasure failed");
+        }
+    }
+
     /// A write transaction on the application's shard.
     pub async fn begin(&self) -> Result<TenantTxn, DbErr> {
         Ok(TenantTxn {
@@ -130,6 +149,10 @@ impl TenantConn for TenantScope {
 
     fn conn(&self) -> &DatabaseConnection {
         &self.db.conn
+    }
+
+    fn master_key(&self) -> &MasterKey {
+        self.db.master_key()
     }
 }
 
@@ -160,6 +183,10 @@ impl TenantConn for TenantTxn {
 
     fn conn(&self) -> &DatabaseTransaction {
         &self.txn
+    }
+
+    fn master_key(&self) -> &MasterKey {
+        self.db.master_key()
     }
 }
 
@@ -279,12 +306,40 @@ impl TenantTxn {
         self.audit_many(vec![entry]).await
     }
 
+    /// [`Self::audit`] of a row that also says something about a person:
+    /// `personal` is sealed under the subject's key into `data.personal`
+    /// ([`audit::personal`]), so that erasing them leaves the row verifiable
+    /// and mute about them.
+    pub async fn audit_personal(
+        &mut self,
+        event_type: EventType,
+        aggregate_id: Option<Uuid>,
+        mut data: Value,
+        subject: Subject<'_>,
+        personal: serde_json::Map<String, Value>,
+    ) -> Result<(), DbErr> {
+        let sealed =
+            audit::personal::seal(&*self.txn, self.db.master_key(), self.application_id, subject, personal).await?;
+        if let Value::Object(map) = &mut data {
+            map.insert(audit::personal::FIELD.to_string(), sealed);
+        }
+        self.audit(event_type, aggregate_id, data).await
+    }
+
     /// Several audit rows, in order (chained in this order).
     pub async fn audit_many(&mut self, entries: Vec<Entry<'_>>) -> Result<(), DbErr> {
         for entry in entries {
             self.audit_rows.push(entry.unchained(self.application_id)?);
         }
         Ok(())
+    }
+
+    /// Destroys the keys that sealed these subjects' personal data in
+    /// audit rows ([`audit::personal::erase`]); answers how many existed.
+    pub async fn erase_personal_data(&mut self, subjects: &[Subject<'_>]) -> Result<u64, DbErr> {
+        let destroyed = audit::personal::erase(&*self.txn, self.db.master_key(), self.application_id, subjects).await?;
+        self.changed |= destroyed > 0;
+        Ok(destroyed)
     }
 
     /// Declares the transaction's writes as bookkeeping that needs no audit row.

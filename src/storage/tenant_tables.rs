@@ -107,6 +107,7 @@ tenant_tables!(
     audit_head,
     audit_event,
     audit_pending,
+    personal_key,
     api_key,
     signing_key,
     user,
@@ -153,4 +154,5 @@ tenant_tables!(
     mfa_challenge,
     passkey,
     passkey_ceremony,
+    user_import,
 );

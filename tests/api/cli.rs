@@ -287,3 +287,35 @@ fn a_pool_of_one_connection_is_refused_at_start_with_a_reason() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("storage.max_connections is 1: it must be at least 2"), "{stderr}");
 }
+
+#[test]
+fn users_import_works_a_file_in_the_command_and_exits_1_when_a_line_is_refused() {
+    let binary = binary();
+    let out = binary.command(&["bootstrap", "--name", "Acme"]).output().unwrap();
+    let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let application = printed["application_id"].as_str().unwrap();
+    // 10,001 lines: two imports (at most 10,000 lines each).
+    let mut lines: String =
+        (0..10_000).map(|i| format!("{{\"external_id\":\"u{i}\",\"email\":\"user{i}@example.com\"}}\n")).collect();
+    let file = binary.dir.path().join("users.ndjson");
+    std::fs::write(&file, &lines).unwrap();
+    let imported =
+        binary.command(&["users", "import", "--application", application, file.to_str().unwrap()]).output().unwrap();
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    let ended: serde_json::Value = serde_json::from_slice(&imported.stdout).unwrap();
+    assert_eq!((ended["status"].as_str(), ended["created"].as_i64()), (Some("completed"), Some(10_000)));
+
+    lines.push_str("{\"external_id\":\"bad\",\"email\":\"not an email\"}\n");
+    std::fs::write(&file, &lines).unwrap();
+    let again =
+        binary.command(&["users", "import", "--application", application, file.to_str().unwrap()]).output().unwrap();
+    assert_eq!(again.status.code(), Some(1), "{}", String::from_utf8_lossy(&again.stderr));
+    let jobs: Vec<serde_json::Value> = again
+        .stdout
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| serde_json::from_slice(l).unwrap())
+        .collect();
+    assert_eq!(jobs.len(), 2);
+    assert_eq!((jobs[0]["skipped"].as_i64(), jobs[1]["failed"].as_i64()), (Some(10_000), Some(1)));
+}

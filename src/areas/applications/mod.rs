@@ -349,6 +349,12 @@ pub async fn create(
     Ok((tenant, issued))
 }
 
+/// An application by id (an operator's command: no account to check).
+pub async fn find(storage: &Storage, id: Uuid) -> Result<Tenant, ApplicationError> {
+    let row = catalog::find_application(&storage.catalog, id).await?.ok_or(ApplicationError::NotFound(id))?;
+    snapshot(row)
+}
+
 fn snapshot(row: application::Model) -> Result<Tenant, ApplicationError> {
     TenantSnapshot::from_model(row).map(Arc::new).map_err(ApplicationError::CatalogRow)
 }

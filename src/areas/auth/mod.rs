@@ -25,7 +25,10 @@ use super::{
     users::{self, UserError},
 };
 use crate::{
-    audit::Actor,
+    audit::{
+        personal::{self, Subject},
+        Actor,
+    },
     crypto::password::{PasswordError, PasswordHasher},
     error::{ApiError, Code},
     events::catalog::EventType,
@@ -223,7 +226,7 @@ pub async fn sign_in(
     let signer = issuer.signer(scope).await?;
     let found = users::find_by_email(scope, email).await?;
     let stored = found.as_ref().and_then(|u| u.password_hash.clone());
-    let matches = admission.verify(password, stored).await?;
+    let (matches, rehashed) = admission.verify_rehashing(password, stored.clone()).await?;
     let user = match found {
         Some(user) if matches => user,
         Some(user) => return Err(failed_sign_in(scope, email, Some(user.id), "wrong_password").await),
@@ -247,12 +250,13 @@ pub async fn sign_in(
         return Err(failed_sign_in(scope, email, None, "unknown_email").await);
     }
     let opened = sessions::open(&mut txn, user.id, user.email_verified_at.is_some(), "aal1", session_ttl).await?;
-    txn.audit(
-        EventType::SignInSucceeded,
-        Some(user.id),
-        json!({"session_id": opened.session.id, "method": "password"}),
-    )
-    .await?;
+    let mut data = json!({"session_id": opened.session.id, "method": "password"});
+    if let Some(hash) = rehashed {
+        // An imported hash, proven: our argon2id replaces it (unless the password changed meanwhile).
+        let replaced = users::replace_password_hash(&mut txn, user.id, stored.as_deref(), hash).await?;
+        data["password_rehashed"] = json!(replaced);
+    }
+    txn.audit(EventType::SignInSucceeded, Some(user.id), data).await?;
     txn.commit().await?;
     Ok(SignedIn::Session(signer, user::Model { last_sign_in_at: Some(now), ..user }, opened))
 }
@@ -319,7 +323,10 @@ async fn record_failed_sign_in(
     reason: &str,
 ) -> Result<(), sea_orm::DbErr> {
     let mut txn = scope.acting_as(Actor::public()).begin().await?;
-    txn.audit(EventType::SignInFailed, user_id, json!({"method": "password", "email": email, "reason": reason}))
+    let address = crate::areas::users::normalize_email(email).unwrap_or_else(|| email.to_string());
+    let subject = user_id.map_or(Subject::Email(&address), Subject::User);
+    let data = json!({"method": "password", "reason": reason});
+    txn.audit_personal(EventType::SignInFailed, user_id, data, subject, personal::fields([("email", json!(email))]))
         .await?;
     txn.commit().await
 }

@@ -105,6 +105,29 @@ pub async fn queue_alone(scope: &TenantScope, master_key: &MasterKey, mail: &Mai
     txn.commit().await
 }
 
+/// Deletes the pending mail to or about a user being erased (in the
+/// caller's transaction): its address and codes go with them. Answers how
+/// many rows went. Settled rows hold no text ([`worker`] empties it).
+pub async fn forget(txn: &mut TenantTxn, user_id: Uuid, email: &str) -> Result<u64, DbErr> {
+    use sea_orm::{ColumnTrait, QueryFilter};
+    let pending =
+        txn.find::<mail_queue::Entity>().filter(mail_queue::Column::Status.eq(PENDING)).all(txn.conn()).await?;
+    let theirs: Vec<Uuid> = pending
+        .iter()
+        .filter(|row| match Mail::open(txn.master_key(), row) {
+            Some(Mail::Message(message)) => message.to == email,
+            Some(Mail::VerificationCode { user_id: of }) => of == user_id,
+            Some(Mail::VerificationResend { email: to } | Mail::PasswordReset { email: to, .. }) => to == email,
+            None => false,
+        })
+        .map(|row| row.id)
+        .collect();
+    if theirs.is_empty() {
+        return Ok(0);
+    }
+    txn.delete::<mail_queue::Entity>(mail_queue::Column::Id.is_in(theirs)).await
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

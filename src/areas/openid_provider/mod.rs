@@ -229,6 +229,7 @@ mod tests {
             email_verified_at: None,
             created_at: now,
             updated_at: now,
+            external_id: None,
         };
         let keys = |answer: Value| answer.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
         assert_eq!(keys(userinfo(&claims(Some("openid")), &user)), ["sub"]);

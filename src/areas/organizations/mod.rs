@@ -15,7 +15,7 @@ use super::{
 use crate::{
     error::{ApiError, Code},
     events::catalog::EventType,
-    storage::{Page, TenantConn, TenantScope},
+    storage::{Page, TenantConn, TenantScope, TenantTxn},
 };
 
 /// What went wrong with an organization or a membership.
@@ -69,7 +69,7 @@ impl From<OrganizationError> for ApiError {
 }
 
 /// `^[a-z0-9][a-z0-9-]{0,62}$`
-fn is_slug(value: &str) -> bool {
+pub fn is_slug(value: &str) -> bool {
     let mut chars = value.chars();
     value.len() <= 63
         && chars.next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
@@ -112,23 +112,34 @@ pub async fn create(
         },
     };
     issues.finish()?;
+    let mut txn = scope.begin().await?;
+    let organization = insert(&mut txn, id, name, slug).await?;
+    txn.commit().await?;
+    Ok(organization)
+}
+
+/// Inserts a checked organization and its audit row in the caller's transaction.
+pub async fn insert(
+    txn: &mut TenantTxn,
+    id: Uuid,
+    name: String,
+    slug: String,
+) -> Result<organization::Model, OrganizationError> {
     let now = crate::clock::now();
     let organization = organization::Model {
         id,
-        application_id: scope.tenant().id,
+        application_id: txn.application_id(),
         name,
         slug,
         plan_key: None,
         created_at: now,
         updated_at: now,
     };
-    let mut txn = scope.begin().await?;
     txn.insert(organization::ActiveModel::from(organization.clone()))
         .await
         .map_err(unless_unique(OrganizationError::SlugTaken))?;
     txn.audit(EventType::OrganizationCreated, Some(id), json!({"name": organization.name, "slug": organization.slug}))
         .await?;
-    txn.commit().await?;
     Ok(organization)
 }
 

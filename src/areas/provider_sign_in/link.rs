@@ -16,7 +16,10 @@ use crate::{
         users::{self, UserError},
         validate::{Invalid, Issues},
     },
-    audit::Actor,
+    audit::{
+        personal::{self, Subject},
+        Actor,
+    },
     events::catalog::EventType,
     oauth::client::Account,
     storage::{TenantConn, TenantScope, TenantTxn, Unaudited},
@@ -150,10 +153,12 @@ pub async fn apply(
         last_sign_in_at: Some(now),
     };
     txn.insert(identity.clone().into_active_model()).await?;
-    txn.audit(
+    txn.audit_personal(
         EventType::IdentityLinked,
         Some(user.id),
-        json!({"identity_id": identity.id, "provider": provider, "email": email}),
+        json!({"identity_id": identity.id, "provider": provider}),
+        Subject::User(user.id),
+        personal::fields([("email", json!(email))]),
     )
     .await?;
     Ok(user)

@@ -27,6 +27,7 @@ use webauthn_rs::prelude::{
 use super::SecondFactorError;
 use crate::{
     areas::unless_unique,
+    audit::personal::{self, Subject},
     crypto::sha256,
     events::catalog::EventType,
     storage::{TenantConn, TenantScope, TenantTxn, Unaudited},
@@ -178,7 +179,15 @@ pub async fn finish_registration(
         last_used_at: None,
     };
     txn.insert(row.clone().into_active_model()).await.map_err(unless_unique(SecondFactorError::PasskeyTaken))?;
-    txn.audit(EventType::PasskeyRegistered, Some(user_id), json!({"passkey_id": row.id, "name": row.name})).await?;
+    let name = personal::fields([("name", json!(row.name))]);
+    txn.audit_personal(
+        EventType::PasskeyRegistered,
+        Some(user_id),
+        json!({"passkey_id": row.id}),
+        Subject::User(user_id),
+        name,
+    )
+    .await?;
     txn.commit().await?;
     Ok(row)
 }

@@ -1,12 +1,15 @@
 //! End users: created by sign-up or with a secret key, listed, changed and
 //! deleted. Emails are unique per application, compared in one normal form
 //! ([`normalize_email`]).
+pub mod export;
 pub mod http;
+pub mod imports;
 pub mod view;
 
 use entity::{
-    email_verification, membership, mfa_challenge, mfa_factor, oauth_flow, passkey, passkey_ceremony, password_reset,
-    recovery_code, refresh_token, session, user, user_api_key, user_identity,
+    email_verification, hosted_login, invitation, membership, messaging_outbox, mfa_challenge, mfa_factor, oauth_code,
+    oauth_flow, passkey, passkey_ceremony, password_reset, recovery_code, refresh_token, session, user, user_api_key,
+    user_identity,
 };
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Map, Value};
@@ -14,6 +17,7 @@ use uuid::Uuid;
 
 use super::{profile_fields, unless_unique, validate::Issues};
 use crate::{
+    audit::personal::{self, Subject},
     error::{ApiError, Code},
     events::catalog::EventType,
     storage::{Page, TenantConn, TenantScope, TenantTxn},
@@ -125,9 +129,11 @@ pub async fn insert(
         email_verified_at: None,
         created_at: now,
         updated_at: now,
+        external_id: None,
     };
     txn.insert(user::ActiveModel::from(user.clone())).await.map_err(unless_unique(UserError::EmailTaken))?;
-    txn.audit(EventType::UserCreated, Some(user.id), json!({"email": user.email})).await?;
+    let email = personal::fields([("email", json!(user.email))]);
+    txn.audit_personal(EventType::UserCreated, Some(user.id), json!({}), Subject::User(user.id), email).await?;
     Ok(user)
 }
 
@@ -204,10 +210,26 @@ pub async fn update(scope: &TenantScope, id: Uuid, patch: UserPatch) -> Result<u
     Ok(user)
 }
 
-/// Deletes a user with everything that is theirs: sessions (and so every
-/// refresh token), memberships, personal keys, identities, second factors
-/// (TOTP, recovery codes, passkeys) and pending codes and ceremonies.
-pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), UserError> {
+/// What erasing a user removed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Erasure {
+    /// Rows deleted, the user's own included.
+    pub rows_deleted: u64,
+    /// Keys destroyed that sealed their personal data in audit rows.
+    pub keys_destroyed: u64,
+}
+
+/// Erases a user (GDPR Art. 17): deletes every row that is theirs, which
+/// are their sessions (and so every refresh token and hosted-pages
+/// sign-in), memberships, personal keys, identities, second factors
+/// (TOTP, recovery codes, passkeys), pending codes, ceremonies and
+/// authorization codes, the invitations and kept messages to their address
+/// and the mail queued for them; and destroys the keys that sealed their
+/// personal data in audit rows ([`personal`]: theirs, and their address's
+/// from before they signed up). The audit chain keeps every row and still
+/// verifies; those rows read as erased. `user.deleted` says what went, not
+/// who.
+pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<Erasure, UserError> {
     let mut txn = scope.begin().await?;
     let user = find(&txn, id).await?;
     let sessions: Vec<Uuid> = txn
@@ -218,23 +240,52 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), UserError> {
         .into_iter()
         .map(|s| s.id)
         .collect();
-    txn.delete::<refresh_token::Entity>(refresh_token::Column::SessionId.is_in(sessions)).await?;
-    txn.delete::<session::Entity>(session::Column::UserId.eq(id)).await?;
-    txn.delete::<membership::Entity>(membership::Column::UserId.eq(id)).await?;
-    txn.delete::<user_api_key::Entity>(user_api_key::Column::UserId.eq(id)).await?;
-    txn.delete::<user_identity::Entity>(user_identity::Column::UserId.eq(id)).await?;
-    txn.delete::<oauth_flow::Entity>(oauth_flow::Column::UserId.eq(id)).await?;
-    txn.delete::<password_reset::Entity>(password_reset::Column::UserId.eq(id)).await?;
-    txn.delete::<email_verification::Entity>(email_verification::Column::UserId.eq(id)).await?;
-    txn.delete::<mfa_factor::Entity>(mfa_factor::Column::UserId.eq(id)).await?;
-    txn.delete::<recovery_code::Entity>(recovery_code::Column::UserId.eq(id)).await?;
-    txn.delete::<mfa_challenge::Entity>(mfa_challenge::Column::UserId.eq(id)).await?;
-    txn.delete::<passkey::Entity>(passkey::Column::UserId.eq(id)).await?;
-    txn.delete::<passkey_ceremony::Entity>(passkey_ceremony::Column::UserId.eq(id)).await?;
-    txn.delete::<user::Entity>(user::Column::Id.eq(id)).await?;
-    txn.audit(EventType::UserDeleted, Some(id), json!({"email": user.email})).await?;
+    let mut rows = 0;
+    rows += txn.delete::<refresh_token::Entity>(refresh_token::Column::SessionId.is_in(sessions.clone())).await?;
+    rows += txn.delete::<hosted_login::Entity>(hosted_login::Column::SessionId.is_in(sessions)).await?;
+    rows += txn.delete::<session::Entity>(session::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<membership::Entity>(membership::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<user_api_key::Entity>(user_api_key::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<user_identity::Entity>(user_identity::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<oauth_flow::Entity>(oauth_flow::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<oauth_code::Entity>(oauth_code::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<password_reset::Entity>(password_reset::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<email_verification::Entity>(email_verification::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<mfa_factor::Entity>(mfa_factor::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<recovery_code::Entity>(recovery_code::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<mfa_challenge::Entity>(mfa_challenge::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<passkey::Entity>(passkey::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<passkey_ceremony::Entity>(passkey_ceremony::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<invitation::Entity>(invitation::Column::Email.eq(user.email.clone())).await?;
+    rows += txn.delete::<messaging_outbox::Entity>(messaging_outbox::Column::Recipient.eq(user.email.clone())).await?;
+    rows += crate::areas::mail_queue::forget(&mut txn, id, &user.email).await?;
+    rows += txn.delete::<user::Entity>(user::Column::Id.eq(id)).await?;
+    let subjects = [Subject::User(id), Subject::Email(&user.email)];
+    let keys_destroyed = txn.erase_personal_data(&subjects).await?;
+    let erasure = Erasure { rows_deleted: rows, keys_destroyed };
+    txn.audit(EventType::UserDeleted, Some(id), json!(erasure)).await?;
     txn.commit().await?;
-    Ok(())
+    // The deleted rows' bytes leave SQLite's write-ahead log too.
+    scope.checkpoint().await;
+    Ok(erasure)
+}
+
+/// Replaces the user's password hash with `hash` if it is still
+/// `previous`, in the caller's transaction; answers whether it was.
+pub async fn replace_password_hash(
+    txn: &mut TenantTxn,
+    id: Uuid,
+    previous: Option<&str>,
+    hash: String,
+) -> Result<bool, DbErr> {
+    let replaced = txn
+        .update_many(|q: UpdateMany<user::Entity>| {
+            q.col_expr(user::Column::PasswordHash, Expr::value(hash))
+                .filter(user::Column::Id.eq(id))
+                .filter(user::Column::PasswordHash.eq(previous))
+        })
+        .await?;
+    Ok(replaced == 1)
 }
 
 /// Records a successful sign-in, in the caller's transaction; false when

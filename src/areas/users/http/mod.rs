@@ -1,4 +1,6 @@
 //! End users and their sessions, managed with a secret key (contract §5).
+mod imports;
+
 use actix_web::{web, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
@@ -9,6 +11,7 @@ use crate::{
         sessions,
         users::{
             self,
+            export::UserExport,
             view::{SessionView, UserView},
             UserPatch,
         },
@@ -32,10 +35,22 @@ pub const AREA: Area = Area {
 };
 
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(create_user, list_users, find_user, update_user, delete_user, list_user_sessions, revoke_session))]
+#[openapi(paths(
+    create_user,
+    list_users,
+    find_user,
+    update_user,
+    delete_user,
+    export_user,
+    imports::create_import,
+    imports::find_import,
+    list_user_sessions,
+    revoke_session
+))]
 struct Operations;
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
+    imports::configure(cfg);
     cfg.service(web::resource("/users").route(web::post().to(create_user)).route(web::get().to(list_users)))
         .service(
             web::resource("/users/{user_id}")
@@ -43,6 +58,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::patch().to(update_user))
                 .route(web::delete().to(delete_user)),
         )
+        .service(web::resource("/users/{user_id}/export").route(web::get().to(export_user)))
         .service(web::resource("/users/{user_id}/sessions").route(web::get().to(list_user_sessions)))
         .service(web::resource("/sessions/{session_id}/revoke").route(web::post().to(revoke_session)));
 }
@@ -164,7 +180,12 @@ pub async fn update_user(
     Ok(envelope::ok(UserView::from(&user)))
 }
 
-/// Delete a user with their sessions, memberships and personal keys.
+/// Erase a user: every row that is theirs is deleted (sessions, memberships,
+/// identities, second factors, personal keys, pending codes, invitations and
+/// mail to their address), and the keys that sealed their personal data in
+/// audit rows are destroyed. The audit chain still verifies; those rows
+/// read `erased: true`. Webhook messages not yet delivered go out without
+/// their personal data.
 #[utoipa::path(delete, path = "/v1/users/{user_id}", tag = "users",
     params(("user_id" = Uuid, Path, description = "The user's id.")),
     responses((status = 200), (status = 404)), security(("secret_key" = ["users:write"])))]
@@ -172,6 +193,18 @@ pub async fn delete_user(key: SecretKey, path: web::Path<String>) -> ApiResult<H
     let id = path_id("User", &path)?;
     users::delete(&key.scope, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
+}
+
+/// Export everything held about a user (a subject access request, data
+/// portability): profile, identities, sessions, memberships, second
+/// factors and personal keys without their secrets, and every audit row
+/// about them, by them or carrying their personal data, opened.
+#[utoipa::path(get, path = "/v1/users/{user_id}/export", tag = "users",
+    params(("user_id" = Uuid, Path, description = "The user's id.")),
+    responses((status = 200, body = UserExport), (status = 404)), security(("secret_key" = ["admin"])))]
+pub async fn export_user(key: SecretKey, path: web::Path<String>) -> ApiResult<HttpResponse> {
+    let id = path_id("User", &path)?;
+    Ok(envelope::ok(users::export::export(&key.scope, id).await?))
 }
 
 /// A user's sessions, newest first.
