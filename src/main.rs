@@ -53,6 +53,17 @@ enum Command {
         #[arg(long, default_value_t = 20)]
         rounds: u32,
     },
+    /// Copy the embedded default's databases (SQLite, online, while `serve`
+    /// runs) and its master key file into a new directory.
+    Backup {
+        #[arg(long)]
+        to: PathBuf,
+    },
+    /// Copy a backup into the (empty) data directory, before `serve`.
+    Restore {
+        #[arg(long)]
+        from: PathBuf,
+    },
     /// End users: import them from another system.
     Users {
         #[command(subcommand)]
@@ -258,6 +269,15 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
         Command::Shards { command } => {
             let storage = startup::open_storage(&settings).await?;
             return shards_command(&storage, &settings, command).await;
+        }
+        Command::Backup { to } => {
+            let storage = startup::open_storage(&settings).await?;
+            let manifest = gatehouse::storage::backup::backup(&storage, &settings.storage.data_dir, &to).await?;
+            println!("{}", serde_json::to_string(&manifest)?);
+        }
+        Command::Restore { from } => {
+            let manifest = gatehouse::storage::backup::restore(&from, &settings.storage.data_dir)?;
+            println!("{}", serde_json::to_string(&manifest)?);
         }
         Command::Users { command: UsersCommand::Import { application, file } } => {
             let text = match file.as_os_str() == "-" {

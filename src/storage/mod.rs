@@ -24,6 +24,7 @@ use crate::{
     region::{Region, Shard},
 };
 
+pub mod backup;
 pub mod catalog;
 pub mod delivery_queue;
 mod limits;
