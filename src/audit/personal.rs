@@ -69,8 +69,9 @@ fn data_context(application_id: Uuid, subject_id: Uuid) -> String {
 }
 
 /// The subject's key, made (and stored in the caller's transaction) on
-/// first use. Two transactions making the same key: the first to commit
-/// wins and the other reads it.
+/// first use: one read for a known subject, a read and an insert for a new
+/// one. Two transactions making the same key: the first to commit wins and
+/// the other reads it.
 async fn key_for(
     db: &impl ConnectionTrait,
     master_key: &MasterKey,
@@ -89,7 +90,11 @@ async fn key_for(
         created_at: Set(crate::clock::now()),
     };
     let keep_the_first = OnConflict::column(personal_key::Column::SubjectId).do_nothing().to_owned();
-    personal_key::Entity::insert(row).on_conflict(keep_the_first).do_nothing().exec_without_returning(db).await?;
+    let inserted =
+        personal_key::Entity::insert(row).on_conflict(keep_the_first).do_nothing().exec_without_returning(db).await?;
+    if matches!(inserted, sea_orm::TryInsertResult::Inserted(1)) {
+        return Ok(key);
+    }
     stored_keys(db, master_key, application_id, &[subject_id])
         .await?
         .remove(&subject_id)

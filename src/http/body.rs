@@ -57,7 +57,7 @@ impl Body {
         if bytes.is_empty() {
             return Err(ApiError::new(Code::MalformedJson, "A JSON body is required."));
         }
-        check_content_type(content_type.as_deref())?;
+        check_content_type(content_type.as_deref(), "application/json")?;
         parse(&bytes)
     }
 
@@ -68,7 +68,7 @@ impl Body {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(T::default());
         }
-        check_content_type(content_type.as_deref())?;
+        check_content_type(content_type.as_deref(), "application/json")?;
         parse(&bytes)
     }
 
@@ -76,13 +76,7 @@ impl Body {
     pub async fn ndjson(self) -> ApiResult<String> {
         let content_type = self.content_type.clone();
         let bytes = self.bytes().await?;
-        let essence = content_type.as_deref().and_then(|ct| ct.split(';').next()).map(str::trim);
-        if essence != Some("application/x-ndjson") {
-            return Err(ApiError::new(
-                Code::UnsupportedMediaType,
-                "The body must be sent as `Content-Type: application/x-ndjson`.",
-            ));
-        }
+        check_content_type(content_type.as_deref(), "application/x-ndjson")?;
         String::from_utf8(bytes.to_vec()).map_err(|_| ApiError::new(Code::MalformedJson, "The body is not UTF-8."))
     }
 
@@ -130,8 +124,8 @@ pub async fn read_within(mut payload: Payload, deadline: std::time::Duration) ->
         .unwrap_or_else(|_| Err(ApiError::new(Code::RequestTimeout, "The body did not arrive in time.")))
 }
 
-fn check_content_type(content_type: Option<&str>) -> ApiResult<()> {
-    // RFC 9110 §8.3: `application/json`, with at most a `charset` of UTF-8,
+fn check_content_type(content_type: Option<&str>, media_type: &str) -> ApiResult<()> {
+    // RFC 9110 §8.3: the media type, with at most a `charset` of UTF-8,
     // its value a token or a quoted string (`charset="utf-8"`).
     let utf8 = |parameter: &str| {
         let (name, value) = parameter.split_once('=').unwrap_or((parameter, ""));
@@ -139,12 +133,15 @@ fn check_content_type(content_type: Option<&str>) -> ApiResult<()> {
     };
     let acceptable = content_type.is_some_and(|ct| {
         let mut parts = ct.split(';').map(str::trim);
-        parts.next() == Some("application/json") && parts.all(|p| p.is_empty() || utf8(p))
+        parts.next() == Some(media_type) && parts.all(|p| p.is_empty() || utf8(p))
     });
     if acceptable {
         Ok(())
     } else {
-        Err(ApiError::new(Code::UnsupportedMediaType, "The body must be sent as `Content-Type: application/json`."))
+        Err(ApiError::new(
+            Code::UnsupportedMediaType,
+            format!("The body must be sent as `Content-Type: {media_type}`."),
+        ))
     }
 }
 

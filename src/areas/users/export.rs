@@ -4,7 +4,7 @@
 //! key or code hash, no passkey credential.
 use chrono::{DateTime, Utc};
 use entity::{audit_event, membership, mfa_factor, passkey, recovery_code, session, user_api_key, user_identity};
-use sea_orm::{sea_query::Expr, ColumnTrait, Condition, DbErr, QueryFilter, QueryOrder};
+use sea_orm::{sea_query::Expr, ColumnTrait, Condition, DbErr, PaginatorTrait, QueryFilter, QueryOrder};
 use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -35,7 +35,7 @@ pub struct UserExport {
     pub passkeys: Vec<PasskeyExport>,
     pub personal_keys: Vec<PersonalKeyExport>,
     /// Recovery codes not used yet (the codes themselves are only hashes here).
-    pub recovery_codes_remaining: usize,
+    pub recovery_codes_remaining: u64,
     /// Every audit row about the user, by them, or carrying their personal
     /// data (before they signed up too), in chain order, opened.
     pub audit: Vec<AuditRow>,
@@ -122,7 +122,7 @@ pub async fn export(db: &impl TenantConn, id: Uuid) -> Result<UserExport, UserEr
     let factors = factors.order_by_asc(mfa_factor::Column::CreatedAt).all(conn).await?;
     let passkeys = passkeys.order_by_asc(passkey::Column::CreatedAt).all(conn).await?;
     let keys = keys.order_by_asc(user_api_key::Column::CreatedAt).all(conn).await?;
-    let recovery_codes_remaining = codes.all(conn).await?.len();
+    let recovery_codes_remaining = codes.count(conn).await?;
     let audit = audit_rows(db, &user).await?;
     Ok(UserExport {
         format: FORMAT,

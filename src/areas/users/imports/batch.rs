@@ -18,7 +18,6 @@ use crate::{
         memberships,
         organizations::{self, OrganizationError},
         sod::Grant,
-        unless_unique,
     },
     audit::personal::{self, Subject},
     events::catalog::EventType,
@@ -214,12 +213,8 @@ async fn organization_of(txn: &mut TenantTxn, membership: &lines::Membership) ->
     match found {
         Some(organization) => Ok(organization.id),
         None => {
-            let made = organizations::insert(txn, Uuid::now_v7(), membership.name.clone(), membership.slug.clone())
-                .await
-                .map_err(|err| match err {
-                    OrganizationError::Db(err) => unless_unique(OrganizationError::SlugTaken)(err),
-                    other => other,
-                })?;
+            let made =
+                organizations::insert(txn, Uuid::now_v7(), membership.name.clone(), membership.slug.clone()).await?;
             Ok(made.id)
         }
     }
