@@ -345,8 +345,13 @@ impl std::fmt::Debug for CacheSettings {
 
 #[derive(Clone, Default, Deserialize)]
 pub struct SecuritySettings {
-    /// Base64 of 32 bytes. Unset: a generated `{data_dir}/master.key`.
+    /// Base64 of 32 bytes, after an optional key id and `:` (`2:…`; 1
+    /// when none). Unset: a generated `{data_dir}/master.key`.
     pub master_key: Option<String>,
+    /// During a rotation, the key `master_key` replaces: it still opens
+    /// what it sealed until `gatehouse master-key rotate` has sealed it all
+    /// again. Unset with `master_key` unset: `{data_dir}/master.key.previous`.
+    pub previous_master_key: Option<String>,
     /// Password hashes computed at once; 0 means one per core.
     pub password_hash_concurrency: usize,
     /// Password hashes that may wait for a core; past that, 503 at once.
@@ -364,6 +369,7 @@ impl std::fmt::Debug for SecuritySettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SecuritySettings")
             .field("master_key", &self.master_key.as_ref().map(|_| "[redacted]"))
+            .field("previous_master_key", &self.previous_master_key.as_ref().map(|_| "[redacted]"))
             .field("password_hash_concurrency", &self.password_hash_concurrency)
             .field("password_hash_queue", &self.password_hash_queue)
             .field("allow_private_destinations", &self.allow_private_destinations)

@@ -85,6 +85,29 @@ enum Command {
         #[command(subcommand)]
         command: ShardsCommand,
     },
+    /// The master key that seals secrets at rest: a new one, and sealing
+    /// every secret again under it (docs/operations/master-key-rotation.md).
+    MasterKey {
+        #[command(subcommand)]
+        command: MasterKeyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum MasterKeyCommand {
+    /// Print a new random key as `ID:base64`, its id the one after the
+    /// current key's: the next `security.master_key` (the current key
+    /// becomes `security.previous_master_key`).
+    Generate,
+    /// The embedded default: make a new key current in the data directory
+    /// (`master.key`; the current one moves to `master.key.previous`). Run
+    /// it with the server stopped; start it again, then run `rotate`.
+    New,
+    /// Seal every value the previous key sealed again under the current
+    /// one, while the nodes serve with both. Prints what it did as JSON;
+    /// exits 1 while a value is still sealed under another key (run it
+    /// again: it resumes). Then the previous key is no longer needed.
+    Rotate,
 }
 
 #[derive(Subcommand)]
@@ -224,7 +247,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             app.run_until_stopped().await?;
         }
         Command::Bootstrap { name, environment, region, allowed_origins } => {
-            MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)?;
+            MasterKey::load_or_generate(&settings.security, &settings.storage.data_dir)?;
             let storage = startup::open_storage(&settings).await?;
             let request = BootstrapRequest {
                 name,
@@ -295,6 +318,7 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
                 return Ok(ExitCode::FAILURE);
             }
         }
+        Command::MasterKey { command } => return master_key_command(&settings, command).await,
         Command::Audit { command: AuditCommand::Verify { application } } => {
             let storage = startup::open_storage(&settings).await?;
             let mut found = false;
@@ -321,6 +345,45 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             if !found {
                 eprintln!("no audit rows for application {application}");
                 return Ok(ExitCode::FAILURE);
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn master_key_command(
+    settings: &Settings,
+    command: MasterKeyCommand,
+) -> Result<ExitCode, Box<dyn std::error::Error>> {
+    match command {
+        MasterKeyCommand::Generate => {
+            let current = MasterKey::load_or_generate(&settings.security, &settings.storage.data_dir)?;
+            println!("{}", MasterKey::generate(current.id % 255 + 1));
+        }
+        MasterKeyCommand::New => {
+            if settings.security.master_key.is_some() {
+                eprintln!("gatehouse: security.master_key is configured: put `gatehouse master-key generate`'s key there, and the current one in security.previous_master_key");
+                return Ok(ExitCode::FAILURE);
+            }
+            match gatehouse::crypto::master_key::renew_file(&settings.storage.data_dir) {
+                Ok(id) => println!("{}", serde_json::json!({"key_id": id})),
+                Err(why) => {
+                    eprintln!("gatehouse: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            }
+        }
+        MasterKeyCommand::Rotate => {
+            let storage = startup::open_storage(settings).await?;
+            let rotation = gatehouse::areas::master_key_rotation::rotate(&storage).await?;
+            println!("{}", serde_json::to_string(&rotation)?);
+            if rotation.remaining > 0 || !rotation.skipped.is_empty() {
+                eprintln!("values remain sealed under another key than the current one: run the command again");
+                return Ok(ExitCode::FAILURE);
+            }
+            if rotation.previous_key_id.is_some() {
+                eprintln!("every value is sealed under key {}: the previous key is no longer needed (remove security.previous_master_key, or {})",
+                    rotation.key_id, settings.storage.data_dir.join(gatehouse::crypto::master_key::PREVIOUS_FILE).display());
             }
         }
     }

@@ -8,7 +8,7 @@ use crate::{
     auth::rate_limit::{self, RateLimiter},
     cache::{bus::Bus, redis::SharedRedis},
     config::Settings,
-    crypto::{master_key::MasterKey, password::PasswordHasher},
+    crypto::password::PasswordHasher,
     events::delivery,
     http::cors::OriginUnion,
     http::{self as gh_http, errors},
@@ -23,7 +23,7 @@ use crate::{
     routes,
     shutdown::Shutdown,
     state::AppState,
-    storage::{catalog, shards, Storage},
+    storage::{catalog, keyed_hash_secret, shards, Storage},
     telemetry,
     tenancy::{parts::Parts, registry::TenantRegistry},
     tokens::{keys::SigningKeys, AccessTokens},
@@ -98,6 +98,7 @@ fn open_added_shards(storage: Arc<Storage>) {
 pub async fn open_storage(settings: &Settings) -> Result<Storage, StartupError> {
     let storage = Storage::open(settings).await?;
     storage.migrate().await?;
+    keyed_hash_secret::load(&storage.catalog, storage.master_key()).await?;
     storage.refresh_shards().await?;
     for (region, applications) in catalog::regions_in_use(&storage.catalog).await? {
         if settings.region_named(&region).is_none() {
@@ -116,11 +117,10 @@ impl Application {
         let port = address.port();
         // Port 0 picked a free port: the public URL (the token issuer) names the real one.
         settings.server.listen = address.to_string();
-        let master_key =
-            MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)?;
         // The metrics recorder first: caches look their counters up once.
         let metrics = telemetry::metrics_handle();
         let storage = Arc::new(open_storage(&settings).await?);
+        let master_key = storage.master_key().clone();
         let redis = settings.cache.redis_url.as_deref().map(redis::Client::open).transpose()?;
         let shared = redis.clone().map(|client| SharedRedis::new(client, &settings.deployment.name));
         let bus = shared.clone().map(Bus::start).unwrap_or_else(Bus::local);

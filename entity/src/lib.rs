@@ -1,5 +1,5 @@
 //! sea-orm entities. Catalog tables: `account`, `application`,
-//! `pending_audit_event`, `processor_account`, `processor_account_claim`, `region_move`, `shard`, `unmatched_processor_event`. Regional tables:
+//! `deployment_secret`, `pending_audit_event`, `processor_account`, `processor_account_claim`, `region_move`, `shard`, `unmatched_processor_event`. Regional tables:
 //! everything else; every regional row carries `application_id`.
 //!
 //! Models with secret columns (password, refresh-token and API-key hashes,
@@ -19,6 +19,7 @@ pub mod audit_head;
 pub mod audit_pending;
 pub mod billing_profile;
 pub mod connect_status;
+pub mod deployment_secret;
 pub mod email_verification;
 pub mod enrollment_token;
 pub mod entitlement_override;

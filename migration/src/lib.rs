@@ -50,6 +50,7 @@ mod m20261207_000044_add_sign_in_methods;
 mod m20261207_000045_add_hosted_pages_in_frames;
 mod m20261208_000046_create_personal_keys;
 mod m20261208_000047_create_user_imports;
+mod m20261209_000048_create_deployment_secrets;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -73,6 +74,7 @@ impl MigratorTrait for CatalogMigrator {
             Box::new(m20261202_000036_add_move_cancel_requested::Migration),
             Box::new(m20261204_000038_create_shards::Migration),
             Box::new(m20261207_000045_add_hosted_pages_in_frames::Migration),
+            Box::new(m20261209_000048_create_deployment_secrets::Migration),
         ]
     }
 

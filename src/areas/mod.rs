@@ -16,6 +16,7 @@ pub mod invitations;
 pub mod machine_tokens;
 pub mod mail_queue;
 pub mod mailer;
+pub mod master_key_rotation;
 pub mod memberships;
 pub mod messaging;
 pub mod oauth_clients;

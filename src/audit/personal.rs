@@ -48,7 +48,8 @@ impl Subject<'_> {
             Subject::User(id) => *id,
             Subject::Email(email) => {
                 use hmac::{Hmac, Mac};
-                let mut mac = Hmac::<sha2::Sha256>::new_from_slice(master_key.bytes()).expect("any key length");
+                let mut mac =
+                    Hmac::<sha2::Sha256>::new_from_slice(master_key.hashing_secret()).expect("any key length");
                 mac.update(b"personal-subject\n");
                 mac.update(application_id.as_bytes());
                 mac.update(email.as_bytes());
@@ -60,7 +61,7 @@ impl Subject<'_> {
     }
 }
 
-fn key_context(application_id: Uuid, subject_id: Uuid) -> String {
+pub fn key_context(application_id: Uuid, subject_id: Uuid) -> String {
     format!("{application_id}/personal_key/{subject_id}")
 }
 

@@ -34,7 +34,7 @@ pub fn hex(bytes: &[u8]) -> String {
 /// offline search; this one needs the master key.
 pub fn user_code_hash(master_key: &master_key::MasterKey, purpose: &str, user_id: uuid::Uuid, code: &str) -> Vec<u8> {
     use hmac::{Hmac, Mac};
-    let key = sha256_hex(&[master_key.bytes().as_slice(), b"/", purpose.as_bytes()].concat());
+    let key = sha256_hex(&[master_key.hashing_secret().as_slice(), b"/", purpose.as_bytes()].concat());
     let mut mac = Hmac::<Sha256>::new_from_slice(key.as_bytes()).expect("HMAC takes any key length");
     mac.update(user_id.as_bytes());
     mac.update(code.as_bytes());

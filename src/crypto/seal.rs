@@ -20,11 +20,15 @@ pub fn seal(key: &MasterKey, context: &str, plaintext: &[u8]) -> Vec<u8> {
     out
 }
 
+/// Opens a value sealed under `key` or, during a rotation, its previous key.
 pub fn open(key: &MasterKey, context: &str, sealed: &[u8]) -> Result<Vec<u8>, OpenError> {
-    match sealed.split_first() {
-        Some((id, rest)) if *id == key.id => open_with(key.bytes(), context, rest),
-        _ => Err(OpenError),
-    }
+    let (id, rest) = sealed.split_first().ok_or(OpenError)?;
+    open_with(key.sealed_by(*id).ok_or(OpenError)?.bytes(), context, rest)
+}
+
+/// The id of the master key that sealed `sealed`.
+pub fn key_id(sealed: &[u8]) -> Option<u8> {
+    sealed.first().copied()
 }
 
 /// `nonce || ciphertext+tag` under a raw key (a data subject's, for one).
@@ -69,5 +73,19 @@ mod tests {
         assert!(open(&key(), "app-a/webhook/secret", &flipped).is_err());
         assert!(open(&key(), "app-a/webhook/secret", &sealed[..20]).is_err());
         assert_ne!(seal(&key(), "c", b"same"), seal(&key(), "c", b"same"), "nonces are random");
+    }
+
+    #[test]
+    fn a_new_key_opens_what_its_previous_key_sealed_and_seals_under_its_own_id() {
+        let old = seal(&key(), "c", b"secret");
+        let new_key = MasterKey::from_base64(&MasterKey::generate(2)).unwrap();
+        assert!(open(&new_key, "c", &old).is_err(), "without the previous key");
+        let rotating = new_key.with_previous(Some(key())).unwrap();
+        assert_eq!(open(&rotating, "c", &old).unwrap(), b"secret");
+        let sealed = seal(&rotating, "c", b"secret");
+        assert_eq!(key_id(&sealed), Some(2));
+        assert_eq!(open(&rotating, "c", &sealed).unwrap(), b"secret");
+        assert!(key().with_previous(Some(key())).is_err(), "two keys with one id");
+        assert!(MasterKey::from_base64("0:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").is_err());
     }
 }

@@ -42,6 +42,7 @@ catalog! {
     ApplicationUpdated => "application.updated", "An application's settings changed; `data.changed` names the fields.";
     ApplicationRegionChanged => "application.region_changed", "An application's data finished moving to another region.";
     ApplicationRegionMoveRolledBack => "application.region_move_rolled_back", "A region move was given up before its switch (its copy failed within the bound, or an operator cancelled it); the application stays where it was.";
+    MasterKeyRotated => "master_key.rotated", "The application's sealed secrets were sealed again under the deployment's new master key (`gatehouse master-key rotate`); `values` counts them.";
     ApiKeyCreated => "api_key.created", "A secret key, personal key or service-account key was created.";
     ApiKeyRevoked => "api_key.revoked", "A secret key, personal key or service-account key was revoked.";
     ApiKeyUseRefused => "api_key.use_refused", "A revoked or expired key was presented and refused (at most once a minute per key and reason).";

@@ -3,11 +3,13 @@
 //! its requests name it: `routes::APPLICATION_ELSEWHERE`). If this node
 //! holds the application's region the tenant is attached to the request;
 //! otherwise the request is sent unchanged to a node of that region
-//! (`region::forward`) and its answer returned. While the application moves
-//! to another region its requests are answered 503
-//! `region_migration_in_progress` here, on every node. The JWKS of an
-//! application held here is answered here too, before routing
-//! ([`signing_keys::answer_jwks`]).
+//! (`region::forward`) and its answer returned; should that node find the
+//! application elsewhere (this node's entry, or its own, older than a move)
+//! both read their entries afresh from the catalog, and the request goes
+//! where it says. While the application moves to another region its
+//! requests are answered 503 `region_migration_in_progress` here, on every
+//! node. The JWKS of an application held here is answered here too, before
+//! routing ([`signing_keys::answer_jwks`]).
 use std::sync::LazyLock;
 
 use actix_web::{
@@ -18,8 +20,8 @@ use actix_web::{
 };
 use uuid::Uuid;
 
-use super::forward::forward;
-use crate::{area::ApplicationFrom, routes::signing_keys, state::AppState};
+use super::forward::{self, Answer};
+use crate::{application::Tenant, area::ApplicationFrom, routes::signing_keys, state::AppState};
 
 pub const APPLICATION_HEADER: &str = "x-application-id";
 
@@ -44,29 +46,66 @@ pub async fn middleware<B: MessageBody + 'static>(
         return Ok(next.call(req).await?.map_into_left_body());
     };
     let state = req.app_data::<web::Data<AppState>>().expect("AppState is registered").clone();
+    // A peer forwarded this here because its entry names a region this node
+    // holds; if this node's entry says otherwise, one of the two is older
+    // than a move, and the catalog decides.
     let tenant = match state.directory.resolve(id).await {
+        Ok(Some(tenant)) if forward::was_forwarded(req.request()) && !state.storage.holds(tenant.region) => {
+            state.directory.reload(id).await
+        }
+        resolved => resolved,
+    };
+    let tenant = match tenant {
         Ok(Some(tenant)) => tenant,
         // Unknown application: authentication answers 401 further in.
         Ok(None) => return Ok(next.call(req).await?.map_into_left_body()),
         Err(err) => return Ok(req.into_response(err.error_response()).map_into_right_body()),
     };
+    if tenant.moving_to.is_some() || state.storage.holds(tenant.region) {
+        return answer_here(&state, req, next, tenant).await;
+    }
+    let body = match forward::read_body(&state, &mut req).await {
+        Ok(body) => body,
+        Err(err) => return Ok(req.into_response(err.error_response()).map_into_right_body()),
+    };
+    // Boxed: inline, the proxy's state would make every request's future kilobytes larger.
+    let response = match Box::pin(forward::ask_peer(&state, req.request(), body.clone(), tenant.region)).await {
+        Ok(Answer::Reply(response)) => response,
+        Err(err) => err.error_response(),
+        // This node's entry is older than a move: read afresh, the request
+        // goes where the catalog says.
+        Ok(Answer::HeldElsewhere) => match state.directory.reload(id).await {
+            Ok(Some(fresh)) if fresh.moving_to.is_some() || state.storage.holds(fresh.region) => {
+                req.set_payload(body.into());
+                return answer_here(&state, req, next, fresh).await;
+            }
+            Ok(Some(fresh)) if fresh.region != tenant.region => {
+                let sent = Box::pin(forward::to_peer(&state, req.request(), body, fresh.region)).await;
+                sent.unwrap_or_else(|err| err.error_response())
+            }
+            _ => forward::unreachable(tenant.region).error_response(),
+        },
+    };
+    Ok(req.into_response(response).map_into_right_body())
+}
+
+/// Answers a request whose application this node holds, or that is moving
+/// (503 `region_migration_in_progress` on every node).
+async fn answer_here<B: MessageBody + 'static>(
+    state: &AppState,
+    req: ServiceRequest,
+    next: Next<B>,
+    tenant: Tenant,
+) -> Result<ServiceResponse<EitherBody<B>>, Error> {
     if tenant.moving_to.is_some() {
         let held = super::moves::in_progress().error_response();
         return Ok(req.into_response(held).map_into_right_body());
     }
-    if state.storage.holds(tenant.region) {
-        if let Some(document) = signing_keys::answer_jwks(&state, req.request(), &tenant).await {
-            return Ok(req.into_response(document).map_into_right_body());
-        }
-        req.extensions_mut().insert(tenant);
-        return Ok(next.call(req).await?.map_into_left_body());
+    if let Some(document) = signing_keys::answer_jwks(state, req.request(), &tenant).await {
+        return Ok(req.into_response(document).map_into_right_body());
     }
-    // Boxed: inline, the proxy's state would make every request's future kilobytes larger.
-    let response = match Box::pin(forward(&state, &mut req, tenant.region)).await {
-        Ok(response) => response,
-        Err(err) => err.error_response(),
-    };
-    Ok(req.into_response(response).map_into_right_body())
+    req.extensions_mut().insert(tenant);
+    Ok(next.call(req).await?.map_into_left_body())
 }
 
 /// The application a header-less request names, where its route declares

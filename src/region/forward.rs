@@ -3,6 +3,12 @@
 //! middleware (`region::dispatch`) forwards a request whose application is
 //! held elsewhere; inbound processor events carry no header, so their route
 //! finds the application from the body and forwards with [`to_peer`] itself.
+//!
+//! A request is forwarded at most once. The node it reaches may find the
+//! application in another region than the sender thought (one of the two
+//! had not yet heard of a move): it answers [`Answer::HeldElsewhere`]
+//! instead, so the sender can read its entry afresh and send the request on
+//! itself.
 use actix_web::{
     dev::ServiceRequest,
     http::{header, Method, StatusCode},
@@ -16,37 +22,69 @@ use crate::{error::ApiError, region::Region, state::AppState};
 const FORWARDED_HEADER: &str = "x-gatehouse-forwarded";
 /// Tells the caller which region's node answered a forwarded request.
 pub const SERVED_BY_HEADER: &str = "x-gatehouse-region";
+/// Between nodes only: on the answer of a node that was forwarded a request
+/// whose application it finds in a region it does not hold (that region).
+const HELD_ELSEWHERE_HEADER: &str = "x-gatehouse-held-elsewhere";
 
-/// Reads the request's body (with the body deadline of a request answered
-/// here) and sends the request to `region`'s node.
-pub async fn forward(state: &AppState, req: &mut ServiceRequest, region: Region) -> Result<HttpResponse, ApiError> {
-    // The same limit and deadline as a body read here: a trickling client
-    // holds no connection open through the router either.
+/// What a peer answered a forwarded request.
+pub enum Answer {
+    /// The answer to give the client.
+    Reply(HttpResponse),
+    /// The peer finds the application in a region it does not hold: this
+    /// node's entry, or the peer's, is older than a move.
+    HeldElsewhere,
+}
+
+/// Whether another node forwarded this request here.
+pub fn was_forwarded(req: &actix_web::HttpRequest) -> bool {
+    req.headers().contains_key(FORWARDED_HEADER)
+}
+
+/// Reads the request's body with the body deadline of a request answered
+/// here: a trickling client holds no connection open through the router
+/// either.
+pub async fn read_body(state: &AppState, req: &mut ServiceRequest) -> Result<web::Bytes, ApiError> {
     let deadline = std::time::Duration::from_secs(state.settings.server.body_timeout_seconds);
-    let body = crate::http::body::read_within(req.take_payload(), deadline).await?;
-    to_peer(state, req.request(), body.freeze(), region).await
+    Ok(crate::http::body::read_within(req.take_payload(), deadline).await?.freeze())
 }
 
 /// Sends a request, with the body already read, to a node of `region` and
 /// answers what it answered. Also for routes that learn the region only
 /// from the body (processor events name an account, not an application).
-///
-/// The region's nodes are tried in the route table's order. A node that
-/// refuses the connection never saw the request, so the next one is tried
-/// whatever the method; a node that fails after the request was sent is
-/// passed over only for a request that is safe to repeat (GET, HEAD,
-/// OPTIONS). Either way the client sees one answer.
 pub async fn to_peer(
     state: &AppState,
     req: &actix_web::HttpRequest,
     body: web::Bytes,
     region: Region,
 ) -> Result<HttpResponse, ApiError> {
-    let unavailable = || ApiError::unavailable(format!("Region `{region}` is not reachable from this node."));
-    if req.headers().contains_key(FORWARDED_HEADER) {
-        return Err(unavailable());
+    match ask_peer(state, req, body, region).await? {
+        Answer::Reply(response) => Ok(response),
+        Answer::HeldElsewhere => Err(unreachable(region)),
     }
-    let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes()).map_err(|_| unavailable())?;
+}
+
+/// [`to_peer`], telling apart a peer that holds the application elsewhere.
+///
+/// A request that was itself forwarded here is not sent on: it is answered
+/// with where this node finds the application (for its sender to follow).
+/// The region's nodes are tried in the route table's order. A node that
+/// refuses the connection never saw the request, so the next one is tried
+/// whatever the method; a node that fails after the request was sent is
+/// passed over only for a request that is safe to repeat (GET, HEAD,
+/// OPTIONS). Either way the client sees one answer.
+pub async fn ask_peer(
+    state: &AppState,
+    req: &actix_web::HttpRequest,
+    body: web::Bytes,
+    region: Region,
+) -> Result<Answer, ApiError> {
+    if was_forwarded(req) {
+        let mut held_elsewhere = actix_web::ResponseError::error_response(&unreachable(region));
+        let value = header::HeaderValue::from_static(region.as_str());
+        held_elsewhere.headers_mut().insert(header::HeaderName::from_static(HELD_ELSEWHERE_HEADER), value);
+        return Ok(Answer::Reply(held_elsewhere));
+    }
+    let method = reqwest::Method::from_bytes(req.method().as_str().as_bytes()).map_err(|_| unreachable(region))?;
     let routes = state.directory.routes();
     let repeatable = matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS);
     for node in routes.targets(region) {
@@ -60,12 +98,19 @@ pub async fn to_peer(
             }
             Err(err) => {
                 tracing::warn!(error = %err, %node, %region, "forwarding to a peer failed");
-                return Err(unavailable());
+                return Err(unreachable(region));
             }
         };
-        return relay(answer, region).await.ok_or_else(unavailable);
+        if answer.headers().contains_key(HELD_ELSEWHERE_HEADER) {
+            return Ok(Answer::HeldElsewhere);
+        }
+        return relay(answer, region).await.map(Answer::Reply).ok_or_else(|| unreachable(region));
     }
-    Err(unavailable())
+    Err(unreachable(region))
+}
+
+pub fn unreachable(region: Region) -> ApiError {
+    ApiError::unavailable(format!("Region `{region}` is not reachable from this node."))
 }
 
 async fn send(

@@ -4,9 +4,10 @@
 //! the catalog first: an application made during the backup is then at
 //! worst rows in its region's copy that no catalog row names, never a
 //! catalog row whose data is missing. The master key file goes with them
-//! (without it nothing sealed opens), and `manifest.json` lists what is
-//! there. PostgreSQL is backed up with its own tools, per shard and the
-//! catalog (docs/operations/postgresql.md).
+//! (without it nothing sealed opens; the previous key's too, during a
+//! rotation), and `manifest.json` lists what is there. PostgreSQL is
+//! backed up with its own tools, per shard and the catalog
+//! (docs/operations/postgresql.md).
 use std::path::{Path, PathBuf};
 
 use sea_orm::{ConnectionTrait, DbBackend};
@@ -16,7 +17,7 @@ use super::Storage;
 
 pub const FORMAT: &str = "gatehouse.backup.v1";
 const MANIFEST: &str = "manifest.json";
-const MASTER_KEY: &str = "master.key";
+use crate::crypto::master_key::{FILE as MASTER_KEY, PREVIOUS_FILE as PREVIOUS_MASTER_KEY};
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Manifest {
@@ -27,6 +28,10 @@ pub struct Manifest {
     /// Whether `master.key` is in the backup (false: the key is
     /// configured, `security.master_key`, and must be kept with it).
     pub master_key_file: bool,
+    /// Whether `master.key.previous` is in the backup: one taken during a
+    /// master-key rotation, which the restored node finishes.
+    #[serde(default)]
+    pub previous_master_key_file: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -76,18 +81,22 @@ pub async fn backup(storage: &Storage, data_dir: &Path, to: &Path) -> Result<Man
         db.conn.execute_unprepared(&format!("VACUUM INTO '{quoted}'")).await?;
         databases.push(file);
     }
-    let key = data_dir.join(MASTER_KEY);
-    let master_key_file = key.exists();
-    if master_key_file {
-        let copy = to.join(MASTER_KEY);
-        std::fs::copy(&key, &copy).map_err(io(&copy))?;
-        private(&copy)?;
+    let mut copied = [false; 2];
+    for (file, copied) in [MASTER_KEY, PREVIOUS_MASTER_KEY].into_iter().zip(&mut copied) {
+        let key = data_dir.join(file);
+        *copied = key.exists();
+        if *copied {
+            let copy = to.join(file);
+            std::fs::copy(&key, &copy).map_err(io(&copy))?;
+            private(&copy)?;
+        }
     }
     let manifest = Manifest {
         format: FORMAT.to_string(),
         created_at: crate::clock::format(crate::clock::now()),
         databases,
-        master_key_file,
+        master_key_file: copied[0],
+        previous_master_key_file: copied[1],
     };
     let path = to.join(MANIFEST);
     let text = serde_json::to_string_pretty(&manifest).expect("a manifest serializes");
@@ -112,19 +121,18 @@ pub fn restore(from: &Path, data_dir: &Path) -> Result<Manifest, BackupError> {
     if in_use || (manifest.master_key_file && data_dir.join(MASTER_KEY).exists()) {
         return Err(BackupError::DataDirInUse(data_dir.to_path_buf()));
     }
-    let mut files = manifest.databases.clone();
-    if manifest.master_key_file {
-        files.push(MASTER_KEY.to_string());
-    }
-    for file in &files {
+    for file in &manifest.databases {
         if file.contains('/') || file.contains("..") {
             return Err(not_a_backup());
         }
         let target = data_dir.join(file);
         std::fs::copy(from.join(file), &target).map_err(io(&target))?;
     }
-    if manifest.master_key_file {
-        private(&data_dir.join(MASTER_KEY))?;
+    let keys = [(MASTER_KEY, manifest.master_key_file), (PREVIOUS_MASTER_KEY, manifest.previous_master_key_file)];
+    for (file, _) in keys.into_iter().filter(|(_, in_backup)| *in_backup) {
+        let target = data_dir.join(file);
+        std::fs::copy(from.join(file), &target).map_err(io(&target))?;
+        private(&target)?;
     }
     Ok(manifest)
 }

@@ -85,6 +85,12 @@ pub async fn list_applications(
     page.fetch(query, &catalog.conn).await
 }
 
+/// Every application's id, oldest first.
+pub async fn application_ids(catalog: &Db) -> Result<Vec<Uuid>, DbErr> {
+    let ids = application::Entity::find().select_only().column(application::Column::Id);
+    ids.order_by_asc(application::Column::CreatedAt).into_tuple().all(&catalog.conn).await
+}
+
 /// Every application's `allowed_origins` list.
 pub async fn origin_lists(catalog: &Db) -> Result<Vec<serde_json::Value>, DbErr> {
     application::Entity::find()

@@ -27,6 +27,7 @@ use crate::{
 pub mod backup;
 pub mod catalog;
 pub mod delivery_queue;
+pub mod keyed_hash_secret;
 mod limits;
 pub mod move_journal;
 mod page;
@@ -371,9 +372,8 @@ impl Storage {
         if let Some(max) = settings.storage.max_connections.filter(|max| *max < pools::MIN_POOL) {
             return Err(DbErr::Custom(format!("storage.max_connections is {max}: it must be at least 2")));
         }
-        let master_key =
-            MasterKey::load_or_generate(settings.security.master_key.as_deref(), &settings.storage.data_dir)
-                .map_err(|err| DbErr::Custom(format!("the master key: {err}")))?;
+        let master_key = MasterKey::load_or_generate(&settings.security, &settings.storage.data_dir)
+            .map_err(|err| DbErr::Custom(format!("the master key: {err}")))?;
         let held = settings.node.regions.clone();
         let urls: BTreeMap<Shard, String> = settings
             .deployment
@@ -491,6 +491,13 @@ impl Storage {
         let added_at = read(&self.added_at);
         let settled = |s: &Shard| added_at.get(s).is_none_or(|at| crate::clock::now() - *at >= shards::PLACED_AFTER);
         read(&self.urls).keys().filter(|s| s.region == region && settled(s)).copied().collect()
+    }
+
+    /// A shard of each database this node knows of (configured or added):
+    /// one for two configured with one URL.
+    pub fn known_databases(&self) -> Vec<Shard> {
+        let mut seen = std::collections::BTreeSet::new();
+        read(&self.urls).iter().filter(|(_, url)| seen.insert((*url).clone())).map(|(shard, _)| *shard).collect()
     }
 
     /// Whether `shard` is one this node knows of (configured or added).

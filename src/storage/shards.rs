@@ -23,7 +23,7 @@ pub const REFRESH: std::time::Duration = std::time::Duration::from_secs(2);
 /// node has read it (several refreshes) and can serve what is placed there.
 pub const PLACED_AFTER: chrono::Duration = chrono::Duration::seconds(10);
 
-const URL_CONTEXT: &str = "shard database url";
+pub const URL_CONTEXT: &str = "shard database url";
 
 /// A shard recorded in the catalog, its URL opened.
 pub struct Added {

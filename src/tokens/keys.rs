@@ -419,6 +419,6 @@ fn private_key(algorithm: Algorithm, opened: &[u8]) -> Option<PrivateKey> {
     }
 }
 
-fn seal_context(application_id: Uuid, kid: Uuid) -> String {
+pub fn seal_context(application_id: Uuid, kid: Uuid) -> String {
     format!("{application_id}/signing_key/{kid}")
 }

@@ -69,6 +69,25 @@ impl Binary {
     }
 }
 
+/// The settings that point a binary at the test's PostgreSQL databases
+/// (`settings` from [`crate::helpers::TestStorage`]); none on SQLite, whose
+/// files are in the binary's own data directory.
+pub fn postgres_env(settings: &gatehouse::config::Settings) -> Vec<(String, String)> {
+    let Some(catalog_url) = settings.storage.catalog_url.clone() else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = settings.deployment.regions.iter().map(|r| r.as_str()).collect();
+    let mut env = vec![
+        ("GATEHOUSE__STORAGE__CATALOG_URL".to_string(), catalog_url),
+        ("GATEHOUSE__DEPLOYMENT__REGIONS".to_string(), names.join(",")),
+    ];
+    for (region, own) in &settings.regions {
+        let name = format!("GATEHOUSE__REGIONS__{}__DATABASE_URL", region.as_str().to_uppercase());
+        env.push((name, own.database_url.clone().unwrap()));
+    }
+    env
+}
+
 /// A running `gatehouse serve`, killed when dropped: a test that fails
 /// half-way leaves no server behind.
 pub struct Serving(Child);

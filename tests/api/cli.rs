@@ -179,15 +179,7 @@ fn serve_on_an_empty_postgresql_catalog_creates_nothing_and_names_bootstrap() {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let settings = runtime.block_on(crate::helpers::TestStorage::new()).settings.clone();
     let catalog_url = settings.storage.catalog_url.clone().unwrap();
-    let names: Vec<&str> = settings.deployment.regions.iter().map(|r| r.as_str()).collect();
-    let mut env = vec![
-        ("GATEHOUSE__STORAGE__CATALOG_URL".to_string(), catalog_url.clone()),
-        ("GATEHOUSE__DEPLOYMENT__REGIONS".to_string(), names.join(",")),
-    ];
-    for (region, own) in &settings.regions {
-        let name = format!("GATEHOUSE__REGIONS__{}__DATABASE_URL", region.as_str().to_uppercase());
-        env.push((name, own.database_url.clone().unwrap()));
-    }
+    let env = crate::binary::postgres_env(&settings);
     let binary = binary();
     let applications = || {
         runtime.block_on(async {
@@ -405,4 +397,114 @@ async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves
         .unwrap();
     let found: serde_json::Value = found.json().await.unwrap();
     assert_eq!(found["data"].as_array().unwrap().len(), 1, "{found}");
+}
+
+/// A master-key rotation: a new key made current, the server started with
+/// both, `master-key rotate` killed after its first batch under writes and
+/// run again; then the server starts with the new key alone and everything
+/// sealed before opens (signing keys, personal-data keys, webhook secrets),
+/// and keyed hashes still match (an address's key found by its HMAC).
+#[actix_web::test]
+async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_no_old_key() {
+    // On PostgreSQL when the tests run there; the key files stay in the data directory.
+    let storage = crate::helpers::TestStorage::new().await;
+    let mut binary = Binary::new(&[
+        ("RUST_LOG", "error".into()),
+        ("GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND", "0".into()),
+        ("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS", "true".into()),
+    ]);
+    for (name, value) in crate::binary::postgres_env(&storage.settings) {
+        binary.add_env(&name, value);
+    }
+    let (app, key) = binary.bootstrap();
+    let client = reqwest::Client::new();
+    let call = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>, bearer: Option<&str>| {
+        let mut request = client.request(method, format!("{}{path}", binary.base)).header("x-application-id", &app);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            (status, response.json::<serde_json::Value>().await.unwrap_or_default())
+        }
+    };
+    let password = "correct horse battery";
+    let server = binary.serve(None).await;
+    for n in 0..600 {
+        let body = serde_json::json!({"email": format!("before{n}@example.com")});
+        assert_eq!(call(reqwest::Method::POST, "/v1/users", Some(body), Some(&key)).await.0, 201);
+    }
+    let ada = serde_json::json!({"email": "ada@example.com", "password": password});
+    assert_eq!(call(reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
+    let (_, signed_in) = call(reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
+    let token = signed_in["data"]["access_token"].as_str().unwrap().to_string();
+    let ghost = serde_json::json!({"email": "ghost@example.com", "password": password});
+    assert_eq!(call(reqwest::Method::POST, "/v1/auth/sign-in", Some(ghost), None).await.0, 401);
+    let hook = serde_json::json!({"url": "http://127.0.0.1:1/hook"});
+    assert_eq!(call(reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await.0, 201);
+    drop(server);
+
+    // A new key, current from the next start; the old one still opens.
+    let renewed = binary.command(&["master-key", "new"]).output().unwrap();
+    assert!(renewed.status.success(), "{}", String::from_utf8_lossy(&renewed.stderr));
+    assert!(!binary.command(&["master-key", "new"]).output().unwrap().status.success(), "one rotation at a time");
+    let server = binary.serve(None).await;
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let (writing, client, base, app, key) =
+            (writing.clone(), client.clone(), binary.base.clone(), app.clone(), key.clone());
+        actix_web::rt::spawn(async move {
+            let mut made = 0;
+            while writing.load(std::sync::atomic::Ordering::SeqCst) {
+                let body = serde_json::json!({"email": format!("during{made}@example.com")});
+                let sent = client.post(format!("{base}/v1/users")).bearer_auth(&key).header("x-application-id", &app);
+                if sent.json(&body).send().await.is_ok_and(|r| r.status() == 201) {
+                    made += 1;
+                }
+            }
+            made
+        })
+    };
+    // Each run in a thread of its own: the writer goes on meanwhile.
+    let run = |mut command: std::process::Command| tokio::task::spawn_blocking(move || command.output().unwrap());
+    let mut first = binary.command(&["master-key", "rotate"]);
+    first.env("GATEHOUSE_FAILPOINT", "master_key_rotation.batch_committed");
+    let killed = run(first).await.unwrap();
+    assert!(!killed.status.success() && killed.stdout.is_empty(), "the first run dies after its first batch");
+    let resumed = run(binary.command(&["master-key", "rotate"])).await.unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    let rotation: serde_json::Value = serde_json::from_slice(&resumed.stdout).unwrap();
+    assert_eq!((rotation["key_id"].as_u64(), rotation["previous_key_id"].as_u64()), (Some(2), Some(1)), "{rotation}");
+    assert_eq!(rotation["remaining"], 0, "{rotation}");
+    assert!(rotation["resealed"].as_u64().unwrap() > 100, "the rest after the first batch: {rotation}");
+    writing.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(writer.await.unwrap() > 0, "writes ran beside the rotation");
+    drop(server);
+
+    // The old key gone: everything opens under the new one alone.
+    std::fs::remove_file(binary.dir.path().join("master.key.previous")).unwrap();
+    let verified = binary.command(&["audit", "verify", "--application", &app]).output().unwrap();
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+    let again = binary.command(&["master-key", "rotate"]).output().unwrap();
+    let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
+    assert_eq!((again["resealed"].as_u64(), again["remaining"].as_u64()), (Some(0), Some(0)), "{again}");
+    let _server = binary.serve(None).await;
+    assert_eq!(call(reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0, 200, "a token from before");
+    assert_eq!(call(reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0, 200, "the signing key opens");
+    let (status, rotated) =
+        call(reqwest::Method::GET, "/v1/audit-logs?type=master_key.rotated", None, Some(&key)).await;
+    assert_eq!(status, 200);
+    assert!(rotated["data"].as_array().unwrap().len() >= 2, "a row per batch, the killed run's too: {rotated}");
+    let (_, ghost) =
+        call(reqwest::Method::POST, "/v1/users", Some(serde_json::json!({"email": "ghost@example.com"})), Some(&key))
+            .await;
+    let ghost_id = ghost["data"]["id"].as_str().unwrap().to_string();
+    assert_eq!(call(reqwest::Method::DELETE, &format!("/v1/users/{ghost_id}"), None, Some(&key)).await.0, 200);
+    let (_, deleted) = call(reqwest::Method::GET, "/v1/audit-logs?type=user.deleted", None, Some(&key)).await;
+    let deleted = &deleted["data"][0]["data"];
+    assert_eq!(deleted["keys_destroyed"], 2, "the address's key, found by a keyed hash from before: {deleted}");
 }

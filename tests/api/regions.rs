@@ -101,6 +101,46 @@ async fn a_node_moves_its_application_to_a_region_another_node_serves_and_then_f
 }
 
 #[actix_web::test]
+async fn a_node_whose_entry_is_older_than_a_move_sends_the_request_where_the_catalog_says() {
+    // Arrange: A serves us and B serves eu, each naming the other as its
+    // peer; they share no bus, so B hears of no move but from a peer.
+    let mut shared = TestStorage::new().await;
+    shared.settings.server.public_url = Some("https://auth.example.test".into());
+    let a_listen = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().to_string();
+    let eu_url = shared.settings.region_url(region("eu"));
+    let mut eu_settings = shared.settings.clone();
+    eu_settings.node.regions = vec![region("eu")];
+    eu_settings.node.peers.insert(region("us"), format!("http://{a_listen}"));
+    let eu_node = gatehouse::startup::Application::build(eu_settings).await.unwrap();
+    let b_address = format!("http://127.0.0.1:{}", eu_node.port());
+    actix_web::rt::spawn(eu_node.run_until_stopped());
+    let mut us_storage = shared;
+    us_storage.settings.server.listen = a_listen;
+    us_storage.settings.node.regions = vec![region("us")];
+    us_storage.settings.node.peers.insert(region("eu"), b_address.clone());
+    us_storage.settings.regions.insert(region("eu"), RegionSettings { database_url: Some(eu_url) });
+    let node_a = spawn_node(us_storage, region("us")).await;
+    let via_b = |method: Method, path: &str| {
+        let request = node_a.client.request(method, format!("{b_address}{path}")).bearer_auth(&node_a.caller.key);
+        request.header("x-application-id", &node_a.caller.application_id)
+    };
+    let before = node_a.raw(via_b(Method::GET, "/v1/security/region")).await;
+    assert_eq!((before.status, before.header("x-gatehouse-region")), (200, Some("us")), "B forwards to A");
+    let moved = node_a.send(&node_a.caller, Method::POST, "/v1/security/region", Some(&json!({"region": "eu"}))).await;
+    assert_eq!(moved.status, 200, "{:?}", moved.body);
+
+    // Act: B's entry still says us; A, asked, finds the application in eu.
+    let read = node_a.raw(via_b(Method::GET, "/v1/security/region")).await;
+    let written = node_a.raw(via_b(Method::POST, "/v1/api-keys").json(&json!({"name": "after-the-move"}))).await;
+
+    // Assert: B read its entry afresh and answered itself, body and all.
+    assert_eq!((read.status, read.data()["region"].clone()), (200, json!("eu")), "{:?}", read.body);
+    assert_eq!(read.header("x-gatehouse-region"), None, "served by B itself");
+    assert_eq!((written.status, written.data()["name"].clone()), (201, json!("after-the-move")), "{:?}", written.body);
+    assert!(written.header("x-gatehouse-held-elsewhere").is_none());
+}
+
+#[actix_web::test]
 async fn a_node_that_cannot_reach_the_new_regions_database_refuses_the_move_and_changes_nothing() {
     let mut shared = TestStorage::new().await;
     shared.settings.node.regions = vec![region("us")];

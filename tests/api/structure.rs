@@ -2,7 +2,7 @@
 //! registry of tenant tables, the commit that refuses an unaudited change,
 //! and a settings change that survives a crash with its audit row.
 use entity::organization;
-use gatehouse::{auth::public_scope, storage::tenant_tables};
+use gatehouse::{areas::master_key_rotation, auth::public_scope, storage::tenant_tables};
 use sea_orm::{ActiveValue::Set, ConnectionTrait, DbBackend, Statement};
 use serde_json::{json, Value};
 
@@ -32,6 +32,29 @@ async fn every_regional_table_with_an_application_id_is_a_registered_tenant_tabl
     let registered = tenant_tables();
     let missing: Vec<&String> = found.iter().filter(|t| !registered.contains(&t.as_str())).collect();
     assert!(missing.is_empty(), "tables with application_id not registered as tenant tables: {missing:?}");
+}
+
+#[actix_web::test]
+async fn every_sealed_column_of_the_regional_schema_is_one_a_master_key_rotation_seals_again() {
+    let app = spawn_app().await;
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
+    let sql = match shard.backend() {
+        DbBackend::Sqlite => {
+            "SELECT m.name || '.' || c.name AS t FROM sqlite_master m JOIN pragma_table_info(m.name) c \
+             WHERE m.type = 'table' AND c.name LIKE '%sealed'"
+        }
+        _ => {
+            "SELECT table_name || '.' || column_name AS t FROM information_schema.columns \
+             WHERE column_name LIKE '%sealed' AND table_schema = current_schema()"
+        }
+    };
+    let rows = shard.conn.query_all(Statement::from_string(shard.backend(), sql)).await.unwrap();
+    let mut found: Vec<String> = rows.iter().map(|r| r.try_get::<String>("", "t").unwrap()).collect();
+    found.sort();
+    let mut registered: Vec<String> =
+        master_key_rotation::SEALED.iter().map(|c| format!("{}.{}", c.table, c.column)).collect();
+    registered.sort();
+    assert_eq!(found, registered, "sealed columns in the schema, and those the rotation knows");
 }
 
 #[actix_web::test]

@@ -74,7 +74,7 @@ impl Mail {
 }
 
 /// What a queued mail is sealed to.
-fn sealing_context(application_id: Uuid, id: Uuid) -> String {
+pub fn sealing_context(application_id: Uuid, id: Uuid) -> String {
     format!("{application_id}/mail_queue/{id}")
 }
 

@@ -166,7 +166,7 @@ pub fn application_of_state(state: &str) -> Option<Uuid> {
 }
 
 /// Where the PKCE verifier of a flow is sealed to.
-fn verifier_context(application_id: Uuid, flow_id: Uuid) -> String {
+pub fn verifier_context(application_id: Uuid, flow_id: Uuid) -> String {
     format!("{application_id}/oauth_flow/{flow_id}/code_verifier")
 }
 

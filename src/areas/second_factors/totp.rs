@@ -35,7 +35,7 @@ pub struct Enrolment {
     pub secret: String,
 }
 
-fn context(application_id: Uuid, user_id: Uuid) -> String {
+pub fn context(application_id: Uuid, user_id: Uuid) -> String {
     format!("mfa-totp/{application_id}/{user_id}")
 }
 

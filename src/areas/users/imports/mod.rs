@@ -33,7 +33,7 @@ pub const LEASE: std::time::Duration = std::time::Duration::from_secs(60);
 pub const BATCH: usize = 500;
 
 /// What the job's lines are sealed to.
-fn sealing_context(application_id: Uuid, id: Uuid) -> String {
+pub fn sealing_context(application_id: Uuid, id: Uuid) -> String {
     format!("{application_id}/user_imports/{id}")
 }
 
