@@ -2,7 +2,10 @@
 # Bulk import throughput and a user's export and erasure, on SQLite and
 # PostgreSQL: `gatehouse users import` of USERS users (bcrypt hashes, a
 # third of them in one of 50 organizations), timed whole; then the size
-# and time of one user's export and of their erasure through the API.
+# and time of one user's export and of their erasure through the API; then
+# the whole application's archive (`gatehouse export`) and its import into a
+# fresh embedded deployment (`gatehouse import`), and a master-key rotation
+# there (`gatehouse master-key rotate`).
 #   bash bench/import.sh [sqlite] [postgres]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -65,8 +68,31 @@ PY
     "$base_url/v1/users/$user/export" -H "Authorization: Bearer $key" -H "x-application-id: $app"
   curl -sf -o /dev/null -X DELETE -w "$backend: one user's erasure: %{time_total} s\n" \
     "$base_url/v1/users/$user" -H "Authorization: Bearer $key" -H "x-application-id: $app"
+  # The whole application as an archive, exported while it serves, and
+  # imported into a fresh embedded deployment.
+  local started ended
+  started=$(date +%s.%N)
+  "$BIN" export --application "$app" --to "$dir/archive" --key-file "$dir/archive.key" >/dev/null
+  ended=$(date +%s.%N)
+  echo "$backend: the application's archive: $(du -sb "$dir/archive" | cut -f1) bytes, exported in $(elapsed "$started" "$ended") s"
   kill "$pid"; wait "$pid" 2>/dev/null || true
+  started=$(date +%s.%N)
+  env -u GATEHOUSE__STORAGE__CATALOG_URL -u GATEHOUSE__REGIONS__US__DATABASE_URL -u GATEHOUSE__REGIONS__EU__DATABASE_URL \
+    -u GATEHOUSE__REGIONS__AP__DATABASE_URL GATEHOUSE__STORAGE__DATA_DIR="$dir/second" \
+    "$BIN" import --from "$dir/archive" --key-file "$dir/archive.key" >/dev/null
+  ended=$(date +%s.%N)
+  echo "$backend: that archive imported into a fresh SQLite deployment in $(elapsed "$started" "$ended") s"
+  # A master-key rotation of that deployment (the server stopped: the command alone).
+  GATEHOUSE__STORAGE__DATA_DIR="$dir/second" "$BIN" master-key new >/dev/null
+  started=$(date +%s.%N)
+  env -u GATEHOUSE__STORAGE__CATALOG_URL -u GATEHOUSE__REGIONS__US__DATABASE_URL -u GATEHOUSE__REGIONS__EU__DATABASE_URL \
+    -u GATEHOUSE__REGIONS__AP__DATABASE_URL GATEHOUSE__STORAGE__DATA_DIR="$dir/second" \
+    "$BIN" master-key rotate > "$dir/rotation.json"
+  ended=$(date +%s.%N)
+  echo "$backend: its master-key rotation: $(json_field '["resealed"]' < "$dir/rotation.json") values sealed again in $(elapsed "$started" "$ended") s"
   rm -rf "$dir"
 }
+
+elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv[1]):.1f}')" "$1" "$2"; }
 
 for backend in "${BACKENDS[@]}"; do bench_backend "$backend"; done

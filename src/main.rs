@@ -2,6 +2,7 @@ use std::{path::PathBuf, process::ExitCode};
 
 use clap::{Parser, Subcommand};
 use gatehouse::{
+    areas::application_archive::{self, ArchiveError},
     audit,
     bootstrap::{self, BootstrapRequest, FirstStart},
     config::Settings,
@@ -63,6 +64,30 @@ enum Command {
     Restore {
         #[arg(long)]
         from: PathBuf,
+    },
+    /// Write a whole application into an archive directory, its secrets
+    /// sealed under a key of the archive's own, written to `--key-file`
+    /// (docs/operations/application-archives.md).
+    Export {
+        #[arg(long)]
+        application: Uuid,
+        /// A new directory (or an empty one).
+        #[arg(long)]
+        to: PathBuf,
+        /// A new file for the archive's key (mode 0600); keep it apart from the archive.
+        #[arg(long)]
+        key_file: PathBuf,
+    },
+    /// Restore an application from an archive into this deployment, where
+    /// it must not exist yet.
+    Import {
+        #[arg(long)]
+        from: PathBuf,
+        #[arg(long)]
+        key_file: PathBuf,
+        /// The region to restore it in (default: the archive's).
+        #[arg(long)]
+        region: Option<String>,
     },
     /// End users: import them from another system.
     Users {
@@ -319,6 +344,28 @@ async fn run(cli: Cli) -> Result<ExitCode, Box<dyn std::error::Error>> {
             }
         }
         Command::MasterKey { command } => return master_key_command(&settings, command).await,
+        Command::Export { application, to, key_file } => {
+            let storage = startup::open_storage(&settings).await?;
+            match application_archive::export(&storage, application, &to, &key_file).await {
+                Ok(manifest) => println!("{}", serde_json::to_string(&manifest)?),
+                Err(ArchiveError::Refused(why)) => {
+                    eprintln!("gatehouse: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
+        Command::Import { from, key_file, region } => {
+            let storage = startup::open_storage(&settings).await?;
+            match application_archive::import(&storage, &settings, &from, &key_file, region.as_deref()).await {
+                Ok(imported) => println!("{}", serde_json::to_string(&imported)?),
+                Err(ArchiveError::Refused(why)) => {
+                    eprintln!("gatehouse: {why}");
+                    return Ok(ExitCode::FAILURE);
+                }
+                Err(err) => return Err(err.into()),
+            }
+        }
         Command::Audit { command: AuditCommand::Verify { application } } => {
             let storage = startup::open_storage(&settings).await?;
             let mut found = false;

@@ -11,10 +11,13 @@
 //! go in transactions of at most [`BATCH`], each with its
 //! `master_key.rotated` audit row, so a crash loses nothing and running the
 //! command again resumes where it stopped. The catalog's sealed values (the
-//! added shards' URLs, the keyed-hash secret) go first.
+//! added shards' URLs, the keyed-hash secret) go first. The same list
+//! seals an application archive's values under the archive's key and back
+//! ([`seal_all_again`], `areas::application_archive`).
 //!
-//! The queries name tables and columns from [`SEALED`] and always filter by
-//! the application (allowed by name for clippy's `disallowed_methods`).
+//! The queries name tables and columns from these lists, and a regional
+//! one always filters by the application (allowed by name for clippy's
+//! `disallowed_methods`).
 #![allow(clippy::disallowed_methods)]
 use std::collections::BTreeMap;
 
@@ -195,17 +198,21 @@ pub async fn rotate(storage: &Storage) -> Result<Rotation, DbErr> {
     Ok(rotation)
 }
 
-/// The catalog's sealed values: the added shards' URLs, the deployment's
-/// secrets. Nodes read them rarely; no audit chain holds them.
+/// The catalog's sealed columns (table, column, the one context of their
+/// values): the added shards' URLs, the deployment's secrets.
+const CATALOG_SEALED: [(&str, &str, &str); 2] = [
+    ("shards", "database_url_sealed", shards::URL_CONTEXT),
+    ("deployment_secrets", "value_sealed", keyed_hash_secret::CONTEXT),
+];
+
+/// The catalog's sealed values. Nodes read them rarely; no audit chain
+/// holds them.
 async fn reseal_catalog(catalog: &Db, key: &MasterKey, previous: u8) -> Result<u64, DbErr> {
     let mut resealed = 0;
-    for (table, column, part, context) in [
-        ("shards", "database_url_sealed", "name", shards::URL_CONTEXT),
-        ("deployment_secrets", "value_sealed", "name", keyed_hash_secret::CONTEXT),
-    ] {
+    for (table, column, context) in CATALOG_SEALED {
         let backend = catalog.conn.get_database_backend();
         let select = format!(
-            "SELECT {part} AS part, {column} AS sealed FROM {table} WHERE substr({column}, 1, 1) = {}",
+            "SELECT {column} AS sealed FROM {table} WHERE substr({column}, 1, 1) = {}",
             placeholder(backend, 1)
         );
         let rows = catalog
@@ -252,9 +259,13 @@ async fn reseal_application(
         // first statement writes, so SQLite waits for another process's
         // writer instead of failing a read snapshot gone stale.
         let mut found = Vec::new();
-        for sealed in SEALED {
+        for column in SEALED {
             let room = BATCH.saturating_sub(found.len() as u64);
-            found.extend(sealed_by_previous(&db.conn, sealed, id, key, previous, room).await?);
+            if room == 0 {
+                break;
+            }
+            let (values, _) = sealed_again(&db.conn, column, id, key, key, Some(previous), Some(room)).await?;
+            found.extend(values);
         }
         let mut txn = scope.begin().await?;
         let mut batch = BTreeMap::<String, u64>::new();
@@ -278,46 +289,84 @@ async fn reseal_application(
 /// A value sealed under the previous key, and the same sealed again.
 struct Resealed {
     column: &'static SealedColumn,
+    /// The row's column of the context: with the application, it finds the
+    /// row by an index.
+    part: PartValue,
     old: Vec<u8>,
     new: Vec<u8>,
 }
 
-/// Up to `limit` of one column's values under the previous key, sealed
-/// again; a value that does not open is left (and stays counted in
-/// [`Rotation::remaining`]).
-async fn sealed_by_previous(
+/// Seals every sealed value of the application in `conn` again: opened
+/// with `from`, sealed with `to` (an application archive's export and
+/// import). Fails on a value `from` does not open.
+pub async fn seal_all_again(
+    conn: &impl ConnectionTrait,
+    application_id: Uuid,
+    from: &MasterKey,
+    to: &MasterKey,
+) -> Result<u64, DbErr> {
+    let mut resealed = 0;
+    for column in SEALED {
+        let (values, unopened) = sealed_again(conn, column, application_id, from, to, None, None).await?;
+        if unopened > 0 {
+            return Err(DbErr::Custom(format!(
+                "{unopened} value(s) of {}.{} do not open under the key in use (a rotation unfinished?)",
+                column.table, column.column
+            )));
+        }
+        for value in values {
+            resealed += u64::from(write_if_unchanged(conn, application_id, &value).await?);
+        }
+    }
+    Ok(resealed)
+}
+
+/// One column's values of the application (an empty one is no value: a
+/// finished import's lines are emptied; only those sealed under key
+/// `only`, when given; at most `limit`), opened with `from` and sealed again
+/// with `to`; and how many did not open, which are left as they are (and
+/// stay counted in [`Rotation::remaining`]).
+async fn sealed_again(
     conn: &impl ConnectionTrait,
     column: &'static SealedColumn,
     application_id: Uuid,
-    key: &MasterKey,
-    previous: u8,
-    limit: u64,
-) -> Result<Vec<Resealed>, DbErr> {
+    from: &MasterKey,
+    to: &MasterKey,
+    only: Option<u8>,
+    limit: Option<u64>,
+) -> Result<(Vec<Resealed>, u64), DbErr> {
     let backend = conn.get_database_backend();
     let (table, name) = (column.table, column.column);
     let part = match column.part {
         Part::Id(part) | Part::Name(part) => part,
         Part::None => "application_id",
     };
-    let select = format!(
-        "SELECT {part} AS part, {name} AS sealed FROM {table} \
-         WHERE application_id = {} AND substr({name}, 1, 1) = {} LIMIT {limit}",
-        placeholder(backend, 1),
-        placeholder(backend, 2),
+    let mut select = format!(
+        "SELECT {part} AS part, {name} AS sealed FROM {table} WHERE application_id = {} AND length({name}) > 0",
+        placeholder(backend, 1)
     );
-    let values = [Value::from(application_id), Value::from(vec![previous])];
-    let mut found = Vec::new();
+    let mut values = vec![Value::from(application_id)];
+    if let Some(only) = only {
+        select += &format!(" AND substr({name}, 1, 1) = {}", placeholder(backend, 2));
+        values.push(Value::from(vec![only]));
+    }
+    if let Some(limit) = limit {
+        select += &format!(" LIMIT {limit}");
+    }
+    let (mut found, mut unopened) = (Vec::new(), 0);
     for row in conn.query_all(Statement::from_sql_and_values(backend, select, values)).await? {
         let old: Vec<u8> = row.try_get("", "sealed")?;
-        let context = (column.context)(application_id, &part_value(&column.part, &row)?);
-        match seal::open(key, &context, &old) {
-            Ok(plain) => found.push(Resealed { column, new: seal::seal(key, &context, &plain), old }),
+        let part = part_value(&column.part, &row)?;
+        let context = (column.context)(application_id, &part);
+        match seal::open(from, &context, &old) {
+            Ok(plain) => found.push(Resealed { column, part, new: seal::seal(to, &context, &plain), old }),
             Err(_) => {
-                tracing::warn!(%application_id, table, name, "a sealed value does not open under the previous key; left as it is")
+                tracing::warn!(%application_id, table, name, "a sealed value does not open; left as it is");
+                unopened += 1;
             }
         }
     }
-    Ok(found)
+    Ok((found, unopened))
 }
 
 /// Writes the value sealed again where the old one still is: a node that
@@ -329,13 +378,22 @@ async fn write_if_unchanged(
 ) -> Result<bool, DbErr> {
     let backend = conn.get_database_backend();
     let (table, name) = (value.column.table, value.column.column);
-    let update = format!(
+    let mut update = format!(
         "UPDATE {table} SET {name} = {} WHERE application_id = {} AND {name} = {}",
         placeholder(backend, 1),
         placeholder(backend, 2),
         placeholder(backend, 3),
     );
-    let values = [Value::from(value.new.clone()), Value::from(application_id), Value::from(value.old.clone())];
+    let mut values = vec![Value::from(value.new.clone()), Value::from(application_id), Value::from(value.old.clone())];
+    let row = match (&value.column.part, &value.part) {
+        (Part::Id(part), PartValue::Id(id)) => Some((part, Value::from(*id))),
+        (Part::Name(part), PartValue::Name(name)) => Some((part, Value::from(name.clone()))),
+        _ => None,
+    };
+    if let Some((part, key)) = row {
+        update += &format!(" AND {part} = {}", placeholder(backend, 4));
+        values.push(key);
+    }
     Ok(conn.execute(Statement::from_sql_and_values(backend, update, values)).await?.rows_affected() > 0)
 }
 
@@ -350,7 +408,8 @@ fn part_value(part: &Part, row: &QueryResult) -> Result<PartValue, DbErr> {
 /// Values sealed under another key than `current`, in the catalog and in
 /// every regional database this configuration reaches.
 async fn remaining(storage: &Storage, current: u8) -> Result<u64, DbErr> {
-    let catalog_columns = [("shards", "database_url_sealed"), ("deployment_secrets", "value_sealed")];
+    let catalog_columns: Vec<(&str, &str)> =
+        CATALOG_SEALED.iter().map(|(table, column, _)| (*table, *column)).collect();
     let mut count = count_other_keys(&storage.catalog, &catalog_columns, current).await?;
     let regional: Vec<(&str, &str)> = SEALED.iter().map(|s| (s.table, s.column)).collect();
     for shard in storage.known_databases() {
@@ -366,7 +425,7 @@ async fn count_other_keys(db: &Db, columns: &[(&str, &str)], current: u8) -> Res
     let mut count = 0;
     for (table, column) in columns {
         let select = format!(
-            "SELECT COUNT(*) AS n FROM {table} WHERE {column} IS NOT NULL AND substr({column}, 1, 1) <> {}",
+            "SELECT COUNT(*) AS n FROM {table} WHERE length({column}) > 0 AND substr({column}, 1, 1) <> {}",
             placeholder(backend, 1)
         );
         let statement = Statement::from_sql_and_values(backend, select, [Value::from(vec![current])]);

@@ -3,6 +3,7 @@
 //! query of a regional table filters on `application_id`.
 pub mod access_reviews;
 pub mod api_keys;
+pub mod application_archive;
 pub mod applications;
 pub mod auth;
 pub mod billing;

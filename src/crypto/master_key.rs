@@ -175,7 +175,8 @@ fn read_if_present(path: &Path) -> Result<Option<MasterKey>, MasterKeyError> {
     }
 }
 
-fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+/// Writes a new file only its owner reads (an existing one is left as it is).
+pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     use std::io::Write;
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);

@@ -41,6 +41,8 @@ catalog! {
     ApplicationCreated => "application.created", "An application was created (with its first secret key).";
     ApplicationUpdated => "application.updated", "An application's settings changed; `data.changed` names the fields.";
     ApplicationRegionChanged => "application.region_changed", "An application's data finished moving to another region.";
+    ApplicationExported => "application.exported", "The whole application was exported as an archive (`gatehouse export`); the archive ends with this row.";
+    ApplicationImported => "application.imported", "The application was imported from an archive (`gatehouse import`) into this deployment; `data` says what did not carry over.";
     ApplicationRegionMoveRolledBack => "application.region_move_rolled_back", "A region move was given up before its switch (its copy failed within the bound, or an operator cancelled it); the application stays where it was.";
     MasterKeyRotated => "master_key.rotated", "The application's sealed secrets were sealed again under the deployment's new master key (`gatehouse master-key rotate`); `values` counts them.";
     ApiKeyCreated => "api_key.created", "A secret key, personal key or service-account key was created.";

@@ -10,8 +10,8 @@ use entity::{
     account, application, pending_audit_event, processor_account, processor_account_claim, unmatched_processor_event,
 };
 use sea_orm::{
-    ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, IntoActiveModel, PaginatorTrait, QueryFilter, QueryOrder,
-    QuerySelect,
+    sea_query::OnConflict, ActiveValue::Set, ColumnTrait, ConnectionTrait, DbErr, EntityTrait, IntoActiveModel,
+    PaginatorTrait, QueryFilter, QueryOrder, QuerySelect,
 };
 use uuid::Uuid;
 
@@ -83,6 +83,33 @@ pub async fn list_applications(
         .order_by_asc(application::Column::CreatedAt)
         .order_by_asc(application::Column::Id);
     page.fetch(query, &catalog.conn).await
+}
+
+/// The application's catalog rows, its account's and its own, from one
+/// database with the catalog's schema into another (an application archive,
+/// and back). Into the catalog, `place` puts it in its region and shard and
+/// an account already there is kept. `false`: `to` has the application.
+pub async fn copy_application_rows(
+    from: &impl ConnectionTrait,
+    to: &impl ConnectionTrait,
+    id: Uuid,
+    place: Option<(&str, Option<String>)>,
+) -> Result<bool, DbErr> {
+    let Some(mut row) = application::Entity::find_by_id(id).one(from).await? else {
+        return Err(DbErr::RecordNotFound(format!("application {id}")));
+    };
+    if application::Entity::find_by_id(id).one(to).await?.is_some() {
+        return Ok(false);
+    }
+    let account = account::Entity::find_by_id(row.account_id).one(from).await?;
+    let account = account.ok_or_else(|| DbErr::RecordNotFound(format!("account {}", row.account_id)))?;
+    let keep = OnConflict::column(account::Column::Id).do_nothing().to_owned();
+    account::Entity::insert(account::ActiveModel::from(account)).on_conflict(keep).do_nothing().exec(to).await?;
+    if let Some((region, shard)) = place {
+        (row.region, row.shard, row.moving_to, row.moving_to_shard) = (region.to_string(), shard, None, None);
+    }
+    application::Entity::insert(application::ActiveModel::from(row)).exec_without_returning(to).await?;
+    Ok(true)
 }
 
 /// Every application's id, oldest first.

@@ -429,6 +429,19 @@ impl Storage {
         Ok(())
     }
 
+    /// A SQLite file holding the catalog's schema and the regional one,
+    /// migrated to this version: an application archive
+    /// (`areas::application_archive`). One from a later version (a
+    /// migration this one does not know) is refused.
+    pub async fn open_archive(&self, path: &std::path::Path) -> Result<Db, DbErr> {
+        let url = format!("sqlite://{}", path.display());
+        let archive = Db::connect(&url, "archive", 2, &self.master_key).await?;
+        let later = |err: DbErr| DbErr::Custom(format!("the archive is of a later version of Gatehouse: {err}"));
+        migrate_one::<migration::CatalogMigrator>(&archive).await.map_err(later)?;
+        migrate_one::<migration::RegionMigrator>(&archive).await.map_err(later)?;
+        Ok(archive)
+    }
+
     /// The open database of a shard of a held region.
     pub fn shard(&self, shard: Shard) -> Option<Db> {
         read(&self.open).get(&shard).cloned()

@@ -319,10 +319,16 @@ fn users_import_works_a_file_in_the_command_and_exits_1_when_a_line_is_refused()
 async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves() {
     // The restored node answers at the same public URL (its tokens' issuer), on a port of its own.
     let public_url = ("GATEHOUSE__SERVER__PUBLIC_URL", "https://id.example.test".to_string());
+    let fast_webhooks = [
+        ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "50".to_string()),
+        ("GATEHOUSE__WEBHOOKS__RETRY_SCHEDULE", "0s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s".to_string()),
+    ];
     let binary = Binary::new(&[
         ("RUST_LOG", "error".into()),
         ("GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND", "0".into()),
         public_url.clone(),
+        fast_webhooks[0].clone(),
+        fast_webhooks[1].clone(),
     ]);
     let (app, key) = binary.bootstrap();
     let server = binary.serve(None).await;
@@ -336,6 +342,14 @@ async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves
         request.send()
     };
     let password = "correct horse battery";
+    // A webhook whose messages fail until it points at a receiver, after the restore.
+    let hook = post(
+        "/v1/webhooks",
+        serde_json::json!({"url": "http://127.0.0.1:1/hook", "event_types": ["user.created"]}),
+        Some(&key),
+    );
+    let hook: serde_json::Value = hook.await.unwrap().json().await.unwrap();
+    let (hook_id, hook_secret) = (hook["data"]["id"].as_str().unwrap(), hook["data"]["secret"].as_str().unwrap());
     let made = post("/v1/users", serde_json::json!({"email": "ada@example.com", "password": password}), Some(&key));
     assert_eq!(made.await.unwrap().status(), 201);
     let signed_in =
@@ -372,7 +386,8 @@ async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves
     assert_eq!(manifest["master_key_file"], true);
 
     // A fresh node on the restored files.
-    let restored = Binary::new(&[("RUST_LOG", "error".into()), public_url]);
+    let restored =
+        Binary::new(&[("RUST_LOG", "error".into()), public_url, fast_webhooks[0].clone(), fast_webhooks[1].clone()]);
     let done = restored.command(&["restore", "--from", target.to_str().unwrap()]).output().unwrap();
     assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
     let again = restored.command(&["restore", "--from", target.to_str().unwrap()]).output().unwrap();
@@ -397,6 +412,19 @@ async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves
         .unwrap();
     let found: serde_json::Value = found.json().await.unwrap();
     assert_eq!(found["data"].as_array().unwrap().len(), 1, "{found}");
+    // The message pending at the backup is delivered, signed with the webhook's secret.
+    let receiver = crate::webhooks::start_receiver(vec![]).await;
+    let pointed = client
+        .patch(format!("{}/v1/webhooks/{hook_id}", restored.base))
+        .bearer_auth(&key)
+        .header("x-application-id", &app)
+        .json(&serde_json::json!({"url": receiver.url}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(pointed.status(), 200);
+    let delivered = receiver.wait_for_body("ada@example.com").await;
+    assert!(crate::webhooks::verifies(hook_secret, &delivered), "signed with the webhook's secret");
 }
 
 /// A master-key rotation: a new key made current, the server started with
@@ -447,6 +475,12 @@ async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_n
     let hook = serde_json::json!({"url": "http://127.0.0.1:1/hook"});
     assert_eq!(call(reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await.0, 201);
     drop(server);
+    // A finished import: its sealed lines are emptied, which is no value to seal again.
+    let lines = binary.dir.path().join("users.ndjson");
+    std::fs::write(&lines, "{\"external_id\": \"x-1\", \"email\": \"imported@example.com\"}\n").unwrap();
+    let imported =
+        binary.command(&["users", "import", "--application", &app, lines.to_str().unwrap()]).output().unwrap();
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
 
     // A new key, current from the next start; the old one still opens.
     let renewed = binary.command(&["master-key", "new"]).output().unwrap();
@@ -507,4 +541,253 @@ async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_n
     let (_, deleted) = call(reqwest::Method::GET, "/v1/audit-logs?type=user.deleted", None, Some(&key)).await;
     let deleted = &deleted["data"][0]["data"];
     assert_eq!(deleted["keys_destroyed"], 2, "the address's key, found by a keyed hash from before: {deleted}");
+}
+
+/// An application exported from one deployment and imported into another
+/// (fresh databases, another master key): its chain verifies there, its
+/// secret key, its users and a token issued before work, its signing key
+/// opens, and what was keyed to the first deployment's secret is gone.
+#[actix_web::test]
+async fn an_application_exported_from_one_deployment_is_imported_into_another_and_serves() {
+    let public_url = ("GATEHOUSE__SERVER__PUBLIC_URL", "https://id.example.test".to_string());
+    let deployment = |storage: &crate::helpers::TestStorage| {
+        let mut binary = Binary::new(&[
+            ("RUST_LOG", "error".into()),
+            ("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS", "true".into()),
+            ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "50".into()),
+            ("GATEHOUSE__WEBHOOKS__RETRY_SCHEDULE", "0s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s".into()),
+            public_url.clone(),
+        ]);
+        for (name, value) in crate::binary::postgres_env(&storage.settings) {
+            binary.add_env(&name, value);
+        }
+        binary
+    };
+    let (first_storage, second_storage) =
+        (crate::helpers::TestStorage::new().await, crate::helpers::TestStorage::new().await);
+    let (first, second) = (deployment(&first_storage), deployment(&second_storage));
+    let (app, key) = first.bootstrap();
+    let client = reqwest::Client::new();
+    let call =
+        |base: &str, method: reqwest::Method, path: &str, body: Option<serde_json::Value>, bearer: Option<&str>| {
+            let mut request = client.request(method, format!("{base}{path}")).header("x-application-id", &app);
+            if let Some(body) = body {
+                request = request.json(&body);
+            }
+            if let Some(bearer) = bearer {
+                request = request.bearer_auth(bearer);
+            }
+            async move {
+                let response = request.send().await.unwrap();
+                let status = response.status().as_u16();
+                (status, response.json::<serde_json::Value>().await.unwrap_or_default())
+            }
+        };
+    let server = first.serve(None).await;
+    // A webhook whose messages fail until it points at a receiver, after the import.
+    let hook = serde_json::json!({"url": "http://127.0.0.1:1/hook", "event_types": ["user.created"]});
+    let (status, hook) = call(&first.base, reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await;
+    assert_eq!(status, 201, "{hook}");
+    let (hook_id, hook_secret) = (hook["data"]["id"].as_str().unwrap(), hook["data"]["secret"].as_str().unwrap());
+    let ada = serde_json::json!({"email": "ada@example.com", "password": "correct horse battery"});
+    assert_eq!(call(&first.base, reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
+    let (_, signed_in) = call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
+    let token = signed_in["data"]["access_token"].as_str().unwrap().to_string();
+    let ghost = serde_json::json!({"email": "ghost@example.com", "password": "wrong horse battery"});
+    assert_eq!(call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ghost), None).await.0, 401);
+
+    // Act: exported while the first deployment serves; imported into the second.
+    let archive = first.dir.path().join("archive");
+    let key_file = first.dir.path().join("archive.key");
+    let (to, key_path) = (archive.to_str().unwrap(), key_file.to_str().unwrap());
+    let exported =
+        first.command(&["export", "--application", &app, "--to", to, "--key-file", key_path]).output().unwrap();
+    assert!(exported.status.success(), "{}", String::from_utf8_lossy(&exported.stderr));
+    drop(server);
+    let manifest: serde_json::Value = serde_json::from_slice(&exported.stdout).unwrap();
+    assert_eq!(manifest["format"], "gatehouse.application_archive.v1", "{manifest}");
+    let wrong_key = second.dir.path().join("wrong.key");
+    std::fs::write(&wrong_key, "1:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").unwrap();
+    let import = |key: &str| second.command(&["import", "--from", to, "--key-file", key]).output().unwrap();
+    let refused = import(wrong_key.to_str().unwrap());
+    assert!(!refused.status.success(), "another key opens nothing");
+    let imported = import(key_path);
+    assert!(imported.status.success(), "{}", String::from_utf8_lossy(&imported.stderr));
+    assert!(!import(key_path).status.success(), "an application the deployment has is refused");
+
+    // Assert
+    let imported: serde_json::Value = serde_json::from_slice(&imported.stdout).unwrap();
+    assert_eq!(imported["rows"], manifest["rows"], "{imported}");
+    assert_eq!(imported["address_keys_destroyed"], 1, "the ghost's address was keyed to the first deployment");
+    let verified = second.command(&["audit", "verify", "--application", &app]).output().unwrap();
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+    let _server = second.serve(None).await;
+    let base = second.base.clone();
+    assert_eq!(
+        call(&base, reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0,
+        200,
+        "a token from before"
+    );
+    let (status, users) = call(&base, reqwest::Method::GET, "/v1/users?email=ada@example.com", None, Some(&key)).await;
+    assert_eq!(
+        (status, users["data"].as_array().map(Vec::len)),
+        (200, Some(1)),
+        "the secret key and the user: {users}"
+    );
+    assert_eq!(
+        call(&base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0,
+        200,
+        "the signing key opens"
+    );
+    let (_, rows) = call(&base, reqwest::Method::GET, "/v1/audit-logs/export?limit=1000", None, Some(&key)).await;
+    let rows = rows["data"].as_array().unwrap().clone();
+    let types: Vec<&str> = rows.iter().map(|row| row["type"].as_str().unwrap()).collect();
+    let exported_at = types.iter().position(|t| *t == "application.exported").unwrap();
+    assert_eq!(types.get(exported_at + 1), Some(&"application.imported"), "{types:?}");
+    let ghost_row = rows.iter().find(|row| row["type"] == "sign_in.failed").unwrap();
+    assert_eq!(ghost_row["erased"], true, "{ghost_row}");
+    let ada_row = rows.iter().find(|row| row["type"] == "user.created").unwrap();
+    assert_eq!(ada_row["personal"]["email"], "ada@example.com", "{ada_row}");
+    // The message still pending is delivered from here, signed with the secret from before.
+    let receiver = crate::webhooks::start_receiver(vec![]).await;
+    let pointed = serde_json::json!({"url": receiver.url});
+    let path = format!("/v1/webhooks/{hook_id}");
+    assert_eq!(call(&base, reqwest::Method::PATCH, &path, Some(pointed), Some(&key)).await.0, 200);
+    let delivered = receiver.wait_for_body("ada@example.com").await;
+    assert!(crate::webhooks::verifies(hook_secret, &delivered), "signed with the webhook's secret");
+}
+
+/// docs/operations/postgresql.md's backup, as written: `pg_dump` of the
+/// catalog, then of each region's database, under writes; `pg_restore` into
+/// fresh databases; a node on them with the master key: every chain
+/// verifies, a token from before verifies, and a webhook message pending at
+/// the backup is delivered.
+#[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_postgres),
+    ignore = "needs PostgreSQL: GATEHOUSE_TEST_POSTGRES_URL=postgres://postgres@127.0.0.1:5432/postgres cargo test"
+)]
+async fn a_postgresql_backup_taken_under_writes_restores_into_fresh_databases_that_serve() {
+    use sea_orm::ConnectionTrait;
+    let Ok(admin_url) = std::env::var("GATEHOUSE_TEST_POSTGRES_URL") else {
+        eprintln!("skipped: GATEHOUSE_TEST_POSTGRES_URL is not set");
+        return;
+    };
+    let storage = crate::helpers::TestStorage::new().await;
+    let node = |env: Vec<(String, String)>| {
+        let mut binary = Binary::new(&[
+            ("RUST_LOG", "error".into()),
+            ("GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND", "0".into()),
+            ("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS", "true".into()),
+            ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "50".into()),
+            ("GATEHOUSE__WEBHOOKS__RETRY_SCHEDULE", "0s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s".into()),
+            ("GATEHOUSE__SERVER__PUBLIC_URL", "https://id.example.test".into()),
+        ]);
+        for (name, value) in env {
+            binary.add_env(&name, value);
+        }
+        binary
+    };
+    let backed_up_env = crate::binary::postgres_env(&storage.settings);
+    let first = node(backed_up_env.clone());
+    let (app, key) = first.bootstrap();
+    let client = reqwest::Client::new();
+    let call =
+        |base: &str, method: reqwest::Method, path: &str, body: Option<serde_json::Value>, bearer: Option<&str>| {
+            let mut request = client.request(method, format!("{base}{path}")).header("x-application-id", &app);
+            if let Some(body) = body {
+                request = request.json(&body);
+            }
+            if let Some(bearer) = bearer {
+                request = request.bearer_auth(bearer);
+            }
+            async move {
+                let response = request.send().await.unwrap();
+                let status = response.status().as_u16();
+                (status, response.json::<serde_json::Value>().await.unwrap_or_default())
+            }
+        };
+    let server = first.serve(None).await;
+    let hook = serde_json::json!({"url": "http://127.0.0.1:1/hook", "event_types": ["user.created"]});
+    let (_, hook) = call(&first.base, reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await;
+    let (hook_id, hook_secret) = (hook["data"]["id"].as_str().unwrap(), hook["data"]["secret"].as_str().unwrap());
+    let ada = serde_json::json!({"email": "ada@example.com", "password": "correct horse battery"});
+    assert_eq!(call(&first.base, reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
+    let (_, signed_in) = call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
+    let token = signed_in["data"]["access_token"].as_str().unwrap().to_string();
+
+    // pg_dump, the catalog first, while a writer makes users.
+    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let writer = {
+        let (writing, client, base, app, key) =
+            (writing.clone(), client.clone(), first.base.clone(), app.clone(), key.clone());
+        actix_web::rt::spawn(async move {
+            let mut made = 0;
+            while writing.load(std::sync::atomic::Ordering::SeqCst) {
+                let body = serde_json::json!({"email": format!("load{made}@example.com")});
+                let sent = client.post(format!("{base}/v1/users")).bearer_auth(&key).header("x-application-id", &app);
+                if sent.json(&body).send().await.is_ok_and(|r| r.status() == 201) {
+                    made += 1;
+                }
+            }
+            made
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let databases: Vec<(String, String)> = backed_up_env
+        .iter()
+        .filter(|(name, _)| name.ends_with("_URL"))
+        .map(|(name, url)| (name.clone(), url.clone()))
+        .collect();
+    assert_eq!(databases[0].0, "GATEHOUSE__STORAGE__CATALOG_URL", "the catalog first");
+    let dumps = first.dir.path().join("dumps");
+    std::fs::create_dir(&dumps).unwrap();
+    for (n, (_, url)) in databases.iter().enumerate() {
+        let file = dumps.join(format!("{n}.dump"));
+        let mut dump = std::process::Command::new("pg_dump");
+        dump.args(["--format=custom", "--file", file.to_str().unwrap(), url]);
+        let done = tokio::task::spawn_blocking(move || dump.output().unwrap()).await.unwrap();
+        assert!(done.status.success(), "pg_dump: {}", String::from_utf8_lossy(&done.stderr));
+    }
+    writing.store(false, std::sync::atomic::Ordering::SeqCst);
+    assert!(writer.await.unwrap() > 0, "writes ran beside the backup");
+    drop(server);
+
+    // Fresh databases, restored; a node of their own with the master key file.
+    let admin = sea_orm::Database::connect(&admin_url).await.unwrap();
+    let mut restored_env = Vec::new();
+    for (n, (name, _)) in databases.iter().enumerate() {
+        let database = format!("gh_test_{}_restored_{n}", uuid::Uuid::new_v4().simple());
+        admin.execute_unprepared(&format!("CREATE DATABASE {database}")).await.unwrap();
+        let mut url = url::Url::parse(&admin_url).unwrap();
+        url.set_path(&database);
+        let file = dumps.join(format!("{n}.dump"));
+        let restore = std::process::Command::new("pg_restore")
+            .args(["--no-owner", "--dbname", url.as_str(), file.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(restore.status.success(), "pg_restore: {}", String::from_utf8_lossy(&restore.stderr));
+        restored_env.push((name.clone(), url.to_string()));
+    }
+    restored_env.extend(backed_up_env.iter().filter(|(name, _)| !name.ends_with("_URL")).cloned());
+    let second = node(restored_env);
+    std::fs::copy(first.dir.path().join("master.key"), second.dir.path().join("master.key")).unwrap();
+
+    // Assert
+    let verified = second.command(&["audit", "verify", "--application", &app]).output().unwrap();
+    assert!(verified.status.success(), "{}", String::from_utf8_lossy(&verified.stdout));
+    let _server = second.serve(None).await;
+    let base = second.base.clone();
+    assert_eq!(
+        call(&base, reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0,
+        200,
+        "a token from before"
+    );
+    assert_eq!(call(&base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0, 200);
+    let receiver = crate::webhooks::start_receiver(vec![]).await;
+    let path = format!("/v1/webhooks/{hook_id}");
+    let pointed = serde_json::json!({"url": receiver.url});
+    assert_eq!(call(&base, reqwest::Method::PATCH, &path, Some(pointed), Some(&key)).await.0, 200);
+    let delivered = receiver.wait_for_body("ada@example.com").await;
+    assert!(crate::webhooks::verifies(hook_secret, &delivered), "signed with the webhook's secret");
 }

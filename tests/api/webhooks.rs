@@ -82,6 +82,14 @@ impl Receiver {
         wait::until(&format!("{count} deliveries"), || async { self.received.lock().unwrap().len() >= count }).await;
         self.received.lock().unwrap().clone()
     }
+
+    /// The first delivery whose body holds `needle`, once it has come.
+    pub async fn wait_for_body(&self, needle: &str) -> Received {
+        wait::until_some(&format!("a delivery holding {needle}"), || async {
+            self.received.lock().unwrap().iter().find(|d| d.body.contains(needle)).cloned()
+        })
+        .await
+    }
 }
 
 /// The endpoint's deliveries once its newest message reached `status`
