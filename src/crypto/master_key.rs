@@ -13,7 +13,7 @@ use crate::config::SecuritySettings;
 
 /// The keys that seal secrets at rest: the current one seals, and a previous
 /// one still opens what it sealed while `gatehouse master-key rotate` seals
-/// it again under the current one (`storage::master_key_rotation`).
+/// it again under the current one (`areas::master_key_rotation`).
 #[derive(Clone)]
 pub struct MasterKey {
     bytes: [u8; 32],
@@ -87,9 +87,10 @@ impl MasterKey {
         key.with_previous(previous)
     }
 
-    /// This key, still opening what `previous` sealed.
+    /// This key, still opening what `previous` sealed (nothing, if it is
+    /// this key: a `master-key new` cut short).
     pub fn with_previous(self, previous: Option<MasterKey>) -> Result<Self, MasterKeyError> {
-        match previous {
+        match previous.filter(|previous| previous.bytes != self.bytes) {
             Some(previous) if previous.id == self.id => Err(MasterKeyError::SameId(self.id, self.id % 255 + 1)),
             previous => Ok(Self { previous: previous.map(Box::new), ..self }),
         }
@@ -144,21 +145,21 @@ pub const PREVIOUS_FILE: &str = "master.key.previous";
 /// Refused while a previous key is still there (a rotation unfinished).
 pub fn renew_file(data_dir: &Path) -> Result<u8, String> {
     let (path, previous_path) = (data_dir.join(FILE), data_dir.join(PREVIOUS_FILE));
-    if previous_path.exists() {
+    let current = MasterKey::from_file(data_dir).map_err(|err| err.to_string())?;
+    let previous = read_if_present(&previous_path).map_err(|err| err.to_string())?;
+    // A previous key equal to the current one is a renewal cut short: finish it.
+    if previous.as_ref().is_some_and(|previous| previous.bytes != current.bytes) {
         return Err(format!(
             "{} exists: finish that rotation first (`gatehouse master-key rotate`, then remove the file)",
             previous_path.display()
         ));
     }
-    let current = MasterKey::from_file(data_dir).map_err(|err| err.to_string())?;
-    let text = std::fs::read_to_string(&path).map_err(|err| err.to_string())?;
-    let id = current.id % 255 + 1;
     let io = |err: std::io::Error| format!("{}: {err}", data_dir.display());
-    write_private(
-        &previous_path,
-        format!("{}:{}", current.id, text.trim().rsplit(':').next().unwrap_or("")).as_bytes(),
-    )
-    .map_err(io)?;
+    if previous.is_none() {
+        let written = format!("{}:{}", current.id, STANDARD.encode(current.bytes));
+        write_private(&previous_path, written.as_bytes()).map_err(io)?;
+    }
+    let id = current.id % 255 + 1;
     // The new key goes in whole or not at all: written aside, then renamed over.
     let next = data_dir.join(format!("{FILE}.next"));
     let _ = std::fs::remove_file(&next);
@@ -186,5 +187,28 @@ pub fn write_private(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         Ok(mut file) => file.write_all(contents),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
         Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(dir: &Path) -> MasterKey {
+        MasterKey::load_or_generate(&SecuritySettings::default(), dir).unwrap()
+    }
+
+    #[test]
+    fn a_renewal_makes_the_next_key_current_keeps_the_old_one_opening_and_finishes_when_cut_short() {
+        let dir = tempfile::tempdir().unwrap();
+        let first = load(dir.path());
+        assert_eq!((first.id, first.previous().map(|p| p.id)), (1, None));
+        // Cut short: the previous file written, the new key not yet.
+        std::fs::copy(dir.path().join(FILE), dir.path().join(PREVIOUS_FILE)).unwrap();
+        assert_eq!(load(dir.path()).previous().map(|p| p.id), None, "a previous key equal to the current one is none");
+        assert_eq!(renew_file(dir.path()), Ok(2), "running it again finishes it");
+        let renewed = load(dir.path());
+        assert_eq!((renewed.id, renewed.previous().map(|p| p.bytes)), (2, Some(first.bytes)));
+        assert!(renew_file(dir.path()).is_err(), "one rotation at a time");
     }
 }

@@ -1,7 +1,13 @@
 //! The real `gatehouse` binary for tests over the process (JSON logs, memory
 //! read from `/proc`): a fresh data directory and port, `bootstrap` once,
 //! then `serve`.
-use std::process::{Child, Command, Stdio};
+use std::{
+    process::{Child, Command, Stdio},
+    sync::{
+        atomic::{AtomicBool, Ordering},
+        Arc,
+    },
+};
 
 use serde_json::Value;
 
@@ -66,6 +72,74 @@ impl Binary {
         let _ = child.kill();
         let _ = child.wait();
         panic!("gatehouse serve did not start");
+    }
+}
+
+/// One application's API as its callers use it, on any node's address.
+pub struct Api {
+    client: reqwest::Client,
+    application: String,
+}
+
+impl Api {
+    pub fn new(application: &str) -> Api {
+        Api { client: reqwest::Client::new(), application: application.to_string() }
+    }
+
+    /// The status and the JSON body (null when there is none).
+    pub async fn call(
+        &self,
+        base: &str,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+        bearer: Option<&str>,
+    ) -> (u16, Value) {
+        let mut request =
+            self.client.request(method, format!("{base}{path}")).header("x-application-id", &self.application);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        if let Some(bearer) = bearer {
+            request = request.bearer_auth(bearer);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        (status, response.json::<Value>().await.unwrap_or_default())
+    }
+}
+
+/// Makes users (`load{n}@example.com`) through one node until stopped: the
+/// write load beside a backup, an export or a rotation.
+pub struct UserWriter {
+    writing: Arc<AtomicBool>,
+    task: actix_web::rt::task::JoinHandle<u64>,
+}
+
+impl UserWriter {
+    pub fn start(base: &str, application: &str, key: &str) -> UserWriter {
+        let writing = Arc::new(AtomicBool::new(true));
+        let (flag, url, application, key) =
+            (writing.clone(), format!("{base}/v1/users"), application.to_string(), key.to_string());
+        let task = actix_web::rt::spawn(async move {
+            let client = reqwest::Client::new();
+            let mut made = 0;
+            while flag.load(Ordering::SeqCst) {
+                let body = serde_json::json!({"email": format!("load{made}@example.com")});
+                let sent = client.post(&url).bearer_auth(&key).header("x-application-id", &application);
+                if sent.json(&body).send().await.is_ok_and(|r| r.status() == 201) {
+                    made += 1;
+                }
+            }
+            made
+        });
+        UserWriter { writing, task }
+    }
+
+    /// Stops the writer; answers how many users it made.
+    pub async fn stop(self) -> u64 {
+        self.writing.store(false, Ordering::SeqCst);
+        self.task.await.unwrap()
     }
 }
 

@@ -1,5 +1,5 @@
 //! The `gatehouse` commands, run as a user would run them.
-use crate::binary::Binary;
+use crate::binary::{Api, Binary, UserWriter};
 
 /// The binary on a fresh data directory and port, logging errors only.
 fn binary() -> Binary {
@@ -358,28 +358,12 @@ async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves
     let token = signed_in["data"]["access_token"].as_str().unwrap().to_string();
 
     // Writes go on through the backup.
-    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let writer = {
-        let (writing, client, base, app, key) =
-            (writing.clone(), client.clone(), base.clone(), app.clone(), key.clone());
-        actix_web::rt::spawn(async move {
-            let mut made = 0;
-            while writing.load(std::sync::atomic::Ordering::SeqCst) {
-                let body = serde_json::json!({"email": format!("load{made}@example.com")});
-                let sent = client.post(format!("{base}/v1/users")).bearer_auth(&key).header("x-application-id", &app);
-                if sent.json(&body).send().await.is_ok_and(|r| r.status() == 201) {
-                    made += 1;
-                }
-            }
-            made
-        })
-    };
+    let writer = UserWriter::start(&base, &app, &key);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let target = binary.dir.path().join("backup");
     let backed_up = binary.command(&["backup", "--to", target.to_str().unwrap()]).output().unwrap();
     assert!(backed_up.status.success(), "{}", String::from_utf8_lossy(&backed_up.stderr));
-    writing.store(false, std::sync::atomic::Ordering::SeqCst);
-    assert!(writer.await.unwrap() > 0, "writes ran beside the backup");
+    assert!(writer.stop().await > 0, "writes ran beside the backup");
     drop(server);
     let manifest: serde_json::Value = serde_json::from_slice(&backed_up.stdout).unwrap();
     assert_eq!(manifest["databases"][0], "catalog.db", "the catalog first: {manifest}");
@@ -445,35 +429,22 @@ async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_n
         binary.add_env(&name, value);
     }
     let (app, key) = binary.bootstrap();
-    let client = reqwest::Client::new();
-    let call = |method: reqwest::Method, path: &str, body: Option<serde_json::Value>, bearer: Option<&str>| {
-        let mut request = client.request(method, format!("{}{path}", binary.base)).header("x-application-id", &app);
-        if let Some(body) = body {
-            request = request.json(&body);
-        }
-        if let Some(bearer) = bearer {
-            request = request.bearer_auth(bearer);
-        }
-        async move {
-            let response = request.send().await.unwrap();
-            let status = response.status().as_u16();
-            (status, response.json::<serde_json::Value>().await.unwrap_or_default())
-        }
-    };
+    let api = Api::new(&app);
     let password = "correct horse battery";
     let server = binary.serve(None).await;
     for n in 0..600 {
         let body = serde_json::json!({"email": format!("before{n}@example.com")});
-        assert_eq!(call(reqwest::Method::POST, "/v1/users", Some(body), Some(&key)).await.0, 201);
+        assert_eq!(api.call(&binary.base, reqwest::Method::POST, "/v1/users", Some(body), Some(&key)).await.0, 201);
     }
     let ada = serde_json::json!({"email": "ada@example.com", "password": password});
-    assert_eq!(call(reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
-    let (_, signed_in) = call(reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
+    assert_eq!(api.call(&binary.base, reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
+    let (_, signed_in) =
+        api.call(&binary.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
     let token = signed_in["data"]["access_token"].as_str().unwrap().to_string();
     let ghost = serde_json::json!({"email": "ghost@example.com", "password": password});
-    assert_eq!(call(reqwest::Method::POST, "/v1/auth/sign-in", Some(ghost), None).await.0, 401);
+    assert_eq!(api.call(&binary.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ghost), None).await.0, 401);
     let hook = serde_json::json!({"url": "http://127.0.0.1:1/hook"});
-    assert_eq!(call(reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await.0, 201);
+    assert_eq!(api.call(&binary.base, reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await.0, 201);
     drop(server);
     // A finished import: its sealed lines are emptied, which is no value to seal again.
     let lines = binary.dir.path().join("users.ndjson");
@@ -487,22 +458,7 @@ async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_n
     assert!(renewed.status.success(), "{}", String::from_utf8_lossy(&renewed.stderr));
     assert!(!binary.command(&["master-key", "new"]).output().unwrap().status.success(), "one rotation at a time");
     let server = binary.serve(None).await;
-    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let writer = {
-        let (writing, client, base, app, key) =
-            (writing.clone(), client.clone(), binary.base.clone(), app.clone(), key.clone());
-        actix_web::rt::spawn(async move {
-            let mut made = 0;
-            while writing.load(std::sync::atomic::Ordering::SeqCst) {
-                let body = serde_json::json!({"email": format!("during{made}@example.com")});
-                let sent = client.post(format!("{base}/v1/users")).bearer_auth(&key).header("x-application-id", &app);
-                if sent.json(&body).send().await.is_ok_and(|r| r.status() == 201) {
-                    made += 1;
-                }
-            }
-            made
-        })
-    };
+    let writer = UserWriter::start(&binary.base, &app, &key);
     // Each run in a thread of its own: the writer goes on meanwhile.
     let run = |mut command: std::process::Command| tokio::task::spawn_blocking(move || command.output().unwrap());
     let mut first = binary.command(&["master-key", "rotate"]);
@@ -515,8 +471,7 @@ async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_n
     assert_eq!((rotation["key_id"].as_u64(), rotation["previous_key_id"].as_u64()), (Some(2), Some(1)), "{rotation}");
     assert_eq!(rotation["remaining"], 0, "{rotation}");
     assert!(rotation["resealed"].as_u64().unwrap() > 100, "the rest after the first batch: {rotation}");
-    writing.store(false, std::sync::atomic::Ordering::SeqCst);
-    assert!(writer.await.unwrap() > 0, "writes ran beside the rotation");
+    assert!(writer.stop().await > 0, "writes ran beside the rotation");
     drop(server);
 
     // The old key gone: everything opens under the new one alone.
@@ -527,18 +482,36 @@ async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_n
     let again: serde_json::Value = serde_json::from_slice(&again.stdout).unwrap();
     assert_eq!((again["resealed"].as_u64(), again["remaining"].as_u64()), (Some(0), Some(0)), "{again}");
     let _server = binary.serve(None).await;
-    assert_eq!(call(reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0, 200, "a token from before");
-    assert_eq!(call(reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0, 200, "the signing key opens");
+    assert_eq!(
+        api.call(&binary.base, reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0,
+        200,
+        "a token from before"
+    );
+    assert_eq!(
+        api.call(&binary.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0,
+        200,
+        "the signing key opens"
+    );
     let (status, rotated) =
-        call(reqwest::Method::GET, "/v1/audit-logs?type=master_key.rotated", None, Some(&key)).await;
+        api.call(&binary.base, reqwest::Method::GET, "/v1/audit-logs?type=master_key.rotated", None, Some(&key)).await;
     assert_eq!(status, 200);
     assert!(rotated["data"].as_array().unwrap().len() >= 2, "a row per batch, the killed run's too: {rotated}");
-    let (_, ghost) =
-        call(reqwest::Method::POST, "/v1/users", Some(serde_json::json!({"email": "ghost@example.com"})), Some(&key))
-            .await;
+    let (_, ghost) = api
+        .call(
+            &binary.base,
+            reqwest::Method::POST,
+            "/v1/users",
+            Some(serde_json::json!({"email": "ghost@example.com"})),
+            Some(&key),
+        )
+        .await;
     let ghost_id = ghost["data"]["id"].as_str().unwrap().to_string();
-    assert_eq!(call(reqwest::Method::DELETE, &format!("/v1/users/{ghost_id}"), None, Some(&key)).await.0, 200);
-    let (_, deleted) = call(reqwest::Method::GET, "/v1/audit-logs?type=user.deleted", None, Some(&key)).await;
+    assert_eq!(
+        api.call(&binary.base, reqwest::Method::DELETE, &format!("/v1/users/{ghost_id}"), None, Some(&key)).await.0,
+        200
+    );
+    let (_, deleted) =
+        api.call(&binary.base, reqwest::Method::GET, "/v1/audit-logs?type=user.deleted", None, Some(&key)).await;
     let deleted = &deleted["data"][0]["data"];
     assert_eq!(deleted["keys_destroyed"], 2, "the address's key, found by a keyed hash from before: {deleted}");
 }
@@ -567,34 +540,20 @@ async fn an_application_exported_from_one_deployment_is_imported_into_another_an
         (crate::helpers::TestStorage::new().await, crate::helpers::TestStorage::new().await);
     let (first, second) = (deployment(&first_storage), deployment(&second_storage));
     let (app, key) = first.bootstrap();
-    let client = reqwest::Client::new();
-    let call =
-        |base: &str, method: reqwest::Method, path: &str, body: Option<serde_json::Value>, bearer: Option<&str>| {
-            let mut request = client.request(method, format!("{base}{path}")).header("x-application-id", &app);
-            if let Some(body) = body {
-                request = request.json(&body);
-            }
-            if let Some(bearer) = bearer {
-                request = request.bearer_auth(bearer);
-            }
-            async move {
-                let response = request.send().await.unwrap();
-                let status = response.status().as_u16();
-                (status, response.json::<serde_json::Value>().await.unwrap_or_default())
-            }
-        };
+    let api = Api::new(&app);
     let server = first.serve(None).await;
     // A webhook whose messages fail until it points at a receiver, after the import.
     let hook = serde_json::json!({"url": "http://127.0.0.1:1/hook", "event_types": ["user.created"]});
-    let (status, hook) = call(&first.base, reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await;
+    let (status, hook) = api.call(&first.base, reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await;
     assert_eq!(status, 201, "{hook}");
     let (hook_id, hook_secret) = (hook["data"]["id"].as_str().unwrap(), hook["data"]["secret"].as_str().unwrap());
     let ada = serde_json::json!({"email": "ada@example.com", "password": "correct horse battery"});
-    assert_eq!(call(&first.base, reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
-    let (_, signed_in) = call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
+    assert_eq!(api.call(&first.base, reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
+    let (_, signed_in) =
+        api.call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
     let token = signed_in["data"]["access_token"].as_str().unwrap().to_string();
     let ghost = serde_json::json!({"email": "ghost@example.com", "password": "wrong horse battery"});
-    assert_eq!(call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ghost), None).await.0, 401);
+    assert_eq!(api.call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ghost), None).await.0, 401);
 
     // Act: exported while the first deployment serves; imported into the second.
     let archive = first.dir.path().join("archive");
@@ -624,22 +583,23 @@ async fn an_application_exported_from_one_deployment_is_imported_into_another_an
     let _server = second.serve(None).await;
     let base = second.base.clone();
     assert_eq!(
-        call(&base, reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0,
+        api.call(&base, reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0,
         200,
         "a token from before"
     );
-    let (status, users) = call(&base, reqwest::Method::GET, "/v1/users?email=ada@example.com", None, Some(&key)).await;
+    let (status, users) =
+        api.call(&base, reqwest::Method::GET, "/v1/users?email=ada@example.com", None, Some(&key)).await;
     assert_eq!(
         (status, users["data"].as_array().map(Vec::len)),
         (200, Some(1)),
         "the secret key and the user: {users}"
     );
     assert_eq!(
-        call(&base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0,
+        api.call(&base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0,
         200,
         "the signing key opens"
     );
-    let (_, rows) = call(&base, reqwest::Method::GET, "/v1/audit-logs/export?limit=1000", None, Some(&key)).await;
+    let (_, rows) = api.call(&base, reqwest::Method::GET, "/v1/audit-logs/export?limit=1000", None, Some(&key)).await;
     let rows = rows["data"].as_array().unwrap().clone();
     let types: Vec<&str> = rows.iter().map(|row| row["type"].as_str().unwrap()).collect();
     let exported_at = types.iter().position(|t| *t == "application.exported").unwrap();
@@ -652,7 +612,7 @@ async fn an_application_exported_from_one_deployment_is_imported_into_another_an
     let receiver = crate::webhooks::start_receiver(vec![]).await;
     let pointed = serde_json::json!({"url": receiver.url});
     let path = format!("/v1/webhooks/{hook_id}");
-    assert_eq!(call(&base, reqwest::Method::PATCH, &path, Some(pointed), Some(&key)).await.0, 200);
+    assert_eq!(api.call(&base, reqwest::Method::PATCH, &path, Some(pointed), Some(&key)).await.0, 200);
     let delivered = receiver.wait_for_body("ada@example.com").await;
     assert!(crate::webhooks::verifies(hook_secret, &delivered), "signed with the webhook's secret");
 }
@@ -691,48 +651,19 @@ async fn a_postgresql_backup_taken_under_writes_restores_into_fresh_databases_th
     let backed_up_env = crate::binary::postgres_env(&storage.settings);
     let first = node(backed_up_env.clone());
     let (app, key) = first.bootstrap();
-    let client = reqwest::Client::new();
-    let call =
-        |base: &str, method: reqwest::Method, path: &str, body: Option<serde_json::Value>, bearer: Option<&str>| {
-            let mut request = client.request(method, format!("{base}{path}")).header("x-application-id", &app);
-            if let Some(body) = body {
-                request = request.json(&body);
-            }
-            if let Some(bearer) = bearer {
-                request = request.bearer_auth(bearer);
-            }
-            async move {
-                let response = request.send().await.unwrap();
-                let status = response.status().as_u16();
-                (status, response.json::<serde_json::Value>().await.unwrap_or_default())
-            }
-        };
+    let api = Api::new(&app);
     let server = first.serve(None).await;
     let hook = serde_json::json!({"url": "http://127.0.0.1:1/hook", "event_types": ["user.created"]});
-    let (_, hook) = call(&first.base, reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await;
+    let (_, hook) = api.call(&first.base, reqwest::Method::POST, "/v1/webhooks", Some(hook), Some(&key)).await;
     let (hook_id, hook_secret) = (hook["data"]["id"].as_str().unwrap(), hook["data"]["secret"].as_str().unwrap());
     let ada = serde_json::json!({"email": "ada@example.com", "password": "correct horse battery"});
-    assert_eq!(call(&first.base, reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
-    let (_, signed_in) = call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
+    assert_eq!(api.call(&first.base, reqwest::Method::POST, "/v1/users", Some(ada.clone()), Some(&key)).await.0, 201);
+    let (_, signed_in) =
+        api.call(&first.base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada.clone()), None).await;
     let token = signed_in["data"]["access_token"].as_str().unwrap().to_string();
 
     // pg_dump, the catalog first, while a writer makes users.
-    let writing = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-    let writer = {
-        let (writing, client, base, app, key) =
-            (writing.clone(), client.clone(), first.base.clone(), app.clone(), key.clone());
-        actix_web::rt::spawn(async move {
-            let mut made = 0;
-            while writing.load(std::sync::atomic::Ordering::SeqCst) {
-                let body = serde_json::json!({"email": format!("load{made}@example.com")});
-                let sent = client.post(format!("{base}/v1/users")).bearer_auth(&key).header("x-application-id", &app);
-                if sent.json(&body).send().await.is_ok_and(|r| r.status() == 201) {
-                    made += 1;
-                }
-            }
-            made
-        })
-    };
+    let writer = UserWriter::start(&first.base, &app, &key);
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
     let databases: Vec<(String, String)> = backed_up_env
         .iter()
@@ -749,8 +680,7 @@ async fn a_postgresql_backup_taken_under_writes_restores_into_fresh_databases_th
         let done = tokio::task::spawn_blocking(move || dump.output().unwrap()).await.unwrap();
         assert!(done.status.success(), "pg_dump: {}", String::from_utf8_lossy(&done.stderr));
     }
-    writing.store(false, std::sync::atomic::Ordering::SeqCst);
-    assert!(writer.await.unwrap() > 0, "writes ran beside the backup");
+    assert!(writer.stop().await > 0, "writes ran beside the backup");
     drop(server);
 
     // Fresh databases, restored; a node of their own with the master key file.
@@ -779,15 +709,15 @@ async fn a_postgresql_backup_taken_under_writes_restores_into_fresh_databases_th
     let _server = second.serve(None).await;
     let base = second.base.clone();
     assert_eq!(
-        call(&base, reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0,
+        api.call(&base, reqwest::Method::GET, "/v1/auth/me", None, Some(&token)).await.0,
         200,
         "a token from before"
     );
-    assert_eq!(call(&base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0, 200);
+    assert_eq!(api.call(&base, reqwest::Method::POST, "/v1/auth/sign-in", Some(ada), None).await.0, 200);
     let receiver = crate::webhooks::start_receiver(vec![]).await;
     let path = format!("/v1/webhooks/{hook_id}");
     let pointed = serde_json::json!({"url": receiver.url});
-    assert_eq!(call(&base, reqwest::Method::PATCH, &path, Some(pointed), Some(&key)).await.0, 200);
+    assert_eq!(api.call(&base, reqwest::Method::PATCH, &path, Some(pointed), Some(&key)).await.0, 200);
     let delivered = receiver.wait_for_body("ada@example.com").await;
     assert!(crate::webhooks::verifies(hook_secret, &delivered), "signed with the webhook's secret");
 }
