@@ -85,7 +85,9 @@ mod tests {
         let sealed = seal(&rotating, "c", b"secret");
         assert_eq!(key_id(&sealed), Some(2));
         assert_eq!(open(&rotating, "c", &sealed).unwrap(), b"secret");
-        assert!(key().with_previous(Some(key())).is_err(), "two keys with one id");
+        let other_with_id_1 = MasterKey::from_base64(&MasterKey::generate(1)).unwrap();
+        assert!(key().with_previous(Some(other_with_id_1)).is_err(), "two keys with one id");
+        assert_eq!(key().with_previous(Some(key())).unwrap().previous().map(|p| p.id), None, "one key twice is one");
         assert!(MasterKey::from_base64("0:AAECAwQFBgcICQoLDA0ODxAREhMUFRYXGBkaGxwdHh8=").is_err());
     }
 }
