@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `mail_queue`, `messaging_provider`, `mfa_challenge`, `hosted_login`, `mfa_factor`, `oauth_client`, `oauth_code`, `oauth_flow`, `oauth_provider`, `passkey_ceremony`, `password_reset`, `recovery_code`, `refresh_token`,
+//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `mail_queue`, `messaging_provider`, `mfa_challenge`, `hosted_login`, `mfa_factor`, `oauth_client`, `oauth_code`, `oauth_flow`, `oauth_provider`, `passkey_ceremony`, `password_reset`, `recovery_code`, `refresh_token`, `scim_directory`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod access_review;
 pub mod access_review_item;
@@ -53,6 +53,9 @@ pub mod profile_field;
 pub mod recovery_code;
 pub mod refresh_token;
 pub mod region_move;
+pub mod scim_directory;
+pub mod scim_group_member;
+pub mod scim_resource;
 pub mod service_account;
 pub mod service_account_key;
 pub mod session;

@@ -51,6 +51,7 @@ mod m20261207_000045_add_hosted_pages_in_frames;
 mod m20261208_000046_create_personal_keys;
 mod m20261208_000047_create_user_imports;
 mod m20261209_000048_create_deployment_secrets;
+mod m20261210_000049_create_scim;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -124,6 +125,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261207_000044_add_sign_in_methods::Migration),
             Box::new(m20261208_000046_create_personal_keys::Migration),
             Box::new(m20261208_000047_create_user_imports::Migration),
+            Box::new(m20261210_000049_create_scim::Migration),
         ]
     }
 

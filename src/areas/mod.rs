@@ -29,6 +29,7 @@ pub mod personal_keys;
 pub mod profile_fields;
 pub mod provider_sign_in;
 pub mod rotations;
+pub mod scim;
 pub mod second_factors;
 pub mod service_accounts;
 pub mod sessions;

@@ -365,6 +365,24 @@ pub async fn revoke_in(
     Ok(Some(now))
 }
 
+/// Revokes every live session of a user in the caller's transaction (a
+/// password reset, a directory's deprovisioning); answers how many.
+pub async fn revoke_all_of_user_in(txn: &mut TenantTxn, user_id: Uuid, reason: &str) -> Result<usize, DbErr> {
+    let live: Vec<Uuid> = txn
+        .find::<session::Entity>()
+        .select_only()
+        .column(session::Column::Id)
+        .filter(session::Column::UserId.eq(user_id))
+        .filter(session::Column::RevokedAt.is_null())
+        .into_tuple()
+        .all(txn.conn())
+        .await?;
+    for id in &live {
+        revoke_in(txn, *id, reason).await?;
+    }
+    Ok(live.len())
+}
+
 /// Revokes a session; revoking a revoked session answers it unchanged.
 pub async fn revoke(scope: &TenantScope, id: Uuid, reason: &str) -> Result<session::Model, SessionError> {
     let mut txn = scope.begin().await?;

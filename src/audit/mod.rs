@@ -27,11 +27,19 @@ pub enum ActorKind {
     Public,
     /// An OAuth client of the application's OpenID Provider.
     OAuthClient,
+    /// An organization's SCIM directory (its identity provider provisioning).
+    ScimDirectory,
 }
 
 impl ActorKind {
-    pub const ALL: [ActorKind; 5] =
-        [ActorKind::User, ActorKind::ApiKey, ActorKind::System, ActorKind::Public, ActorKind::OAuthClient];
+    pub const ALL: [ActorKind; 6] = [
+        ActorKind::User,
+        ActorKind::ApiKey,
+        ActorKind::System,
+        ActorKind::Public,
+        ActorKind::OAuthClient,
+        ActorKind::ScimDirectory,
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -40,6 +48,7 @@ impl ActorKind {
             ActorKind::System => "system",
             ActorKind::Public => "public",
             ActorKind::OAuthClient => "oauth_client",
+            ActorKind::ScimDirectory => "scim_directory",
         }
     }
 
@@ -70,6 +79,10 @@ impl Actor {
 
     pub fn oauth_client(client_id: Uuid) -> Actor {
         Actor { kind: ActorKind::OAuthClient, id: Some(client_id.to_string()) }
+    }
+
+    pub fn scim_directory(directory_id: Uuid) -> Actor {
+        Actor { kind: ActorKind::ScimDirectory, id: Some(directory_id.to_string()) }
     }
 
     pub fn system() -> Actor {

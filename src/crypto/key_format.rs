@@ -18,6 +18,8 @@ pub enum KeyKind {
     Enrollment,
     /// A confidential OAuth client's secret.
     OAuthClient,
+    /// A SCIM directory's bearer token.
+    ScimDirectory,
 }
 
 impl KeyKind {
@@ -28,6 +30,7 @@ impl KeyKind {
             KeyKind::ServiceAccount => "sak",
             KeyKind::Enrollment => "het",
             KeyKind::OAuthClient => "ocs",
+            KeyKind::ScimDirectory => "scim",
         }
     }
 }

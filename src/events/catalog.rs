@@ -136,6 +136,17 @@ catalog! {
     AccessReviewCreated => "access_review.created", "An access review was opened, with one item per membership.";
     AccessReviewItemDecided => "access_review.item.decided", "A reviewer kept or revoked one item of an access review.";
     AccessReviewClosed => "access_review.closed", "An access review was closed.";
+    ScimDirectoryCreated => "scim_directory.created", "A SCIM directory was made for an organization.";
+    ScimDirectoryUpdated => "scim_directory.updated", "A SCIM directory's name or group roles changed.";
+    ScimDirectoryDeleted => "scim_directory.deleted", "A SCIM directory was deleted with its users and groups; the memberships it granted stay.";
+    ScimDirectoryTokenRotated => "scim_directory.token_rotated", "A SCIM directory's token was replaced; the old one stops at once.";
+    ScimUserCreated => "scim.user.created", "A directory provisioned a user.";
+    ScimUserUpdated => "scim.user.updated", "A directory changed a user; `data.changed` names the attributes.";
+    ScimUserDeleted => "scim.user.deleted", "A directory deleted a user.";
+    ScimUserDeprovisioned => "scim.user.deprovisioned", "A directory deprovisioned a user: the membership ended and every session was revoked.";
+    ScimGroupCreated => "scim.group.created", "A directory created a group.";
+    ScimGroupUpdated => "scim.group.updated", "A directory changed a group (its name or members).";
+    ScimGroupDeleted => "scim.group.deleted", "A directory deleted a group.";
 }
 
 impl EventType {

@@ -72,6 +72,17 @@ impl Body {
         parse(&bytes)
     }
 
+    /// A SCIM request's body (RFC 7644 section 3.1): `application/scim+json`,
+    /// or `application/json`, which directories send too. Parsed by the caller.
+    pub async fn scim_json(self) -> ApiResult<web::Bytes> {
+        let content_type = self.content_type.clone();
+        let bytes = self.bytes().await?;
+        if check_content_type(content_type.as_deref(), "application/scim+json").is_err() {
+            check_content_type(content_type.as_deref(), "application/json")?;
+        }
+        Ok(bytes.freeze())
+    }
+
     /// An NDJSON body (`Content-Type: application/x-ndjson`), as UTF-8 text.
     pub async fn ndjson(self) -> ApiResult<String> {
         let content_type = self.content_type.clone();

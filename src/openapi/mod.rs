@@ -59,6 +59,10 @@ impl Modify for SecretKeyAuth {
             "A client's id and secret (RFC 6749 `client_secret_basic`), or both in the form (`client_secret_post`): at the token endpoint a service account's id and one of its `sak_` keys; at introspection and revocation an OAuth client's id and its `ocs_` secret (a public client sends only its `client_id` to revoke).".into(),
         );
         components.add_security_scheme("client_basic", SecurityScheme::Http(scheme));
+        let mut scheme = HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build();
+        scheme.description =
+            Some("A SCIM directory's token (`scim_test_…`/`scim_live_…`), on the routes under its base URL.".into());
+        components.add_security_scheme("scim_token", SecurityScheme::Http(scheme));
     }
 }
 

@@ -74,6 +74,7 @@ fn credential(security: &Value) -> String {
                 "access_token" => "access token",
                 "client_basic" => "client",
                 "enrollment_token" => "enrollment token",
+                "scim_token" => "SCIM directory token",
                 other => other,
             };
             match scopes.as_slice() {

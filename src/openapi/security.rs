@@ -12,6 +12,8 @@ use serde_json::Value;
 /// The security scheme names of the document.
 pub const SECRET_KEY: &str = "secret_key";
 pub const ACCESS_TOKEN: &str = "access_token";
+/// A SCIM directory's bearer token, on the routes under its base URL.
+pub const SCIM_TOKEN: &str = "scim_token";
 
 /// One operation's declaration: for each scheme it accepts, the scopes it
 /// lists (an empty list where the scheme has none).

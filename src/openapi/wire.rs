@@ -54,7 +54,7 @@ enum Kind {
 }
 
 /// The operation extension naming a caller other than an application's
-/// client: `inbound`, `browser` or `oauth_client`.
+/// client: `inbound`, `browser`, `oauth_client` or `scim_client`.
 pub const CALLER_EXTENSION: &str = "x-gatehouse-caller";
 
 impl Kind {
@@ -68,7 +68,7 @@ impl Kind {
             match caller {
                 Some("inbound") => Some(Kind::Inbound),
                 Some("browser") => Some(Kind::Browser),
-                Some("oauth_client") => Some(Kind::Standard),
+                Some("oauth_client" | "scim_client") => Some(Kind::Standard),
                 _ => Some(Kind::Enveloped),
             }
         }

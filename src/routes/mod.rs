@@ -13,8 +13,8 @@ use crate::{
     areas::{
         access_reviews, api_keys, applications, auth, billing, email_verifications, enrollment, entitlements, hooks,
         invitations, messaging, oauth_clients, oauth_providers, openid_provider, organizations, password_resets,
-        personal_keys, profile_fields, provider_sign_in, second_factors, service_accounts, sod, sso_domains, users,
-        webhooks,
+        personal_keys, profile_fields, provider_sign_in, scim, second_factors, service_accounts, sod, sso_domains,
+        users, webhooks,
     },
 };
 
@@ -50,12 +50,18 @@ pub const AREAS: &[Area] = &[
     enrollment::http::AREA,
     service_accounts::http::AREA,
     oauth_clients::http::AREA,
+    scim::http::directories::AREA,
+    scim::http::protocol::AREA,
 ];
 
 /// The routes whose requests name their application other than by header,
 /// and where: the region router finds the application from these.
-pub const APPLICATION_ELSEWHERE: &[&[ApplicationIn]] =
-    &[signing_keys::APPLICATION_IN, openid_provider::http::APPLICATION_IN, provider_sign_in::http::APPLICATION_IN];
+pub const APPLICATION_ELSEWHERE: &[&[ApplicationIn]] = &[
+    signing_keys::APPLICATION_IN,
+    openid_provider::http::APPLICATION_IN,
+    provider_sign_in::http::APPLICATION_IN,
+    scim::http::protocol::APPLICATION_IN,
+];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {
     let mut v1 = web::scope("/v1");

@@ -155,4 +155,7 @@ tenant_tables!(
     passkey,
     passkey_ceremony,
     user_import,
+    scim_directory,
+    scim_resource,
+    scim_group_member,
 );

@@ -22,7 +22,10 @@ other by heartbeats through Redis), then:
    the nodes serve: both us nodes open it with no restart, and an
    application is rebalanced onto it (`gatehouse shards move`) under
    writers through us1, us2 and eu: none lost, none duplicated, none of
-   the refused ones written.
+   the refused ones written;
+11. (run after 2) a user deprovisioned through a SCIM directory on one node
+   (the request forwarded to the application's region) is refused a
+   refresh on every node at once, each node holding a session of theirs.
 
 usage: tests/cluster/run.py path/to/gatehouse   (run by .ci/run)
 """
@@ -203,6 +206,8 @@ def scenarios(env, data):
         took = until(lambda: call(node, "GET", "/v1/api-keys", eu_app, second["secret"])[0] == 401, 2)
         check(took is not None and took <= 0.2, f"{node} refuses it after {took if took is None else round(took * 1000)} ms")
 
+    deprovisioned_everywhere(eu_app, eu_key)
+
     print("3. a move started on one node is seen by all")
     us_app, us_key = bootstrap(env, "us", "Cluster mover")
     for node in NODES:
@@ -319,6 +324,42 @@ def scenarios(env, data):
         check(took is not None, f"{node} refuses it after {took if took is None else round(took, 2)} s (bound: 5 s)")
     status, _, region = call("us1", "GET", "/v1/security/region", us_app, us_key)
     check(status == 200 and region["data"]["region"] == "ap", "the moved application still answers from ap")
+
+
+def deprovisioned_everywhere(app, key):
+    print("11. a user deprovisioned through SCIM on one node is refused a refresh on every node")
+    status, _, org = call("us1", "POST", "/v1/organizations", app, key, {"name": "Directory Co"})
+    check(status == 201, "an organization made through us1")
+    org_id = org["data"]["id"]
+    status, _, directory = call("ap", "POST", f"/v1/organizations/{org_id}/scim-directories", app, key, {"name": "Okta"})
+    check(status == 201, "a SCIM directory made through ap")
+    base = f"/v1/applications/{app}/scim/v2/{directory['data']['id']}"
+    token = directory["data"]["token"]
+    email, password = "leaver@directory.example", "correct horse battery"
+    status, _, signed_up = call("eu", "POST", "/v1/auth/sign-up", app, body={"email": email, "password": password})
+    check(status == 201, "the user signed up")
+    user_id = signed_up["data"]["user"]["id"]
+    status, _, _ = call("us2", "POST", f"/v1/organizations/{org_id}/memberships", app, key,
+                        {"user_id": user_id, "role": "member"})
+    check(status == 201, "the organization has the user")
+    refresh = {}
+    for node in NODES:
+        status, _, signed_in = call(node, "POST", "/v1/auth/sign-in", app, body={"email": email, "password": password})
+        check(status == 200, f"a session of the user opened through {node}")
+        refresh[node] = signed_in["data"]["refresh_token"]
+    status, _, provisioned = call("ca", "POST", f"{base}/Users", key=token, body={
+        "schemas": ["urn:ietf:params:scim:schemas:core:2.0:User"], "userName": email,
+        "emails": [{"value": email, "primary": True}]})
+    check(status == 201, "the directory provisioned the user through ca")
+    deprovision = {"schemas": ["urn:ietf:params:scim:api:messages:2.0:PatchOp"],
+                   "Operations": [{"op": "replace", "path": "active", "value": False}]}
+    status, _, _ = call("us1", "PATCH", f"{base}/Users/{provisioned['id']}", key=token, body=deprovision)
+    check(status == 200, "the directory deprovisioned the user through us1")
+    # One attempt each: a refresh that went through would rotate the token,
+    # and a second attempt would then be refused as a reuse, proving nothing.
+    for node, presented in refresh.items():
+        status, _, _ = call(node, "POST", "/v1/auth/token", app, body={"refresh_token": presented})
+        check(status == 401, f"{node} refuses the user's refresh at the first attempt after the answer ({status})")
 
 
 def organization_list(node, app, key):

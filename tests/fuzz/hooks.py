@@ -12,7 +12,10 @@ sign-out or immediate key rotation ends it); for the `enrollment_token` one
 `max_uses`, no expiry) created once with the secret key; for the
 `client_basic` one, a service account's id and key as HTTP Basic at the
 issuer's token endpoint, and a first-party confidential OAuth client's id
-and secret at its introspection and revocation endpoints."""
+and secret at its introspection and revocation endpoints; for the
+`scim_token` ones, the token of a directory of the fuzz user's
+organization, with that directory and its application in the path (a
+token opens only its own directory: any other path is 401)."""
 import base64
 import json
 import os
@@ -25,6 +28,7 @@ END_USER_OPERATIONS = r"^/v1/(auth/(me|mfa/|organizations/|sign-out|invitations/
 ENROLLMENT_OPERATIONS = r"^/v1/os/enroll$"
 TOKEN_ENDPOINT = r"^/v1/applications/[^/]+/oauth/token$"
 PROVIDER_CLIENT_OPERATIONS = r"^/v1/applications/[^/]+/oauth/(introspect|revoke)$"
+SCIM_OPERATIONS = r"^/v1/applications/[^/]+/scim/v2/"
 
 
 def bearer(case, token):
@@ -136,8 +140,24 @@ class OAuthClientCredentials:
         case.headers = {**(case.headers or {}), "Authorization": f"Basic {credentials}"}
 
 
+@schemathesis.auth().apply_to(path_regex=SCIM_OPERATIONS)
+class ScimToken:
+    """The directory's token, at the directory's own base URL."""
+
+    def get(self, case, context):
+        return os.environ["GATEHOUSE_FUZZ_SCIM_TOKEN"]
+
+    def set(self, case, token, context):
+        case.path_parameters = {
+            **(case.path_parameters or {}),
+            "application_id": os.environ["GATEHOUSE_FUZZ_APPLICATION"],
+            "directory_id": os.environ["GATEHOUSE_FUZZ_SCIM_DIRECTORY"],
+        }
+        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {token}"}
+
+
 @schemathesis.auth().skip_for(
-    path_regex=f"{END_USER_OPERATIONS}|{ENROLLMENT_OPERATIONS}|{TOKEN_ENDPOINT}|{PROVIDER_CLIENT_OPERATIONS}"
+    path_regex=f"{END_USER_OPERATIONS}|{ENROLLMENT_OPERATIONS}|{TOKEN_ENDPOINT}|{PROVIDER_CLIENT_OPERATIONS}|{SCIM_OPERATIONS}"
 )
 class SecretKey:
     def get(self, case, context):

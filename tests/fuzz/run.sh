@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Schema-driven fuzzing: schemathesis runs every operation of the live
 # server's /v1/openapi.json with all checks on (schemathesis.toml), each
-# with its scheme's credential: a secret key, an end user's access token, an enrollment token. The run has
+# with its scheme's credential: a secret key, an end user's access token, an enrollment token, a SCIM directory's token. The run has
 # no network but loopback (a network namespace), so the webhooks and hooks
 # the fuzzer registers can never reach anything.
 #   usage: tests/fuzz/run.sh [path/to/gatehouse]   (needs root for unshare)
@@ -26,6 +26,7 @@ export GATEHOUSE__LIMITS__HOOKS_PER_APPLICATION=100000 GATEHOUSE__LIMITS__WEBHOO
   GATEHOUSE__LIMITS__PERSONAL_KEYS_PER_USER=100000 GATEHOUSE__LIMITS__SERVICE_ACCOUNTS_PER_APPLICATION=100000 \
   GATEHOUSE__LIMITS__SOD_POLICIES_PER_APPLICATION=100000 GATEHOUSE__LIMITS__FEATURES_PER_APPLICATION=100000 \
   GATEHOUSE__LIMITS__PLANS_PER_APPLICATION=100000 GATEHOUSE__LIMITS__OAUTH_CLIENTS_PER_APPLICATION=100000 \
+  GATEHOUSE__LIMITS__SCIM_DIRECTORIES_PER_APPLICATION=100000 \
   GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0 \
   GATEHOUSE__RATE_LIMITS__SIGN_UP_PER_IP_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND=0 \
   GATEHOUSE__SECURITY__PASSWORD_HASH_QUEUE=1000
@@ -90,6 +91,13 @@ oauth_client="$(curl -sf -X POST "$base/v1/oauth-clients" -H "x-application-id: 
   -d '{"name": "fuzz resource server", "first_party": true, "redirect_uris": ["https://app.example.com/callback"]}')"
 export GATEHOUSE_FUZZ_OAUTH_CLIENT_ID="$(field "$oauth_client" "['data']['client_id']")"
 export GATEHOUSE_FUZZ_OAUTH_CLIENT_SECRET="$(field "$oauth_client" "['data']['client_secret']")"
+
+# The SCIM directory of that organization whose token the SCIM operations carry.
+directory="$(curl -sf -X POST "$base/v1/organizations/$GATEHOUSE_FUZZ_ORGANIZATION/scim-directories" \
+  -H "x-application-id: $app" -H "authorization: Bearer $key" -H 'content-type: application/json' \
+  -d '{"name": "fuzz directory", "group_roles": [{"group": "Admins", "role": "admin"}]}')"
+export GATEHOUSE_FUZZ_SCIM_DIRECTORY="$(field "$directory" "['data']['id']")"
+export GATEHOUSE_FUZZ_SCIM_TOKEN="$(field "$directory" "['data']['token']")"
 
 cd "$here"
 status=0

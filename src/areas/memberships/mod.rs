@@ -290,6 +290,39 @@ pub async fn update(
     Ok(updated)
 }
 
+/// Gives a user `wanted.role` in the caller's transaction: a new
+/// membership, or the new role of the one they have (nothing when it is
+/// already theirs), through the same grant and policies as every grant.
+pub async fn set_role_in(
+    txn: &mut TenantTxn,
+    policies: &[sod_policy::Model],
+    wanted: Grant,
+) -> Result<(), OrganizationError> {
+    lock_organization(txn, wanted.organization_id).await?;
+    match find(txn, wanted.organization_id, wanted.user_id).await? {
+        None => grant(txn, policies, wanted, None).await.map(|_| ()),
+        Some(existing) if existing.role == wanted.role => Ok(()),
+        Some(existing) => grant(txn, policies, wanted, Some(&existing)).await.map(|_| ()),
+    }
+}
+
+/// Ends a user's membership, if they have one, in the caller's
+/// transaction (a directory's deprovisioning); `why` joins the audit row.
+/// Whether one ended.
+pub async fn end_in(
+    txn: &mut TenantTxn,
+    organization_id: Uuid,
+    user_id: Uuid,
+    why: serde_json::Value,
+) -> Result<bool, OrganizationError> {
+    lock_organization(txn, organization_id).await?;
+    let Some(membership) = find(txn, organization_id, user_id).await? else {
+        return Ok(false);
+    };
+    remove_in(txn, &membership, why).await?;
+    Ok(true)
+}
+
 pub async fn remove(scope: &TenantScope, organization_id: Uuid, user_id: Uuid) -> Result<(), OrganizationError> {
     let mut txn = scope.begin().await?;
     lock_organization(&txn, organization_id).await?;

@@ -8,7 +8,7 @@
 pub mod http;
 
 use chrono::Duration;
-use entity::{password_reset, session, user};
+use entity::{password_reset, user};
 use sea_orm::{sea_query::Expr, ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
@@ -159,24 +159,9 @@ pub async fn reset(
     changed.password_hash = Set(Some(password_hash));
     changed.updated_at = Set(now);
     let user = txn.update(changed).await?;
-    let active: Vec<Uuid> = txn
-        .find::<session::Entity>()
-        .filter(session::Column::UserId.eq(user.id))
-        .filter(session::Column::RevokedAt.is_null())
-        .all(txn.conn())
-        .await?
-        .into_iter()
-        .map(|s| s.id)
-        .collect();
-    for id in &active {
-        sessions::revoke_in(&mut txn, *id, "password_reset").await?;
-    }
-    txn.audit(
-        EventType::UserPasswordReset,
-        Some(user.id),
-        json!({"reset_id": found.id, "sessions_revoked": active.len()}),
-    )
-    .await?;
+    let revoked = sessions::revoke_all_of_user_in(&mut txn, user.id, "password_reset").await?;
+    txn.audit(EventType::UserPasswordReset, Some(user.id), json!({"reset_id": found.id, "sessions_revoked": revoked}))
+        .await?;
     txn.commit().await?;
-    Ok((user, active.len()))
+    Ok((user, revoked))
 }

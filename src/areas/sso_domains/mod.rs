@@ -19,7 +19,7 @@ use hickory_resolver::{
     proto::xfer::Protocol,
     TokioResolver,
 };
-use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
+use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, PaginatorTrait, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::json;
 use uuid::Uuid;
 
@@ -355,6 +355,19 @@ pub async fn auto_join(
         Err(OrganizationError::Db(err)) => Err(err),
         Err(refusal) => refuse_join(txn, &domain, user_id, refusal.to_string()).await,
     }
+}
+
+/// Whether the organization has verified the domain of `email`.
+pub async fn verified_by(db: &impl TenantConn, organization_id: Uuid, email: &str) -> Result<bool, DbErr> {
+    let Some((_, domain)) = email.rsplit_once('@') else { return Ok(false) };
+    let found = db
+        .find::<sso_domain::Entity>()
+        .filter(sso_domain::Column::Domain.eq(domain))
+        .filter(sso_domain::Column::OrganizationId.eq(organization_id))
+        .filter(sso_domain::Column::Status.eq(VERIFIED))
+        .count(db.conn())
+        .await?;
+    Ok(found > 0)
 }
 
 /// A refused auto-join: the sign-up stays as it is, the refusal audited.

@@ -259,6 +259,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<Erasure, UserError>
     rows += txn.delete::<invitation::Entity>(invitation::Column::Email.eq(user.email.clone())).await?;
     rows += txn.delete::<messaging_outbox::Entity>(messaging_outbox::Column::Recipient.eq(user.email.clone())).await?;
     rows += crate::areas::mail_queue::forget(&mut txn, id, &user.email).await?;
+    rows += crate::areas::scim::records::forget_user(&mut txn, id).await?;
     rows += txn.delete::<user::Entity>(user::Column::Id.eq(id)).await?;
     let subjects = [Subject::User(id), Subject::Email(&user.email)];
     let keys_destroyed = txn.erase_personal_data(&subjects).await?;
