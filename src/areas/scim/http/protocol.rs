@@ -399,6 +399,8 @@ macro_rules! scim_operations {
                 (status = 400, description = "invalidSyntax or invalidValue", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 401, description = "The bearer token is missing or not the directory's", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 404, description = "No such application", content_type = "application/scim+json", body = ScimErrorView),
+                (status = 413, description = "The body is over 1 MiB", content_type = "application/scim+json", body = ScimErrorView),
+                (status = 415, description = "The body is neither application/scim+json nor application/json", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 409, description = "uniqueness: the name is taken, or the email is an account the organization may not take over", content_type = "application/scim+json", body = ScimErrorView)),
             security(("scim_token" = [])))]
         pub async fn $create(state: web::Data<AppState>, req: HttpRequest, path: Base, body: Body) -> Result<HttpResponse, ScimError> {
@@ -432,6 +434,8 @@ macro_rules! scim_operations {
                 (status = 401, description = "The bearer token is missing or not the directory's", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 404, description = "No such resource", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 409, description = "uniqueness", content_type = "application/scim+json", body = ScimErrorView),
+                (status = 413, description = "The body is over 1 MiB", content_type = "application/scim+json", body = ScimErrorView),
+                (status = 415, description = "The body is neither application/scim+json nor application/json", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 412, description = "`If-Match` does not match", content_type = "application/scim+json", body = ScimErrorView)),
             security(("scim_token" = [])))]
         pub async fn $replace(state: web::Data<AppState>, req: HttpRequest, path: One, body: Body) -> Result<HttpResponse, ScimError> {
@@ -450,6 +454,8 @@ macro_rules! scim_operations {
                 (status = 401, description = "The bearer token is missing or not the directory's", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 404, description = "No such resource", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 409, description = "uniqueness", content_type = "application/scim+json", body = ScimErrorView),
+                (status = 413, description = "The body is over 1 MiB", content_type = "application/scim+json", body = ScimErrorView),
+                (status = 415, description = "The body is neither application/scim+json nor application/json", content_type = "application/scim+json", body = ScimErrorView),
                 (status = 412, description = "`If-Match` does not match", content_type = "application/scim+json", body = ScimErrorView)),
             security(("scim_token" = [])))]
         pub async fn $patch(state: web::Data<AppState>, req: HttpRequest, path: One, body: Body) -> Result<HttpResponse, ScimError> {
