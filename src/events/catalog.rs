@@ -79,7 +79,7 @@ catalog! {
     PasskeyRemoved => "passkey.removed", "A passkey was removed.";
     OrganizationCreated => "organization.created", "An organization was created.";
     OrganizationUpdated => "organization.updated", "An organization's name or slug changed.";
-    OrganizationDeleted => "organization.deleted", "An organization was deleted, with its memberships and invitations.";
+    OrganizationDeleted => "organization.deleted", "An organization was deleted, with its memberships, invitations and SCIM directories.";
     OrganizationPlanChanged => "organization.plan_changed", "An organization's plan was set or cleared.";
     OrganizationMembershipCreated => "organization.membership.created", "A user joined an organization.";
     OrganizationMembershipUpdated => "organization.membership.updated", "A member's role changed.";

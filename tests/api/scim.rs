@@ -294,6 +294,11 @@ async fn a_token_opens_only_its_own_directory_and_a_rotation_or_a_deletion_ends_
         .await;
     assert_eq!(deleted.status, 200, "{:?}", deleted.body);
     assert_eq!(scim_with(&app, &mine.base_url, Some(new_token), Method::GET, "/Users", None).await.status, 401);
+    // An organization deleted takes its directories with it.
+    assert_eq!(scim(&app, &theirs, Method::GET, "/Users", None).await.status, 200);
+    let gone = app.send(&app.caller, Method::DELETE, &format!("/v1/organizations/{globex}"), None).await;
+    assert_eq!(gone.status, 200, "{:?}", gone.body);
+    assert_eq!(scim(&app, &theirs, Method::GET, "/Users", None).await.status, 401);
 }
 
 #[actix_web::test]
@@ -373,7 +378,7 @@ async fn bad_requests_get_scim_errors_and_change_nothing() {
 }
 
 #[actix_web::test]
-async fn erasing_a_user_erases_the_directory_records_of_them() {
+async fn a_users_export_holds_the_directory_records_of_them_and_erasure_erases_them() {
     let app = spawn_app().await;
     let org = organization(&app, &app.caller, "Acme").await;
     let directory = directory(&app, &app.caller, &org, json!([])).await;
@@ -382,6 +387,13 @@ async fn erasing_a_user_erases_the_directory_records_of_them() {
     let group = json!({"schemas": [GROUP], "displayName": "Staff", "members": [{"value": ada_scim}]});
     let staff = scim(&app, &directory, Method::POST, "/Groups", Some(group)).await;
     let ada_id = user_id_of(&app, "ada@acme.example").await;
+    let exported = app.get(&format!("/v1/users/{ada_id}/export")).await;
+    let records = exported.data()["directory_records"].as_array().unwrap().clone();
+    assert_eq!(records.len(), 1, "{:?}", exported.body);
+    assert_eq!(
+        (records[0]["id"].as_str(), &records[0]["attributes"]["name"]["familyName"]),
+        (Some(ada_scim), &json!("Lovelace"))
+    );
     let erased = app.send(&app.caller, Method::DELETE, &format!("/v1/users/{ada_id}"), None).await;
     assert_eq!(erased.status, 200, "{:?}", erased.body);
     assert_eq!(scim(&app, &directory, Method::GET, &format!("/Users/{ada_scim}"), None).await.status, 404);
@@ -422,4 +434,47 @@ async fn a_member_first_provisioned_inactive_is_deprovisioned() {
     assert_eq!(renamed.status, 200, "{:?}", renamed.body);
     let deprovisioned = app.audit_types().await.into_iter().filter(|t| t == "scim.user.deprovisioned").count();
     assert_eq!(deprovisioned, 1);
+}
+
+#[actix_web::test]
+async fn concurrent_changes_of_one_group_lose_none_and_one_name_is_created_once() {
+    let app = spawn_app().await;
+    let org = organization(&app, &app.caller, "Acme").await;
+    let directory = directory(&app, &app.caller, &org, json!([])).await;
+    let mut ids = Vec::new();
+    for i in 0..8 {
+        let made = scim(
+            &app,
+            &directory,
+            Method::POST,
+            "/Users",
+            Some(json!({"schemas": [USER], "userName": format!("u{i}")})),
+        )
+        .await;
+        ids.push(made.body["id"].as_str().unwrap().to_string());
+    }
+    let group =
+        scim(&app, &directory, Method::POST, "/Groups", Some(json!({"schemas": [GROUP], "displayName": "All"}))).await;
+    let path = format!("/Groups/{}", group.body["id"].as_str().unwrap());
+    let adds = ids.iter().map(|id| {
+        scim(
+            &app,
+            &directory,
+            Method::PATCH,
+            &path,
+            patch(json!([{"op": "add", "path": "members", "value": [{"value": id}]}])),
+        )
+    });
+    for added in futures_util::future::join_all(adds).await {
+        assert_eq!(added.status, 200, "{:?}", added.body);
+    }
+    let after = scim(&app, &directory, Method::GET, &path, None).await;
+    assert_eq!(after.body["members"].as_array().unwrap().len(), 8, "{:?}", after.body);
+    assert_eq!(after.body["meta"]["version"], "W/\"9\"");
+
+    let creates = (0..6)
+        .map(|_| scim(&app, &directory, Method::POST, "/Users", Some(user("same@acme.example", "same@acme.example"))));
+    let mut statuses: Vec<u16> = futures_util::future::join_all(creates).await.iter().map(|r| r.status).collect();
+    statuses.sort();
+    assert_eq!(statuses, vec![201, 409, 409, 409, 409, 409]);
 }

@@ -188,8 +188,9 @@ pub async fn update(
     Ok(organization)
 }
 
-/// Deletes an organization with its memberships, invitations and entitlement overrides
-/// (the caller then drops its cached entitlements); sessions that had it
+/// Deletes an organization with its memberships, invitations, entitlement
+/// overrides and SCIM directories (the caller then drops its cached
+/// entitlements); sessions that had it
 /// active carry no organization from their next token on.
 pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationError> {
     let mut txn = scope.begin().await?;
@@ -197,13 +198,15 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationErr
     txn.delete::<membership::Entity>(membership::Column::OrganizationId.eq(id)).await?;
     txn.delete::<entitlement_override::Entity>(entitlement_override::Column::OrganizationId.eq(id)).await?;
     txn.delete::<invitation::Entity>(invitation::Column::OrganizationId.eq(id)).await?;
+    let directories = super::scim::records::forget_directories_of(&mut txn, id).await?;
     txn.update_many(|q: UpdateMany<session::Entity>| {
         q.col_expr(session::Column::ActiveOrganizationId, Expr::value(Option::<Uuid>::None))
             .filter(session::Column::ActiveOrganizationId.eq(id))
     })
     .await?;
     txn.delete::<organization::Entity>(organization::Column::Id.eq(id)).await?;
-    txn.audit(EventType::OrganizationDeleted, Some(id), json!({"slug": organization.slug})).await?;
+    let data = json!({"slug": organization.slug, "scim_directories_deleted": directories});
+    txn.audit(EventType::OrganizationDeleted, Some(id), data).await?;
     txn.commit().await?;
     Ok(())
 }

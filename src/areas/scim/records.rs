@@ -2,7 +2,7 @@
 //! group that holds it, a deleted directory's resources, and a user's
 //! records at their erasure. Kept apart from [`super::resources`] so that
 //! the users' erasure can call it without importing provisioning.
-use entity::{scim_group_member, scim_resource};
+use entity::{scim_directory, scim_group_member, scim_resource};
 use sea_orm::{ActiveValue::Set, ColumnTrait, Condition, DbErr, IntoActiveModel, QueryFilter, QuerySelect};
 use serde_json::Value;
 use uuid::Uuid;
@@ -79,5 +79,23 @@ pub async fn forget_user(txn: &mut TenantTxn, user_id: Uuid) -> Result<u64, DbEr
         .all(txn.conn())
         .await?;
     remove_everywhere(txn, &ids).await?;
+    Ok(ids.len() as u64)
+}
+
+/// An organization's directories go with it, with their records; answers
+/// how many directories.
+pub async fn forget_directories_of(txn: &mut TenantTxn, organization_id: Uuid) -> Result<u64, DbErr> {
+    let ids: Vec<Uuid> = txn
+        .find::<scim_directory::Entity>()
+        .select_only()
+        .column(scim_directory::Column::Id)
+        .filter(scim_directory::Column::OrganizationId.eq(organization_id))
+        .into_tuple()
+        .all(txn.conn())
+        .await?;
+    for id in &ids {
+        forget_directory(txn, *id).await?;
+    }
+    txn.delete::<scim_directory::Entity>(scim_directory::Column::OrganizationId.eq(organization_id)).await?;
     Ok(ids.len() as u64)
 }

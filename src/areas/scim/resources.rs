@@ -83,13 +83,34 @@ pub async fn find(
     kind: Kind,
     raw_id: &str,
 ) -> Result<scim_resource::Model, ScimError> {
+    one(db, directory_id, kind, raw_id, false).await
+}
+
+/// The resource, locked until the transaction ends: of two changes of one
+/// resource, the second reads what the first wrote (and its version).
+async fn find_for_change(
+    txn: &TenantTxn,
+    directory_id: Uuid,
+    kind: Kind,
+    raw_id: &str,
+) -> Result<scim_resource::Model, ScimError> {
+    one(txn, directory_id, kind, raw_id, true).await
+}
+
+async fn one(
+    db: &impl TenantConn,
+    directory_id: Uuid,
+    kind: Kind,
+    raw_id: &str,
+    locked: bool,
+) -> Result<scim_resource::Model, ScimError> {
     let missing = || ScimError::not_found(kind.as_str(), raw_id);
     let id = Uuid::parse_str(raw_id).map_err(|_| missing())?;
-    of_directory(db, directory_id, kind)
-        .filter(scim_resource::Column::Id.eq(id))
-        .one(db.conn())
-        .await?
-        .ok_or_else(missing)
+    let mut query = of_directory(db, directory_id, kind).filter(scim_resource::Column::Id.eq(id));
+    if locked {
+        query = query.lock_exclusive();
+    }
+    query.one(db.conn()).await?.ok_or_else(missing)
 }
 
 /// One page of a list: RFC 7644's 1-based `startIndex` and `count`.
@@ -164,7 +185,7 @@ pub async fn change(
     if_match: Option<&str>,
 ) -> Result<scim_resource::Model, ScimError> {
     let mut txn = scope.begin().await?;
-    let existing = find(&txn, directory.row.id, kind, id).await?;
+    let existing = find_for_change(&txn, directory.row.id, kind, id).await?;
     check_if_match(&existing, if_match)?;
     let current = existing.attributes.as_object().cloned().unwrap_or_default();
     let attributes = match change {
@@ -185,7 +206,7 @@ pub async fn delete(
     if_match: Option<&str>,
 ) -> Result<(), ScimError> {
     let mut txn = scope.begin().await?;
-    let existing = find(&txn, directory.row.id, kind, id).await?;
+    let existing = find_for_change(&txn, directory.row.id, kind, id).await?;
     check_if_match(&existing, if_match)?;
     if let Some(user_id) = existing.user_id {
         deprovision(&mut txn, directory, &existing, user_id).await?;
@@ -296,32 +317,36 @@ async fn store(
     match kind {
         Kind::User => sync_user(txn, directory, policies, &stored).await?,
         Kind::Group => {
-            let before = match &existing {
-                Some(_) => member_rows(txn, stored.id).await?,
-                None => BTreeSet::new(),
-            };
-            txn.delete::<scim_group_member::Entity>(scim_group_member::Column::GroupId.eq(stored.id)).await?;
-            let application_id = txn.application_id();
-            let rows = members.iter().map(|member| {
-                scim_group_member::ActiveModel::from(scim_group_member::Model {
-                    group_id: stored.id,
-                    member_id: *member,
-                    application_id,
-                })
-            });
-            txn.insert_many(rows).await?;
             let renamed = existing.as_ref().is_some_and(|e| e.match_key != stored.match_key);
-            let affected: BTreeSet<Uuid> = if renamed {
-                before.union(&members).copied().collect()
-            } else {
-                before.symmetric_difference(&members).copied().collect()
-            };
-            for member in affected {
+            for member in replace_members(txn, stored.id, &members, renamed).await? {
                 resync(txn, directory, policies, member).await?;
             }
         }
     }
     Ok(stored)
+}
+
+/// Makes a group's member rows `members`; answers the resources whose role
+/// may have changed: those that joined or left, or every one of both when
+/// the group was renamed (`group_roles` names groups).
+async fn replace_members(
+    txn: &mut TenantTxn,
+    group_id: Uuid,
+    members: &BTreeSet<Uuid>,
+    renamed: bool,
+) -> Result<BTreeSet<Uuid>, DbErr> {
+    let before = member_rows(txn, group_id).await?;
+    txn.delete::<scim_group_member::Entity>(scim_group_member::Column::GroupId.eq(group_id)).await?;
+    let application_id = txn.application_id();
+    let rows = members.iter().map(|member| {
+        scim_group_member::ActiveModel::from(scim_group_member::Model { group_id, member_id: *member, application_id })
+    });
+    txn.insert_many(rows).await?;
+    Ok(if renamed {
+        before.union(members).copied().collect()
+    } else {
+        before.symmetric_difference(members).copied().collect()
+    })
 }
 
 /// A Group's members: each `value` a resource of the directory, not the
@@ -436,6 +461,9 @@ async fn sync_user(
 ) -> Result<(), ScimError> {
     let Some(user_id) = resource.user_id else { return Ok(()) };
     if resource.active {
+        // Locked first, so that the groups read below include every change
+        // of them that committed before (two group changes take turns here).
+        memberships::lock_organization(txn, directory.row.organization_id).await?;
         let role = role_of(txn, directory, resource.id).await?;
         let grant = Grant { organization_id: directory.row.organization_id, user_id, role };
         memberships::set_role_in(txn, policies, grant).await?;

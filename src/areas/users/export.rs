@@ -3,7 +3,9 @@
 //! Art. 15 and 20). Secrets stay out: no password hash, no TOTP secret, no
 //! key or code hash, no passkey credential.
 use chrono::{DateTime, Utc};
-use entity::{audit_event, membership, mfa_factor, passkey, recovery_code, session, user_api_key, user_identity};
+use entity::{
+    audit_event, membership, mfa_factor, passkey, recovery_code, scim_resource, session, user_api_key, user_identity,
+};
 use sea_orm::{sea_query::Expr, ColumnTrait, Condition, DbErr, PaginatorTrait, QueryFilter, QueryOrder};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -31,6 +33,8 @@ pub struct UserExport {
     pub identities: Vec<IdentityExport>,
     pub sessions: Vec<SessionView>,
     pub memberships: Vec<MembershipExport>,
+    /// What the organizations' SCIM directories hold of the user.
+    pub directory_records: Vec<DirectoryRecordExport>,
     pub second_factors: Vec<SecondFactorExport>,
     pub passkeys: Vec<PasskeyExport>,
     pub personal_keys: Vec<PersonalKeyExport>,
@@ -61,6 +65,22 @@ pub struct MembershipExport {
     pub role: String,
     #[serde(serialize_with = "crate::clock::serialize")]
     pub created_at: DateTime<Utc>,
+}
+
+/// A SCIM directory's User that stands for the user, as the directory sent it.
+#[derive(Serialize, ToSchema)]
+pub struct DirectoryRecordExport {
+    pub directory_id: Uuid,
+    /// The record's SCIM id.
+    pub id: Uuid,
+    pub active: bool,
+    /// The SCIM attributes (`userName`, `name`, `emails`, …).
+    #[schema(value_type = Object)]
+    pub attributes: serde_json::Value,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub created_at: DateTime<Utc>,
+    #[serde(serialize_with = "crate::clock::serialize")]
+    pub updated_at: DateTime<Utc>,
 }
 
 /// A second factor, without its secret.
@@ -108,6 +128,7 @@ pub async fn export(db: &impl TenantConn, id: Uuid) -> Result<UserExport, UserEr
     let identities = db.find::<user_identity::Entity>().filter(user_identity::Column::UserId.eq(id));
     let sessions = db.find::<session::Entity>().filter(session::Column::UserId.eq(id));
     let memberships = db.find::<membership::Entity>().filter(membership::Column::UserId.eq(id));
+    let records = db.find::<scim_resource::Entity>().filter(scim_resource::Column::UserId.eq(id));
     let factors = db.find::<mfa_factor::Entity>().filter(mfa_factor::Column::UserId.eq(id));
     let passkeys = db.find::<passkey::Entity>().filter(passkey::Column::UserId.eq(id));
     let keys = db.find::<user_api_key::Entity>().filter(user_api_key::Column::UserId.eq(id));
@@ -119,6 +140,7 @@ pub async fn export(db: &impl TenantConn, id: Uuid) -> Result<UserExport, UserEr
     let identities = identities.order_by_asc(user_identity::Column::CreatedAt).all(conn).await?;
     let sessions = sessions.order_by_asc(session::Column::CreatedAt).all(conn).await?;
     let memberships = memberships.order_by_asc(membership::Column::CreatedAt).all(conn).await?;
+    let records = records.order_by_asc(scim_resource::Column::CreatedAt).all(conn).await?;
     let factors = factors.order_by_asc(mfa_factor::Column::CreatedAt).all(conn).await?;
     let passkeys = passkeys.order_by_asc(passkey::Column::CreatedAt).all(conn).await?;
     let keys = keys.order_by_asc(user_api_key::Column::CreatedAt).all(conn).await?;
@@ -146,6 +168,17 @@ pub async fn export(db: &impl TenantConn, id: Uuid) -> Result<UserExport, UserEr
                 organization_id: row.organization_id,
                 role: row.role,
                 created_at: row.created_at,
+            })
+            .collect(),
+        directory_records: records
+            .into_iter()
+            .map(|row| DirectoryRecordExport {
+                directory_id: row.directory_id,
+                id: row.id,
+                active: row.active,
+                attributes: row.attributes,
+                created_at: row.created_at,
+                updated_at: row.updated_at,
             })
             .collect(),
         second_factors: factors
