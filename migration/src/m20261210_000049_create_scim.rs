@@ -65,23 +65,27 @@ impl MigrationTrait for Migration {
                     .to_owned(),
             )
             .await?;
-        for (name, column, unique) in [
-            ("scim_resources_by_match_key", ScimResources::MatchKey, true),
-            ("scim_resources_by_external_id", ScimResources::ExternalId, false),
-            ("scim_resources_by_user", ScimResources::UserId, false),
+        manager
+            .create_index(
+                Index::create()
+                    .if_not_exists()
+                    .name("scim_resources_by_match_key")
+                    .table(ScimResources::Table)
+                    .col(ScimResources::DirectoryId)
+                    .col(ScimResources::Kind)
+                    .col(ScimResources::MatchKey)
+                    .unique()
+                    .to_owned(),
+            )
+            .await?;
+        // The other lookups lead with their own column, so that no index but
+        // the one above fits a `userName` lookup, whatever the statistics say.
+        for (name, column) in [
+            ("scim_resources_by_external_id", ScimResources::ExternalId),
+            ("scim_resources_by_user", ScimResources::UserId),
         ] {
-            let mut index = Index::create();
-            index
-                .if_not_exists()
-                .name(name)
-                .table(ScimResources::Table)
-                .col(ScimResources::DirectoryId)
-                .col(ScimResources::Kind)
-                .col(column);
-            if unique {
-                index.unique();
-            }
-            manager.create_index(index.to_owned()).await?;
+            let index = Index::create().if_not_exists().name(name).table(ScimResources::Table).col(column).to_owned();
+            manager.create_index(index).await?;
         }
         manager
             .create_table(
