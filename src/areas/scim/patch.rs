@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{
-    filter::{lookup, AttrPath, Filter},
+    filter::{lookup, AttrPath, Filter, Op},
     schema::{self, Kind, Type},
     ScimError,
 };
@@ -155,8 +155,10 @@ fn set(resource: &mut Map<String, Value>, target: &Target, value: &Value, adding
     let name = target.attribute.name;
     match (&target.filter, target.sub) {
         (Some(filter), sub) => {
-            let Some(Value::Array(items)) = resource.get_mut(name) else {
-                return Err(ScimError::no_target(format!("`{name}` has no values")));
+            // Taken out and put back: a refusal discards the whole working copy.
+            let mut items = match resource.remove(name) {
+                Some(Value::Array(items)) => items,
+                _ => Vec::new(),
             };
             let mut hit = false;
             for item in items.iter_mut() {
@@ -174,8 +176,11 @@ fn set(resource: &mut Map<String, Value>, target: &Target, value: &Value, adding
                 }
             }
             if !hit {
-                return Err(ScimError::no_target(format!("no value of `{name}` matches the filter")));
+                let made = made_by(filter, sub, value)
+                    .ok_or_else(|| ScimError::no_target(format!("no value of `{name}` matches the filter")))?;
+                items.push(made);
             }
+            resource.insert(name.to_string(), Value::Array(items));
         }
         (None, Some(sub)) => {
             let slot = resource.entry(name.to_string()).or_insert_with(|| Value::Object(Map::new()));
@@ -217,6 +222,24 @@ fn set(resource: &mut Map<String, Value>, target: &Target, value: &Value, adding
         },
     }
     Ok(())
+}
+
+/// The value that a change through `emails[type eq "work"].value` makes
+/// when no value matches: `{"type": "work", "value": …}`. Entra ID sets a
+/// user's first work address this way. Only a filter of that one form
+/// names a value to make; any other finds no target.
+fn made_by(filter: &Filter, sub: Option<&schema::Attribute>, value: &Value) -> Option<Value> {
+    let Filter::Compare(path, Op::Eq, wanted) = filter else { return None };
+    if path.sub.is_some() {
+        return None;
+    }
+    let mut made = match (sub, value) {
+        (Some(sub), value) => Map::from_iter([(sub.name.to_string(), value.clone())]),
+        (None, Value::Object(fields)) => fields.clone(),
+        (None, _) => return None,
+    };
+    made.insert(path.attribute.clone(), wanted.clone());
+    Some(Value::Object(made))
 }
 
 fn remove(resource: &mut Map<String, Value>, target: &Target, value: Option<&Value>) -> Result<(), ScimError> {
@@ -299,6 +322,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out["emails"][0]["value"], "ada@new.com");
+        let first = json!([{"op": "Add", "path": "emails[type eq \"work\"].value", "value": "ada@work.com"}]);
+        let out = patched(Kind::User, json!({"userName": "ada"}), first).unwrap();
+        assert_eq!(out["emails"], json!([{"type": "work", "value": "ada@work.com"}]));
         let out = patched(Kind::User, ada(), json!([{"op": "add", "path": "name.givenName", "value": "Ada"}])).unwrap();
         assert_eq!(out["name"], json!({"givenName": "Ada"}));
         let out = patched(Kind::User, ada(), json!([{"op": "remove", "path": "emails[type eq \"home\"]"}])).unwrap();
@@ -333,7 +359,7 @@ mod tests {
         assert_eq!(refused(json!([{"op": "remove", "path": "userName"}])), Some("mutability"));
         assert_eq!(refused(json!([{"op": "replace", "path": "id", "value": "x"}])), Some("mutability"));
         assert_eq!(
-            refused(json!([{"op": "replace", "path": "emails[type eq \"fax\"].value", "value": "x"}])),
+            refused(json!([{"op": "replace", "path": "emails[type sw \"fax\"].value", "value": "x"}])),
             Some("noTarget")
         );
         assert_eq!(refused(json!([{"op": "replace", "path": "emails[type eq", "value": "x"}])), Some("invalidPath"));

@@ -375,8 +375,8 @@ async fn unknown(req: HttpRequest) -> HttpResponse {
 macro_rules! scim_operations {
     ($kind:expr, $segment:literal, $name:literal,
      $list:ident, $create:ident, $find:ident, $replace:ident, $patch:ident, $delete:ident) => {
-        #[doc = concat!("List or filter the directory's ", $segment, ", `startIndex` and `count` paging them.")]
         #[utoipa::path(get, path = concat!("/v1/applications/{application_id}/scim/v2/{directory_id}/", $segment), tag = "scim",
+            summary = concat!("List or filter the directory's ", $segment, ", `startIndex` and `count` paging them."),
             extensions(("x-gatehouse-caller" = json!("scim_client"))),
             params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
                 ("directory_id" = uuid::Uuid, Path, description = "The directory's id."), ScimQuery),
@@ -389,8 +389,8 @@ macro_rules! scim_operations {
             list(&state, &req, &path, $kind).await
         }
 
-        #[doc = concat!("Provision a ", $name, ".")]
         #[utoipa::path(post, path = concat!("/v1/applications/{application_id}/scim/v2/{directory_id}/", $segment), tag = "scim",
+            summary = concat!("Provision a ", $name, "."),
             extensions(("x-gatehouse-caller" = json!("scim_client"))),
             params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
                 ("directory_id" = uuid::Uuid, Path, description = "The directory's id.")),
@@ -407,8 +407,8 @@ macro_rules! scim_operations {
             create(&state, &req, &path, $kind, body).await
         }
 
-        #[doc = concat!("Get a ", $name, " (`If-None-Match` answers 304 when it has not changed).")]
         #[utoipa::path(get, path = concat!("/v1/applications/{application_id}/scim/v2/{directory_id}/", $segment, "/{resource_id}"), tag = "scim",
+            summary = concat!("Get a ", $name, " (`If-None-Match` answers 304 when it has not changed)."),
             extensions(("x-gatehouse-caller" = json!("scim_client"))),
             params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
                 ("directory_id" = uuid::Uuid, Path, description = "The directory's id."),
@@ -422,8 +422,8 @@ macro_rules! scim_operations {
             find(&state, &req, &path, $kind).await
         }
 
-        #[doc = concat!("Replace a ", $name, " (PUT); `If-Match` makes it conditional.")]
         #[utoipa::path(put, path = concat!("/v1/applications/{application_id}/scim/v2/{directory_id}/", $segment, "/{resource_id}"), tag = "scim",
+            summary = concat!("Replace a ", $name, " (PUT); `If-Match` makes it conditional."),
             extensions(("x-gatehouse-caller" = json!("scim_client"))),
             params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
                 ("directory_id" = uuid::Uuid, Path, description = "The directory's id."),
@@ -442,8 +442,8 @@ macro_rules! scim_operations {
             change(&state, &req, &path, $kind, body, false).await
         }
 
-        #[doc = concat!("Change a ", $name, " with PATCH operations (RFC 7644 section 3.5.2), all or none.")]
         #[utoipa::path(patch, path = concat!("/v1/applications/{application_id}/scim/v2/{directory_id}/", $segment, "/{resource_id}"), tag = "scim",
+            summary = concat!("Change a ", $name, " with PATCH operations (RFC 7644 section 3.5.2), all or none."),
             extensions(("x-gatehouse-caller" = json!("scim_client"))),
             params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
                 ("directory_id" = uuid::Uuid, Path, description = "The directory's id."),
@@ -462,8 +462,8 @@ macro_rules! scim_operations {
             change(&state, &req, &path, $kind, body, true).await
         }
 
-        #[doc = concat!("Delete a ", $name, "; a user is deprovisioned first.")]
         #[utoipa::path(delete, path = concat!("/v1/applications/{application_id}/scim/v2/{directory_id}/", $segment, "/{resource_id}"), tag = "scim",
+            summary = concat!("Delete a ", $name, ": a user is deprovisioned, a group's members lose the role it gave."),
             extensions(("x-gatehouse-caller" = json!("scim_client"))),
             params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
                 ("directory_id" = uuid::Uuid, Path, description = "The directory's id."),
@@ -517,7 +517,7 @@ pub struct ScimPatchView(#[allow(dead_code)] Value);
 #[schema(value_type = Object)]
 pub struct ScimErrorView(#[allow(dead_code)] Value);
 
-/// The discovery documents answer the same to every token of the directory.
+/// What the server supports (RFC 7643 section 5): PATCH, filters, ETags; no bulk, no sorting.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/scim/v2/{directory_id}/ServiceProviderConfig", tag = "scim",
     extensions(("x-gatehouse-caller" = json!("scim_client"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
