@@ -211,7 +211,7 @@ pub async fn delete(
     if let Some(user_id) = existing.user_id {
         deprovision(&mut txn, directory, &existing, user_id).await?;
     }
-    let members = member_ids(&txn, existing.id).await?;
+    let members = member_rows(&txn, existing.id).await?;
     records::remove_everywhere(&mut txn, &[existing.id]).await?;
     let event = match kind {
         Kind::User => EventType::ScimUserDeleted,
@@ -524,8 +524,4 @@ async fn member_rows(txn: &TenantTxn, group_id: Uuid) -> Result<BTreeSet<Uuid>, 
         .all(txn.conn())
         .await?;
     Ok(ids.into_iter().collect())
-}
-
-async fn member_ids(txn: &TenantTxn, group_id: Uuid) -> Result<Vec<Uuid>, DbErr> {
-    Ok(member_rows(txn, group_id).await?.into_iter().collect())
 }

@@ -114,7 +114,7 @@ fn view(state: &AppState, row: &scim_directory::Model) -> ScimDirectoryView {
 
 /// A directory's base URL, under the application's issuer.
 pub fn protocol_base_url(state: &AppState, application_id: Uuid, directory_id: Uuid) -> String {
-    format!("{}/v1/applications/{application_id}/scim/v2/{directory_id}", state.settings.public_url())
+    format!("{}/scim/v2/{directory_id}", crate::tokens::issuer(&state.settings.public_url(), application_id))
 }
 
 fn ids(path: &(String, String)) -> ApiResult<(Uuid, Uuid)> {

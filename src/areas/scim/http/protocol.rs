@@ -339,15 +339,15 @@ async fn change(
     let caller = caller(state, req, &path.0, &path.1).await?;
     let policies = policies(state, &caller.scope).await?;
     let if_match = header_value(req, header::IF_MATCH);
-    let row = if patching {
-        let request = PatchRequest::parse(&body.scim_json().await?)?;
-        resources::change(&caller.scope, &caller.directory, &policies, kind, &path.2, Change::Patch(&request), if_match)
-            .await?
+    let (request, sent);
+    let change = if patching {
+        request = PatchRequest::parse(&body.scim_json().await?)?;
+        Change::Patch(&request)
     } else {
-        let sent = object(body).await?;
-        resources::change(&caller.scope, &caller.directory, &policies, kind, &path.2, Change::Replace(&sent), if_match)
-            .await?
+        sent = object(body).await?;
+        Change::Replace(&sent)
     };
+    let row = resources::change(&caller.scope, &caller.directory, &policies, kind, &path.2, change, if_match).await?;
     Ok(resource_answer(StatusCode::OK, &row, &caller.directory.base_url))
 }
 
