@@ -67,6 +67,7 @@ impl AppState {
             master_key: &self.master_key,
             client: &self.providers,
             public_url: self.settings.public_url(),
+            private_destinations: self.settings.private_destinations_allowed(),
         }
     }
 

@@ -7,7 +7,7 @@
 //! print [`REDACTED`] in their place. Their `ActiveModel`s cannot: sea-orm's
 //! `DeriveEntityModel` always derives `Debug` on the generated `ActiveModel`,
 //! which prints `Set(..)` values as they are. Never log an `ActiveModel` of
-//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `mail_queue`, `messaging_provider`, `mfa_challenge`, `hosted_login`, `mfa_factor`, `oauth_client`, `oauth_code`, `oauth_flow`, `oauth_provider`, `passkey_ceremony`, `password_reset`, `recovery_code`, `refresh_token`, `scim_directory`,
+//! `api_key`, `billing_profile`, `email_verification`, `enrollment_token`, `hook`, `invitation`, `mail_queue`, `messaging_provider`, `mfa_challenge`, `hosted_login`, `mfa_factor`, `oauth_client`, `oauth_code`, `oauth_flow`, `oauth_provider`, `passkey_ceremony`, `password_reset`, `recovery_code`, `refresh_token`, `scim_directory`, `sso_connection`,
 //! `service_account_key`, `signing_key`, `user`, `user_api_key` or `webhook` with `{:?}`.
 pub mod access_review;
 pub mod access_review_item;
@@ -63,6 +63,7 @@ pub mod shard;
 pub mod sign_up_restriction;
 pub mod signing_key;
 pub mod sod_policy;
+pub mod sso_connection;
 pub mod sso_domain;
 pub mod unmatched_processor_event;
 pub mod user;

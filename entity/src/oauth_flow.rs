@@ -34,6 +34,12 @@ pub struct Model {
     pub code_expires_at: Option<DateTimeUtc>,
     pub exchanged_at: Option<DateTimeUtc>,
     pub created_at: DateTimeUtc,
+    /// An SSO sign-in's organization (its connection's), set at the
+    /// callback: the session opens with it active.
+    pub organization_id: Option<Uuid>,
+    /// An SSO sign-in's `amr` (the identity provider's, else `sso`),
+    /// space-separated, set at the callback.
+    pub amr: Option<String>,
 }
 
 /// Written by hand so that `{:?}` never shows the hashes or the sealed
@@ -58,6 +64,8 @@ impl std::fmt::Debug for Model {
             code_expires_at,
             exchanged_at,
             created_at,
+            organization_id,
+            amr,
         } = self;
         f.debug_struct("Model")
             .field("id", id)
@@ -76,6 +84,8 @@ impl std::fmt::Debug for Model {
             .field("code_expires_at", code_expires_at)
             .field("exchanged_at", exchanged_at)
             .field("created_at", created_at)
+            .field("organization_id", organization_id)
+            .field("amr", amr)
             .finish()
     }
 }

@@ -30,6 +30,10 @@ pub struct Model {
     pub oauth_client_id: Option<Uuid>,
     /// What that client was granted (space-separated scopes).
     pub oauth_scope: Option<String>,
+    /// How the user signed in, when the access tokens say it (RFC 8176
+    /// values, space-separated): an SSO sign-in's `sso`, or its identity
+    /// provider's own. Null for the other sign-ins.
+    pub amr: Option<String>,
 }
 
 #[derive(Copy, Clone, Debug, EnumIter, DeriveRelation)]

@@ -29,7 +29,7 @@ use uuid::Uuid;
 use crate::{
     areas::{
         applications, billing, hooks, mail_queue, messaging, oauth_providers, provider_sign_in, second_factors::totp,
-        users::imports,
+        sso_connections, users::imports,
     },
     audit::{personal, Actor},
     crypto::{master_key::MasterKey, seal},
@@ -121,6 +121,12 @@ pub const SEALED: &[SealedColumn] = &[
         column: "client_secret_sealed",
         part: Part::Name("provider"),
         context: |app, part| oauth_providers::secret_context(app, part.name()),
+    },
+    SealedColumn {
+        table: "sso_connections",
+        column: "client_secret_sealed",
+        part: Part::Id("id"),
+        context: |app, part| sso_connections::secret_context(app, part.id()),
     },
     SealedColumn {
         table: "oauth_flows",

@@ -34,6 +34,7 @@ pub mod second_factors;
 pub mod service_accounts;
 pub mod sessions;
 pub mod sod;
+pub mod sso_connections;
 pub mod sso_domains;
 pub mod users;
 pub mod validate;

@@ -77,7 +77,7 @@ pub async fn open(
     aal: &str,
     ttl: Duration,
 ) -> Result<Opened, DbErr> {
-    open_as(txn, user_id, email_verified, aal, ttl, None).await
+    open_as(txn, user_id, email_verified, aal, ttl, Origin::Api).await
 }
 
 /// What an OAuth client's session is issued with.
@@ -101,7 +101,34 @@ pub async fn open_for_client(
     ttl: Duration,
     grant: ClientGrant<'_>,
 ) -> Result<Opened, DbErr> {
-    open_as(txn, user_id, email_verified, aal, ttl, Some(grant)).await
+    open_as(txn, user_id, email_verified, aal, ttl, Origin::Client(grant)).await
+}
+
+/// An enterprise SSO sign-in: the session opens in the connection's
+/// organization, and its tokens say how the user signed in.
+pub struct SsoSignIn {
+    pub organization_id: Uuid,
+    /// RFC 8176 values, space-separated.
+    pub amr: String,
+}
+
+/// [`open`], for an SSO sign-in.
+pub async fn open_for_sso(
+    txn: &mut TenantTxn,
+    user_id: Uuid,
+    email_verified: bool,
+    aal: &str,
+    ttl: Duration,
+    sso: SsoSignIn,
+) -> Result<Opened, DbErr> {
+    open_as(txn, user_id, email_verified, aal, ttl, Origin::Sso(sso)).await
+}
+
+/// Where a session comes from, beyond the user.
+enum Origin<'a> {
+    Api,
+    Client(ClientGrant<'a>),
+    Sso(SsoSignIn),
 }
 
 async fn open_as(
@@ -110,32 +137,45 @@ async fn open_as(
     email_verified: bool,
     aal: &str,
     ttl: Duration,
-    client: Option<ClientGrant<'_>>,
+    origin: Origin<'_>,
 ) -> Result<Opened, DbErr> {
     let application_id = txn.application_id();
     let now = crate::clock::now();
+    let client = match &origin {
+        Origin::Client(grant) => Some(grant),
+        _ => None,
+    };
+    let (active_organization_id, amr) = match &origin {
+        Origin::Api => (None, None),
+        Origin::Client(grant) => (grant.organization_id, None),
+        Origin::Sso(sso) => (Some(sso.organization_id), Some(sso.amr.clone())),
+    };
     let session = session::Model {
-        id: client.as_ref().map_or_else(Uuid::now_v7, |c| c.session_id),
+        id: client.map_or_else(Uuid::now_v7, |c| c.session_id),
         application_id,
         user_id,
         aal: aal.into(),
         aal2_at: (aal == "aal2").then_some(now),
-        active_organization_id: client.as_ref().and_then(|c| c.organization_id),
+        active_organization_id,
         email_verified,
         created_at: now,
         refreshed_at: now,
         expires_at: now + ttl,
         revoked_at: None,
         revoked_reason: None,
-        oauth_client_id: client.as_ref().map(|c| c.client_id),
-        oauth_scope: client.as_ref().map(|c| c.scope.to_string()),
+        oauth_client_id: client.map(|c| c.client_id),
+        oauth_scope: client.map(|c| c.scope.to_string()),
+        amr,
     };
     txn.insert(session::ActiveModel::from(session.clone())).await?;
     let (refresh_token, row) = new_refresh_token(application_id, session.id, now);
     txn.insert(refresh_token::ActiveModel::from(row)).await?;
-    let data = match client {
-        Some(ClientGrant { client_id, .. }) => json!({"user_id": user_id, "oauth_client_id": client_id}),
-        None => json!({"user_id": user_id}),
+    let data = match origin {
+        Origin::Client(ClientGrant { client_id, .. }) => json!({"user_id": user_id, "oauth_client_id": client_id}),
+        Origin::Sso(SsoSignIn { organization_id, .. }) => {
+            json!({"user_id": user_id, "organization_id": organization_id})
+        }
+        Origin::Api => json!({"user_id": user_id}),
     };
     txn.audit(EventType::SessionCreated, Some(session.id), data).await?;
     Ok(Opened { session, refresh_token })

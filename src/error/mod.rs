@@ -91,6 +91,8 @@ codes! {
         "Another organization has claimed this SSO domain.";
     DomainVerificationFailed => 422, "domain_verification_failed",
         "The domain's DNS TXT record does not hold the verification value.";
+    SsoRequired => 403, "sso_required",
+        "The address's organization requires its people to sign in through its identity provider: start at `POST /v1/auth/sso/start`.";
     EmailNotVerified => 403, "email_not_verified",
         "The application requires a verified email and the user has not verified one.";
     Aal2Required => 403, "aal2_required",
@@ -111,6 +113,8 @@ codes! {
         "A field breaks a rule; `details` names each field and what is wrong with it.";
     InvalidUrl => 422, "invalid_url",
         "A URL field is not a URL the service will call (scheme, host, or a private address); `details` names it.";
+    SsoDiscoveryFailed => 422, "sso_discovery_failed",
+        "An SSO connection's issuer has no usable discovery document (unreachable, another issuer, or an endpoint the URL rules refuse).";
     UnknownRegion => 422, "unknown_region",
         "The region is not one of the deployment's.";
     PlatformMismatch => 422, "platform_mismatch",

@@ -147,6 +147,9 @@ catalog! {
     ScimGroupCreated => "scim.group.created", "A directory created a group.";
     ScimGroupUpdated => "scim.group.updated", "A directory changed a group (its name or members).";
     ScimGroupDeleted => "scim.group.deleted", "A directory deleted a group.";
+    SsoConnectionCreated => "sso_connection.created", "An SSO connection was made for an organization.";
+    SsoConnectionUpdated => "sso_connection.updated", "An SSO connection changed (its settings, its client, or its issuer's endpoints read again).";
+    SsoConnectionDeleted => "sso_connection.deleted", "An SSO connection was deleted with the identities linked through it; its users and memberships stay.";
 }
 
 impl EventType {

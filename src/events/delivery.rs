@@ -85,7 +85,7 @@ impl Clients {
         };
         Ok(Clients {
             open: builder().build()?,
-            public_only: builder().dns_resolver(Arc::new(PublicOnly)).build()?,
+            public_only: builder().dns_resolver(public_only_resolver()).build()?,
             allow_private,
         })
     }
@@ -105,7 +105,15 @@ impl Clients {
     }
 }
 
-struct PublicOnly;
+pub struct PublicOnly;
+
+/// A resolver that answers a name's public addresses only (none: the
+/// request fails as `blocked_destination`, nothing dialled). An address
+/// literal is not resolved: [`url_safety::check`] refuses a private one
+/// when the URL is stored.
+pub fn public_only_resolver() -> Arc<PublicOnly> {
+    Arc::new(PublicOnly)
+}
 
 /// A name resolved to no public address: nothing was dialled.
 #[derive(Debug, thiserror::Error)]

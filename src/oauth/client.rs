@@ -10,8 +10,9 @@ use serde_json::Value;
 
 use super::{
     id_token::{self, IdTokenError, Jwks},
-    providers::{Endpoints, Protocol, UserInfo},
+    providers::{Endpoints, NamedBy, Protocol, UserInfo},
 };
+use crate::events::url_safety::Reach;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_ANSWER: usize = 1024 * 1024;
@@ -65,6 +66,8 @@ pub struct Account {
     pub email: Option<String>,
     /// Whether the provider says it verified the email.
     pub email_verified: bool,
+    /// How the user signed in at the provider (its ID token's `amr`).
+    pub amr: Option<Vec<String>>,
 }
 
 #[derive(Deserialize)]
@@ -80,17 +83,53 @@ struct TokenAnswer {
 #[derive(Clone)]
 pub struct ProviderClient {
     http: reqwest::Client,
+    /// For endpoints an application named: public addresses only, checked
+    /// at each address dialled.
+    public_only: reqwest::Client,
     keys: Cache<String, Arc<Jwks>>,
 }
 
 impl ProviderClient {
     pub fn new() -> Result<ProviderClient, reqwest::Error> {
-        let http = reqwest::Client::builder()
-            .timeout(TIMEOUT)
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(USER_AGENT)
-            .build()?;
-        Ok(ProviderClient { http, keys: Cache::builder().max_capacity(64).time_to_live(KEYS_TTL).build() })
+        let builder = || {
+            reqwest::Client::builder()
+                .timeout(TIMEOUT)
+                .redirect(reqwest::redirect::Policy::none())
+                .user_agent(USER_AGENT)
+        };
+        Ok(ProviderClient {
+            http: builder().build()?,
+            // A proxy would resolve names itself, past the address check.
+            public_only: builder().no_proxy().dns_resolver(crate::events::delivery::public_only_resolver()).build()?,
+            keys: Cache::builder().max_capacity(256).time_to_live(KEYS_TTL).build(),
+        })
+    }
+
+    /// The client for endpoints `named_by` someone.
+    fn http(&self, named_by: NamedBy) -> &reqwest::Client {
+        match named_by {
+            NamedBy::Operator | NamedBy::Application(Reach::PrivateToo) => &self.http,
+            NamedBy::Application(Reach::PublicOnly) => &self.public_only,
+        }
+    }
+
+    /// An OpenID Provider's discovery document
+    /// (`{issuer}/.well-known/openid-configuration`), read through the
+    /// client for an application's endpoints.
+    pub async fn discover(&self, issuer: &str, reach: Reach) -> Result<Value, ProviderError> {
+        let url = format!("{}/.well-known/openid-configuration", issuer.trim_end_matches('/'));
+        let response = self
+            .http(NamedBy::Application(reach))
+            .get(url)
+            .header("accept", "application/json")
+            .send()
+            .await
+            .map_err(|_| ProviderError::Unreachable)?;
+        if !response.status().is_success() {
+            return Err(ProviderError::Unreadable("the discovery document answered an error"));
+        }
+        let body = read(response).await?;
+        serde_json::from_slice(&body).map_err(|_| ProviderError::Unreadable("the discovery document is not JSON"))
     }
 
     /// Exchanges the code and says which account signed in: from the
@@ -112,9 +151,10 @@ impl ProviderClient {
                     subject: claims.sub.clone(),
                     email: claims.email.clone(),
                     email_verified: claims.email_verified(),
+                    amr: claims.amr(),
                 };
                 if let (None, Some(url), Some(access_token)) = (&account.email, &endpoints.userinfo_url, access_token) {
-                    let info = standard_account(&self.get_json(url, access_token).await?)?;
+                    let info = standard_account(&self.get_json(endpoints, url, access_token).await?)?;
                     // OpenID Connect Core 5.3.2: the user-info `sub` must be the token's.
                     if info.subject == account.subject {
                         account.email = info.email;
@@ -127,12 +167,12 @@ impl ProviderClient {
                 let access_token = access_token.ok_or(ProviderError::Unreadable("no access_token"))?;
                 let url =
                     endpoints.userinfo_url.as_deref().ok_or(ProviderError::Unreadable("no user-info endpoint"))?;
-                let info = self.get_json(url, access_token).await?;
+                let info = self.get_json(endpoints, url, access_token).await?;
                 match endpoints.user_info {
                     UserInfo::Standard => standard_account(&info),
                     UserInfo::Discord => discord_account(&info),
                     UserInfo::GitHub => {
-                        let emails = self.get_json(&format!("{url}/emails"), access_token).await?;
+                        let emails = self.get_json(endpoints, &format!("{url}/emails"), access_token).await?;
                         github_account(&info, &emails)
                     }
                 }
@@ -155,7 +195,7 @@ impl ProviderClient {
             ("code_verifier", grant.code_verifier),
         ];
         let response = self
-            .http
+            .http(endpoints.named_by)
             .post(&endpoints.token_url)
             .header("accept", "application/json")
             .form(&form)
@@ -184,20 +224,22 @@ impl ProviderClient {
         let issuer = endpoints.issuer.as_deref().ok_or(ProviderError::Unreadable("no issuer"))?;
         let expected = id_token::Expected { issuer, client_id, nonce, now: crate::clock::now().timestamp() };
         let unverified = id_token::parse(token)?;
-        let keys = self.keys(jwks_url, false).await?;
+        let keys = self.keys(endpoints.named_by, jwks_url, false).await?;
         match unverified.verify(&keys, &expected) {
             // Rotated since we fetched them: once more, fresh.
-            Err(IdTokenError::UnknownKey) => Ok(unverified.verify(&*self.keys(jwks_url, true).await?, &expected)?),
+            Err(IdTokenError::UnknownKey) => {
+                Ok(unverified.verify(&*self.keys(endpoints.named_by, jwks_url, true).await?, &expected)?)
+            }
             verified => Ok(verified?),
         }
     }
 
-    async fn keys(&self, url: &str, fresh: bool) -> Result<Arc<Jwks>, ProviderError> {
+    async fn keys(&self, named_by: NamedBy, url: &str, fresh: bool) -> Result<Arc<Jwks>, ProviderError> {
         if fresh {
             self.keys.invalidate(url).await;
         }
         let fetch = async {
-            let response = self.http.get(url).send().await.map_err(|_| ProviderError::Unreachable)?;
+            let response = self.http(named_by).get(url).send().await.map_err(|_| ProviderError::Unreachable)?;
             if !response.status().is_success() {
                 return Err(ProviderError::Unreadable("keys endpoint answered an error"));
             }
@@ -212,9 +254,9 @@ impl ProviderClient {
         })
     }
 
-    async fn get_json(&self, url: &str, access_token: &str) -> Result<Value, ProviderError> {
+    async fn get_json(&self, endpoints: &Endpoints, url: &str, access_token: &str) -> Result<Value, ProviderError> {
         let response = self
-            .http
+            .http(endpoints.named_by)
             .get(url)
             .bearer_auth(access_token)
             .header("accept", "application/json")
@@ -266,11 +308,17 @@ fn standard_account(info: &Value) -> Result<Account, ProviderError> {
         subject: subject(&info["sub"])?,
         email: text(&info["email"]),
         email_verified: flag(&info["email_verified"]),
+        amr: None,
     })
 }
 
 fn discord_account(info: &Value) -> Result<Account, ProviderError> {
-    Ok(Account { subject: subject(&info["id"])?, email: text(&info["email"]), email_verified: flag(&info["verified"]) })
+    Ok(Account {
+        subject: subject(&info["id"])?,
+        email: text(&info["email"]),
+        email_verified: flag(&info["verified"]),
+        amr: None,
+    })
 }
 
 /// GitHub's primary address when it is verified; else any verified one;
@@ -284,7 +332,7 @@ fn github_account(info: &Value, emails: &Value) -> Result<Account, ProviderError
         Some(entry) => (text(&entry["email"]), true),
         None => (text(&info["email"]), false),
     };
-    Ok(Account { subject: subject(&info["id"])?, email, email_verified })
+    Ok(Account { subject: subject(&info["id"])?, email, email_verified, amr: None })
 }
 
 #[cfg(test)]

@@ -108,11 +108,32 @@ pub struct IdClaims {
     pub email: Option<String>,
     #[serde(default)]
     email_verified: Option<Flag>,
+    /// Read leniently: a provider's odd `amr` is no reason to refuse its token.
+    #[serde(default)]
+    amr: Option<serde_json::Value>,
 }
 
 impl IdClaims {
     pub fn email_verified(&self) -> bool {
         self.email_verified.as_ref().is_some_and(Flag::is_true)
+    }
+
+    /// The token's `amr` (RFC 8176): its values that are short words, at
+    /// most 8; `None` when it has none.
+    pub fn amr(&self) -> Option<Vec<String>> {
+        let values: Vec<String> = self
+            .amr
+            .as_ref()?
+            .as_array()?
+            .iter()
+            .filter_map(serde_json::Value::as_str)
+            .filter(|v| {
+                (1..=32).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            })
+            .take(8)
+            .map(str::to_string)
+            .collect();
+        (!values.is_empty()).then_some(values)
     }
 }
 

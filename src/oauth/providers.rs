@@ -3,7 +3,10 @@
 //! endpoints, and the scopes asked when the application names none.
 //! Configuration may replace any endpoint of a provider
 //! (`oauth.endpoints.<provider>.*`: a self-hosted GitLab, a test provider).
-use crate::config::{EndpointOverrides, OAuthSettings};
+use crate::{
+    config::{EndpointOverrides, OAuthSettings},
+    events::url_safety::Reach,
+};
 
 pub const PROVIDERS: [&str; 8] = ["google", "github", "microsoft", "apple", "gitlab", "discord", "linkedin", "slack"];
 
@@ -18,7 +21,9 @@ pub enum Protocol {
 /// A provider's endpoints, configuration applied.
 #[derive(Clone, Debug)]
 pub struct Endpoints {
-    pub provider: &'static str,
+    /// The provider's name (`google`…), or `sso:{connection_id}` for an
+    /// organization's SSO connection.
+    pub provider: String,
     pub protocol: Protocol,
     pub authorization_url: String,
     pub token_url: String,
@@ -33,6 +38,17 @@ pub struct Endpoints {
     pub form_post: bool,
     /// How its user-info endpoint names the account.
     pub user_info: UserInfo,
+    /// Who named the endpoints: the operator (any address), or an
+    /// application (its SSO connection), whose calls reach what its
+    /// environment may reach, checked at every address dialled.
+    pub named_by: NamedBy,
+}
+
+/// Who named a provider's endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NamedBy {
+    Operator,
+    Application(Reach),
 }
 
 /// The shape of a provider's user-info answer.
@@ -220,7 +236,7 @@ pub fn endpoints(provider: &str, settings: &OAuthSettings) -> Option<Endpoints> 
     let overrides = settings.endpoints.get(provider).cloned().unwrap_or_default();
     let EndpointOverrides { authorization_url, token_url, userinfo_url, jwks_url, issuer } = overrides;
     Some(Endpoints {
-        provider: name,
+        provider: name.to_string(),
         protocol: builtin.protocol,
         authorization_url: authorization_url.unwrap_or_else(|| builtin.authorization.to_string()),
         token_url: token_url.unwrap_or_else(|| builtin.token.to_string()),
@@ -230,6 +246,7 @@ pub fn endpoints(provider: &str, settings: &OAuthSettings) -> Option<Endpoints> 
         default_scopes: builtin.scopes,
         form_post: builtin.form_post,
         user_info: builtin.user_info,
+        named_by: NamedBy::Operator,
     })
 }
 

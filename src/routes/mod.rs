@@ -13,8 +13,8 @@ use crate::{
     areas::{
         access_reviews, api_keys, applications, auth, billing, email_verifications, enrollment, entitlements, hooks,
         invitations, messaging, oauth_clients, oauth_providers, openid_provider, organizations, password_resets,
-        personal_keys, profile_fields, provider_sign_in, scim, second_factors, service_accounts, sod, sso_domains,
-        users, webhooks,
+        personal_keys, profile_fields, provider_sign_in, scim, second_factors, service_accounts, sod, sso_connections,
+        sso_domains, users, webhooks,
     },
 };
 
@@ -52,6 +52,8 @@ pub const AREAS: &[Area] = &[
     oauth_clients::http::AREA,
     scim::http::directories::AREA,
     scim::http::protocol::AREA,
+    sso_connections::http::connections::AREA,
+    sso_connections::http::sign_in::AREA,
 ];
 
 /// The routes whose requests name their application other than by header,
@@ -61,6 +63,7 @@ pub const APPLICATION_ELSEWHERE: &[&[ApplicationIn]] = &[
     openid_provider::http::APPLICATION_IN,
     provider_sign_in::http::APPLICATION_IN,
     scim::http::protocol::APPLICATION_IN,
+    sso_connections::http::sign_in::APPLICATION_IN,
 ];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

@@ -158,4 +158,5 @@ tenant_tables!(
     scim_directory,
     scim_resource,
     scim_group_member,
+    sso_connection,
 );

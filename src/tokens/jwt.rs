@@ -53,6 +53,10 @@ pub struct Claims {
     /// The scopes granted to the client, space-separated (RFC 9068).
     #[serde(skip_serializing_if = "Option::is_none", default)]
     pub scope: Option<String>,
+    /// How the user signed in (RFC 8176), on the tokens of an enterprise
+    /// SSO sign-in's session: `["sso"]`, or the identity provider's own.
+    #[serde(skip_serializing_if = "Option::is_none", default)]
+    pub amr: Option<Vec<String>>,
     pub iat: i64,
     pub nbf: i64,
     pub exp: i64,
@@ -348,6 +352,7 @@ mod tests {
             aal: "aal1".into(),
             org: None,
             org_role: None,
+            amr: None,
             ent: None,
             email_verified: false,
             client_id: None,

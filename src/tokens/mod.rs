@@ -76,6 +76,7 @@ impl Signer {
             email_verified: session.email_verified,
             client_id: session.oauth_client_id,
             scope: session.oauth_scope.clone(),
+            amr: session.amr.as_ref().map(|amr| amr.split(' ').map(str::to_string).collect()),
             iat: now,
             nbf: now,
             exp: now + self.ttl_seconds,

@@ -49,6 +49,7 @@ mod secrets;
 mod service_accounts;
 mod shards;
 mod slow_smtp;
+mod sso_connections;
 mod sso_domains;
 mod structure;
 mod user_imports;

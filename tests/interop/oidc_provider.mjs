@@ -9,7 +9,8 @@
 // to that file (a test checks that no log of Gatehouse shows one).
 // The login names the account: `<name>` has the verified email
 // `<name>@example.com`; `unverified-<name>` has it unverified; `noemail-<name>`
-// has none. Prints "ready" once it listens; runs until killed.
+// has none; a login with an `@` is that address, verified. Prints "ready"
+// once it listens; runs until killed.
 import { appendFileSync } from "node:fs";
 import Provider from "oidc-provider";
 import { exportJWK, generateKeyPair } from "jose";
@@ -35,7 +36,11 @@ const provider = new Provider(issuer, {
   claims: { openid: ["sub"], email: ["email", "email_verified"] },
   scopes: ["openid", "email", "profile"],
   async findAccount(_ctx, id) {
-    const email = id.startsWith("noemail-") ? undefined : `${id.replace(/^unverified-/, "")}@example.com`;
+    const email = id.includes("@")
+      ? id
+      : id.startsWith("noemail-")
+        ? undefined
+        : `${id.replace(/^unverified-/, "")}@example.com`;
     return {
       accountId: id,
       async claims() {

@@ -22,6 +22,7 @@ use super::{
         SecondFactorError,
     },
     sessions::{self, Opened, RefreshRefused},
+    sso_connections,
     users::{self, UserError},
 };
 use crate::{
@@ -49,6 +50,9 @@ pub enum AuthError {
     /// and this user has not verified theirs (a fresh code was sent).
     #[error("the email is not verified")]
     EmailNotVerified,
+    /// The address's organization requires SSO of its people.
+    #[error("the organization requires SSO for this address")]
+    SsoRequired,
     /// Not a member of the organization: it looks like no such organization.
     #[error("not a member of organization `{0}`")]
     NotAMember(Uuid),
@@ -80,6 +84,10 @@ impl From<AuthError> for ApiError {
     fn from(err: AuthError) -> Self {
         match err {
             AuthError::InvalidCredentials => ApiError::new(Code::InvalidCredentials, "The email or password is wrong."),
+            AuthError::SsoRequired => ApiError::new(
+                Code::SsoRequired,
+                "This address's organization requires signing in through its identity provider: start at `POST /v1/auth/sso/start`.",
+            ),
             // Every refusal is the one 401: no reason oracle.
             AuthError::RefreshRefused(_) => ApiError::unauthenticated(),
             AuthError::NotAMember(id) => ApiError::not_found("Organization", id),
@@ -223,6 +231,12 @@ pub async fn sign_in(
     // A place in the hashing queue first: past its bound the answer is an
     // immediate 503 that has touched nothing.
     let admission = passwords.admit()?;
+    // The organization's rule is about the address's domain, which home
+    // realm discovery tells anyone: refused before any password work.
+    if sso_connections::required_for(scope, email).await?.is_some() {
+        record_failed_sign_in(scope, email, None, "sso_required").await?;
+        return Err(AuthError::SsoRequired);
+    }
     let signer = issuer.signer(scope).await?;
     let found = users::find_by_email(scope, email).await?;
     let stored = found.as_ref().and_then(|u| u.password_hash.clone());

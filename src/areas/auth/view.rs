@@ -10,7 +10,8 @@ use crate::{
         sessions::Opened,
         users::view::{SessionView, UserView},
     },
-    tokens::Signer,
+    storage::TenantScope,
+    tokens::{Issued, Signer},
 };
 
 #[derive(Serialize, ToSchema)]
@@ -66,7 +67,37 @@ impl From<auth::SignedIn> for SignInAnswer {
 }
 
 pub fn signed_in(signer: &Signer, user: &user::Model, opened: Opened) -> SignedInView {
-    let access = signer.issue(&opened.session, None);
+    view_of(signer.issue(&opened.session, None), user, opened)
+}
+
+/// [`signed_in`], for a session that may have opened in an organization
+/// (an SSO sign-in's): its token carries the organization and the role.
+pub async fn signed_in_in_organization(
+    issuer: &auth::Issuer<'_>,
+    scope: &TenantScope,
+    signer: &Signer,
+    user: &user::Model,
+    opened: Opened,
+) -> Result<SignedInView, auth::AuthError> {
+    let access = issuer.access_token(signer, scope, &opened.session).await?;
+    Ok(view_of(access, user, opened))
+}
+
+/// [`SignInAnswer::from`], with [`signed_in_in_organization`].
+pub async fn answer_in_organization(
+    issuer: &auth::Issuer<'_>,
+    scope: &TenantScope,
+    outcome: auth::SignedIn,
+) -> Result<SignInAnswer, auth::AuthError> {
+    match outcome {
+        auth::SignedIn::Session(signer, user, opened) => {
+            Ok(SignInAnswer::SignedIn(signed_in_in_organization(issuer, scope, &signer, &user, opened).await?))
+        }
+        challenge => Ok(challenge.into()),
+    }
+}
+
+fn view_of(access: Issued, user: &user::Model, opened: Opened) -> SignedInView {
     SignedInView {
         user: user.into(),
         session: (&opened.session).into(),

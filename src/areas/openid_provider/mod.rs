@@ -209,6 +209,7 @@ mod tests {
             email_verified: true,
             client_id: scope.map(|_| Uuid::now_v7()),
             scope: scope.map(str::to_string),
+            amr: None,
             iat: 0,
             nbf: 0,
             exp: 0,

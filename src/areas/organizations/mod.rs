@@ -199,13 +199,15 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OrganizationErr
     txn.delete::<entitlement_override::Entity>(entitlement_override::Column::OrganizationId.eq(id)).await?;
     txn.delete::<invitation::Entity>(invitation::Column::OrganizationId.eq(id)).await?;
     let directories = super::scim::records::forget_directories_of(&mut txn, id).await?;
+    let connections = super::sso_connections::records::forget_organization(&mut txn, id).await?;
     txn.update_many(|q: UpdateMany<session::Entity>| {
         q.col_expr(session::Column::ActiveOrganizationId, Expr::value(Option::<Uuid>::None))
             .filter(session::Column::ActiveOrganizationId.eq(id))
     })
     .await?;
     txn.delete::<organization::Entity>(organization::Column::Id.eq(id)).await?;
-    let data = json!({"slug": organization.slug, "scim_directories_deleted": directories});
+    let data = json!({"slug": organization.slug, "scim_directories_deleted": directories,
+        "sso_connections_deleted": connections});
     txn.audit(EventType::OrganizationDeleted, Some(id), data).await?;
     txn.commit().await?;
     Ok(())

@@ -9,12 +9,15 @@ use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
 use serde_json::json;
 
 use super::{
-    configured, flow_of_state,
+    flow_of_state,
     link::{self, LinkRefused},
-    open_verifier, Deps, ProviderSignInError, CODE_TTL_SECONDS,
+    open_verifier, resolve, Deps, ProviderSignInError, CODE_TTL_SECONDS,
 };
 use crate::{
-    areas::hooks::{self, HookError},
+    areas::{
+        hooks::{self, HookError},
+        sso_connections,
+    },
     audit::Actor,
     crypto::sha256,
     events::catalog::EventType,
@@ -83,8 +86,8 @@ pub async fn callback(
     match finish(scope, deps, hook_caller, &flow, params).await {
         Ok(code) => Ok(back_to_application(&flow, &[("code", &code)])),
         Err(failure) => {
-            let detail = json!({"method": "oauth", "provider": flow.provider, "reason": failure.reason,
-                "email": failure.email});
+            let detail = json!({"method": method_of(&flow.provider), "provider": flow.provider,
+                "reason": failure.reason, "email": failure.email});
             let mut txn = scope.acting_as(Actor::public()).begin().await?;
             txn.audit(EventType::SignInFailed, None, detail).await?;
             txn.commit().await?;
@@ -143,8 +146,11 @@ async fn finish(
     };
     let state = deps.tenants.state(scope).await.map_err(|e| unavailable(&e.message))?;
     // Disabled (or its credentials removed) since the start: no sign-in.
-    let provider =
-        configured(&state, deps, &flow.provider).map_err(|_| Failure::new("provider_error", "not_enabled"))?;
+    let provider = match resolve(scope, &state, deps, &flow.provider).await {
+        Ok(provider) => provider,
+        Err(ProviderSignInError::Db(err)) => return Err(unavailable(&err)),
+        Err(_) => return Err(Failure::new("provider_error", "not_enabled")),
+    };
     // RFC 9207: an answer from another issuer is a mix-up, not ours to use.
     if let (Some(said), Some(issuer)) = (&params.iss, &provider.endpoints.issuer) {
         if !issuer.contains("{tenantid}") && said != issuer {
@@ -156,7 +162,17 @@ async fn finish(
     let credentials = Credentials { client_id: &provider.client_id, client_secret: &provider.client_secret };
     let callback_url = deps.callback_url(&flow.provider);
     let grant = Grant { code: &code, redirect_uri: &callback_url, code_verifier: &verifier, nonce: &flow.nonce };
-    let account = deps.client.sign_in(&provider.endpoints, &credentials, &grant).await?;
+    let mut account = deps.client.sign_in(&provider.endpoints, &credentials, &grant).await?;
+    if let Some(connection) = &provider.connection {
+        let refused = match sso_connections::sign_in::admit(scope, connection, &mut account).await {
+            Ok(Ok(())) => None,
+            Ok(Err(refused)) => Some(Failure::new(refused.code(), refused.code())),
+            Err(err) => Some(unavailable(&err)),
+        };
+        if let Some(failure) = refused {
+            return Err(Failure { email: account.email.clone(), ..failure });
+        }
+    }
     let with_email = |failure: Failure| Failure { email: account.email.clone(), ..failure };
 
     let plan = match link::plan(scope, &state, hook_caller, &flow.provider, &account).await {
@@ -164,23 +180,68 @@ async fn finish(
         Ok(Err(refused)) => return Err(with_email(refused_failure(refused))),
         Err(err) => return Err(unavailable(&err)),
     };
+    let policies = state.part::<crate::areas::sod::Policies>();
     let issued = async {
         let mut txn = scope.acting_as(plan.actor()).begin().await?;
-        let user =
-            link::apply(&mut txn, &flow.provider, &account, plan, &state.part::<crate::areas::sod::Policies>()).await?;
+        let user = link::apply(&mut txn, &flow.provider, &account, plan, &policies).await?;
+        let sso = match &provider.connection {
+            Some(connection) => {
+                sso_connections::sign_in::join(&mut txn, &policies, connection, user.id).await?;
+                Some(sso_connections::sign_in::session(connection, &account))
+            }
+            None => None,
+        };
         let code = oauth::random_token(32);
         let now = crate::clock::now();
         txn.update_many(|q: UpdateMany<oauth_flow::Entity>| {
             q.col_expr(oauth_flow::Column::UserId, Expr::value(user.id))
                 .col_expr(oauth_flow::Column::CodeHash, Expr::value(sha256(&code).to_vec()))
                 .col_expr(oauth_flow::Column::CodeExpiresAt, Expr::value(now + Duration::seconds(CODE_TTL_SECONDS)))
+                .col_expr(oauth_flow::Column::OrganizationId, Expr::value(sso.as_ref().map(|s| s.organization_id)))
+                .col_expr(oauth_flow::Column::Amr, Expr::value(sso.map(|s| s.amr)))
                 .filter(oauth_flow::Column::Id.eq(flow.id))
         })
         .await?;
         txn.commit().await?;
-        Ok::<_, crate::areas::users::UserError>(code)
+        Ok::<_, Unissued>(code)
     };
-    issued.await.map_err(|err| with_email(unavailable(&err)))
+    match issued.await {
+        Ok(code) => Ok(code),
+        // Separation of duties (or the like) refused the organization's grant.
+        Err(Unissued::Organization(refusal)) => {
+            Err(with_email(Failure::new("membership_refused", format!("membership_refused: {refusal}"))))
+        }
+        Err(err) => Err(with_email(unavailable(&err))),
+    }
+}
+
+/// Why the callback's transaction did not issue a code.
+#[derive(Debug, thiserror::Error)]
+enum Unissued {
+    #[error(transparent)]
+    User(#[from] crate::areas::users::UserError),
+    #[error(transparent)]
+    Db(#[from] sea_orm::DbErr),
+    #[error(transparent)]
+    Organization(crate::areas::organizations::OrganizationError),
+}
+
+impl From<crate::areas::organizations::OrganizationError> for Unissued {
+    fn from(err: crate::areas::organizations::OrganizationError) -> Self {
+        match err {
+            crate::areas::organizations::OrganizationError::Db(err) => Unissued::Db(err),
+            refusal => Unissued::Organization(refusal),
+        }
+    }
+}
+
+/// The `method` of a sign-in's audit rows: `sso` through a connection.
+pub fn method_of(provider: &str) -> &'static str {
+    if sso_connections::connection_of_provider(provider).is_some() {
+        "sso"
+    } else {
+        "oauth"
+    }
 }
 
 fn refused_failure(refused: LinkRefused) -> Failure {

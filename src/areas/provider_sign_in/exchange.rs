@@ -7,12 +7,13 @@ use entity::{oauth_flow, user};
 use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
 use serde_json::json;
 
-use super::ProviderSignInError;
+use super::{callback::method_of, ProviderSignInError};
 use crate::{
     areas::{
         auth::{Issuer, SignedIn},
         second_factors::{self, challenges},
-        sessions, users,
+        sessions::{self, SsoSignIn},
+        users,
     },
     audit::Actor,
     crypto::{constant_time_eq, sha256},
@@ -66,15 +67,23 @@ pub async fn exchange(
         // The code is spent; the sign-in's outcome is audited at its second step.
         txn.unaudited(Unaudited::ProviderSignInStep);
         txn.commit().await?;
+        let method = method_of(&flow.provider);
         return Ok(SignedIn::SecondFactorRequired(
-            challenges::issue(scope, user_id, "oauth", Some(&flow.provider), factors).await?,
+            challenges::issue(scope, user_id, method, Some(&flow.provider), factors).await?,
         ));
     }
-    let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), "aal1", session_ttl).await?;
+    let verified = user.email_verified_at.is_some();
+    let opened = match (flow.organization_id, flow.amr) {
+        (Some(organization_id), Some(amr)) => {
+            let sso = SsoSignIn { organization_id, amr };
+            sessions::open_for_sso(&mut txn, user_id, verified, "aal1", session_ttl, sso).await?
+        }
+        _ => sessions::open(&mut txn, user_id, verified, "aal1", session_ttl).await?,
+    };
     txn.audit(
         EventType::SignInSucceeded,
         Some(user_id),
-        json!({"session_id": opened.session.id, "method": "oauth", "provider": flow.provider}),
+        json!({"session_id": opened.session.id, "method": method_of(&flow.provider), "provider": flow.provider}),
     )
     .await?;
     txn.commit().await?;

@@ -9,7 +9,7 @@ use utoipa::{IntoParams, ToSchema};
 use crate::{
     area::{ApplicationFrom, ApplicationIn, Area},
     areas::{
-        auth::view::SignInAnswer,
+        auth::view::{self, SignInAnswer},
         provider_sign_in::{self, callback::CallbackParams, exchange, start::StartRequest},
     },
     auth::public::{client_ip, limit, public_caller, session_ttl},
@@ -53,7 +53,7 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 }
 
 /// A redirect that no cache or referrer keeps.
-fn redirect(status: actix_web::http::StatusCode, location: &str) -> HttpResponse {
+pub fn redirect(status: actix_web::http::StatusCode, location: &str) -> HttpResponse {
     HttpResponse::build(status)
         .insert_header((header::LOCATION, location))
         .insert_header((header::CACHE_CONTROL, "no-store"))
@@ -105,12 +105,18 @@ pub async fn start(
     let per_ip = state.settings.rate_limits.sign_in_per_ip_per_minute;
     limit(&state, &req, format!("oauth_start:ip:{}:{}", scope.tenant().id, client_ip(&req)), per_ip).await?;
     let query = query.parsed()?;
+    let provider = provider.into_inner();
+    // An SSO connection starts at `POST /v1/auth/sso/start`, from the address.
+    if crate::areas::sso_connections::connection_of_provider(&provider).is_some() {
+        return Err(provider_sign_in::ProviderSignInError::NotEnabled(provider).into());
+    }
     let request = StartRequest {
-        provider: provider.into_inner(),
+        provider,
         redirect_uri: query.redirect_uri,
         state: query.state,
         code_challenge: query.code_challenge,
         code_challenge_method: query.code_challenge_method,
+        login_hint: None,
     };
     let location = provider_sign_in::start::start(&scope, &state.provider_sign_in(), request).await?;
     Ok(redirect(actix_web::http::StatusCode::FOUND, &location))
@@ -210,13 +216,10 @@ pub async fn exchange_code(state: web::Data<AppState>, req: HttpRequest, body: B
     let per_ip = state.settings.rate_limits.sign_in_per_ip_per_minute;
     limit(&state, &req, format!("oauth_exchange:ip:{}:{}", scope.tenant().id, client_ip(&req)), per_ip).await?;
     let request: ExchangeRequest = body.json().await?;
-    let outcome = exchange::exchange(
-        &scope,
-        &state.issuer(),
-        &request.code,
-        request.code_verifier.as_deref(),
-        session_ttl(&state),
-    )
-    .await?;
-    Ok(envelope::ok(SignInAnswer::from(outcome)))
+    let issuer = state.issuer();
+    let outcome =
+        exchange::exchange(&scope, &issuer, &request.code, request.code_verifier.as_deref(), session_ttl(&state))
+            .await?;
+    // An SSO sign-in's session opened in its organization.
+    Ok(envelope::ok(view::answer_in_organization(&issuer, &scope, outcome).await?))
 }

@@ -15,16 +15,17 @@ use entity::oauth_flow;
 use sea_orm::{ColumnTrait, DbErr, QueryFilter};
 use uuid::Uuid;
 
-use super::{auth::AuthError, oauth_providers, validate::Invalid};
+use super::{auth::AuthError, oauth_providers, sso_connections, validate::Invalid};
 use crate::{
     config::OAuthSettings,
     crypto::{master_key::MasterKey, seal, sha256},
     error::{ApiError, Code},
+    events::url_safety::Reach,
     oauth::{
         client::ProviderClient,
-        providers::{self, Endpoints, Protocol},
+        providers::{self, Endpoints, NamedBy, Protocol, UserInfo},
     },
-    storage::TenantConn,
+    storage::{TenantConn, TenantScope},
     tenancy::{registry::TenantRegistry, state::TenantState},
 };
 
@@ -92,12 +93,25 @@ pub struct Deps<'a> {
     pub client: &'a ProviderClient,
     /// This service's public URL: our callback is under it.
     pub public_url: String,
+    /// `security.allow_private_destinations`: a development application's
+    /// SSO connection may reach private addresses.
+    pub private_destinations: bool,
 }
 
 impl Deps<'_> {
-    /// `…/v1/auth/oauth/{provider}/callback`, as registered at the provider.
+    /// `…/v1/auth/oauth/{provider}/callback`, as registered at the
+    /// provider; `…/v1/auth/sso/{connection_id}/callback` for a connection.
     pub fn callback_url(&self, provider: &str) -> String {
-        format!("{}/v1/auth/oauth/{provider}/callback", self.public_url.trim_end_matches('/'))
+        let base = self.public_url.trim_end_matches('/');
+        match sso_connections::connection_of_provider(provider) {
+            Some(id) => format!("{base}/v1/auth/sso/{id}/callback"),
+            None => format!("{base}/v1/auth/oauth/{provider}/callback"),
+        }
+    }
+
+    /// What an application of `scope`'s environment may reach.
+    pub fn reach(&self, scope: &TenantScope) -> Reach {
+        Reach::of(scope.tenant().environment.is_live(), self.private_destinations)
     }
 }
 
@@ -107,6 +121,44 @@ pub struct Configured {
     pub client_id: String,
     pub client_secret: String,
     pub scopes: Vec<String>,
+    /// The organization's connection, for an SSO sign-in.
+    pub connection: Option<entity::sso_connection::Model>,
+}
+
+/// [`configured`], or an organization's enabled SSO connection when
+/// `provider` names one (`sso:{connection_id}`).
+pub async fn resolve(
+    scope: &TenantScope,
+    state: &TenantState,
+    deps: &Deps<'_>,
+    provider: &str,
+) -> Result<Configured, ProviderSignInError> {
+    let Some(id) = sso_connections::connection_of_provider(provider) else {
+        return configured(state, deps, provider);
+    };
+    let not_enabled = || ProviderSignInError::NotEnabled(provider.to_string());
+    let row = sso_connections::find_any(scope, id).await?.filter(|row| row.enabled).ok_or_else(not_enabled)?;
+    let client_secret = sso_connections::open_client_secret(deps.master_key, &row).ok_or_else(not_enabled)?;
+    let endpoints = Endpoints {
+        provider: provider.to_string(),
+        protocol: Protocol::OpenId,
+        authorization_url: row.authorization_url.clone(),
+        token_url: row.token_url.clone(),
+        userinfo_url: row.userinfo_url.clone(),
+        jwks_url: Some(row.jwks_url.clone()),
+        issuer: Some(row.issuer.clone()),
+        default_scopes: &[],
+        form_post: false,
+        user_info: UserInfo::Standard,
+        named_by: NamedBy::Application(deps.reach(scope)),
+    };
+    Ok(Configured {
+        endpoints,
+        client_id: row.client_id.clone(),
+        client_secret,
+        scopes: row.scopes.split(' ').map(str::to_string).collect(),
+        connection: Some(row),
+    })
 }
 
 /// The application's settings for `provider`, with its own credentials, or
@@ -134,7 +186,7 @@ pub fn configured(state: &TenantState, deps: &Deps<'_>, provider: &str) -> Resul
     if endpoints.protocol == Protocol::OpenId && !scopes.iter().any(|s| s == "openid") {
         scopes.insert(0, "openid".into());
     }
-    Ok(Configured { endpoints, client_id, client_secret, scopes })
+    Ok(Configured { endpoints, client_id, client_secret, scopes, connection: None })
 }
 
 /// The providers a user can sign in with now, by name, with the origin
@@ -148,7 +200,8 @@ pub fn enabled(state: &TenantState, deps: &Deps<'_>) -> Vec<(&'static str, Strin
         .filter_map(|row| configured(state, deps, &row.provider).ok())
         .filter_map(|c| {
             let origin = url::Url::parse(&c.endpoints.authorization_url).ok()?.origin().ascii_serialization();
-            Some((c.endpoints.provider, origin))
+            let name = providers::PROVIDERS.into_iter().find(|name| *name == c.endpoints.provider)?;
+            Some((name, origin))
         })
         .collect()
 }

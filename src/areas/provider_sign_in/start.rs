@@ -6,7 +6,7 @@ use entity::oauth_flow;
 use sea_orm::{ColumnTrait, IntoActiveModel};
 use uuid::Uuid;
 
-use super::{configured, new_state, seal_verifier, Configured, Deps, ProviderSignInError, STATE_TTL_SECONDS};
+use super::{new_state, resolve, seal_verifier, Configured, Deps, ProviderSignInError, STATE_TTL_SECONDS};
 use crate::{
     areas::{applications, validate::Issues},
     crypto::sha256,
@@ -25,6 +25,9 @@ pub struct StartRequest {
     /// The application's PKCE challenge for the exchange (S256 only).
     pub code_challenge: Option<String>,
     pub code_challenge_method: Option<String>,
+    /// The address the user gave (an SSO sign-in's), sent on to the
+    /// provider as `login_hint`.
+    pub login_hint: Option<String>,
 }
 
 /// A start from the hosted pages: the browser comes back to `return_to`
@@ -38,14 +41,14 @@ pub async fn start_from_hosted_pages(
     code_challenge: String,
 ) -> Result<String, ProviderSignInError> {
     let state = deps.tenants.state(scope).await?;
-    let provider = configured(&state, deps, provider)?;
-    open_flow(scope, deps, &provider, return_to, None, Some(code_challenge)).await
+    let provider = resolve(scope, &state, deps, provider).await?;
+    open_flow(scope, deps, &provider, return_to, None, Some(code_challenge), None).await
 }
 
 /// Checks the request, stores the flow and answers where to send the browser.
 pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) -> Result<String, ProviderSignInError> {
     let state = deps.tenants.state(scope).await?;
-    let provider = configured(&state, deps, &request.provider)?;
+    let provider = resolve(scope, &state, deps, &request.provider).await?;
     applications::redirect_uri_issue(&request.redirect_uri, &state.settings.allowed_origins)
         .map_or(Ok(()), |issue| Err(ProviderSignInError::RedirectUri(issue)))?;
     let mut issues = Issues::default();
@@ -65,7 +68,8 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
         (Some(_), Some(_)) => issues.add("code_challenge_method", "must be S256"),
     }
     issues.finish()?;
-    open_flow(scope, deps, &provider, request.redirect_uri, request.state, request.code_challenge).await
+    let hint = request.login_hint.as_deref();
+    open_flow(scope, deps, &provider, request.redirect_uri, request.state, request.code_challenge, hint).await
 }
 
 /// Stores a flow (the `state` hashed, our PKCE verifier sealed) and
@@ -77,6 +81,7 @@ async fn open_flow(
     redirect_uri: String,
     client_state: Option<String>,
     client_code_challenge: Option<String>,
+    login_hint: Option<&str>,
 ) -> Result<String, ProviderSignInError> {
     let application_id = scope.tenant().id;
     let now = crate::clock::now();
@@ -87,7 +92,7 @@ async fn open_flow(
     let flow = oauth_flow::Model {
         id: flow_id,
         application_id,
-        provider: provider.endpoints.provider.to_string(),
+        provider: provider.endpoints.provider.clone(),
         state_hash: sha256(&state_value).to_vec(),
         code_verifier_sealed: seal_verifier(deps.master_key, application_id, flow_id, &verifier),
         nonce: nonce.clone(),
@@ -101,6 +106,8 @@ async fn open_flow(
         code_expires_at: None,
         exchanged_at: None,
         created_at: now,
+        organization_id: None,
+        amr: None,
     };
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::ProviderSignInStep);
@@ -112,13 +119,13 @@ async fn open_flow(
     txn.commit().await?;
 
     let mut url = url::Url::parse(&provider.endpoints.authorization_url)
-        .map_err(|_| ProviderSignInError::NotEnabled(provider.endpoints.provider.to_string()))?;
+        .map_err(|_| ProviderSignInError::NotEnabled(provider.endpoints.provider.clone()))?;
     {
         let mut query = url.query_pairs_mut();
         query
             .append_pair("response_type", "code")
             .append_pair("client_id", &provider.client_id)
-            .append_pair("redirect_uri", &deps.callback_url(provider.endpoints.provider))
+            .append_pair("redirect_uri", &deps.callback_url(&provider.endpoints.provider))
             .append_pair("scope", &provider.scopes.join(" "))
             .append_pair("state", &state_value)
             .append_pair("code_challenge", &oauth::pkce_challenge(&verifier))
@@ -128,6 +135,9 @@ async fn open_flow(
         }
         if provider.endpoints.form_post {
             query.append_pair("response_mode", "form_post");
+        }
+        if let Some(hint) = login_hint {
+            query.append_pair("login_hint", hint);
         }
     }
     Ok(url.into())

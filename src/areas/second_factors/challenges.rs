@@ -16,7 +16,7 @@ use super::{Proof, Proved, SecondFactorError};
 use crate::{
     areas::{
         sessions::{self, Opened},
-        users,
+        sso_connections, users,
     },
     audit::Actor,
     crypto::{master_key::MasterKey, sha256},
@@ -140,7 +140,15 @@ pub async fn complete(
         return Err(SecondFactorError::InvalidChallenge);
     };
     users::touch_sign_in(&mut txn, user_id, now).await?;
-    let opened = sessions::open(&mut txn, user_id, user.email_verified_at.is_some(), "aal2", session_ttl).await?;
+    let verified = user.email_verified_at.is_some();
+    let sso = match &counted.provider {
+        Some(provider) => sso_connections::records::session_of(&txn, provider, "sso mfa").await?,
+        None => None,
+    };
+    let opened = match sso {
+        Some(sso) => sessions::open_for_sso(&mut txn, user_id, verified, "aal2", session_ttl, sso).await?,
+        None => sessions::open(&mut txn, user_id, verified, "aal2", session_ttl).await?,
+    };
     let mut data = json!({"session_id": opened.session.id, "method": counted.method, "second_factor": factor});
     if let Some(provider) = &counted.provider {
         data["provider"] = json!(provider);

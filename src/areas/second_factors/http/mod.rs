@@ -12,7 +12,7 @@ use webauthn_rs::prelude::PublicKeyCredential;
 use crate::{
     area::Area,
     areas::{
-        auth::view::signed_in,
+        auth::view::signed_in_in_organization,
         second_factors::{self, challenges, recovery, step_up, totp, Proof},
         users::view::SessionView,
     },
@@ -243,8 +243,11 @@ pub async fn complete_sign_in(state: web::Data<AppState>, req: HttpRequest, body
     }
     let completed =
         challenges::complete(&scope, &state.master_key, &request.challenge, &proof, session_ttl(&state)).await?;
-    let signer = state.issuer().signer(&scope).await?;
-    Ok(envelope::ok(signed_in(&signer, &completed.user, completed.opened)))
+    let issuer = state.issuer();
+    let signer = issuer.signer(&scope).await?;
+    // An SSO sign-in's session opened in its organization.
+    let view = signed_in_in_organization(&issuer, &scope, &signer, &completed.user, completed.opened).await?;
+    Ok(envelope::ok(view))
 }
 
 #[derive(Serialize, ToSchema)]

@@ -1,0 +1,288 @@
+//! SSO connections of an organization: make one from its issuer (the
+//! endpoints read from its discovery document), list, get, change (a new
+//! issuer read again), delete.
+use actix_web::{web, HttpResponse};
+use chrono::{DateTime, Utc};
+use entity::sso_connection;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::{
+    area::Area,
+    areas::{
+        sso_connections::{
+            self, provider_name, scopes, Change, Discovered, NewConnection, Reaching, MAX_CLIENT_ID, MAX_CLIENT_SECRET,
+            MAX_NAME, PROTOCOLS,
+        },
+        validate::Issues,
+    },
+    auth::secret_key::SecretKey,
+    error::ApiResult,
+    http::{body::Body, envelope, path_id},
+    state::AppState,
+};
+
+pub const AREA: Area = Area {
+    segments: &["organizations"],
+    routes: configure,
+    operations: <Operations as utoipa::OpenApi>::openapi,
+    parts: Area::no_parts,
+};
+
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(
+    create_sso_connection,
+    list_sso_connections,
+    find_sso_connection,
+    update_sso_connection,
+    delete_sso_connection
+))]
+struct Operations;
+
+pub fn configure(cfg: &mut web::ServiceConfig) {
+    cfg.service(
+        web::resource("/organizations/{organization_id}/sso-connections")
+            .route(web::post().to(create_sso_connection))
+            .route(web::get().to(list_sso_connections)),
+    )
+    .service(
+        web::resource("/organizations/{organization_id}/sso-connections/{connection_id}")
+            .route(web::get().to(find_sso_connection))
+            .route(web::patch().to(update_sso_connection))
+            .route(web::delete().to(delete_sso_connection)),
+    );
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CreateSsoConnectionRequest {
+    /// `oidc`: an OpenID Provider (Okta, Entra ID, Google Workspace,
+    /// Keycloak…). SAML connections are not available yet.
+    #[schema(pattern = "^oidc$")]
+    pub protocol: String,
+    #[schema(schema_with = crate::openapi::fields::text::<255>)]
+    pub name: String,
+    /// The provider's issuer: its endpoints are read from
+    /// `{issuer}/.well-known/openid-configuration`, which must name the
+    /// same issuer. `https` and a public host for a production application.
+    #[schema(schema_with = crate::openapi::fields::url)]
+    pub issuer: String,
+    /// The organization's client at the provider.
+    #[schema(schema_with = crate::openapi::fields::text::<255>)]
+    pub client_id: String,
+    /// Its secret: stored sealed, never shown again.
+    #[schema(schema_with = crate::openapi::fields::text::<1024>)]
+    pub client_secret: String,
+    /// Asked of the provider (`openid` is added when missing). Default
+    /// `openid email profile`.
+    #[schema(max_items = 20)]
+    pub scopes: Option<Vec<String>>,
+    /// The role a user's first SSO sign-in grants in the organization.
+    /// Default `member`.
+    #[schema(pattern = "^[a-z][a-z0-9_-]{0,62}$")]
+    pub default_role: Option<String>,
+    /// Default `true`.
+    pub enabled: Option<bool>,
+    /// Refuse password sign-ins of the organization's verified domains
+    /// while the connection is enabled (`403 sso_required`). Default `false`.
+    pub sso_required: Option<bool>,
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct UpdateSsoConnectionRequest {
+    #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
+    pub name: Option<String>,
+    /// A new issuer, or the same one: its discovery document is read again.
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
+    pub issuer: Option<String>,
+    #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
+    pub client_id: Option<String>,
+    #[schema(schema_with = crate::openapi::fields::optional_text::<1024>)]
+    pub client_secret: Option<String>,
+    #[schema(max_items = 20)]
+    pub scopes: Option<Vec<String>>,
+    #[schema(pattern = "^[a-z][a-z0-9_-]{0,62}$")]
+    pub default_role: Option<String>,
+    pub enabled: Option<bool>,
+    pub sso_required: Option<bool>,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct SsoConnectionView {
+    pub id: Uuid,
+    pub organization_id: Uuid,
+    pub protocol: String,
+    pub name: String,
+    pub enabled: bool,
+    pub sso_required: bool,
+    pub default_role: String,
+    pub issuer: String,
+    pub client_id: String,
+    pub scopes: Vec<String>,
+    /// Register this as the client's redirect URI at the provider.
+    pub redirect_uri: String,
+    /// The endpoints the issuer's discovery document named.
+    pub authorization_endpoint: String,
+    pub token_endpoint: String,
+    pub jwks_uri: String,
+    pub userinfo_endpoint: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+fn view(state: &AppState, row: &sso_connection::Model) -> SsoConnectionView {
+    SsoConnectionView {
+        id: row.id,
+        organization_id: row.organization_id,
+        protocol: row.protocol.clone(),
+        name: row.name.clone(),
+        enabled: row.enabled,
+        sso_required: row.sso_required,
+        default_role: row.default_role.clone(),
+        issuer: row.issuer.clone(),
+        client_id: row.client_id.clone(),
+        scopes: row.scopes.split(' ').map(str::to_string).collect(),
+        redirect_uri: state.provider_sign_in().callback_url(&provider_name(row.id)),
+        authorization_endpoint: row.authorization_url.clone(),
+        token_endpoint: row.token_url.clone(),
+        jwks_uri: row.jwks_url.clone(),
+        userinfo_endpoint: row.userinfo_url.clone(),
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
+}
+
+fn ids(path: &(String, String)) -> ApiResult<(Uuid, Uuid)> {
+    Ok((path_id("Organization", &path.0)?, path_id("SSO connection", &path.1)?))
+}
+
+fn reaching<'a>(state: &'a AppState, key: &SecretKey) -> Reaching<'a> {
+    let production = key.tenant().environment.is_live();
+    Reaching { client: &state.providers, production, reach: state.provider_sign_in().reach(&key.scope) }
+}
+
+/// Make an SSO connection for an organization. Its issuer's discovery
+/// document is read now; register the answer's `redirect_uri` at the
+/// provider.
+#[utoipa::path(post, path = "/v1/organizations/{organization_id}/sso-connections", tag = "sso",
+    params(("organization_id" = Uuid, Path, description = "The organization's id.")),
+    request_body = CreateSsoConnectionRequest,
+    responses((status = 201, body = SsoConnectionView), (status = 404),
+        (status = 422, description = "validation_failed (or the limit of SSO connections is reached); invalid_url: the issuer; sso_discovery_failed")),
+    security(("secret_key" = ["sso_connections:write"])))]
+pub async fn create_sso_connection(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    let organization_id = path_id("Organization", &path)?;
+    let request: CreateSsoConnectionRequest = body.json().await?;
+    let mut issues = Issues::default();
+    if !PROTOCOLS.contains(&request.protocol.as_str()) {
+        issues.add("protocol", "must be `oidc` (SAML connections are not available yet)");
+    }
+    let new = NewConnection {
+        name: issues.text("name", &request.name, MAX_NAME),
+        client_id: issues.text("client_id", &request.client_id, MAX_CLIENT_ID),
+        client_secret: issues.text("client_secret", &request.client_secret, MAX_CLIENT_SECRET),
+        scopes: scopes(&mut issues, request.scopes),
+        default_role: request.default_role.unwrap_or_else(|| "member".into()),
+        enabled: request.enabled.unwrap_or(true),
+        sso_required: request.sso_required.unwrap_or(false),
+    };
+    issues.role("default_role", &new.default_role);
+    issues.finish()?;
+    let discovered = sso_connections::discover(reaching(&state, &key), &request.issuer).await?;
+    let limit = state.settings.limits.sso_connections_per_application;
+    let row = sso_connections::create(&key.scope, &state.master_key, organization_id, new, discovered, limit).await?;
+    Ok(envelope::created(view(&state, &row)))
+}
+
+/// List an organization's SSO connections, oldest first (never their secrets).
+#[utoipa::path(get, path = "/v1/organizations/{organization_id}/sso-connections", tag = "sso",
+    params(("organization_id" = Uuid, Path, description = "The organization's id.")),
+    responses((status = 200, body = [SsoConnectionView]), (status = 404)),
+    security(("secret_key" = ["sso_connections:read"])))]
+pub async fn list_sso_connections(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<String>,
+) -> ApiResult<HttpResponse> {
+    let organization_id = path_id("Organization", &path)?;
+    let rows = sso_connections::list(&key.scope, organization_id).await?;
+    Ok(envelope::ok(rows.iter().map(|row| view(&state, row)).collect::<Vec<_>>()))
+}
+
+/// Get an SSO connection.
+#[utoipa::path(get, path = "/v1/organizations/{organization_id}/sso-connections/{connection_id}", tag = "sso",
+    params(("organization_id" = Uuid, Path, description = "The organization's id."),
+        ("connection_id" = Uuid, Path, description = "The connection's id.")),
+    responses((status = 200, body = SsoConnectionView), (status = 404)),
+    security(("secret_key" = ["sso_connections:read"])))]
+pub async fn find_sso_connection(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<(String, String)>,
+) -> ApiResult<HttpResponse> {
+    let (organization_id, id) = ids(&path)?;
+    Ok(envelope::ok(view(&state, &sso_connections::find(&key.scope, organization_id, id).await?)))
+}
+
+/// Change an SSO connection. An `issuer` (even the same one) has its
+/// discovery document read again.
+#[utoipa::path(patch, path = "/v1/organizations/{organization_id}/sso-connections/{connection_id}", tag = "sso",
+    params(("organization_id" = Uuid, Path, description = "The organization's id."),
+        ("connection_id" = Uuid, Path, description = "The connection's id.")),
+    request_body = UpdateSsoConnectionRequest,
+    responses((status = 200, body = SsoConnectionView), (status = 404),
+        (status = 422, description = "validation_failed; invalid_url: the issuer; sso_discovery_failed")),
+    security(("secret_key" = ["sso_connections:write"])))]
+pub async fn update_sso_connection(
+    state: web::Data<AppState>,
+    key: SecretKey,
+    path: web::Path<(String, String)>,
+    body: Body,
+) -> ApiResult<HttpResponse> {
+    let (organization_id, id) = ids(&path)?;
+    let request: UpdateSsoConnectionRequest = body.json().await?;
+    let mut issues = Issues::default();
+    let change = Change {
+        name: request.name.map(|n| issues.text("name", &n, MAX_NAME)),
+        client_id: request.client_id.map(|c| issues.text("client_id", &c, MAX_CLIENT_ID)),
+        client_secret: request.client_secret.map(|c| issues.text("client_secret", &c, MAX_CLIENT_SECRET)),
+        scopes: request.scopes.map(|given| scopes(&mut issues, Some(given))),
+        default_role: request.default_role,
+        enabled: request.enabled,
+        sso_required: request.sso_required,
+        discovered: None,
+    };
+    if let Some(role) = &change.default_role {
+        issues.role("default_role", role);
+    }
+    issues.finish()?;
+    // Found first: a connection of another organization is 404 before any call.
+    sso_connections::find(&key.scope, organization_id, id).await?;
+    let discovered: Option<Discovered> = match &request.issuer {
+        Some(issuer) => Some(sso_connections::discover(reaching(&state, &key), issuer).await?),
+        None => None,
+    };
+    let change = Change { discovered, ..change };
+    let row = sso_connections::update(&key.scope, &state.master_key, organization_id, id, change).await?;
+    Ok(envelope::ok(view(&state, &row)))
+}
+
+/// Delete an SSO connection. Its users keep their accounts and
+/// memberships; the identities linked through it go.
+#[utoipa::path(delete, path = "/v1/organizations/{organization_id}/sso-connections/{connection_id}", tag = "sso",
+    params(("organization_id" = Uuid, Path, description = "The organization's id."),
+        ("connection_id" = Uuid, Path, description = "The connection's id.")),
+    responses((status = 200), (status = 404)),
+    security(("secret_key" = ["sso_connections:write"])))]
+pub async fn delete_sso_connection(key: SecretKey, path: web::Path<(String, String)>) -> ApiResult<HttpResponse> {
+    let (organization_id, id) = ids(&path)?;
+    sso_connections::delete(&key.scope, organization_id, id).await?;
+    Ok(envelope::ok(serde_json::json!({})))
+}

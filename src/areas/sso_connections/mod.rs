@@ -1,0 +1,352 @@
+//! Enterprise SSO connections: an organization's own OpenID Provider (Okta,
+//! Entra ID, Google Workspace, Keycloak…), which its people at its verified
+//! domains sign in with.
+//!
+//! A connection is made with the application's secret key from the
+//! provider's issuer (its endpoints read from its discovery document,
+//! through the client that reaches only what the application's environment
+//! may reach) and the organization's client at it, whose secret is sealed.
+//! The sign-in itself is provider sign-in's, under the provider name
+//! `sso:{connection_id}` ([`provider_name`]), with the rules of
+//! [`sign_in`]: the address must be at a domain the organization verified,
+//! and the user joins the organization.
+pub mod http;
+pub mod records;
+pub mod sign_in;
+
+use entity::{sso_connection, sso_domain};
+use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder};
+use serde_json::{json, Value};
+use uuid::Uuid;
+
+use super::{
+    organizations::{self, OrganizationError},
+    sso_domains,
+    validate::{Invalid, Issues},
+};
+use crate::{
+    clock,
+    crypto::{master_key::MasterKey, seal},
+    error::{ApiError, Code},
+    events::{catalog::EventType, url_safety},
+    oauth::client::ProviderClient,
+    storage::{Limit, ReserveError, TenantConn, TenantScope},
+};
+
+pub const MAX_NAME: usize = 255;
+pub const MAX_CLIENT_ID: usize = 255;
+pub const MAX_CLIENT_SECRET: usize = 1024;
+pub const MAX_SCOPES: usize = 20;
+/// The protocols a connection speaks.
+pub const PROTOCOLS: [&str; 1] = ["oidc"];
+/// The scopes asked when the connection names none.
+pub const DEFAULT_SCOPES: [&str; 3] = ["openid", "email", "profile"];
+
+pub use records::{connection_of_provider, provider_name};
+
+/// Where a connection's client secret is sealed to.
+pub fn secret_context(application_id: Uuid, connection_id: Uuid) -> String {
+    format!("{application_id}/sso_connection/{connection_id}/client_secret")
+}
+
+pub fn open_client_secret(key: &MasterKey, row: &sso_connection::Model) -> Option<String> {
+    let opened = seal::open(key, &secret_context(row.application_id, row.id), &row.client_secret_sealed).ok()?;
+    String::from_utf8(opened).ok()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectionError {
+    #[error("SSO connection `{0}` not found")]
+    NotFound(Uuid),
+    /// The issuer's discovery document is unreachable, unreadable, names
+    /// another issuer, or an endpoint the rules refuse.
+    #[error("the issuer's discovery failed: {0}")]
+    Discovery(String),
+    #[error("`issuer` {0}")]
+    IssuerUrl(String),
+    #[error(transparent)]
+    Organization(#[from] OrganizationError),
+    #[error(transparent)]
+    Invalid(#[from] Invalid),
+    #[error(transparent)]
+    Limit(#[from] ReserveError),
+    #[error(transparent)]
+    Db(#[from] DbErr),
+}
+
+impl From<ConnectionError> for ApiError {
+    fn from(err: ConnectionError) -> Self {
+        match err {
+            ConnectionError::NotFound(id) => ApiError::not_found("SSO connection", id),
+            ConnectionError::Discovery(why) => ApiError::new(
+                Code::SsoDiscoveryFailed,
+                format!("The issuer's discovery document could not be used: {why}."),
+            ),
+            ConnectionError::IssuerUrl(issue) => ApiError::invalid_url("issuer", issue),
+            ConnectionError::Organization(err) => err.into(),
+            ConnectionError::Invalid(err) => err.into(),
+            ConnectionError::Limit(err) => err.into(),
+            ConnectionError::Db(err) => err.into(),
+        }
+    }
+}
+
+/// The endpoints an issuer's discovery document names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Discovered {
+    pub issuer: String,
+    pub authorization_url: String,
+    pub token_url: String,
+    pub jwks_url: String,
+    pub userinfo_url: Option<String>,
+}
+
+/// Where the provider is and what it may reach: the application's
+/// environment decides (`https` and public addresses for production).
+#[derive(Clone, Copy)]
+pub struct Reaching<'a> {
+    pub client: &'a ProviderClient,
+    pub production: bool,
+    pub reach: url_safety::Reach,
+}
+
+/// Reads the issuer's discovery document (OpenID Connect Discovery 1.0):
+/// it must name the same issuer, and each endpoint must be a URL the
+/// application may call.
+pub async fn discover(reaching: Reaching<'_>, issuer: &str) -> Result<Discovered, ConnectionError> {
+    url_safety::check(issuer, reaching.production, reaching.reach).map_err(ConnectionError::IssuerUrl)?;
+    let document = reaching
+        .client
+        .discover(issuer, reaching.reach)
+        .await
+        .map_err(|err| ConnectionError::Discovery(err.to_string()))?;
+    // Discovery section 4.3: the document's issuer is the one asked for.
+    if document["issuer"].as_str() != Some(issuer) {
+        return Err(ConnectionError::Discovery(format!("it names another issuer than `{issuer}`")));
+    }
+    let endpoint = |field: &str| -> Result<Option<String>, ConnectionError> {
+        let Some(value) = document.get(field).filter(|v| !v.is_null()) else { return Ok(None) };
+        let url = value.as_str().ok_or_else(|| ConnectionError::Discovery(format!("`{field}` is not a URL")))?;
+        url_safety::check(url, reaching.production, reaching.reach)
+            .map_err(|issue| ConnectionError::Discovery(format!("`{field}` {issue}")))?;
+        Ok(Some(url.to_string()))
+    };
+    let required =
+        |field: &str| endpoint(field)?.ok_or_else(|| ConnectionError::Discovery(format!("it has no `{field}`")));
+    Ok(Discovered {
+        issuer: issuer.to_string(),
+        authorization_url: required("authorization_endpoint")?,
+        token_url: required("token_endpoint")?,
+        jwks_url: required("jwks_uri")?,
+        userinfo_url: endpoint("userinfo_endpoint")?,
+    })
+}
+
+/// Checks `scopes`: at most [`MAX_SCOPES`] scope tokens (RFC 6749 section
+/// 3.3), `openid` added when missing.
+pub fn scopes(issues: &mut Issues, given: Option<Vec<String>>) -> Vec<String> {
+    let mut scopes = given.unwrap_or_else(|| DEFAULT_SCOPES.iter().map(|s| s.to_string()).collect());
+    if scopes.len() > MAX_SCOPES {
+        issues.add("scopes", format!("at most {MAX_SCOPES} entries"));
+    }
+    let token =
+        |s: &str| (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic() && b != b'"' && b != b'\\');
+    if let Some(bad) = scopes.iter().find(|s| !token(s)) {
+        issues.add("scopes", format!("`{}` is not a scope", bad.escape_debug()));
+    }
+    if !scopes.iter().any(|s| s == "openid") {
+        scopes.insert(0, "openid".into());
+    }
+    scopes.dedup();
+    scopes
+}
+
+/// A connection as asked for, checked.
+pub struct NewConnection {
+    pub name: String,
+    pub client_id: String,
+    pub client_secret: String,
+    pub scopes: Vec<String>,
+    pub default_role: String,
+    pub enabled: bool,
+    pub sso_required: bool,
+}
+
+/// Makes a connection for an organization.
+pub async fn create(
+    scope: &TenantScope,
+    key: &MasterKey,
+    organization_id: Uuid,
+    new: NewConnection,
+    discovered: Discovered,
+    limit: u64,
+) -> Result<sso_connection::Model, ConnectionError> {
+    let mut txn = scope.begin().await?;
+    organizations::find(&txn, organization_id).await?;
+    txn.reserve::<sso_connection::Entity>(Limit { max: limit, what: "SSO connections", field: "name" }, |all| all)
+        .await?;
+    let now = clock::now();
+    let id = Uuid::now_v7();
+    let application_id = txn.application_id();
+    let row = sso_connection::Model {
+        id,
+        application_id,
+        organization_id,
+        protocol: "oidc".into(),
+        name: new.name,
+        enabled: new.enabled,
+        sso_required: new.sso_required,
+        default_role: new.default_role,
+        issuer: discovered.issuer,
+        client_id: new.client_id,
+        client_secret_sealed: seal::seal(key, &secret_context(application_id, id), new.client_secret.as_bytes()),
+        scopes: new.scopes.join(" "),
+        authorization_url: discovered.authorization_url,
+        token_url: discovered.token_url,
+        jwks_url: discovered.jwks_url,
+        userinfo_url: discovered.userinfo_url,
+        created_at: now,
+        updated_at: now,
+    };
+    txn.insert(sso_connection::ActiveModel::from(row.clone())).await?;
+    txn.audit(EventType::SsoConnectionCreated, Some(id), audit_data(&row)).await?;
+    txn.commit().await?;
+    Ok(row)
+}
+
+fn audit_data(row: &sso_connection::Model) -> Value {
+    json!({"organization_id": row.organization_id, "protocol": row.protocol, "name": row.name,
+        "issuer": row.issuer, "client_id": row.client_id, "enabled": row.enabled,
+        "sso_required": row.sso_required, "default_role": row.default_role})
+}
+
+/// The organization's connections, oldest first.
+pub async fn list(db: &impl TenantConn, organization_id: Uuid) -> Result<Vec<sso_connection::Model>, ConnectionError> {
+    organizations::find(db, organization_id).await?;
+    Ok(db
+        .find::<sso_connection::Entity>()
+        .filter(sso_connection::Column::OrganizationId.eq(organization_id))
+        .order_by_asc(sso_connection::Column::CreatedAt)
+        .order_by_asc(sso_connection::Column::Id)
+        .all(db.conn())
+        .await?)
+}
+
+/// A connection of the organization; one of another organization is 404.
+pub async fn find(
+    db: &impl TenantConn,
+    organization_id: Uuid,
+    id: Uuid,
+) -> Result<sso_connection::Model, ConnectionError> {
+    db.find_by_id::<sso_connection::Entity>(id)
+        .filter(sso_connection::Column::OrganizationId.eq(organization_id))
+        .one(db.conn())
+        .await?
+        .ok_or(ConnectionError::NotFound(id))
+}
+
+/// A connection by its id alone (a sign-in names only the connection).
+pub async fn find_any(db: &impl TenantConn, id: Uuid) -> Result<Option<sso_connection::Model>, DbErr> {
+    db.find_by_id::<sso_connection::Entity>(id).one(db.conn()).await
+}
+
+/// A change to a connection; `None` keeps a value.
+#[derive(Default)]
+pub struct Change {
+    pub name: Option<String>,
+    pub client_id: Option<String>,
+    pub client_secret: Option<String>,
+    pub scopes: Option<Vec<String>>,
+    pub default_role: Option<String>,
+    pub enabled: Option<bool>,
+    pub sso_required: Option<bool>,
+    /// A new issuer, or the same one read again (its endpoints moved).
+    pub discovered: Option<Discovered>,
+}
+
+pub async fn update(
+    scope: &TenantScope,
+    key: &MasterKey,
+    organization_id: Uuid,
+    id: Uuid,
+    change: Change,
+) -> Result<sso_connection::Model, ConnectionError> {
+    let mut txn = scope.begin().await?;
+    let row = find(&txn, organization_id, id).await?;
+    let application_id = row.application_id;
+    let mut active = row.into_active_model();
+    let Change { name, client_id, client_secret, scopes, default_role, enabled, sso_required, discovered } = change;
+    if let Some(name) = name {
+        active.name = Set(name);
+    }
+    if let Some(client_id) = client_id {
+        active.client_id = Set(client_id);
+    }
+    if let Some(secret) = client_secret {
+        active.client_secret_sealed = Set(seal::seal(key, &secret_context(application_id, id), secret.as_bytes()));
+    }
+    if let Some(scopes) = scopes {
+        active.scopes = Set(scopes.join(" "));
+    }
+    if let Some(role) = default_role {
+        active.default_role = Set(role);
+    }
+    if let Some(enabled) = enabled {
+        active.enabled = Set(enabled);
+    }
+    if let Some(required) = sso_required {
+        active.sso_required = Set(required);
+    }
+    if let Some(found) = discovered {
+        active.issuer = Set(found.issuer);
+        active.authorization_url = Set(found.authorization_url);
+        active.token_url = Set(found.token_url);
+        active.jwks_url = Set(found.jwks_url);
+        active.userinfo_url = Set(found.userinfo_url);
+    }
+    active.updated_at = Set(clock::now());
+    let updated = txn.update(active).await?;
+    txn.audit(EventType::SsoConnectionUpdated, Some(id), audit_data(&updated)).await?;
+    txn.commit().await?;
+    Ok(updated)
+}
+
+/// Deletes a connection. The users it signed in keep their accounts and
+/// memberships; their linked identities go, so a connection made again
+/// links them afresh by their verified-domain address.
+pub async fn delete(scope: &TenantScope, organization_id: Uuid, id: Uuid) -> Result<(), ConnectionError> {
+    let mut txn = scope.begin().await?;
+    let row = find(&txn, organization_id, id).await?;
+    records::forget(&mut txn, &row).await?;
+    txn.audit(EventType::SsoConnectionDeleted, Some(id), audit_data(&row)).await?;
+    txn.commit().await?;
+    Ok(())
+}
+
+/// The enabled connection for an address (home realm discovery): one of
+/// the organization that verified the address's domain, the oldest when
+/// it has several.
+pub async fn for_email(db: &impl TenantConn, email: &str) -> Result<Option<sso_connection::Model>, DbErr> {
+    let Some((_, domain)) = email.rsplit_once('@') else { return Ok(None) };
+    let verified = db
+        .find::<sso_domain::Entity>()
+        .filter(sso_domain::Column::Domain.eq(domain))
+        .filter(sso_domain::Column::Status.eq(sso_domains::VERIFIED))
+        .one(db.conn())
+        .await?;
+    let Some(verified) = verified else { return Ok(None) };
+    db.find::<sso_connection::Entity>()
+        .filter(sso_connection::Column::OrganizationId.eq(verified.organization_id))
+        .filter(sso_connection::Column::Enabled.eq(true))
+        .order_by_asc(sso_connection::Column::CreatedAt)
+        .order_by_asc(sso_connection::Column::Id)
+        .one(db.conn())
+        .await
+}
+
+/// The connection a password sign-in of `email` must give way to: the
+/// address's organization requires SSO (`sso_required`) on an enabled
+/// connection.
+pub async fn required_for(db: &impl TenantConn, email: &str) -> Result<Option<sso_connection::Model>, DbErr> {
+    Ok(for_email(db, email).await?.filter(|c| c.sso_required))
+}

@@ -1,0 +1,76 @@
+//! The rules an SSO sign-in adds to a provider sign-in. An organization's
+//! identity provider speaks for its organization's domains only: the
+//! address it gives must be at a domain the organization verified, and
+//! then it counts as proven (enterprise providers rarely say
+//! `email_verified`). An address elsewhere neither links to a user nor
+//! creates one: a connection cannot take over an account outside its
+//! organization. The user joins the organization with the connection's
+//! role through the one grant path.
+use entity::{sod_policy, sso_connection};
+use sea_orm::DbErr;
+use uuid::Uuid;
+
+use crate::{
+    areas::{memberships, organizations::OrganizationError, sessions::SsoSignIn, sod::Grant, sso_domains, users},
+    oauth::client::Account,
+    storage::{TenantConn, TenantTxn},
+};
+
+/// Why an SSO sign-in is refused before any user is touched.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("the identity provider gave no email address")]
+    NoEmail,
+    #[error("the address is not at a domain the connection's organization verified")]
+    DomainNotVerified,
+}
+
+impl Refused {
+    /// The `error` the browser is sent back with.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Refused::NoEmail => "email_required",
+            Refused::DomainNotVerified => "email_domain_not_verified",
+        }
+    }
+}
+
+/// Admits the provider's account: its address proven by the
+/// organization's verified domain.
+pub async fn admit(
+    db: &impl TenantConn,
+    connection: &sso_connection::Model,
+    account: &mut Account,
+) -> Result<Result<(), Refused>, DbErr> {
+    let Some(email) = account.email.as_deref().and_then(users::normalize_email) else {
+        return Ok(Err(Refused::NoEmail));
+    };
+    if !sso_domains::verified_by(db, connection.organization_id, &email).await? {
+        return Ok(Err(Refused::DomainNotVerified));
+    }
+    account.email_verified = true;
+    Ok(Ok(()))
+}
+
+/// Makes the user a member of the connection's organization with its
+/// role, unless they are one already (whatever their role: an owner
+/// signing in through SSO stays an owner).
+pub async fn join(
+    txn: &mut TenantTxn,
+    policies: &[sod_policy::Model],
+    connection: &sso_connection::Model,
+    user_id: Uuid,
+) -> Result<(), OrganizationError> {
+    if memberships::find(txn, connection.organization_id, user_id).await?.is_some() {
+        return Ok(());
+    }
+    let grant = Grant { organization_id: connection.organization_id, user_id, role: connection.default_role.clone() };
+    memberships::set_role_in(txn, policies, grant).await
+}
+
+/// The session an SSO sign-in opens: in the organization, with the
+/// provider's own `amr` when its ID token had one, else `sso`.
+pub fn session(connection: &sso_connection::Model, account: &Account) -> SsoSignIn {
+    let amr = account.amr.as_ref().map_or_else(|| "sso".to_string(), |amr| amr.join(" "));
+    SsoSignIn { organization_id: connection.organization_id, amr }
+}

@@ -1,0 +1,259 @@
+//! Enterprise SSO through an organization's OpenID Provider (the certified
+//! `oidc-provider` package on loopback): the connection made from the
+//! issuer's discovery document, home realm discovery from an address, the
+//! sign-in with the organization's membership, `org` and `amr` in the
+//! tokens, `sso_required` refusing passwords, and the refusals: an address
+//! outside the organization's verified domains, another connection's
+//! `state`, an issuer whose document names another.
+use base64::{engine::general_purpose::URL_SAFE_NO_PAD, Engine};
+use reqwest::Method;
+use sea_orm::EntityTrait;
+use serde_json::{json, Value};
+use url::Url;
+use uuid::Uuid;
+
+use crate::{
+    helpers::{first_shard, spawn_app, spawn_with, TestApp},
+    oidc::{free_port, Browser, OidcProvider, APP_ORIGIN},
+};
+
+const CLIENT_ID: &str = "acme-gatehouse";
+const CLIENT_SECRET: &str = "acme-client-secret-0123456789abcdef";
+
+/// A node with a public URL the provider can call back, allowing [`APP_ORIGIN`].
+async fn node() -> TestApp {
+    let port = free_port();
+    let app = spawn_with(|settings| {
+        settings.server.listen = format!("127.0.0.1:{port}");
+        settings.server.public_url = Some(format!("http://127.0.0.1:{port}"));
+    })
+    .await;
+    let id = app.caller.application_id.clone();
+    let patched = app.patch(&format!("/v1/applications/{id}"), &json!({"allowed_origins": [APP_ORIGIN]})).await;
+    assert_eq!(patched.status, 200, "{:?}", patched.body);
+    app
+}
+
+async fn organization(app: &TestApp, name: &str) -> String {
+    let made = app.post("/v1/organizations", &json!({"name": name})).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    made.data()["id"].as_str().unwrap().to_string()
+}
+
+/// The organization has verified `domain` (as its DNS check would).
+async fn verified_domain(app: &TestApp, organization_id: &str, domain: &str) {
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
+    let now = chrono::Utc::now();
+    let row = entity::sso_domain::Model {
+        id: Uuid::now_v7(),
+        application_id: app.caller.application_id.parse().unwrap(),
+        organization_id: organization_id.parse().unwrap(),
+        domain: domain.into(),
+        verification_token: "t".into(),
+        status: "verified".into(),
+        auto_join_role: None,
+        claimed_by: None,
+        created_at: now,
+        verified_at: Some(now),
+    };
+    entity::sso_domain::Entity::insert(entity::sso_domain::ActiveModel::from(row)).exec(shard).await.unwrap();
+}
+
+fn redirect_uri() -> String {
+    format!("{APP_ORIGIN}/signed-in")
+}
+
+async fn public_post(app: &TestApp, path: &str, body: &Value) -> crate::helpers::Reply {
+    crate::end_users::public_post(app, &app.caller, path, body).await
+}
+
+/// Home realm discovery for `email`, with the PKCE challenge of `verifier`.
+async fn start(app: &TestApp, email: &str, verifier: &str) -> crate::helpers::Reply {
+    let body = json!({"email": email, "redirect_uri": redirect_uri(), "state": "app-state",
+        "code_challenge": gatehouse::oauth::pkce_challenge(verifier), "code_challenge_method": "S256"});
+    public_post(app, "/v1/auth/sso/start", &body).await
+}
+
+fn query_of(url: &str) -> std::collections::BTreeMap<String, String> {
+    Url::parse(url).unwrap().query_pairs().into_owned().collect()
+}
+
+fn claims_of(token: &str) -> Value {
+    let payload = token.split('.').nth(1).unwrap();
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
+}
+
+#[actix_web::test]
+async fn an_organizations_people_sign_in_through_its_identity_provider() {
+    let app = node().await;
+    let acme = organization(&app, "Acme").await;
+    verified_domain(&app, &acme, "example.com").await;
+    let port = free_port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    // The provider runs before the connection exists (its discovery is read
+    // at creation); the client's redirect URI is registered once known.
+    let Some(provider) = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, "http://127.0.0.1:9/cb", None) else {
+        return;
+    };
+    let path = format!("/v1/organizations/{acme}/sso-connections");
+    let body = json!({"protocol": "oidc", "name": "Acme Okta", "issuer": issuer, "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET, "sso_required": true});
+    // An issuer spelled otherwise than its document names it is refused.
+    let other_spelling = json!({"protocol": "oidc", "name": "x", "issuer": format!("{issuer}/"),
+        "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET});
+    let refused = app.post(&path, &other_spelling).await;
+    assert_eq!((refused.status, refused.error_code()), (422, "sso_discovery_failed"), "{:?}", refused.body);
+    let made = app.post(&path, &body).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let connection = made.data().clone();
+    let connection_id = connection["id"].as_str().unwrap().to_string();
+    assert_eq!(connection["token_endpoint"], format!("{issuer}/token"));
+    assert_eq!(connection["scopes"], json!(["openid", "email", "profile"]));
+    assert!(connection.get("client_secret").is_none());
+    let callback = connection["redirect_uri"].as_str().unwrap().to_string();
+    assert_eq!(callback, app.url(&format!("/v1/auth/sso/{connection_id}/callback")));
+    drop(provider);
+    let _provider = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, &callback, None).unwrap();
+
+    // Home realm discovery: an address at the verified domain goes to the provider.
+    let verifier = gatehouse::oauth::random_token(32);
+    let started = start(&app, "Alice@Example.com", &verifier).await;
+    assert_eq!(started.status, 200, "{:?}", started.body);
+    assert_eq!(started.data()["organization_id"], acme.as_str());
+    let authorization_url = started.data()["authorization_url"].as_str().unwrap().to_string();
+    assert!(authorization_url.starts_with(&format!("{issuer}/auth?")), "{authorization_url}");
+    assert_eq!(query_of(&authorization_url)["login_hint"], "alice@example.com");
+    assert_eq!(query_of(&authorization_url)["redirect_uri"], callback);
+    let elsewhere = start(&app, "alice@elsewhere.example", &verifier).await;
+    assert_eq!((elsewhere.status, elsewhere.error_code()), (404, "not_found"));
+
+    // Alice signs in at her organization's provider: a user, a member, and
+    // tokens in the organization that say how she signed in.
+    let back = Browser::new("alice").until_application(authorization_url).await;
+    let answer = query_of(&back);
+    assert_eq!(answer["state"], "app-state");
+    let code = answer.get("code").unwrap_or_else(|| panic!("no code: {back}"));
+    let signed_in =
+        public_post(&app, "/v1/auth/oauth/exchange", &json!({"code": code, "code_verifier": verifier})).await;
+    assert_eq!(signed_in.status, 200, "{:?}", signed_in.body);
+    let data = signed_in.data();
+    assert_eq!(data["user"]["email"], "alice@example.com");
+    let claims = claims_of(data["access_token"].as_str().unwrap());
+    assert_eq!(claims["org"], acme.as_str(), "{claims}");
+    assert_eq!(claims["org_role"], "member");
+    assert!(claims["amr"].as_array().is_some_and(|amr| !amr.is_empty()), "{claims}");
+    assert!(claims["email_verified"].as_bool().unwrap());
+    // The refreshed token says the same.
+    let refreshed = public_post(&app, "/v1/auth/token", &json!({"refresh_token": data["refresh_token"]})).await;
+    assert_eq!(claims_of(refreshed.data()["access_token"].as_str().unwrap())["amr"], claims["amr"]);
+    let members = app.get(&format!("/v1/organizations/{acme}/memberships")).await;
+    let roles: Vec<&str> = members.data().as_array().unwrap().iter().map(|m| m["role"].as_str().unwrap()).collect();
+    assert_eq!(roles, ["member"]);
+    let audit = app.get("/v1/audit-logs/export?type=sign_in.succeeded").await;
+    assert_eq!(audit.data()[0]["data"]["method"], "sso", "{:?}", audit.body);
+
+    // The organization requires SSO: a password sign-in at its domain is
+    // refused, and one elsewhere is not.
+    let bob = json!({"email": "bob@example.com", "password": "correct horse battery"});
+    assert_eq!(public_post(&app, "/v1/auth/sign-up", &bob).await.status, 201);
+    let password = public_post(&app, "/v1/auth/sign-in", &bob).await;
+    assert_eq!((password.status, password.error_code()), (403, "sso_required"), "{:?}", password.body);
+    let carol = json!({"email": "carol@elsewhere.example", "password": "correct horse battery"});
+    assert_eq!(public_post(&app, "/v1/auth/sign-up", &carol).await.status, 201);
+    assert_eq!(public_post(&app, "/v1/auth/sign-in", &carol).await.status, 200);
+    // Bob's SSO sign-in links to his account.
+    let started = start(&app, "bob@example.com", &verifier).await;
+    let back =
+        Browser::new("bob").until_application(started.data()["authorization_url"].as_str().unwrap().into()).await;
+    let code = query_of(&back)["code"].clone();
+    let bob_in = public_post(&app, "/v1/auth/oauth/exchange", &json!({"code": code, "code_verifier": verifier})).await;
+    assert_eq!(bob_in.data()["user"]["email"], "bob@example.com", "{:?}", bob_in.body);
+
+    // The provider speaks for the organization's domains only: an address
+    // elsewhere neither links to Carol nor makes a user.
+    let started = start(&app, "mallory@example.com", &verifier).await;
+    let url = started.data()["authorization_url"].as_str().unwrap().to_string();
+    let back = Browser::new("carol@elsewhere.example").until_application(url).await;
+    assert_eq!(query_of(&back)["error"], "email_domain_not_verified", "{back}");
+    let users = app.get("/v1/users?email=carol@elsewhere.example").await;
+    assert_eq!(users.data().as_array().unwrap().len(), 1);
+
+    // A state is its connection's only: another connection's callback refuses it.
+    let other = organization(&app, "Other").await;
+    verified_domain(&app, &other, "other.example").await;
+    let second = app
+        .post(
+            &format!("/v1/organizations/{other}/sso-connections"),
+            &json!({"protocol": "oidc",
+        "name": "Other", "issuer": issuer, "client_id": CLIENT_ID, "client_secret": CLIENT_SECRET}),
+        )
+        .await;
+    assert_eq!(second.status, 201, "{:?}", second.body);
+    let second_id = second.data()["id"].as_str().unwrap();
+    let started = start(&app, "alice@example.com", &verifier).await;
+    let state = query_of(started.data()["authorization_url"].as_str().unwrap())["state"].clone();
+    let crossed =
+        app.raw(app.client.get(app.url(&format!("/v1/auth/sso/{second_id}/callback?state={state}&code=x")))).await;
+    assert_eq!((crossed.status, crossed.error_code()), (400, "invalid_state"), "{:?}", crossed.body);
+
+    // Disabled: no discovery, and passwords are taken again.
+    let disabled = app
+        .patch(&format!("/v1/organizations/{acme}/sso-connections/{connection_id}"), &json!({"enabled": false}))
+        .await;
+    assert_eq!(disabled.status, 200, "{:?}", disabled.body);
+    assert_eq!(start(&app, "alice@example.com", &verifier).await.status, 404);
+    assert_eq!(public_post(&app, "/v1/auth/sign-in", &bob).await.status, 200);
+}
+
+#[actix_web::test]
+async fn a_connection_is_its_organizations_and_bad_requests_change_nothing() {
+    let app = spawn_app().await;
+    let acme = organization(&app, "Acme").await;
+    let other = organization(&app, "Other").await;
+    let path = format!("/v1/organizations/{acme}/sso-connections");
+    let good = json!({"protocol": "oidc", "name": "Okta", "issuer": "http://127.0.0.1:9", "client_id": "c",
+        "client_secret": "s"});
+    for (body, code) in [
+        (
+            json!({"protocol": "saml", "name": "Okta", "issuer": "http://127.0.0.1:9", "client_id": "c", "client_secret": "s"}),
+            "validation_failed",
+        ),
+        (
+            json!({"protocol": "oidc", "name": "", "issuer": "http://127.0.0.1:9", "client_id": "c", "client_secret": "s"}),
+            "validation_failed",
+        ),
+        (
+            json!({"protocol": "oidc", "name": "Okta", "issuer": "ftp://idp.example", "client_id": "c", "client_secret": "s"}),
+            "invalid_url",
+        ),
+        (
+            json!({"protocol": "oidc", "name": "Okta", "issuer": "http://127.0.0.1:9", "client_id": "c", "client_secret": "s", "scopes": ["a b"]}),
+            "validation_failed",
+        ),
+        // Nothing answers there: the discovery fails.
+        (good.clone(), "sso_discovery_failed"),
+    ] {
+        let refused = app.post(&path, &body).await;
+        assert_eq!((refused.status, refused.error_code()), (422, code), "{body}: {:?}", refused.body);
+    }
+    let listed = app.get(&path).await;
+    assert_eq!(listed.data(), &json!([]));
+    // Another organization's connection, or none: 404.
+    let missing = Uuid::now_v7();
+    for (method, path) in [
+        (Method::GET, format!("/v1/organizations/{other}/sso-connections/{missing}")),
+        (Method::DELETE, format!("/v1/organizations/{acme}/sso-connections/{missing}")),
+        (Method::GET, format!("/v1/organizations/{missing}/sso-connections")),
+    ] {
+        let reply = app.send(&app.caller, method, &path, None).await;
+        assert_eq!(reply.status, 404, "{path}: {:?}", reply.body);
+    }
+    // Home realm discovery with no connection, or no address.
+    let none =
+        public_post(&app, "/v1/auth/sso/start", &json!({"email": "a@acme.example", "redirect_uri": redirect_uri()}))
+            .await;
+    assert_eq!(none.status, 404, "{:?}", none.body);
+    let bad =
+        public_post(&app, "/v1/auth/sso/start", &json!({"email": "nobody", "redirect_uri": redirect_uri()})).await;
+    assert_eq!(bad.status, 422, "{:?}", bad.body);
+}
