@@ -234,7 +234,8 @@ pub struct Login {
 
 /// The `amr` of a sign-in: its first factor (`password`; `oauth`, an
 /// identity provider, `fed` as Microsoft Entra says it, since RFC 8176
-/// has no value for it; `passkey`) and the second step's factor if any
+/// has no value for it; `sso`, an organization's SSO connection, `sso`
+/// as its tokens from the API say it; `passkey`) and the second step's factor if any
 /// (`totp` or `recovery_code`: `otp`; `passkey`). A passkey (`pop`: a key
 /// the user holds) is unlocked by a fingerprint, face or PIN: with any
 /// second step it makes `mfa`.
@@ -242,6 +243,7 @@ pub fn amr_of(first: &str, second: Option<&str>) -> String {
     let mut methods = vec![match first {
         "password" => "pwd",
         "oauth" => "fed",
+        "sso" => "sso",
         _ => "pop",
     }];
     match second {
@@ -439,6 +441,7 @@ mod tests {
         assert_eq!(amr_of("password", Some("recovery_code")), "pwd otp mfa");
         assert_eq!(amr_of("oauth", None), "fed");
         assert_eq!(amr_of("oauth", Some("passkey")), "fed pop mfa");
+        assert_eq!(amr_of("sso", None), "sso");
         assert_eq!(amr_of("passkey", None), "pop mfa");
         assert_eq!((amr_of_level("aal1"), amr_of_level("aal2")), ("pwd".into(), "pwd mfa".into()));
     }

@@ -34,7 +34,7 @@ use crate::{
         auth::{self, AuthError, SignedIn},
         openid_provider::authorize::{self, Checked, Login, OrganizationChoice, Redirect, Refused},
         second_factors::{self, challenges, Proof, SecondFactorError},
-        users,
+        sso_connections, users,
     },
     auth::public::{limit, limit_sign_ins_per_ip, session_ttl},
     error::ApiResult,
@@ -198,6 +198,7 @@ pub async fn authorize_form(
     let decision = given.remove("consent");
     let choosing = given.remove("choose_organization").is_some();
     let with_provider = given.remove("sign_in_with");
+    let find_sso = given.remove("sso").is_some();
     let second_factor = given.remove("mfa_challenge").zip(given.remove("code"));
     let checked = match authorize::check(&scope, &given).await? {
         Ok(checked) => checked,
@@ -219,6 +220,9 @@ pub async fn authorize_form(
         return too_many(&scope, err);
     }
     let normalized = users::normalize_email(&email).unwrap_or_default();
+    if find_sso {
+        return sso_page(&state, &scope, &req, &checked, &email, &normalized, "").await;
+    }
     if normalized.is_empty() || normalized.chars().count() > 254 || password.len() > 4 * users::MAX_PASSWORD {
         let wrong = "The email or password is wrong.";
         return sign_in_page(&state, &scope, &req, &checked, &email, Some((StatusCode::UNAUTHORIZED, wrong))).await;
@@ -248,8 +252,48 @@ pub async fn authorize_form(
             let text = "Verify your email first: we sent you a code.";
             Ok(shown(&scope, StatusCode::FORBIDDEN, text))
         }
+        Err(AuthError::SsoRequired) => {
+            let said = "Your organization signs you in through its identity provider.";
+            sso_page(&state, &scope, &req, &checked, &email, &normalized, said).await
+        }
         Err(err) => Err(err.into()),
     }
+}
+
+/// The sign-in page again with the button of the address's organization's
+/// SSO connection (home realm discovery), or saying there is none. Its
+/// provider's origin joins the page's form targets, as each provider's does.
+async fn sso_page(
+    state: &AppState,
+    scope: &TenantScope,
+    req: &HttpRequest,
+    checked: &Checked,
+    email: &str,
+    normalized: &str,
+    said: &str,
+) -> ApiResult<HttpResponse> {
+    let connection = match normalized.is_empty() {
+        true => None,
+        false => sso_connections::for_email(scope, normalized).await?,
+    };
+    let Some(connection) = connection else {
+        let none = "No organization signs this address in through single sign-on. Sign in another way.";
+        return sign_in_page(state, scope, req, checked, email, Some((StatusCode::NOT_FOUND, none))).await;
+    };
+    let said = match said.is_empty() {
+        true => format!("Continue with {} to sign in.", connection.name),
+        false => said.to_string(),
+    };
+    let provider = sso_connections::provider_name(connection.id);
+    let sso = Sso { provider: &provider, name: &connection.name, origin: origin_of(&connection.authorization_url) };
+    sign_in_page_with(state, scope, req, checked, email, Some((StatusCode::OK, &said)), Some(sso)).await
+}
+
+/// An SSO connection's button on the sign-in page.
+struct Sso<'a> {
+    provider: &'a str,
+    name: &'a str,
+    origin: String,
 }
 
 /// A first factor proven (`method`: `password`, or `oauth` for a
@@ -532,6 +576,18 @@ async fn sign_in_page(
     email: &str,
     error: Option<(StatusCode, &str)>,
 ) -> ApiResult<HttpResponse> {
+    sign_in_page_with(state, scope, req, checked, email, error, None).await
+}
+
+async fn sign_in_page_with(
+    state: &AppState,
+    scope: &TenantScope,
+    req: &HttpRequest,
+    checked: &Checked,
+    email: &str,
+    error: Option<(StatusCode, &str)>,
+    sso: Option<Sso<'_>>,
+) -> ApiResult<HttpResponse> {
     let providers = provider::enabled(state, scope).await?;
     let csrf = pages::random_value();
     let form = pages::SignInForm {
@@ -543,11 +599,13 @@ async fn sign_in_page(
         email,
         providers: providers.iter().map(|(name, _)| *name).collect(),
         passkeys: passkey::available(state, scope),
+        sso: sso.as_ref().map(|s| (s.provider, s.name)),
         error: error.map(|(_, text)| text),
     };
     // A provider's button sends the browser on to the provider: its origin is a form target too.
     let mut targets = vec![origin_of(&checked.redirect_uri)];
     targets.extend(providers.into_iter().map(|(_, origin)| origin));
+    targets.extend(sso.map(|s| s.origin));
     let title = format!("Sign in to {}", scope.tenant().name);
     let page = pages::Page {
         status: error.map(|(status, _)| status).unwrap_or(StatusCode::OK),

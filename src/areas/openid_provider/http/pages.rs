@@ -153,6 +153,9 @@ pub struct SignInForm<'a> {
     pub providers: Vec<&'a str>,
     /// Whether a passkey can sign in here.
     pub passkeys: bool,
+    /// The address's organization's SSO connection, once the address is
+    /// known to have one: its provider name and its name.
+    pub sso: Option<(&'a str, &'a str)>,
     pub error: Option<&'a str>,
 }
 
@@ -160,11 +163,20 @@ impl SignInForm<'_> {
     pub fn render(&self) -> String {
         let hidden = hidden_fields(self.parameters, self.csrf);
         let error = alert(self.error);
-        let mut buttons: String = match self.passkeys {
-            true => "<button type=\"submit\" name=\"passkey\" value=\"sign_in\" class=\"secondary\">\
+        let mut buttons = String::new();
+        if let Some((provider, name)) = self.sso {
+            buttons.push_str(&format!(
+                "<button type=\"submit\" name=\"sign_in_with\" value=\"{p}\">Continue with {name}</button>",
+                p = escape(provider),
+                name = escape(name),
+            ));
+        }
+        buttons += match self.passkeys {
+            true => {
+                "<button type=\"submit\" name=\"passkey\" value=\"sign_in\" class=\"secondary\">\
                      Sign in with a passkey</button>"
-                .to_string(),
-            false => String::new(),
+            }
+            false => "",
         };
         for provider in &self.providers {
             buttons.push_str(&format!(
@@ -188,7 +200,9 @@ impl SignInForm<'_> {
              <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
              <label for=\"password\">Password</label>\
              <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
-             <button type=\"submit\">Sign in</button></form>{others}\
+             <button type=\"submit\">Sign in</button>\
+             <button type=\"submit\" name=\"sso\" value=\"find\" class=\"secondary\" formnovalidate>\
+             Use single sign-on</button></form>{others}\
              <form method=\"post\" action=\"{action}\">{hidden}\
              <button type=\"submit\" name=\"forgot_password\" value=\"ask\" class=\"secondary\">Forgot your password?</button></form>\
              <p class=\"switch\"><a href=\"{sign_up}\">Create an account</a></p>",

@@ -19,6 +19,7 @@ use crate::{
     areas::{
         openid_provider::authorize::{self, Checked},
         provider_sign_in::{self, exchange::exchange, start::start_from_hosted_pages, ProviderSignInError},
+        sso_connections,
     },
     auth::public::{client_ip, limit, session_ttl},
     error::ApiResult,
@@ -98,7 +99,12 @@ pub(super) async fn returned(
         return failed(checked);
     };
     match exchange(scope, &state.issuer(), code, Some(&verifier), session_ttl(state)).await {
-        Ok(signed_in) => Ok(Next::FirstFactor(Box::new(checked), Box::new(signed_in), "oauth")),
+        Ok(signed_in) => {
+            // Back from an organization's SSO connection, or a provider.
+            let sso = given.get(RETURN_MARK).and_then(|p| sso_connections::connection_of_provider(p)).is_some();
+            let method = if sso { "sso" } else { "oauth" };
+            Ok(Next::FirstFactor(Box::new(checked), Box::new(signed_in), method))
+        }
         Err(ProviderSignInError::InvalidGrant) => failed(checked),
         Err(err) => Err(err.into()),
     }
