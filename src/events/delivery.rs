@@ -10,11 +10,10 @@
 //! and each row it claims names its application. The queue's statements
 //! are in `storage::delivery_queue`; the few here (an endpoint read, its
 //! disabling, the attempts) are allowed one by one, each with its reason.
-use std::{collections::HashMap, net::SocketAddr, sync::Arc, time::Duration};
+use std::{collections::HashMap, sync::Arc, time::Duration};
 
 use chrono::{DateTime, Utc};
 use entity::{webhook, webhook_attempt, webhook_message};
-use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use sea_orm::{sea_query::Expr, ActiveValue::Set, ColumnTrait, DbErr, EntityTrait, QueryFilter};
 use serde_json::json;
 use tokio::{
@@ -85,7 +84,7 @@ impl Clients {
         };
         Ok(Clients {
             open: builder().build()?,
-            public_only: builder().dns_resolver(public_only_resolver()).build()?,
+            public_only: builder().dns_resolver(url_safety::public_only_resolver()).build()?,
             allow_private,
         })
     }
@@ -105,41 +104,13 @@ impl Clients {
     }
 }
 
-pub struct PublicOnly;
-
-/// A resolver that answers a name's public addresses only (none: the
-/// request fails as `blocked_destination`, nothing dialled). An address
-/// literal is not resolved: [`url_safety::check`] refuses a private one
-/// when the URL is stored.
-pub fn public_only_resolver() -> Arc<PublicOnly> {
-    Arc::new(PublicOnly)
-}
-
-/// A name resolved to no public address: nothing was dialled.
-#[derive(Debug, thiserror::Error)]
-#[error("the name resolves to no public address")]
-struct BlockedDestination;
-
-impl Resolve for PublicOnly {
-    fn resolve(&self, name: Name) -> Resolving {
-        Box::pin(async move {
-            let found: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
-            let public: Vec<SocketAddr> = found.into_iter().filter(|a| url_safety::is_public(a.ip())).collect();
-            if public.is_empty() {
-                return Err(Box::new(BlockedDestination) as Box<dyn std::error::Error + Send + Sync>);
-            }
-            Ok(Box::new(public.into_iter()) as Addrs)
-        })
-    }
-}
-
 /// The error class recorded for a request that got no answer (webhook
 /// deliveries and hook calls alike): `timeout`, `blocked_destination`,
 /// `connect` or `request`, judged by the error's kind and its sources.
 pub fn failure_class(err: &reqwest::Error) -> &'static str {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(cause) = source {
-        if cause.is::<BlockedDestination>() {
+        if cause.is::<url_safety::BlockedDestination>() {
             return "blocked_destination";
         }
         source = cause.source();

@@ -11,7 +11,12 @@
 //! development application may reach private addresses is the operator's
 //! decision (`security.allow_private_destinations`); a production one never
 //! may. [`Reach`] carries that decision.
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::{
+    net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr},
+    sync::Arc,
+};
+
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 
 use url::{Host, Url};
 
@@ -42,6 +47,36 @@ impl Reach {
     /// Whether a resolved address may be dialled.
     pub fn allows(self, ip: IpAddr) -> bool {
         self == Reach::PrivateToo || is_public(ip)
+    }
+}
+
+/// The resolver of every client that may reach public addresses only
+/// (webhooks, hooks, SSO connections).
+pub struct PublicOnly;
+
+/// A resolver that answers a name's public addresses only (none: the
+/// request fails as `blocked_destination`, nothing dialled). An address
+/// literal is not resolved: [`check`] refuses a private one
+/// when the URL is stored.
+pub fn public_only_resolver() -> Arc<PublicOnly> {
+    Arc::new(PublicOnly)
+}
+
+/// A name resolved to no public address: nothing was dialled.
+#[derive(Debug, thiserror::Error)]
+#[error("the name resolves to no public address")]
+pub struct BlockedDestination;
+
+impl Resolve for PublicOnly {
+    fn resolve(&self, name: Name) -> Resolving {
+        Box::pin(async move {
+            let found: Vec<SocketAddr> = tokio::net::lookup_host((name.as_str(), 0)).await?.collect();
+            let public: Vec<SocketAddr> = found.into_iter().filter(|a| is_public(a.ip())).collect();
+            if public.is_empty() {
+                return Err(Box::new(BlockedDestination) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(public.into_iter()) as Addrs)
+        })
     }
 }
 

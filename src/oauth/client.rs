@@ -100,7 +100,10 @@ impl ProviderClient {
         Ok(ProviderClient {
             http: builder().build()?,
             // A proxy would resolve names itself, past the address check.
-            public_only: builder().no_proxy().dns_resolver(crate::events::delivery::public_only_resolver()).build()?,
+            public_only: builder()
+                .no_proxy()
+                .dns_resolver(crate::events::url_safety::public_only_resolver())
+                .build()?,
             keys: Cache::builder().max_capacity(256).time_to_live(KEYS_TTL).build(),
         })
     }

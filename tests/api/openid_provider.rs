@@ -1246,3 +1246,54 @@ async fn the_hosted_pages_may_be_framed_only_by_the_applications_origins_when_it
     assert_eq!(headers(&page), (expected.into(), None));
     assert_eq!(app.patch(&settings, &json!({"hosted_pages_in_frames": "yes"})).await.status, 422);
 }
+
+#[actix_web::test]
+async fn an_organization_that_requires_sso_sends_its_people_to_its_provider_from_the_hosted_page() {
+    use crate::{oidc, sso_connections};
+    let Some(connected) = sso_connections::connected().await else { return };
+    let app = &connected.app;
+    let web = client(app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (client_id, secret) = credentials(&web);
+    let endpoint = issuer_url(app, "oauth/authorize");
+
+    // "Use single sign-on" with an address elsewhere: no such organization.
+    let mut browser = Browser::new();
+    let (_, _, page) = browser.get(&authorize_url(app, &client_id, &[])).await;
+    let mut fields = form_fields(&page);
+    fields.extend([("email".into(), "ada@elsewhere.example".into()), ("sso".into(), "find".into())]);
+    let (status, _, page) = browser.post(&endpoint, &fields).await;
+    assert_eq!(status, 404, "{page}");
+    assert!(!page.contains("Continue with Acme Okta"), "{page}");
+
+    // A password at the organization's domain: the page offers its provider
+    // instead, and lets the browser go there.
+    let (_, _, page) = browser.get(&authorize_url(app, &client_id, &[])).await;
+    let mut fields = form_fields(&page);
+    fields.extend([("email".into(), "ada@example.com".into()), ("password".into(), "any password at all".into())]);
+    let reply =
+        browser.client.post(&endpoint).header("cookie", browser.cookie_header()).form(&fields).send().await.unwrap();
+    let policy = reply.headers()["content-security-policy"].to_str().unwrap().to_string();
+    let (status, _, page) = browser.answer(reply).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(page.contains("Your organization signs you in through its identity provider"), "{page}");
+    assert!(page.contains("Continue with Acme Okta"), "{page}");
+    assert!(policy.contains(&connected.issuer), "{policy}");
+    let mut fields = form_fields(&page);
+    fields.push(("sign_in_with".into(), format!("sso:{}", connected.connection_id)));
+    let (status, location, page) = browser.post(&endpoint, &fields).await;
+    assert_eq!(status, 303, "{page}");
+    let at_provider = location.unwrap();
+    assert!(at_provider.starts_with(&connected.issuer), "{at_provider}");
+
+    // Signed in at the provider: back to the client with a code, and an ID
+    // token that says how.
+    let back = oidc::Browser::new("ada").with_cookies(&browser.cookies).until(at_provider, CALLBACK).await;
+    let code = query_of(&back).get("code").unwrap_or_else(|| panic!("no code: {back}")).clone();
+    let tokens = exchange_code(app, &code, (&client_id, &secret)).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
+    assert_eq!(id_token["email"], "ada@example.com");
+    assert_eq!(id_token["amr"], json!(["sso"]));
+    let members = app.get(&format!("/v1/organizations/{}/memberships", connected.organization_id)).await;
+    assert_eq!(members.data().as_array().unwrap().len(), 1, "{:?}", members.body);
+}

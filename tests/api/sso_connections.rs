@@ -83,8 +83,18 @@ fn claims_of(token: &str) -> Value {
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
 }
 
-#[actix_web::test]
-async fn an_organizations_people_sign_in_through_its_identity_provider() {
+/// A node whose organization Acme has verified example.com and has an SSO
+/// connection (`sso_required`) to a real OpenID Provider; `None` when the
+/// provider cannot run here (see [`OidcProvider::start`]).
+pub struct Connected {
+    pub app: TestApp,
+    pub organization_id: String,
+    pub connection_id: String,
+    pub issuer: String,
+    pub _provider: OidcProvider,
+}
+
+pub async fn connected() -> Option<Connected> {
     let app = node().await;
     let acme = organization(&app, "Acme").await;
     verified_domain(&app, &acme, "example.com").await;
@@ -92,9 +102,7 @@ async fn an_organizations_people_sign_in_through_its_identity_provider() {
     let issuer = format!("http://127.0.0.1:{port}");
     // The provider runs before the connection exists (its discovery is read
     // at creation); the client's redirect URI is registered once known.
-    let Some(provider) = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, "http://127.0.0.1:9/cb", None) else {
-        return;
-    };
+    let provider = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, "http://127.0.0.1:9/cb", None)?;
     let path = format!("/v1/organizations/{acme}/sso-connections");
     let body = json!({"protocol": "oidc", "name": "Acme Okta", "issuer": issuer, "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET, "sso_required": true});
@@ -113,7 +121,16 @@ async fn an_organizations_people_sign_in_through_its_identity_provider() {
     let callback = connection["redirect_uri"].as_str().unwrap().to_string();
     assert_eq!(callback, app.url(&format!("/v1/auth/sso/{connection_id}/callback")));
     drop(provider);
-    let _provider = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, &callback, None).unwrap();
+    let provider = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, &callback, None).unwrap();
+    Some(Connected { app, organization_id: acme, connection_id, issuer, _provider: provider })
+}
+
+#[actix_web::test]
+async fn an_organizations_people_sign_in_through_its_identity_provider() {
+    let Some(connected) = connected().await else { return };
+    let Connected { app, organization_id: acme, connection_id, issuer, .. } = &connected;
+    let (acme, connection_id, issuer) = (acme.clone(), connection_id.clone(), issuer.clone());
+    let callback = app.url(&format!("/v1/auth/sso/{connection_id}/callback"));
 
     // Home realm discovery: an address at the verified domain goes to the provider.
     let verifier = gatehouse::oauth::random_token(32);

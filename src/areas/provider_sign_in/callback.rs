@@ -6,7 +6,9 @@
 use chrono::Duration;
 use entity::oauth_flow;
 use sea_orm::{sea_query::Expr, ColumnTrait, QueryFilter, UpdateMany};
+use serde::Deserialize;
 use serde_json::json;
+use utoipa::IntoParams;
 
 use super::{
     flow_of_state,
@@ -28,14 +30,16 @@ use crate::{
     storage::{TenantScope, Unaudited},
 };
 
-/// The callback's query (or form, for providers that POST it).
-#[derive(Debug, Default)]
+/// The callback's query (or form, for providers that POST it); unknown
+/// parameters are the provider's own and ignored.
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct CallbackParams {
     pub state: Option<String>,
     pub code: Option<String>,
     /// The provider's refusal (`access_denied` when the user said no).
     pub error: Option<String>,
-    /// The issuer of the answer (RFC 9207), when the provider names it.
+    /// The issuer of the answer (RFC 9207); checked when sent.
     pub iss: Option<String>,
 }
 

@@ -2,7 +2,7 @@
 //! provider's callback (redirects, no `x-application-id`: the start names
 //! the application in its query, the callback in its `state`), and the
 //! exchange of the one-time code for our tokens.
-use actix_web::{http::header, web, HttpRequest, HttpResponse};
+use actix_web::{web, HttpRequest, HttpResponse};
 use serde::Deserialize;
 use utoipa::{IntoParams, ToSchema};
 
@@ -14,7 +14,7 @@ use crate::{
     },
     auth::public::{client_ip, limit, public_caller, session_ttl},
     error::{ApiError, ApiResult},
-    http::{body::Body, envelope, query::Query},
+    http::{body::Body, envelope, query::Query, redirect},
     state::AppState,
 };
 
@@ -50,15 +50,6 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
                 .route(web::get().to(callback))
                 .route(web::post().to(callback_form)),
         );
-}
-
-/// A redirect that no cache or referrer keeps.
-pub fn redirect(status: actix_web::http::StatusCode, location: &str) -> HttpResponse {
-    HttpResponse::build(status)
-        .insert_header((header::LOCATION, location))
-        .insert_header((header::CACHE_CONTROL, "no-store"))
-        .insert_header((header::REFERRER_POLICY, "no-referrer"))
-        .finish()
 }
 
 #[derive(Deserialize, IntoParams)]
@@ -122,24 +113,6 @@ pub async fn start(
     Ok(redirect(actix_web::http::StatusCode::FOUND, &location))
 }
 
-/// The provider's answer, as it sends it (unknown parameters are the
-/// provider's own and ignored).
-#[derive(Deserialize, IntoParams)]
-#[into_params(parameter_in = Query)]
-pub struct CallbackQuery {
-    pub state: Option<String>,
-    pub code: Option<String>,
-    pub error: Option<String>,
-    /// The answer's issuer (RFC 9207); checked when sent.
-    pub iss: Option<String>,
-}
-
-impl From<CallbackQuery> for CallbackParams {
-    fn from(query: CallbackQuery) -> Self {
-        CallbackParams { state: query.state, code: query.code, error: query.error, iss: query.iss }
-    }
-}
-
 /// The provider's callback: takes the `state` once, exchanges the code,
 /// links the account to a user (creating one as at sign-up) and answers
 /// 303 to the application's `redirect_uri` with a one-time `code` (60 s,
@@ -150,7 +123,7 @@ impl From<CallbackQuery> for CallbackParams {
 /// in `error_description`), and its own `state`.
 #[utoipa::path(get, path = "/v1/auth/oauth/{provider}/callback", tag = "auth",
     extensions(("x-gatehouse-caller" = json!("browser"))),
-    params(("provider" = String, Path), CallbackQuery),
+    params(("provider" = String, Path), CallbackParams),
     responses((status = 303, description = "To the application's `redirect_uri`",
             headers(("Location" = String, description = "`redirect_uri` with `code` or `error`, and `state`"))),
         (status = 400, description = "`invalid_state`: unknown, expired, already used, or naming no application")))]
@@ -158,7 +131,7 @@ pub async fn callback(
     state: web::Data<AppState>,
     req: HttpRequest,
     provider: web::Path<String>,
-    query: Query<CallbackQuery>,
+    query: Query<CallbackParams>,
 ) -> ApiResult<HttpResponse> {
     let Some(scope) = public_caller(&req, &state).ok() else {
         return Err(provider_sign_in::ProviderSignInError::InvalidState.into());
@@ -166,7 +139,7 @@ pub async fn callback(
     let params = query.parsed().map_err(|_| ApiError::from(provider_sign_in::ProviderSignInError::InvalidState))?;
     let hook_caller = state.hook_caller();
     let location =
-        provider_sign_in::callback::callback(&scope, &state.provider_sign_in(), &hook_caller, &provider, params.into())
+        provider_sign_in::callback::callback(&scope, &state.provider_sign_in(), &hook_caller, &provider, params)
             .await?;
     Ok(redirect(actix_web::http::StatusCode::SEE_OTHER, &location))
 }

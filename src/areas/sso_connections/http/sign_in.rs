@@ -11,18 +11,13 @@ use uuid::Uuid;
 use crate::{
     area::{ApplicationFrom, ApplicationIn, Area},
     areas::{
-        provider_sign_in::{
-            self,
-            http::{redirect, CallbackQuery},
-            start::StartRequest,
-            ProviderSignInError,
-        },
+        provider_sign_in::{self, callback::CallbackParams, start::StartRequest, ProviderSignInError},
         sso_connections::{self, provider_name},
         users,
     },
     auth::public::{client_ip, limit, public_caller},
     error::{ApiError, ApiResult, Code},
-    http::{body::Body, envelope, path_id, query::Query},
+    http::{body::Body, envelope, path_id, query::Query, redirect},
     state::AppState,
 };
 
@@ -127,7 +122,7 @@ pub async fn start_sso(state: web::Data<AppState>, req: HttpRequest, body: Body)
 /// `membership_refused`).
 #[utoipa::path(get, path = "/v1/auth/sso/{connection_id}/callback", tag = "auth",
     extensions(("x-gatehouse-caller" = json!("browser"))),
-    params(("connection_id" = Uuid, Path), CallbackQuery),
+    params(("connection_id" = Uuid, Path), CallbackParams),
     responses((status = 303, description = "To the application's `redirect_uri`",
             headers(("Location" = String, description = "`redirect_uri` with `code` or `error`, and `state`"))),
         (status = 400, description = "`invalid_state`: unknown, expired, already used, or naming no application")))]
@@ -135,7 +130,7 @@ pub async fn sso_callback(
     state: web::Data<AppState>,
     req: HttpRequest,
     connection_id: web::Path<String>,
-    query: Query<CallbackQuery>,
+    query: Query<CallbackParams>,
 ) -> ApiResult<HttpResponse> {
     let invalid = || ApiError::from(ProviderSignInError::InvalidState);
     let connection_id = path_id("SSO connection", &connection_id).map_err(|_| invalid())?;
@@ -144,6 +139,6 @@ pub async fn sso_callback(
     let hook_caller = state.hook_caller();
     let provider = provider_name(connection_id);
     let deps = state.provider_sign_in();
-    let location = provider_sign_in::callback::callback(&scope, &deps, &hook_caller, &provider, params.into()).await?;
+    let location = provider_sign_in::callback::callback(&scope, &deps, &hook_caller, &provider, params).await?;
     Ok(redirect(StatusCode::SEE_OTHER, &location))
 }
