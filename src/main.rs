@@ -219,6 +219,7 @@ const DEPENDENCY_UNAVAILABLE: u8 = 3;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
+    gatehouse::memory::cap_malloc_arenas();
     let cli = Cli::parse();
     match run(cli).await {
         Ok(code) => code,
