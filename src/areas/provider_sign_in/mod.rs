@@ -20,7 +20,7 @@ use crate::{
     config::OAuthSettings,
     crypto::{master_key::MasterKey, seal, sha256},
     error::{ApiError, Code},
-    events::url_safety::Reach,
+    events::url_safety::{self, Reach},
     oauth::{
         client::ProviderClient,
         providers::{self, Endpoints, NamedBy, Protocol, UserInfo},
@@ -138,6 +138,13 @@ pub async fn resolve(
     };
     let not_enabled = || ProviderSignInError::NotEnabled(provider.to_string());
     let row = sso_connections::find_any(scope, id).await?.filter(|row| row.enabled).ok_or_else(not_enabled)?;
+    // The rules again, as at each webhook delivery: the operator may have
+    // stopped allowing private destinations since the discovery.
+    let (production, reach) = (scope.tenant().environment.is_live(), deps.reach(scope));
+    let urls = [Some(&row.authorization_url), Some(&row.token_url), Some(&row.jwks_url), row.userinfo_url.as_ref()];
+    if !urls.into_iter().flatten().all(|url| url_safety::check(url, production, reach).is_ok()) {
+        return Err(not_enabled());
+    }
     let client_secret = sso_connections::open_client_secret(deps.master_key, &row).ok_or_else(not_enabled)?;
     let endpoints = Endpoints {
         provider: provider.to_string(),
@@ -150,7 +157,7 @@ pub async fn resolve(
         default_scopes: &[],
         form_post: false,
         user_info: UserInfo::Standard,
-        named_by: NamedBy::Application(deps.reach(scope)),
+        named_by: NamedBy::Application(reach),
     };
     Ok(Configured {
         endpoints,
