@@ -445,6 +445,7 @@ async fn sign_in_on_page(
     let (status, _, page) = browser.get(url).await;
     assert_eq!(status, 200, "{page}");
     assert!(page.contains("<form method=\"post\""), "{page}");
+    assert!(!page.contains("single sign-on"), "no organization has SSO: {page}");
     let mut fields = form_fields(&page);
     fields.push(("email".into(), email.into()));
     fields.push(("password".into(), crate::end_users::PASSWORD.into()));
@@ -1259,6 +1260,7 @@ async fn an_organization_that_requires_sso_sends_its_people_to_its_provider_from
     // "Use single sign-on" with an address elsewhere: no such organization.
     let mut browser = Browser::new();
     let (_, _, page) = browser.get(&authorize_url(app, &client_id, &[])).await;
+    assert!(page.contains("Use single sign-on"), "offered where an organization has SSO: {page}");
     let mut fields = form_fields(&page);
     fields.extend([("email".into(), "ada@elsewhere.example".into()), ("sso".into(), "find".into())]);
     let (status, _, page) = browser.post(&endpoint, &fields).await;

@@ -246,6 +246,10 @@ async fn a_connection_is_its_organizations_and_bad_requests_change_nothing() {
             json!({"protocol": "oidc", "name": "Okta", "issuer": "http://127.0.0.1:9", "client_id": "c", "client_secret": "s", "scopes": ["a b"]}),
             "validation_failed",
         ),
+        (
+            json!({"protocol": "oidc", "name": "Okta", "issuer": "http://127.0.0.1:9", "client_id": "c", "client_secret": "s", "scopes": ["email", "email"]}),
+            "validation_failed",
+        ),
         // Nothing answers there: the discovery fails.
         (good.clone(), "sso_discovery_failed"),
     ] {

@@ -154,10 +154,12 @@ pub fn scopes(issues: &mut Issues, given: Option<Vec<String>>) -> Vec<String> {
     if let Some(bad) = scopes.iter().find(|s| !token(s)) {
         issues.add("scopes", format!("`{}` is not a scope", bad.escape_debug()));
     }
+    if scopes.iter().enumerate().any(|(i, s)| scopes[..i].contains(s)) {
+        issues.add("scopes", "names a scope twice");
+    }
     if !scopes.iter().any(|s| s == "openid") {
         scopes.insert(0, "openid".into());
     }
-    scopes.dedup();
     scopes
 }
 
@@ -342,6 +344,14 @@ pub async fn for_email(db: &impl TenantConn, email: &str) -> Result<Option<sso_c
         .order_by_asc(sso_connection::Column::Id)
         .one(db.conn())
         .await
+}
+
+/// Whether any organization of the application has an enabled connection
+/// (the hosted sign-in page then offers single sign-on).
+pub async fn any_enabled(db: &impl TenantConn) -> Result<bool, DbErr> {
+    let found =
+        db.find::<sso_connection::Entity>().filter(sso_connection::Column::Enabled.eq(true)).one(db.conn()).await?;
+    Ok(found.is_some())
 }
 
 /// The connection a password sign-in of `email` must give way to: the

@@ -599,6 +599,7 @@ async fn sign_in_page_with(
         email,
         providers: providers.iter().map(|(name, _)| *name).collect(),
         passkeys: passkey::available(state, scope),
+        sso_offered: sso_connections::any_enabled(scope).await?,
         sso: sso.as_ref().map(|s| (s.provider, s.name)),
         error: error.map(|(_, text)| text),
     };

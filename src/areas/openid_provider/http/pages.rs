@@ -153,6 +153,9 @@ pub struct SignInForm<'a> {
     pub providers: Vec<&'a str>,
     /// Whether a passkey can sign in here.
     pub passkeys: bool,
+    /// Whether an organization of the application has SSO (the "Use
+    /// single sign-on" button).
+    pub sso_offered: bool,
     /// The address's organization's SSO connection, once the address is
     /// known to have one: its provider name and its name.
     pub sso: Option<(&'a str, &'a str)>,
@@ -200,9 +203,7 @@ impl SignInForm<'_> {
              <input id=\"email\" name=\"email\" type=\"email\" autocomplete=\"username\" required value=\"{email}\">\
              <label for=\"password\">Password</label>\
              <input id=\"password\" name=\"password\" type=\"password\" autocomplete=\"current-password\" required>\
-             <button type=\"submit\">Sign in</button>\
-             <button type=\"submit\" name=\"sso\" value=\"find\" class=\"secondary\" formnovalidate>\
-             Use single sign-on</button></form>{others}\
+             <button type=\"submit\">Sign in</button>{find_sso}</form>{others}\
              <form method=\"post\" action=\"{action}\">{hidden}\
              <button type=\"submit\" name=\"forgot_password\" value=\"ask\" class=\"secondary\">Forgot your password?</button></form>\
              <p class=\"switch\"><a href=\"{sign_up}\">Create an account</a></p>",
@@ -210,6 +211,11 @@ impl SignInForm<'_> {
             client = escape(self.client),
             action = escape(self.action),
             email = escape(self.email),
+            find_sso = match self.sso_offered {
+                true => "<button type=\"submit\" name=\"sso\" value=\"find\" class=\"secondary\" formnovalidate>\
+                         Use single sign-on</button>",
+                false => "",
+            },
             sign_up = escape(&link(self.action, self.parameters, Some("create"))),
         )
     }
