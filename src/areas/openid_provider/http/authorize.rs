@@ -221,7 +221,7 @@ pub async fn authorize_form(
     }
     let normalized = users::normalize_email(&email).unwrap_or_default();
     if find_sso {
-        return sso_page(&state, &scope, &req, &checked, &email, &normalized, "").await;
+        return sso_page(&state, &scope, &req, &checked, &email, &normalized, None).await;
     }
     if normalized.is_empty() || normalized.chars().count() > 254 || password.len() > 4 * users::MAX_PASSWORD {
         let wrong = "The email or password is wrong.";
@@ -254,7 +254,7 @@ pub async fn authorize_form(
         }
         Err(AuthError::SsoRequired) => {
             let said = "Your organization signs you in through its identity provider.";
-            sso_page(&state, &scope, &req, &checked, &email, &normalized, said).await
+            sso_page(&state, &scope, &req, &checked, &email, &normalized, Some(said)).await
         }
         Err(err) => Err(err.into()),
     }
@@ -270,7 +270,7 @@ async fn sso_page(
     checked: &Checked,
     email: &str,
     normalized: &str,
-    said: &str,
+    said: Option<&str>,
 ) -> ApiResult<HttpResponse> {
     let connection = match normalized.is_empty() {
         true => None,
@@ -280,10 +280,7 @@ async fn sso_page(
         let none = "No organization signs this address in through single sign-on. Sign in another way.";
         return sign_in_page(state, scope, req, checked, email, Some((StatusCode::NOT_FOUND, none))).await;
     };
-    let said = match said.is_empty() {
-        true => format!("Continue with {} to sign in.", connection.name),
-        false => said.to_string(),
-    };
+    let said = said.map_or_else(|| format!("Continue with {} to sign in.", connection.name), str::to_string);
     let provider = sso_connections::provider_name(connection.id);
     let sso = Sso { provider: &provider, name: &connection.name, origin: origin_of(&connection.authorization_url) };
     sign_in_page_with(state, scope, req, checked, email, Some((StatusCode::OK, &said)), Some(sso)).await
