@@ -143,6 +143,21 @@ impl UserWriter {
     }
 }
 
+/// Webhook settings for a test that backs up or exports under deliveries and
+/// expects the restored node to deliver what was pending: fast polling, a
+/// message failing every 2 s for a minute (so it is still pending whatever
+/// the backup's pace), and a 2 s lease, so that a delivery in flight at the
+/// backup (its row leased by the node that is gone) lapses at once rather
+/// than after the default minute.
+pub fn restorable_webhooks() -> Vec<(&'static str, String)> {
+    vec![
+        ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "50".into()),
+        ("GATEHOUSE__WEBHOOKS__RETRY_SCHEDULE", format!("0s{}", ",2s".repeat(30))),
+        ("GATEHOUSE__WEBHOOKS__TIMEOUT_SECONDS", "1".into()),
+        ("GATEHOUSE__WEBHOOKS__LEASE_SECONDS", "2".into()),
+    ]
+}
+
 /// The settings that point a binary at the test's PostgreSQL databases
 /// (`settings` from [`crate::helpers::TestStorage`]); none on SQLite, whose
 /// files are in the binary's own data directory.

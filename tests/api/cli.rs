@@ -319,17 +319,13 @@ fn users_import_works_a_file_in_the_command_and_exits_1_when_a_line_is_refused()
 async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves() {
     // The restored node answers at the same public URL (its tokens' issuer), on a port of its own.
     let public_url = ("GATEHOUSE__SERVER__PUBLIC_URL", "https://id.example.test".to_string());
-    let fast_webhooks = [
-        ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "50".to_string()),
-        ("GATEHOUSE__WEBHOOKS__RETRY_SCHEDULE", "0s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s".to_string()),
-    ];
-    let binary = Binary::new(&[
-        ("RUST_LOG", "error".into()),
+    let mut settings = vec![
+        ("RUST_LOG", "error".to_string()),
         ("GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND", "0".into()),
         public_url.clone(),
-        fast_webhooks[0].clone(),
-        fast_webhooks[1].clone(),
-    ]);
+    ];
+    settings.extend(crate::binary::restorable_webhooks());
+    let binary = Binary::new(&settings);
     let (app, key) = binary.bootstrap();
     let server = binary.serve(None).await;
     let client = reqwest::Client::new();
@@ -370,8 +366,9 @@ async fn a_backup_taken_under_writes_restores_into_a_fresh_directory_that_serves
     assert_eq!(manifest["master_key_file"], true);
 
     // A fresh node on the restored files.
-    let restored =
-        Binary::new(&[("RUST_LOG", "error".into()), public_url, fast_webhooks[0].clone(), fast_webhooks[1].clone()]);
+    let mut settings = vec![("RUST_LOG", "error".to_string()), public_url];
+    settings.extend(crate::binary::restorable_webhooks());
+    let restored = Binary::new(&settings);
     let done = restored.command(&["restore", "--from", target.to_str().unwrap()]).output().unwrap();
     assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
     let again = restored.command(&["restore", "--from", target.to_str().unwrap()]).output().unwrap();
@@ -524,13 +521,13 @@ async fn a_master_key_rotation_killed_once_under_writes_resumes_and_then_needs_n
 async fn an_application_exported_from_one_deployment_is_imported_into_another_and_serves() {
     let public_url = ("GATEHOUSE__SERVER__PUBLIC_URL", "https://id.example.test".to_string());
     let deployment = |storage: &crate::helpers::TestStorage| {
-        let mut binary = Binary::new(&[
-            ("RUST_LOG", "error".into()),
+        let mut settings = vec![
+            ("RUST_LOG", "error".to_string()),
             ("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS", "true".into()),
-            ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "50".into()),
-            ("GATEHOUSE__WEBHOOKS__RETRY_SCHEDULE", "0s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s".into()),
             public_url.clone(),
-        ]);
+        ];
+        settings.extend(crate::binary::restorable_webhooks());
+        let mut binary = Binary::new(&settings);
         for (name, value) in crate::binary::postgres_env(&storage.settings) {
             binary.add_env(&name, value);
         }
@@ -635,14 +632,14 @@ async fn a_postgresql_backup_taken_under_writes_restores_into_fresh_databases_th
     };
     let storage = crate::helpers::TestStorage::new().await;
     let node = |env: Vec<(String, String)>| {
-        let mut binary = Binary::new(&[
-            ("RUST_LOG", "error".into()),
+        let mut settings = vec![
+            ("RUST_LOG", "error".to_string()),
             ("GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND", "0".into()),
             ("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS", "true".into()),
-            ("GATEHOUSE__WEBHOOKS__POLL_INTERVAL_MS", "50".into()),
-            ("GATEHOUSE__WEBHOOKS__RETRY_SCHEDULE", "0s,2s,2s,2s,2s,2s,2s,2s,2s,2s,2s".into()),
             ("GATEHOUSE__SERVER__PUBLIC_URL", "https://id.example.test".into()),
-        ]);
+        ];
+        settings.extend(crate::binary::restorable_webhooks());
+        let mut binary = Binary::new(&settings);
         for (name, value) in env {
             binary.add_env(&name, value);
         }
