@@ -19,6 +19,10 @@ pub struct Model {
     pub sso_required: bool,
     /// The role a first sign-in grants in the organization.
     pub default_role: String,
+    /// Whose grant `default_role` is: the owner or admin who set it from
+    /// the dashboard, re-checked at each grant as an SSO domain's claimer
+    /// is; null when the application's secret key set it.
+    pub role_granted_by: Option<Uuid>,
     /// The provider's issuer, as its ID tokens name it.
     pub issuer: String,
     pub client_id: String,
@@ -47,6 +51,7 @@ impl std::fmt::Debug for Model {
             enabled,
             sso_required,
             default_role,
+            role_granted_by,
             issuer,
             client_id,
             client_secret_sealed: _,
@@ -67,6 +72,7 @@ impl std::fmt::Debug for Model {
             .field("enabled", enabled)
             .field("sso_required", sso_required)
             .field("default_role", default_role)
+            .field("role_granted_by", role_granted_by)
             .field("issuer", issuer)
             .field("client_id", client_id)
             .field("client_secret_sealed", &crate::REDACTED)

@@ -4,7 +4,8 @@ use sea_orm_migration::prelude::*;
 /// Provider, which its people at its verified domains sign in with.
 /// - `sso_connections`: the provider's issuer and the endpoints its
 ///   discovery document named, the client's id and its secret (sealed to
-///   the master key), the role a first sign-in grants, and whether the
+///   the master key), the role a first sign-in grants (and whose grant it
+///   is, when an owner or admin set it from the dashboard), and whether the
 ///   organization requires it (`sso_required`) of its domains' users.
 /// - `oauth_flows` gains what an SSO sign-in carries from the callback to
 ///   the exchange: the connection's organization and the sign-in's `amr`.
@@ -31,6 +32,7 @@ impl MigrationTrait for Migration {
                     .col(ColumnDef::new(SsoConnections::Enabled).boolean().not_null())
                     .col(ColumnDef::new(SsoConnections::SsoRequired).boolean().not_null())
                     .col(ColumnDef::new(SsoConnections::DefaultRole).string().not_null())
+                    .col(ColumnDef::new(SsoConnections::RoleGrantedBy).uuid().null())
                     .col(ColumnDef::new(SsoConnections::Issuer).string().not_null())
                     .col(ColumnDef::new(SsoConnections::ClientId).string().not_null())
                     .col(ColumnDef::new(SsoConnections::ClientSecretSealed).binary().not_null())
@@ -82,6 +84,7 @@ enum SsoConnections {
     Enabled,
     SsoRequired,
     DefaultRole,
+    RoleGrantedBy,
     Issuer,
     ClientId,
     ClientSecretSealed,

@@ -53,6 +53,7 @@ pub const AREAS: &[Area] = &[
     scim::http::directories::AREA,
     scim::http::protocol::AREA,
     sso_connections::http::connections::AREA,
+    sso_connections::http::dashboard::AREA,
     sso_connections::http::sign_in::AREA,
 ];
 

@@ -277,3 +277,107 @@ async fn a_connection_is_its_organizations_and_bad_requests_change_nothing() {
         public_post(&app, "/v1/auth/sso/start", &json!({"email": "nobody", "redirect_uri": redirect_uri()})).await;
     assert_eq!(bad.status, 422, "{:?}", bad.body);
 }
+
+/// Sends `body` to a dashboard route as `caller`.
+async fn dashboard(
+    app: &TestApp,
+    caller: &crate::helpers::Caller,
+    method: Method,
+    path: &str,
+    body: Option<Value>,
+) -> crate::helpers::Reply {
+    app.send(caller, method, &format!("/v1/dashboard/sso/connections{path}"), body.as_ref()).await
+}
+
+/// Alice's SSO sign-in through the connection, to the exchange's answer or
+/// the error the browser was sent back with.
+async fn sso_sign_in(app: &TestApp, login: &str) -> Result<Value, String> {
+    let verifier = gatehouse::oauth::random_token(32);
+    let started = start(app, &format!("{login}@example.com"), &verifier).await;
+    assert_eq!(started.status, 200, "{:?}", started.body);
+    let url = started.data()["authorization_url"].as_str().unwrap().to_string();
+    let back = query_of(&Browser::new(login).until_application(url).await);
+    if let Some(error) = back.get("error") {
+        return Err(error.clone());
+    }
+    let exchanged =
+        public_post(app, "/v1/auth/oauth/exchange", &json!({"code": back["code"], "code_verifier": verifier})).await;
+    assert_eq!(exchanged.status, 200, "{:?}", exchanged.body);
+    Ok(exchanged.data().clone())
+}
+
+#[actix_web::test]
+async fn owners_and_admins_manage_their_organizations_connections_and_grant_only_what_they_may() {
+    use crate::invitations::member;
+    let app = node().await;
+    let acme = organization(&app, "Acme").await;
+    verified_domain(&app, &acme, "example.com").await;
+    let (owner, owner_id) = member(&app, &acme, "owner@acme.test", "owner").await;
+    let (second_owner, _) = member(&app, &acme, "second@acme.test", "owner").await;
+    let (admin, _) = member(&app, &acme, "admin@acme.test", "admin").await;
+    let (plain, _) = member(&app, &acme, "plain@acme.test", "member").await;
+    let rival = organization(&app, "Rival").await;
+    let (rival_owner, _) = member(&app, &rival, "owner@rival.test", "owner").await;
+    let port = free_port();
+    let issuer = format!("http://127.0.0.1:{port}");
+    let Some(provider) = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, "http://127.0.0.1:9/cb", None) else {
+        return;
+    };
+    let body = |role: &str| {
+        json!({"protocol": "oidc", "name": "Acme Okta", "issuer": issuer, "client_id": CLIENT_ID,
+            "client_secret": CLIENT_SECRET, "default_role": role})
+    };
+
+    // Only owners and admins, and an admin grants only `member`.
+    let refused = dashboard(&app, &plain, Method::POST, "", Some(body("member"))).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"), "{:?}", refused.body);
+    let refused = dashboard(&app, &admin, Method::POST, "", Some(body("admin"))).await;
+    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"), "{:?}", refused.body);
+    let listed = app.get(&format!("/v1/organizations/{acme}/sso-connections")).await;
+    assert_eq!(listed.data(), &json!([]), "a refusal made nothing");
+
+    // An owner's connection granting `admin`: the secret key sees it too.
+    let made = dashboard(&app, &owner, Method::POST, "", Some(body("admin"))).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let id = made.data()["id"].as_str().unwrap().to_string();
+    assert_eq!(made.data()["organization_id"], acme.as_str());
+    let by_key = app.get(&format!("/v1/organizations/{acme}/sso-connections/{id}")).await;
+    assert_eq!(by_key.data()["default_role"], "admin");
+    assert_eq!(dashboard(&app, &admin, Method::GET, "", None).await.data().as_array().unwrap().len(), 1);
+    let renamed = dashboard(&app, &admin, Method::PATCH, &format!("/{id}"), Some(json!({"name": "Okta"}))).await;
+    assert_eq!((renamed.status, renamed.data()["default_role"].as_str()), (200, Some("admin")), "{:?}", renamed.body);
+    let raised =
+        dashboard(&app, &admin, Method::PATCH, &format!("/{id}"), Some(json!({"default_role": "owner"}))).await;
+    assert_eq!(raised.error_code(), "insufficient_role");
+
+    // Another organization's owner: 404 for each of its routes, and it is left as it was.
+    for method in [Method::GET, Method::PATCH, Method::DELETE] {
+        let body = (method == Method::PATCH).then(|| json!({"name": "Taken"}));
+        let reply = dashboard(&app, &rival_owner, method.clone(), &format!("/{id}"), body).await;
+        assert_eq!(reply.status, 404, "{method}: {:?}", reply.body);
+    }
+    assert_eq!(dashboard(&app, &rival_owner, Method::GET, "", None).await.data(), &json!([]));
+    assert_eq!(dashboard(&app, &owner, Method::GET, &format!("/{id}"), None).await.data()["name"], "Okta");
+
+    // The role stays its owner's grant: with its owner demoted, a first
+    // sign-in is refused, and nobody joins.
+    drop(provider);
+    let callback = app.url(&format!("/v1/auth/sso/{id}/callback"));
+    let _provider = OidcProvider::start(port, &[CLIENT_ID], CLIENT_SECRET, &callback, None).unwrap();
+    let demoted =
+        app.patch(&format!("/v1/organizations/{acme}/memberships/{owner_id}"), &json!({"role": "admin"})).await;
+    assert_eq!(demoted.status, 200, "{:?}", demoted.body);
+    assert_eq!(sso_sign_in(&app, "alice").await.err().as_deref(), Some("membership_refused"));
+    let members = app.get(&format!("/v1/organizations/{acme}/memberships")).await;
+    assert_eq!(members.data().as_array().unwrap().len(), 4, "Alice did not join");
+    // Set again by an owner, it grants.
+    let set =
+        dashboard(&app, &second_owner, Method::PATCH, &format!("/{id}"), Some(json!({"default_role": "admin"}))).await;
+    assert_eq!(set.status, 200, "{:?}", set.body);
+    let alice = sso_sign_in(&app, "alice").await.unwrap();
+    assert_eq!(claims_of(alice["access_token"].as_str().unwrap())["org_role"], "admin");
+
+    let deleted = dashboard(&app, &second_owner, Method::DELETE, &format!("/{id}"), None).await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    assert_eq!(dashboard(&app, &owner, Method::GET, "", None).await.data(), &json!([]));
+}

@@ -37,6 +37,10 @@ pub enum OrganizationError {
     /// The change would leave an organization that has an owner with none.
     #[error("the organization's last owner cannot be removed or demoted")]
     LastOwner,
+    /// A grant decided earlier by an owner or admin who may not make it now
+    /// (an SSO connection's role, set by an owner since demoted).
+    #[error("the role `{role}` was set by an {granter} of the organization, who may not grant it")]
+    GrantNotAllowed { granter: &'static str, role: String },
     #[error(transparent)]
     Sod(#[from] super::sod::SodError),
     #[error(transparent)]
@@ -61,6 +65,7 @@ impl From<OrganizationError> for ApiError {
                 Code::LastOwner,
                 "The organization's last owner cannot be removed or given another role; make another member owner first.",
             ),
+            OrganizationError::GrantNotAllowed { .. } => ApiError::new(Code::InsufficientRole, err.to_string()),
             OrganizationError::Sod(err) => err.into(),
             OrganizationError::Invalid(err) => err.into(),
             OrganizationError::Db(err) => err.into(),

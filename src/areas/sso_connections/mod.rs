@@ -172,6 +172,8 @@ pub struct NewConnection {
     pub default_role: String,
     pub enabled: bool,
     pub sso_required: bool,
+    /// Whose grant `default_role` is ([`sso_connection::Model::role_granted_by`]).
+    pub role_granted_by: Option<Uuid>,
 }
 
 /// Makes a connection for an organization.
@@ -199,6 +201,7 @@ pub async fn create(
         enabled: new.enabled,
         sso_required: new.sso_required,
         default_role: new.default_role,
+        role_granted_by: new.role_granted_by,
         issuer: discovered.issuer,
         client_id: new.client_id,
         client_secret_sealed: seal::seal(key, &secret_context(application_id, id), new.client_secret.as_bytes()),
@@ -264,6 +267,9 @@ pub struct Change {
     pub sso_required: Option<bool>,
     /// A new issuer, or the same one read again (its endpoints moved).
     pub discovered: Option<Discovered>,
+    /// Who asks: the owner or admin of the dashboard, whose grant a new
+    /// `default_role` then is, or `None` for the secret key.
+    pub by: Option<Uuid>,
 }
 
 pub async fn update(
@@ -277,7 +283,7 @@ pub async fn update(
     let row = find(&txn, organization_id, id).await?;
     let application_id = row.application_id;
     let mut active = row.into_active_model();
-    let Change { name, client_id, client_secret, scopes, default_role, enabled, sso_required, discovered } = change;
+    let Change { name, client_id, client_secret, scopes, default_role, enabled, sso_required, discovered, by } = change;
     if let Some(name) = name {
         active.name = Set(name);
     }
@@ -292,6 +298,7 @@ pub async fn update(
     }
     if let Some(role) = default_role {
         active.default_role = Set(role);
+        active.role_granted_by = Set(by);
     }
     if let Some(enabled) = enabled {
         active.enabled = Set(enabled);

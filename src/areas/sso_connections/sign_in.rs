@@ -54,7 +54,9 @@ pub async fn admit(
 
 /// Makes the user a member of the connection's organization with its
 /// role, unless they are one already (whatever their role: an owner
-/// signing in through SSO stays an owner).
+/// signing in through SSO stays an owner). A role an owner or admin set
+/// from the dashboard is theirs to grant now, as an SSO domain's auto-join
+/// role is its claimer's: set by an owner since demoted, it is refused.
 pub async fn join(
     txn: &mut TenantTxn,
     policies: &[sod_policy::Model],
@@ -64,7 +66,14 @@ pub async fn join(
     if memberships::find(txn, connection.organization_id, user_id).await?.is_some() {
         return Ok(());
     }
-    let grant = Grant { organization_id: connection.organization_id, user_id, role: connection.default_role.clone() };
+    let role = connection.default_role.clone();
+    if let Some(granter) = connection.role_granted_by {
+        let granting = memberships::granting_role(txn, connection.organization_id, Some(granter)).await?;
+        if !memberships::may_grant(granting, &role) {
+            return Err(OrganizationError::GrantNotAllowed { granter: granting, role });
+        }
+    }
+    let grant = Grant { organization_id: connection.organization_id, user_id, role };
     memberships::set_role_in(txn, policies, grant).await
 }
 

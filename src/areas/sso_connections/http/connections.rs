@@ -21,6 +21,7 @@ use crate::{
     error::ApiResult,
     http::{body::Body, envelope, path_id},
     state::AppState,
+    storage::TenantScope,
 };
 
 pub const AREA: Area = Area {
@@ -132,7 +133,7 @@ pub struct SsoConnectionView {
     pub updated_at: DateTime<Utc>,
 }
 
-fn view(state: &AppState, row: &sso_connection::Model) -> SsoConnectionView {
+pub(super) fn view(state: &AppState, row: &sso_connection::Model) -> SsoConnectionView {
     SsoConnectionView {
         id: row.id,
         organization_id: row.organization_id,
@@ -158,9 +159,75 @@ fn ids(path: &(String, String)) -> ApiResult<(Uuid, Uuid)> {
     Ok((path_id("Organization", &path.0)?, path_id("SSO connection", &path.1)?))
 }
 
-fn reaching<'a>(state: &'a AppState, key: &SecretKey) -> Reaching<'a> {
-    let production = key.tenant().environment.is_live();
-    Reaching { client: &state.providers, production, reach: state.provider_sign_in().reach(&key.scope) }
+fn reaching<'a>(state: &'a AppState, scope: &TenantScope) -> Reaching<'a> {
+    let production = scope.tenant().environment.is_live();
+    Reaching { client: &state.providers, production, reach: state.provider_sign_in().reach(scope) }
+}
+
+/// Makes the connection a create request asks for, in `organization_id`:
+/// the secret key's route and the dashboard's (`by` its owner or admin,
+/// whose grant the role then is).
+pub(super) async fn create_in(
+    state: &AppState,
+    scope: &TenantScope,
+    organization_id: Uuid,
+    request: CreateSsoConnectionRequest,
+    by: Option<Uuid>,
+) -> ApiResult<sso_connection::Model> {
+    let mut issues = Issues::default();
+    if !PROTOCOLS.contains(&request.protocol.as_str()) {
+        issues.add("protocol", "must be `oidc` (SAML connections are not available yet)");
+    }
+    let new = NewConnection {
+        name: issues.text("name", &request.name, MAX_NAME),
+        client_id: issues.text("client_id", &request.client_id, MAX_CLIENT_ID),
+        client_secret: issues.text("client_secret", &request.client_secret, MAX_CLIENT_SECRET),
+        scopes: scopes(&mut issues, request.scopes),
+        default_role: request.default_role.unwrap_or_else(|| "member".into()),
+        enabled: request.enabled.unwrap_or(true),
+        sso_required: request.sso_required.unwrap_or(false),
+        role_granted_by: by,
+    };
+    issues.role("default_role", &new.default_role);
+    issues.finish()?;
+    let discovered = sso_connections::discover(reaching(state, scope), &request.issuer).await?;
+    let limit = state.settings.limits.sso_connections_per_application;
+    Ok(sso_connections::create(scope, &state.master_key, organization_id, new, discovered, limit).await?)
+}
+
+/// Changes a connection of `organization_id` as an update request asks
+/// (`by` as for [`create_in`]).
+pub(super) async fn update_in(
+    state: &AppState,
+    scope: &TenantScope,
+    (organization_id, id): (Uuid, Uuid),
+    request: UpdateSsoConnectionRequest,
+    by: Option<Uuid>,
+) -> ApiResult<sso_connection::Model> {
+    let mut issues = Issues::default();
+    let change = Change {
+        name: request.name.map(|n| issues.text("name", &n, MAX_NAME)),
+        client_id: request.client_id.map(|c| issues.text("client_id", &c, MAX_CLIENT_ID)),
+        client_secret: request.client_secret.map(|c| issues.text("client_secret", &c, MAX_CLIENT_SECRET)),
+        scopes: request.scopes.map(|given| scopes(&mut issues, Some(given))),
+        default_role: request.default_role,
+        enabled: request.enabled,
+        sso_required: request.sso_required,
+        discovered: None,
+        by,
+    };
+    if let Some(role) = &change.default_role {
+        issues.role("default_role", role);
+    }
+    issues.finish()?;
+    // Found first: a connection of another organization is 404 before any call.
+    sso_connections::find(scope, organization_id, id).await?;
+    let discovered: Option<Discovered> = match &request.issuer {
+        Some(issuer) => Some(sso_connections::discover(reaching(state, scope), issuer).await?),
+        None => None,
+    };
+    let change = Change { discovered, ..change };
+    Ok(sso_connections::update(scope, &state.master_key, organization_id, id, change).await?)
 }
 
 /// Make an SSO connection for an organization. Its issuer's discovery
@@ -180,24 +247,7 @@ pub async fn create_sso_connection(
 ) -> ApiResult<HttpResponse> {
     let organization_id = path_id("Organization", &path)?;
     let request: CreateSsoConnectionRequest = body.json().await?;
-    let mut issues = Issues::default();
-    if !PROTOCOLS.contains(&request.protocol.as_str()) {
-        issues.add("protocol", "must be `oidc` (SAML connections are not available yet)");
-    }
-    let new = NewConnection {
-        name: issues.text("name", &request.name, MAX_NAME),
-        client_id: issues.text("client_id", &request.client_id, MAX_CLIENT_ID),
-        client_secret: issues.text("client_secret", &request.client_secret, MAX_CLIENT_SECRET),
-        scopes: scopes(&mut issues, request.scopes),
-        default_role: request.default_role.unwrap_or_else(|| "member".into()),
-        enabled: request.enabled.unwrap_or(true),
-        sso_required: request.sso_required.unwrap_or(false),
-    };
-    issues.role("default_role", &new.default_role);
-    issues.finish()?;
-    let discovered = sso_connections::discover(reaching(&state, &key), &request.issuer).await?;
-    let limit = state.settings.limits.sso_connections_per_application;
-    let row = sso_connections::create(&key.scope, &state.master_key, organization_id, new, discovered, limit).await?;
+    let row = create_in(&state, &key.scope, organization_id, request, None).await?;
     Ok(envelope::created(view(&state, &row)))
 }
 
@@ -246,31 +296,9 @@ pub async fn update_sso_connection(
     path: web::Path<(String, String)>,
     body: Body,
 ) -> ApiResult<HttpResponse> {
-    let (organization_id, id) = ids(&path)?;
+    let ids = ids(&path)?;
     let request: UpdateSsoConnectionRequest = body.json().await?;
-    let mut issues = Issues::default();
-    let change = Change {
-        name: request.name.map(|n| issues.text("name", &n, MAX_NAME)),
-        client_id: request.client_id.map(|c| issues.text("client_id", &c, MAX_CLIENT_ID)),
-        client_secret: request.client_secret.map(|c| issues.text("client_secret", &c, MAX_CLIENT_SECRET)),
-        scopes: request.scopes.map(|given| scopes(&mut issues, Some(given))),
-        default_role: request.default_role,
-        enabled: request.enabled,
-        sso_required: request.sso_required,
-        discovered: None,
-    };
-    if let Some(role) = &change.default_role {
-        issues.role("default_role", role);
-    }
-    issues.finish()?;
-    // Found first: a connection of another organization is 404 before any call.
-    sso_connections::find(&key.scope, organization_id, id).await?;
-    let discovered: Option<Discovered> = match &request.issuer {
-        Some(issuer) => Some(sso_connections::discover(reaching(&state, &key), issuer).await?),
-        None => None,
-    };
-    let change = Change { discovered, ..change };
-    let row = sso_connections::update(&key.scope, &state.master_key, organization_id, id, change).await?;
+    let row = update_in(&state, &key.scope, ids, request, None).await?;
     Ok(envelope::ok(view(&state, &row)))
 }
 

@@ -1,6 +1,8 @@
 //! The routes of enterprise SSO: an organization's connections, managed
-//! with a secret key ([`connections`]), and the sign-in through them
+//! with a secret key ([`connections`]) or by the organization's owners and
+//! admins from a dashboard ([`dashboard`]), and the sign-in through them
 //! ([`sign_in`]: home realm discovery from an address, and the identity
 //! provider's callback).
 pub mod connections;
+pub mod dashboard;
 pub mod sign_in;
