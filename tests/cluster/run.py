@@ -22,16 +22,20 @@ other by heartbeats through Redis), then:
    the nodes serve: both us nodes open it with no restart, and an
    application is rebalanced onto it (`gatehouse shards move`) under
    writers through us1, us2 and eu: none lost, none duplicated, none of
-   the refused ones written;
+   the refused ones written; sign-ups beside them, whose verification
+   emails both us nodes' mail workers send (to an SMTP server in this
+   test, aiosmtpd): every acknowledged one gets its email exactly once;
 11. (run after 2) a user deprovisioned through a SCIM directory on one node
    (the request forwarded to the application's region) is refused a
    refresh on every node at once, each node holding a session of theirs.
 
 usage: tests/cluster/run.py path/to/gatehouse   (run by .ci/run)
 """
+import collections
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -106,7 +110,6 @@ def start_node(env, data, name, port, regions, **extra):
                     GATEHOUSE__STORAGE__DATA_DIR=os.path.join(data, "nodes", name),
                     GATEHOUSE__CACHE__REDIS_URL=f"redis://127.0.0.1:{REDIS_PORT}",
                     GATEHOUSE__DEPLOYMENT__NAME=PREFIX.replace("_", "-"), GATEHOUSE__DEPLOYMENT__NODES="6",
-                    GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS="false",
                     GATEHOUSE__SERVER__PUBLIC_URL=f"http://127.0.0.1:{BASE_PORT}", RUST_LOG="warn")
     log = open(os.path.join(data, f"{name}.log"), "a")
     process = subprocess.Popen([BIN, "serve"], env=node_env, stdout=log, stderr=log)
@@ -156,8 +159,13 @@ def main():
                GATEHOUSE__NODE__MOVE_LEASE_SECONDS="3",
                GATEHOUSE__NODE__MOVE_COPY_TIMEOUT_SECONDS=str(COPY_TIMEOUT),
                # The load below sends one application's requests faster than
-               # its default budget (1,000/s, tests/api/rate_limits.rs).
-               GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND="20000")
+               # its default budget (1,000/s, tests/api/rate_limits.rs), and
+               # its sign-ups come from one address (30 a minute by default).
+               GATEHOUSE__RATE_LIMITS__MANAGEMENT_PER_APPLICATION_PER_SECOND="20000",
+               GATEHOUSE__RATE_LIMITS__SIGN_UP_PER_IP_PER_MINUTE="0",
+               # Development applications may reach loopback, where this
+               # test's SMTP server listens (a production one never may).
+               GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS="true")
     cluster = subprocess.Popen(["bash", os.path.join(ROOT, "deploy/local-cluster.sh")], env=env,
                                stdout=subprocess.DEVNULL, start_new_session=True)
     try:
@@ -392,7 +400,13 @@ def rebalance(env):
                                for n in ("us1", "us2")), 10)
     check(opened is not None, f"both us nodes opened it {opened and round(opened, 2)} s after, with no restart")
     app, key = bootstrap(env, "us", "Cluster rebalanced")
+    smtp = SmtpSink()
+    provider = {"channel": "email", "kind": "smtp",
+                "config": {"host": "127.0.0.1", "port": smtp.port, "from": "no-reply@example.com"}}
+    status, _, body = call("us1", "PUT", f"/v1/applications/{app}/providers/messaging", app, key, provider)
+    check(status == 200, f"the application sends its email through the test's SMTP server ({status} {body})")
     acknowledged, held, wrong, stop = [], [], [], threading.Event()
+    signed_up, sign_ups_held = [], []
 
     def writer(node, index):
         n = 0
@@ -409,7 +423,24 @@ def rebalance(env):
                 wrong.append((name, status, code))
             n += 1
 
+    def signer_up(node):
+        n = 0
+        while not stop.is_set():
+            email = f"{node}-{n}@example.com"
+            body = {"email": email, "password": "correct horse battery"}
+            status, _, answer = call(node, "POST", "/v1/auth/sign-up", app, None, body, timeout=10)
+            code = ((answer or {}).get("error") or {}).get("code") if isinstance(answer, dict) else None
+            if status == 201:
+                signed_up.append(email)
+            elif status == 503 and code == "region_migration_in_progress":
+                sign_ups_held.append(email)
+                time.sleep(0.05)
+            else:
+                wrong.append((email, status, code))
+            n += 1
+
     threads = [threading.Thread(target=writer, args=(node, i)) for node in ("us1", "us2", "eu") for i in range(2)]
+    threads += [threading.Thread(target=signer_up, args=(node,)) for node in ("us1", "us2", "eu")]
     for thread in threads:
         thread.start()
     time.sleep(1)
@@ -433,6 +464,50 @@ def rebalance(env):
           f"its {len(names)} organizations are all on us-2 and none on us")
     for node in NODES:
         check(call(node, "GET", "/v1/api-keys", app, key)[0] == 200, f"{node} serves it from us-2")
+    # Each acknowledged sign-up promised a verification email: sent once,
+    # by whichever us node's mail worker took it, before or after the move.
+    expected = set(signed_up)
+    arrived = until(lambda: expected <= set(smtp.recipients()), 60)
+    time.sleep(2)  # a second send of one email leaves nothing else to wait for
+    sent = collections.Counter(smtp.recipients())
+    smtp.stop()
+    twice = [email for email, times in sent.items() if times > 1]
+    unasked = [email for email in sent if email not in expected]
+    check(len(expected) > 10 and arrived is not None,
+          f"{len(expected)} acknowledged sign-ups each got their verification email"
+          f" ({len(expected - set(sent))} missing)")
+    check(not twice and not unasked, f"each exactly once (twice: {twice[:5]}; {len(sign_ups_held)} held with 503,"
+          f" none emailed: {unasked[:5]})")
+
+
+class SmtpSink:
+    """A real SMTP server (aiosmtpd) on a free loopback port that keeps the
+    recipients of every message it accepts."""
+
+    def __init__(self):
+        from aiosmtpd.controller import Controller
+
+        self._recipients, self._lock = [], threading.Lock()
+        sink = self
+
+        class Handler:
+            async def handle_DATA(self, server, session, envelope):
+                with sink._lock:
+                    sink._recipients.extend(envelope.rcpt_tos)
+                return "250 OK"
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self._controller = Controller(Handler(), hostname="127.0.0.1", port=self.port)
+        self._controller.start()
+
+    def recipients(self):
+        with self._lock:
+            return list(self._recipients)
+
+    def stop(self):
+        self._controller.stop()
 
 
 def served_from(node, app, key):
