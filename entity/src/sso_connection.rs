@@ -33,6 +33,9 @@ pub struct Model {
     pub token_url: String,
     pub jwks_url: String,
     pub userinfo_url: Option<String>,
+    /// Which claims hold the address and fill profile fields
+    /// (`{"email": claim, "profile": {field: claim}}`).
+    pub attribute_mapping: Json,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
 }
@@ -60,6 +63,7 @@ impl std::fmt::Debug for Model {
             token_url,
             jwks_url,
             userinfo_url,
+            attribute_mapping,
             created_at,
             updated_at,
         } = self;
@@ -81,6 +85,7 @@ impl std::fmt::Debug for Model {
             .field("token_url", token_url)
             .field("jwks_url", jwks_url)
             .field("userinfo_url", userinfo_url)
+            .field("attribute_mapping", attribute_mapping)
             .field("created_at", created_at)
             .field("updated_at", updated_at)
             .finish()

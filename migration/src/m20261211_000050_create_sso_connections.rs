@@ -5,8 +5,9 @@ use sea_orm_migration::prelude::*;
 /// - `sso_connections`: the provider's issuer and the endpoints its
 ///   discovery document named, the client's id and its secret (sealed to
 ///   the master key), the role a first sign-in grants (and whose grant it
-///   is, when an owner or admin set it from the dashboard), and whether the
-///   organization requires it (`sso_required`) of its domains' users.
+///   is, when an owner or admin set it from the dashboard), whether the
+///   organization requires it (`sso_required`) of its domains' users, and
+///   which claims hold the address and fill profile fields.
 /// - `oauth_flows` gains what an SSO sign-in carries from the callback to
 ///   the exchange: the connection's organization and the sign-in's `amr`.
 /// - `sessions` gains `amr`: how the session's user signed in, for its
@@ -41,6 +42,7 @@ impl MigrationTrait for Migration {
                     .col(ColumnDef::new(SsoConnections::TokenUrl).string().not_null())
                     .col(ColumnDef::new(SsoConnections::JwksUrl).string().not_null())
                     .col(ColumnDef::new(SsoConnections::UserinfoUrl).string().null())
+                    .col(ColumnDef::new(SsoConnections::AttributeMapping).json().not_null())
                     .col(ColumnDef::new(SsoConnections::CreatedAt).timestamp_with_time_zone().not_null())
                     .col(ColumnDef::new(SsoConnections::UpdatedAt).timestamp_with_time_zone().not_null())
                     .to_owned(),
@@ -93,6 +95,7 @@ enum SsoConnections {
     TokenUrl,
     JwksUrl,
     UserinfoUrl,
+    AttributeMapping,
     CreatedAt,
     UpdatedAt,
 }

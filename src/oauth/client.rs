@@ -6,7 +6,7 @@ use std::{sync::Arc, time::Duration};
 
 use moka::future::Cache;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{
     id_token::{self, IdTokenError, Jwks},
@@ -68,6 +68,13 @@ pub struct Account {
     pub email_verified: bool,
     /// How the user signed in at the provider (its ID token's `amr`).
     pub amr: Option<Vec<String>>,
+    /// What the provider says of the user: its ID token's claims, with the
+    /// user-info endpoint's where the token lacks one (an SSO connection's
+    /// attribute mapping reads them).
+    pub claims: Map<String, Value>,
+    /// The profile fields a new user gets from this sign-in (an SSO
+    /// connection's attribute mapping); empty for other sign-ins.
+    pub profile: Map<String, Value>,
 }
 
 #[derive(Deserialize)]
@@ -137,12 +144,14 @@ impl ProviderClient {
 
     /// Exchanges the code and says which account signed in: from the
     /// verified ID token (OpenID providers; the user-info endpoint fills in
-    /// an email the token leaves out) or from the user-info endpoint.
+    /// an email, or a `wanted` claim, the token leaves out) or from the
+    /// user-info endpoint.
     pub async fn sign_in(
         &self,
         endpoints: &Endpoints,
         credentials: &Credentials<'_>,
         grant: &Grant<'_>,
+        wanted: &[String],
     ) -> Result<Account, ProviderError> {
         let tokens = self.exchange(endpoints, credentials, grant).await?;
         let access_token = tokens.access_token.as_deref();
@@ -155,13 +164,21 @@ impl ProviderClient {
                     email: claims.email.clone(),
                     email_verified: claims.email_verified(),
                     amr: claims.amr(),
+                    claims: claims.about_the_user(),
+                    profile: Map::new(),
                 };
-                if let (None, Some(url), Some(access_token)) = (&account.email, &endpoints.userinfo_url, access_token) {
+                let lacking = account.email.is_none() || wanted.iter().any(|c| !account.claims.contains_key(c));
+                if let (true, Some(url), Some(access_token)) = (lacking, &endpoints.userinfo_url, access_token) {
                     let info = standard_account(&self.get_json(endpoints, url, access_token).await?)?;
                     // OpenID Connect Core 5.3.2: the user-info `sub` must be the token's.
                     if info.subject == account.subject {
-                        account.email = info.email;
-                        account.email_verified = info.email_verified;
+                        if account.email.is_none() {
+                            account.email = info.email;
+                            account.email_verified = info.email_verified;
+                        }
+                        for (name, value) in info.claims {
+                            account.claims.entry(name).or_insert(value);
+                        }
                     }
                 }
                 Ok(account)
@@ -312,6 +329,8 @@ fn standard_account(info: &Value) -> Result<Account, ProviderError> {
         email: text(&info["email"]),
         email_verified: flag(&info["email_verified"]),
         amr: None,
+        claims: info.as_object().cloned().unwrap_or_default(),
+        profile: Map::new(),
     })
 }
 
@@ -321,6 +340,8 @@ fn discord_account(info: &Value) -> Result<Account, ProviderError> {
         email: text(&info["email"]),
         email_verified: flag(&info["verified"]),
         amr: None,
+        claims: info.as_object().cloned().unwrap_or_default(),
+        profile: Map::new(),
     })
 }
 
@@ -335,7 +356,8 @@ fn github_account(info: &Value, emails: &Value) -> Result<Account, ProviderError
         Some(entry) => (text(&entry["email"]), true),
         None => (text(&info["email"]), false),
     };
-    Ok(Account { subject: subject(&info["id"])?, email, email_verified, amr: None })
+    let claims = info.as_object().cloned().unwrap_or_default();
+    Ok(Account { subject: subject(&info["id"])?, email, email_verified, amr: None, claims, profile: Map::new() })
 }
 
 #[cfg(test)]

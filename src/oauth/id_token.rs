@@ -111,9 +111,33 @@ pub struct IdClaims {
     /// Read leniently: a provider's odd `amr` is no reason to refuse its token.
     #[serde(default)]
     amr: Option<serde_json::Value>,
+    /// Every other claim (`name`, `groups`, a provider's own).
+    #[serde(flatten)]
+    others: serde_json::Map<String, serde_json::Value>,
 }
 
 impl IdClaims {
+    /// The token's claims about the user: all but those about the token
+    /// itself (`iss`, `aud`, `exp`, `iat`, `nbf`, `nonce`, `azp`).
+    pub fn about_the_user(&self) -> serde_json::Map<String, serde_json::Value> {
+        let mut claims = self.others.clone();
+        claims.insert("sub".into(), self.sub.clone().into());
+        let named: [(&str, Option<serde_json::Value>); 2] =
+            [("email", self.email.clone().map(Into::into)), ("tid", self.tid.clone().map(Into::into))];
+        for (name, value) in named {
+            if let Some(value) = value {
+                claims.insert(name.into(), value);
+            }
+        }
+        if let Some(verified) = &self.email_verified {
+            claims.insert("email_verified".into(), verified.is_true().into());
+        }
+        if let Some(amr) = &self.amr {
+            claims.insert("amr".into(), amr.clone());
+        }
+        claims
+    }
+
     pub fn email_verified(&self) -> bool {
         self.email_verified.as_ref().is_some_and(Flag::is_true)
     }

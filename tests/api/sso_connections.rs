@@ -381,3 +381,48 @@ async fn owners_and_admins_manage_their_organizations_connections_and_grant_only
     assert_eq!(deleted.status, 200, "{:?}", deleted.body);
     assert_eq!(dashboard(&app, &owner, Method::GET, "", None).await.data(), &json!([]));
 }
+
+/// The connection's attribute mapping: the address from another claim (as
+/// Entra ID gives `preferred_username`), and a new user's profile fields
+/// from the provider's claims (here from its user-info endpoint, as
+/// oidc-provider keeps the ID token to `sub`), held to the profile schema.
+#[actix_web::test]
+async fn the_attribute_mapping_names_the_address_and_fills_a_new_users_profile() {
+    let Some(connected) = connected().await else { return };
+    let Connected { app, organization_id: acme, connection_id, _provider, .. } = connected;
+    for field in [
+        json!({"key": "department", "label": "Department", "field_type": "text"}),
+        json!({"key": "full_name", "label": "Name", "field_type": "text"}),
+    ] {
+        assert_eq!(app.post("/v1/profile-fields", &field).await.status, 201);
+    }
+    let path = format!("/v1/organizations/{acme}/sso-connections/{connection_id}");
+    for (mapping, place) in [
+        (json!({"email": "", "profile": {}}), "attribute_mapping.email"),
+        (json!({"profile": {"shoe_size": "shoe"}}), "attribute_mapping.profile.shoe_size"),
+        (json!({"profile": {"department": "has space"}}), "attribute_mapping.profile.department"),
+    ] {
+        let refused = app.patch(&path, &json!({"attribute_mapping": mapping})).await;
+        assert_eq!((refused.status, refused.error_code()), (422, "validation_failed"), "{mapping}: {:?}", refused.body);
+        assert!(refused.body.to_string().contains(place), "{place}: {:?}", refused.body);
+    }
+    let unknown = app.patch(&path, &json!({"attribute_mapping": {"mail": "upn"}})).await;
+    assert_eq!(unknown.status, 422, "{:?}", unknown.body);
+    assert_eq!(app.get(&path).await.data()["attribute_mapping"], json!({"email": "email", "profile": {}}));
+
+    // Without a mapping, an account with no `email` claim cannot sign in.
+    assert_eq!(sso_sign_in(&app, "noemail-dana").await.err().as_deref(), Some("email_required"));
+    let mapping = json!({"email": "preferred_username", "profile": {"department": "department", "full_name": "name"}});
+    let mapped = app.patch(&path, &json!({"attribute_mapping": mapping})).await;
+    assert_eq!((mapped.status, &mapped.data()["attribute_mapping"]), (200, &mapping), "{:?}", mapped.body);
+    let dana = sso_sign_in(&app, "noemail-dana").await.unwrap();
+    assert_eq!(dana["user"]["email"], "dana@example.com");
+    assert_eq!(dana["user"]["profile"], json!({"department": "Research", "full_name": "noemail-dana Example"}));
+    // A claim of the wrong type for its field refuses the first sign-in.
+    let numbered = json!({"key": "badge", "label": "Badge", "field_type": "number"});
+    assert_eq!(app.post("/v1/profile-fields", &numbered).await.status, 201);
+    let wrong = json!({"attribute_mapping": {"email": "preferred_username", "profile": {"badge": "department"}}});
+    assert_eq!(app.patch(&path, &wrong).await.status, 200);
+    assert_eq!(sso_sign_in(&app, "erin").await.err().as_deref(), Some("profile_incomplete"));
+    assert_eq!(app.get("/v1/users?email=erin@example.com").await.data(), &json!([]), "nobody made");
+}

@@ -9,8 +9,11 @@
 // to that file (a test checks that no log of Gatehouse shows one).
 // The login names the account: `<name>` has the verified email
 // `<name>@example.com`; `unverified-<name>` has it unverified; `noemail-<name>`
-// has none; a login with an `@` is that address, verified. Prints "ready"
-// once it listens; runs until killed.
+// has none; a login with an `@` is that address, verified. The `profile`
+// scope adds `name` (`<login> Example`), `department` (`Research`) and,
+// as Microsoft Entra ID gives it, `preferred_username`
+// (`<name>@example.com` whatever the email). Prints "ready" once it
+// listens; runs until killed.
 import { appendFileSync } from "node:fs";
 import Provider from "oidc-provider";
 import { exportJWK, generateKeyPair } from "jose";
@@ -33,7 +36,7 @@ const provider = new Provider(issuer, {
     response_types: ["code"],
     token_endpoint_auth_method: "client_secret_post",
   })),
-  claims: { openid: ["sub"], email: ["email", "email_verified"] },
+  claims: { openid: ["sub"], email: ["email", "email_verified"], profile: ["name", "department", "preferred_username"] },
   scopes: ["openid", "email", "profile"],
   async findAccount(_ctx, id) {
     const email = id.includes("@")
@@ -44,7 +47,14 @@ const provider = new Provider(issuer, {
     return {
       accountId: id,
       async claims() {
-        return { sub: id, email, email_verified: email ? !id.startsWith("unverified-") : undefined };
+        return {
+          sub: id,
+          email,
+          email_verified: email ? !id.startsWith("unverified-") : undefined,
+          name: `${id} Example`,
+          department: "Research",
+          preferred_username: `${id.replace(/^(unverified|noemail)-/, "").split("@")[0]}@example.com`,
+        };
       },
     };
   },

@@ -18,7 +18,7 @@ use super::{
 use crate::{
     areas::{
         hooks::{self, HookError},
-        sso_connections,
+        sso_connections::{self, attributes::AttributeMapping},
     },
     audit::Actor,
     crypto::sha256,
@@ -166,7 +166,9 @@ async fn finish(
     let credentials = Credentials { client_id: &provider.client_id, client_secret: &provider.client_secret };
     let callback_url = deps.callback_url(&flow.provider);
     let grant = Grant { code: &code, redirect_uri: &callback_url, code_verifier: &verifier, nonce: &flow.nonce };
-    let mut account = deps.client.sign_in(&provider.endpoints, &credentials, &grant).await?;
+    let wanted = provider.connection.as_ref().map(|c| AttributeMapping::of(&c.attribute_mapping).claims());
+    let mut account =
+        deps.client.sign_in(&provider.endpoints, &credentials, &grant, wanted.as_deref().unwrap_or_default()).await?;
     if let Some(connection) = &provider.connection {
         let refused = match sso_connections::sign_in::admit(scope, connection, &mut account).await {
             Ok(Ok(())) => None,

@@ -57,7 +57,7 @@ impl LinkRefused {
 pub enum Plan {
     Known { identity: user_identity::Model, user: user::Model },
     LinkTo { user: user::Model, email: String },
-    Create { email: String },
+    Create { email: String, profile: Map<String, Value> },
 }
 
 impl Plan {
@@ -103,13 +103,15 @@ pub async fn plan(
     if let Some(user) = users::find_by_email(scope, &email).await? {
         return Ok(Ok(Plan::LinkTo { user, email }));
     }
+    // A new user's profile is what the sign-in gives (an SSO connection's
+    // attribute mapping), held to the application's schema as at sign-up.
     let mut issues = Issues::default();
-    users::profile(scope, &mut issues, None).await?;
+    let profile = users::profile(scope, &mut issues, Some(Value::Object(account.profile.clone()))).await?;
     if let Err(invalid) = issues.finish() {
         return Ok(Err(LinkRefused::ProfileIncomplete(invalid)));
     }
-    match hooks::pre_sign_up(hook_caller, scope, state, &email, &json!({})).await {
-        Ok(()) => Ok(Ok(Plan::Create { email })),
+    match hooks::pre_sign_up(hook_caller, scope, state, &email, &Value::Object(profile.clone())).await {
+        Ok(()) => Ok(Ok(Plan::Create { email, profile })),
         Err(HookError::Db(err)) => Err(err),
         Err(refused) => Ok(Err(LinkRefused::Hook(refused))),
     }
@@ -134,8 +136,8 @@ pub async fn apply(
             return Ok(user);
         }
         Plan::LinkTo { user, email } => (user, email),
-        Plan::Create { email } => {
-            let user = users::insert(txn, email.clone(), None, Map::<String, Value>::new()).await?;
+        Plan::Create { email, profile } => {
+            let user = users::insert(txn, email.clone(), None, profile).await?;
             crate::areas::sso_domains::auto_join(txn, policies, user.id, &user.email).await?;
             (user, email)
         }

@@ -10,6 +10,7 @@
 //! `sso:{connection_id}` ([`provider_name`]), with the rules of
 //! [`sign_in`]: the address must be at a domain the organization verified,
 //! and the user joins the organization.
+pub mod attributes;
 pub mod http;
 pub mod records;
 pub mod sign_in;
@@ -19,6 +20,7 @@ use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, QueryFilter
 use serde_json::{json, Value};
 use uuid::Uuid;
 
+use self::attributes::AttributeMapping;
 use super::{
     organizations::{self, OrganizationError},
     sso_domains,
@@ -174,6 +176,7 @@ pub struct NewConnection {
     pub sso_required: bool,
     /// Whose grant `default_role` is ([`sso_connection::Model::role_granted_by`]).
     pub role_granted_by: Option<Uuid>,
+    pub attribute_mapping: AttributeMapping,
 }
 
 /// Makes a connection for an organization.
@@ -210,6 +213,7 @@ pub async fn create(
         token_url: discovered.token_url,
         jwks_url: discovered.jwks_url,
         userinfo_url: discovered.userinfo_url,
+        attribute_mapping: new.attribute_mapping.to_value(),
         created_at: now,
         updated_at: now,
     };
@@ -222,7 +226,8 @@ pub async fn create(
 fn audit_data(row: &sso_connection::Model) -> Value {
     json!({"organization_id": row.organization_id, "protocol": row.protocol, "name": row.name,
         "issuer": row.issuer, "client_id": row.client_id, "enabled": row.enabled,
-        "sso_required": row.sso_required, "default_role": row.default_role})
+        "sso_required": row.sso_required, "default_role": row.default_role,
+        "attribute_mapping": row.attribute_mapping})
 }
 
 /// The organization's connections, oldest first.
@@ -267,6 +272,7 @@ pub struct Change {
     pub sso_required: Option<bool>,
     /// A new issuer, or the same one read again (its endpoints moved).
     pub discovered: Option<Discovered>,
+    pub attribute_mapping: Option<AttributeMapping>,
     /// Who asks: the owner or admin of the dashboard, whose grant a new
     /// `default_role` then is, or `None` for the secret key.
     pub by: Option<Uuid>,
@@ -283,7 +289,18 @@ pub async fn update(
     let row = find(&txn, organization_id, id).await?;
     let application_id = row.application_id;
     let mut active = row.into_active_model();
-    let Change { name, client_id, client_secret, scopes, default_role, enabled, sso_required, discovered, by } = change;
+    let Change {
+        name,
+        client_id,
+        client_secret,
+        scopes,
+        default_role,
+        enabled,
+        sso_required,
+        discovered,
+        attribute_mapping,
+        by,
+    } = change;
     if let Some(name) = name {
         active.name = Set(name);
     }
@@ -305,6 +322,9 @@ pub async fn update(
     }
     if let Some(required) = sso_required {
         active.sso_required = Set(required);
+    }
+    if let Some(mapping) = attribute_mapping {
+        active.attribute_mapping = Set(mapping.to_value());
     }
     if let Some(found) = discovered {
         active.issuer = Set(found.issuer);

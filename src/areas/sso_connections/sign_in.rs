@@ -10,6 +10,7 @@ use entity::{sod_policy, sso_connection};
 use sea_orm::DbErr;
 use uuid::Uuid;
 
+use super::attributes::{AttributeMapping, EMAIL_CLAIM};
 use crate::{
     areas::{memberships, organizations::OrganizationError, sessions::SsoSignIn, sod::Grant, sso_domains, users},
     oauth::client::Account,
@@ -35,13 +36,19 @@ impl Refused {
     }
 }
 
-/// Admits the provider's account: its address proven by the
-/// organization's verified domain.
+/// Admits the provider's account: its address (the claim the
+/// connection's attribute mapping names) proven by the organization's
+/// verified domain, and the profile a new user would get from its claims.
 pub async fn admit(
     db: &impl TenantConn,
     connection: &sso_connection::Model,
     account: &mut Account,
 ) -> Result<Result<(), Refused>, DbErr> {
+    let mapping = AttributeMapping::of(&connection.attribute_mapping);
+    if mapping.email != EMAIL_CLAIM {
+        account.email = mapping.email_in(&account.claims);
+    }
+    account.profile = mapping.profile_in(&account.claims);
     let Some(email) = account.email.as_deref().and_then(users::normalize_email) else {
         return Ok(Err(Refused::NoEmail));
     };

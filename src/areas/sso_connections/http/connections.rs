@@ -11,9 +11,10 @@ use uuid::Uuid;
 use crate::{
     area::Area,
     areas::{
+        profile_fields,
         sso_connections::{
-            self, provider_name, scopes, Change, Discovered, NewConnection, Reaching, MAX_CLIENT_ID, MAX_CLIENT_SECRET,
-            MAX_NAME, PROTOCOLS,
+            self, attributes::AttributeMapping, provider_name, scopes, Change, Discovered, NewConnection, Reaching,
+            MAX_CLIENT_ID, MAX_CLIENT_SECRET, MAX_NAME, PROTOCOLS,
         },
         validate::Issues,
     },
@@ -88,6 +89,9 @@ pub struct CreateSsoConnectionRequest {
     /// Refuse password sign-ins of the organization's verified domains
     /// while the connection is enabled (`403 sso_required`). Default `false`.
     pub sso_required: Option<bool>,
+    /// Which claims hold the address and fill a new user's profile fields.
+    /// Default `{"email": "email", "profile": {}}`.
+    pub attribute_mapping: Option<AttributeMapping>,
 }
 
 #[derive(Deserialize, ToSchema)]
@@ -108,6 +112,8 @@ pub struct UpdateSsoConnectionRequest {
     pub default_role: Option<String>,
     pub enabled: Option<bool>,
     pub sso_required: Option<bool>,
+    /// Replaces the mapping whole.
+    pub attribute_mapping: Option<AttributeMapping>,
 }
 
 #[derive(Serialize, ToSchema)]
@@ -129,6 +135,7 @@ pub struct SsoConnectionView {
     pub token_endpoint: String,
     pub jwks_uri: String,
     pub userinfo_endpoint: Option<String>,
+    pub attribute_mapping: AttributeMapping,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -150,6 +157,7 @@ pub(super) fn view(state: &AppState, row: &sso_connection::Model) -> SsoConnecti
         token_endpoint: row.token_url.clone(),
         jwks_uri: row.jwks_url.clone(),
         userinfo_endpoint: row.userinfo_url.clone(),
+        attribute_mapping: AttributeMapping::of(&row.attribute_mapping),
         created_at: row.created_at,
         updated_at: row.updated_at,
     }
@@ -162,6 +170,18 @@ fn ids(path: &(String, String)) -> ApiResult<(Uuid, Uuid)> {
 fn reaching<'a>(state: &'a AppState, scope: &TenantScope) -> Reaching<'a> {
     let production = scope.tenant().environment.is_live();
     Reaching { client: &state.providers, production, reach: state.provider_sign_in().reach(scope) }
+}
+
+/// Checks a mapping's claims, and its profile keys against the
+/// application's profile fields (read only when it names any).
+async fn check_mapping(scope: &TenantScope, issues: &mut Issues, mapping: Option<&AttributeMapping>) -> ApiResult<()> {
+    let Some(mapping) = mapping else { return Ok(()) };
+    let keys = match mapping.profile.is_empty() {
+        true => Vec::new(),
+        false => profile_fields::schema(scope).await?.into_iter().map(|field| field.key).collect(),
+    };
+    mapping.check(issues, &keys);
+    Ok(())
 }
 
 /// Makes the connection a create request asks for, in `organization_id`:
@@ -187,8 +207,10 @@ pub(super) async fn create_in(
         enabled: request.enabled.unwrap_or(true),
         sso_required: request.sso_required.unwrap_or(false),
         role_granted_by: by,
+        attribute_mapping: request.attribute_mapping.unwrap_or_default(),
     };
     issues.role("default_role", &new.default_role);
+    check_mapping(scope, &mut issues, Some(&new.attribute_mapping)).await?;
     issues.finish()?;
     let discovered = sso_connections::discover(reaching(state, scope), &request.issuer).await?;
     let limit = state.settings.limits.sso_connections_per_application;
@@ -214,11 +236,13 @@ pub(super) async fn update_in(
         enabled: request.enabled,
         sso_required: request.sso_required,
         discovered: None,
+        attribute_mapping: request.attribute_mapping,
         by,
     };
     if let Some(role) = &change.default_role {
         issues.role("default_role", role);
     }
+    check_mapping(scope, &mut issues, change.attribute_mapping.as_ref()).await?;
     issues.finish()?;
     // Found first: a connection of another organization is 404 before any call.
     sso_connections::find(scope, organization_id, id).await?;
