@@ -37,6 +37,7 @@ pub mod mfa_challenge;
 pub mod mfa_factor;
 pub mod oauth_client;
 pub mod oauth_code;
+pub mod oauth_consent;
 pub mod oauth_flow;
 pub mod oauth_provider;
 pub mod organization;

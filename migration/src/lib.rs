@@ -53,6 +53,7 @@ mod m20261208_000047_create_user_imports;
 mod m20261209_000048_create_deployment_secrets;
 mod m20261210_000049_create_scim;
 mod m20261211_000050_create_sso_connections;
+mod m20261212_000051_create_oauth_consents;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -128,6 +129,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261208_000047_create_user_imports::Migration),
             Box::new(m20261210_000049_create_scim::Migration),
             Box::new(m20261211_000050_create_sso_connections::Migration),
+            Box::new(m20261212_000051_create_oauth_consents::Migration),
         ]
     }
 

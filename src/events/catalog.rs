@@ -133,6 +133,8 @@ catalog! {
     OAuthClientUpdated => "oauth_client.updated", "An OAuth client changed (name, redirect URIs, grant types, scopes).";
     OAuthClientDeleted => "oauth_client.deleted", "An OAuth client was deleted; its secret stops authenticating at once.";
     OAuthClientSecretRotated => "oauth_client.secret_rotated", "An OAuth client's secret was replaced; the old one stops authenticating at once.";
+    OAuthConsentGranted => "oauth_consent.granted", "A user allowed a third party's client scopes on the hosted consent page; it is not asked again for them.";
+    OAuthConsentWithdrawn => "oauth_consent.withdrawn", "A user withdrew their consent to a client; the sessions issued to it ended.";
     AccessReviewCreated => "access_review.created", "An access review was opened, with one item per membership.";
     AccessReviewItemDecided => "access_review.item.decided", "A reviewer kept or revoked one item of an access review.";
     AccessReviewClosed => "access_review.closed", "An access review was closed.";

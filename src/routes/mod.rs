@@ -24,6 +24,7 @@ use crate::{
 pub const AREAS: &[Area] = &[
     signing_keys::AREA,
     openid_provider::http::AREA,
+    openid_provider::http::consents::AREA,
     applications::http::AREA,
     messaging::http::AREA,
     oauth_providers::http::AREA,

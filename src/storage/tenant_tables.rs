@@ -135,6 +135,7 @@ tenant_tables!(
     oauth_provider,
     oauth_client,
     oauth_code,
+    oauth_consent,
     hosted_login,
     user_identity,
     oauth_flow,

@@ -1299,3 +1299,87 @@ async fn an_organization_that_requires_sso_sends_its_people_to_its_provider_from
     let members = app.get(&format!("/v1/organizations/{}/memberships", connected.organization_id)).await;
     assert_eq!(members.data().as_array().unwrap().len(), 1, "{:?}", members.body);
 }
+
+/// Consent is remembered: the same scopes are not asked again (so
+/// `prompt=none` works for a third party), `prompt=consent` or a wider
+/// request asks again, and the user sees and withdraws it, which ends the
+/// client's sessions; the export holds it, the client's deletion forgets it.
+#[actix_web::test]
+async fn consent_is_remembered_until_the_user_withdraws_it() {
+    let app = spawn_app().await;
+    let partner = client(&app, json!({"name": "Partner", "redirect_uris": [CALLBACK]})).await;
+    let (id, secret) = credentials(&partner);
+    let ada = sign_up(&app, &app.caller, "ada@example.com").await;
+    let ada_user = crate::end_users::as_user(&app.caller, ada["access_token"].as_str().unwrap());
+    let mut browser = Browser::new();
+    let url = authorize_url(&app, &id, &[]);
+    let silent = authorize_url(&app, &id, &[("prompt", "none")]);
+    let (_, location, _) = browser.get(&silent).await;
+    assert_eq!(query_of(&location.unwrap())["error"], "login_required");
+    let (_, _, page) = browser.get(&url).await;
+    let mut fields = form_fields(&page);
+    fields.extend([("email".into(), "ada@example.com".into()), ("password".into(), crate::end_users::PASSWORD.into())]);
+    let (_, _, page) = browser.post(&issuer_url(&app, "oauth/authorize"), &fields).await;
+    assert!(page.contains("Allow Partner?"), "{page}");
+    let (_, location, _) = browser.get(&silent).await;
+    assert_eq!(query_of(&location.unwrap())["error"], "consent_required", "not allowed yet, and nothing shown");
+    let mut allow = form_fields(&page);
+    allow.push(("consent".into(), "allow".into()));
+    let (_, location, _) = browser.post(&issuer_url(&app, "oauth/authorize"), &allow).await;
+    let code = query_of(&location.unwrap())["code"].clone();
+    let tokens = exchange_code(&app, &code, (&id, &secret)).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+
+    // Remembered: a code at once, silently too; `prompt=consent` and a wider request ask again.
+    for again in [url.clone(), silent.clone()] {
+        let (status, location, _) = browser.get(&again).await;
+        assert_eq!(status, 303, "{again}");
+        assert!(query_of(&location.unwrap()).contains_key("code"), "{again}");
+    }
+    let (status, _, page) = browser.get(&authorize_url(&app, &id, &[("prompt", "consent")])).await;
+    assert_eq!(status, 200);
+    assert!(page.contains("Allow Partner?"));
+    let (status, _, page) = browser.get(&authorize_url(&app, &id, &[("scope", "openid email profile")])).await;
+    assert_eq!(status, 200, "profile was not allowed before");
+    assert!(page.contains("Allow Partner?"));
+    let (_, location, _) = browser.get(&authorize_url(&app, &id, &[("prompt", "none consent")])).await;
+    assert_eq!(query_of(&location.unwrap())["error"], "invalid_request");
+
+    // The user sees it, and the export holds it.
+    let listed = app.send(&ada_user, Method::GET, "/v1/auth/me/consents", None).await;
+    assert_eq!(listed.status, 200, "{:?}", listed.body);
+    assert_eq!(listed.data()[0]["client_id"], id.as_str());
+    assert_eq!(listed.data()[0]["client_name"], "Partner");
+    assert_eq!(listed.data()[0]["scopes"], json!(["openid", "email", "offline_access"]));
+    let user_id = ada["user"]["id"].as_str().unwrap();
+    let exported = app.get(&format!("/v1/users/{user_id}/export")).await;
+    assert_eq!(exported.data()["consents"].as_array().unwrap().len(), 1, "{:?}", exported.body);
+    let granted = app.get("/v1/audit-logs/export?type=oauth_consent.granted").await;
+    assert_eq!(granted.data().as_array().unwrap().len(), 1, "{:?}", granted.body);
+
+    // Withdrawn: the client's session ends and the next request asks again.
+    let path = format!("/v1/auth/me/consents/{id}");
+    let withdrawn = app.send(&ada_user, Method::DELETE, &path, None).await;
+    assert_eq!((withdrawn.status, &withdrawn.data()["sessions_ended"]), (200, &json!(1)), "{:?}", withdrawn.body);
+    let refresh = tokens.body["refresh_token"].as_str().unwrap();
+    let refreshed =
+        form(&app, "oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", refresh)], Some((&id, &secret)))
+            .await;
+    assert_eq!(refreshed.status, 400, "the client's refresh token ended: {:?}", refreshed.body);
+    let (_, location, _) = browser.get(&silent).await;
+    assert_eq!(query_of(&location.unwrap())["error"], "consent_required");
+    assert_eq!(app.send(&ada_user, Method::DELETE, &path, None).await.status, 404);
+    assert_eq!(app.send(&ada_user, Method::GET, "/v1/auth/me/consents", None).await.data(), &json!([]));
+
+    // Allowed again, then the client deleted: nothing of it is left.
+    let (_, _, page) = browser.get(&url).await;
+    let mut allow = form_fields(&page);
+    allow.push(("consent".into(), "allow".into()));
+    browser.post(&issuer_url(&app, "oauth/authorize"), &allow).await;
+    assert_eq!(
+        app.send(&ada_user, Method::GET, "/v1/auth/me/consents", None).await.data().as_array().unwrap().len(),
+        1
+    );
+    assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/oauth-clients/{id}"), None).await.status, 200);
+    assert_eq!(app.send(&ada_user, Method::GET, "/v1/auth/me/consents", None).await.data(), &json!([]));
+}

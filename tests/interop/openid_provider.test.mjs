@@ -220,7 +220,10 @@ test("a relying party signs a user in through the hosted page with openid-client
   const consentAudit = await (await browser.createBrowserContext()).newPage();
   await consentAudit.setBypassCSP(true);
   await consentAudit.browserContext().setCookie(...cookies);
-  await consentAudit.goto((await authorizationUrl(partnerConfig)).url.href);
+  // The consent is remembered now; `prompt=consent` shows the page again.
+  const askedAgain = (await authorizationUrl(partnerConfig)).url;
+  askedAgain.searchParams.set("prompt", "consent");
+  await consentAudit.goto(askedAgain.href);
   assert.match(await consentAudit.content(), /Allow Partner\?/);
   assert.deepEqual(await violations(consentAudit), [], "the consent page");
 });

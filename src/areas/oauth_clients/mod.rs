@@ -4,6 +4,7 @@
 //! instead). Its id is its `client_id`. Read from the database on every
 //! authentication, so a deleted client or a rotated secret is refused at
 //! once on every node.
+pub mod consents;
 pub mod http;
 pub mod redirect_uris;
 
@@ -315,6 +316,7 @@ pub async fn update(
 pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<(), OAuthClientError> {
     let mut txn = scope.begin().await?;
     let row = find(&txn, id).await?;
+    consents::forget_client(&mut txn, id).await?;
     txn.delete::<oauth_client::Entity>(oauth_client::Column::Id.eq(id)).await?;
     txn.audit(EventType::OAuthClientDeleted, Some(id), json!({"name": row.name, "type": row.client_type})).await?;
     txn.commit().await?;

@@ -69,6 +69,8 @@ pub struct Prompt {
     /// The sign-up form first (Initiating User Registration via OpenID
     /// Connect 1.0).
     pub create: bool,
+    /// Ask a third party's client's consent even when it was given before.
+    pub consent: bool,
 }
 
 /// A request the client may make, checked against its registration.
@@ -167,11 +169,11 @@ pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Re
             "none" => prompt.none = true,
             "login" | "select_account" => prompt.login = true,
             "create" => prompt.create = true,
-            "consent" => {}
+            "consent" => prompt.consent = true,
             _ => return refuse("invalid_request", "`prompt` has a value not in OIDC Core"),
         }
     }
-    if prompt.none && (prompt.login || prompt.create) {
+    if prompt.none && (prompt.login || prompt.create || prompt.consent) {
         return refuse("invalid_request", "`prompt=none` with another value");
     }
     let max_age = match get("max_age").map(|v| v.parse::<i64>()) {
@@ -184,10 +186,6 @@ pub async fn check(db: &impl TenantConn, given: &BTreeMap<String, String>) -> Re
         Some(Ok(id)) => Some(id),
         Some(Err(_)) => return refuse("invalid_request", "`organization` is not an organization's id"),
     };
-    if !client.first_party && prompt.none {
-        // A third-party client needs the user's consent, which `none` forbids asking.
-        return refuse("consent_required", "the user has not consented to this client");
-    }
     let parameters =
         given.iter().filter(|(k, _)| PARAMETERS.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect();
     Ok(Ok(Checked {

@@ -16,6 +16,7 @@ use super::{
     UserError,
 };
 use crate::{
+    areas::oauth_clients::consents::ConsentView,
     audit::{personal::Subject, query::AuditRow, ActorKind},
     storage::TenantConn,
 };
@@ -33,6 +34,8 @@ pub struct UserExport {
     pub identities: Vec<IdentityExport>,
     pub sessions: Vec<SessionView>,
     pub memberships: Vec<MembershipExport>,
+    /// The third parties' clients the user allowed, and what.
+    pub consents: Vec<ConsentView>,
     /// What the organizations' SCIM directories hold of the user.
     pub directory_records: Vec<DirectoryRecordExport>,
     pub second_factors: Vec<SecondFactorExport>,
@@ -145,6 +148,7 @@ pub async fn export(db: &impl TenantConn, id: Uuid) -> Result<UserExport, UserEr
     let passkeys = passkeys.order_by_asc(passkey::Column::CreatedAt).all(conn).await?;
     let keys = keys.order_by_asc(user_api_key::Column::CreatedAt).all(conn).await?;
     let recovery_codes_remaining = codes.count(conn).await?;
+    let consents = crate::areas::oauth_clients::consents::of_user(db, id).await?;
     let audit = audit_rows(db, &user).await?;
     Ok(UserExport {
         format: FORMAT,
@@ -170,6 +174,7 @@ pub async fn export(db: &impl TenantConn, id: Uuid) -> Result<UserExport, UserEr
                 created_at: row.created_at,
             })
             .collect(),
+        consents,
         directory_records: records
             .into_iter()
             .map(|row| DirectoryRecordExport {

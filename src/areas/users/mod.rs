@@ -8,8 +8,8 @@ pub mod view;
 
 use entity::{
     email_verification, hosted_login, invitation, membership, messaging_outbox, mfa_challenge, mfa_factor, oauth_code,
-    oauth_flow, passkey, passkey_ceremony, password_reset, recovery_code, refresh_token, session, user, user_api_key,
-    user_identity,
+    oauth_consent, oauth_flow, passkey, passkey_ceremony, password_reset, recovery_code, refresh_token, session, user,
+    user_api_key, user_identity,
 };
 use sea_orm::{sea_query::Expr, ColumnTrait, DbErr, QueryFilter, QueryOrder, UpdateMany};
 use serde_json::{json, Map, Value};
@@ -249,6 +249,7 @@ pub async fn delete(scope: &TenantScope, id: Uuid) -> Result<Erasure, UserError>
     rows += txn.delete::<user_identity::Entity>(user_identity::Column::UserId.eq(id)).await?;
     rows += txn.delete::<oauth_flow::Entity>(oauth_flow::Column::UserId.eq(id)).await?;
     rows += txn.delete::<oauth_code::Entity>(oauth_code::Column::UserId.eq(id)).await?;
+    rows += txn.delete::<oauth_consent::Entity>(oauth_consent::Column::UserId.eq(id)).await?;
     rows += txn.delete::<password_reset::Entity>(password_reset::Column::UserId.eq(id)).await?;
     rows += txn.delete::<email_verification::Entity>(email_verification::Column::UserId.eq(id)).await?;
     rows += txn.delete::<mfa_factor::Entity>(mfa_factor::Column::UserId.eq(id)).await?;

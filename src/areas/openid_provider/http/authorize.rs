@@ -32,10 +32,12 @@ use super::{
 use crate::{
     areas::{
         auth::{self, AuthError, SignedIn},
+        oauth_clients::consents,
         openid_provider::authorize::{self, Checked, Login, OrganizationChoice, Redirect, Refused},
         second_factors::{self, challenges, Proof, SecondFactorError},
         sso_connections, users,
     },
+    audit::Actor,
     auth::public::{limit, limit_sign_ins_per_ip, session_ttl},
     error::ApiResult,
     http::body::Body,
@@ -417,14 +419,17 @@ enum Question {
 }
 
 /// The organization first, then consent for a third party's client
-/// (unless the user has just `consented`), then the code.
+/// (unless the user has just `consented`, or allowed these scopes before
+/// and the request does not say `prompt=consent`), then the code.
 async fn next_step(scope: &TenantScope, checked: &Checked, login: &session::Model, consented: bool) -> ApiResult<Step> {
+    let allowed = consented
+        || checked.client.first_party
+        || (!checked.prompt.consent
+            && consents::covers(scope, login.user_id, checked.client.id, &checked.scopes).await?);
     Ok(match authorize::organization_for(scope, checked, login.user_id).await? {
         OrganizationChoice::NotAMember => Step::Ask(Question::NotAMember),
         OrganizationChoice::Ask(choices) => Step::Ask(Question::ChooseOrganization(choices)),
-        OrganizationChoice::Settled(organization) if consented || checked.client.first_party => {
-            Step::Code(organization)
-        }
+        OrganizationChoice::Settled(organization) if allowed => Step::Code(organization),
         OrganizationChoice::Settled(_) => Step::Ask(Question::Consent),
     })
 }
@@ -454,7 +459,16 @@ fn question_page(
     checked: &Checked,
     question: Question,
 ) -> HttpResponse {
+    // `prompt=none`: the client asked that nothing be shown (OIDC Core
+    // section 3.1.2.6).
+    let silent = |error: &'static str, why: &'static str| back_with_error(state, scope, checked.error(error, why));
     match question {
+        Question::Consent if checked.prompt.none => {
+            silent("consent_required", "the user has not allowed this client these scopes")
+        }
+        Question::ChooseOrganization(_) if checked.prompt.none => {
+            silent("interaction_required", "the user must choose one of their organizations")
+        }
         Question::Consent => consent_page(state, scope, req, checked),
         Question::ChooseOrganization(choices) => organization_page(state, scope, req, checked, &choices),
         Question::NotAMember => back_with_error(
@@ -490,9 +504,9 @@ async fn organization_chosen(
     go_on(state, req, scope, checked, &login, false).await
 }
 
-/// The user's answer on the consent page, while signed in here: a code,
-/// or `access_denied` for the client. Consent is asked each time; it is
-/// not remembered.
+/// The user's answer on the consent page, while signed in here: a code
+/// (the allowance remembered, so these scopes are not asked again), or
+/// `access_denied` for the client.
 async fn consented(
     state: &AppState,
     req: &HttpRequest,
@@ -504,6 +518,8 @@ async fn consented(
     if decision != "allow" {
         return Ok(back_with_error(state, scope, checked.error("access_denied", "the user denied the request")));
     }
+    let user_id = login.session.user_id;
+    consents::remember(&scope.acting_as(Actor::user(user_id)), user_id, checked.client.id, &checked.scopes).await?;
     go_on(state, req, scope, checked, &login, true).await
 }
 

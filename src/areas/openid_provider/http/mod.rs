@@ -6,6 +6,7 @@
 //! router forwards by it.
 pub mod authorize;
 mod browser;
+pub mod consents;
 pub mod endpoints;
 pub mod logout;
 mod next;
