@@ -165,7 +165,7 @@ def main():
                GATEHOUSE__RATE_LIMITS__SIGN_UP_PER_IP_PER_MINUTE="0",
                # Development applications may reach loopback, where this
                # test's SMTP server listens (a production one never may).
-               GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS="true")
+               CLUSTER_TEST_LOOPBACK="1", GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS="true")
     cluster = subprocess.Popen(["bash", os.path.join(ROOT, "deploy/local-cluster.sh")], env=env,
                                stdout=subprocess.DEVNULL, start_new_session=True)
     try:
