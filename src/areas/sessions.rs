@@ -7,8 +7,8 @@ use chrono::{DateTime, Duration, Utc};
 use entity::{refresh_token, session, user};
 use rand::{rngs::OsRng, RngCore};
 use sea_orm::{
-    sea_query::Expr, ColumnTrait, Condition, DbErr, EntityTrait, JoinType, QueryFilter, QueryOrder, QuerySelect,
-    Select, UpdateMany,
+    sea_query::{Expr, IntoCondition},
+    ColumnTrait, Condition, DbErr, EntityTrait, JoinType, QueryFilter, QueryOrder, QuerySelect, Select, UpdateMany,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -408,11 +408,28 @@ pub async fn revoke_in(
 /// Revokes every live session of a user in the caller's transaction (a
 /// password reset, a directory's deprovisioning); answers how many.
 pub async fn revoke_all_of_user_in(txn: &mut TenantTxn, user_id: Uuid, reason: &str) -> Result<usize, DbErr> {
+    revoke_live_in(txn, session::Column::UserId.eq(user_id), reason).await
+}
+
+/// Revokes the live sessions of a user issued to one OAuth client (its
+/// consent withdrawn), in the caller's transaction; answers how many.
+pub async fn revoke_of_user_and_client_in(
+    txn: &mut TenantTxn,
+    user_id: Uuid,
+    client_id: Uuid,
+    reason: &str,
+) -> Result<usize, DbErr> {
+    let of =
+        Condition::all().add(session::Column::UserId.eq(user_id)).add(session::Column::OauthClientId.eq(client_id));
+    revoke_live_in(txn, of, reason).await
+}
+
+async fn revoke_live_in(txn: &mut TenantTxn, of: impl IntoCondition, reason: &str) -> Result<usize, DbErr> {
     let live: Vec<Uuid> = txn
         .find::<session::Entity>()
         .select_only()
         .column(session::Column::Id)
-        .filter(session::Column::UserId.eq(user_id))
+        .filter(of)
         .filter(session::Column::RevokedAt.is_null())
         .into_tuple()
         .all(txn.conn())

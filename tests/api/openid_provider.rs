@@ -1357,7 +1357,10 @@ async fn consent_is_remembered_until_the_user_withdraws_it() {
     let granted = app.get("/v1/audit-logs/export?type=oauth_consent.granted").await;
     assert_eq!(granted.data().as_array().unwrap().len(), 1, "{:?}", granted.body);
 
-    // Withdrawn: the client's session ends and the next request asks again.
+    // Withdrawn: the client's session ends, a code not exchanged yet is
+    // spent, and the next request asks again.
+    let (_, location, _) = browser.get(&url).await;
+    let pending_code = query_of(&location.unwrap())["code"].clone();
     let path = format!("/v1/auth/me/consents/{id}");
     let withdrawn = app.send(&ada_user, Method::DELETE, &path, None).await;
     assert_eq!((withdrawn.status, &withdrawn.data()["sessions_ended"]), (200, &json!(1)), "{:?}", withdrawn.body);
@@ -1366,6 +1369,8 @@ async fn consent_is_remembered_until_the_user_withdraws_it() {
         form(&app, "oauth/token", &[("grant_type", "refresh_token"), ("refresh_token", refresh)], Some((&id, &secret)))
             .await;
     assert_eq!(refreshed.status, 400, "the client's refresh token ended: {:?}", refreshed.body);
+    let late = exchange_code(&app, &pending_code, (&id, &secret)).await;
+    assert_eq!(late.status, 400, "the code issued before the withdrawal: {:?}", late.body);
     let (_, location, _) = browser.get(&silent).await;
     assert_eq!(query_of(&location.unwrap())["error"], "consent_required");
     assert_eq!(app.send(&ada_user, Method::DELETE, &path, None).await.status, 404);

@@ -170,10 +170,14 @@ async fn an_organizations_people_sign_in_through_its_identity_provider() {
 
     // The organization requires SSO: a password sign-in at its domain is
     // refused, and one elsewhere is not.
+    // Bob's account was made by the application before the rule.
     let bob = json!({"email": "bob@example.com", "password": "correct horse battery"});
-    assert_eq!(public_post(&app, "/v1/auth/sign-up", &bob).await.status, 201);
+    assert_eq!(app.post("/v1/users", &bob).await.status, 201);
     let password = public_post(&app, "/v1/auth/sign-in", &bob).await;
     assert_eq!((password.status, password.error_code()), (403, "sso_required"), "{:?}", password.body);
+    let dave = json!({"email": "dave@example.com", "password": "correct horse battery"});
+    let signed_up = public_post(&app, "/v1/auth/sign-up", &dave).await;
+    assert_eq!((signed_up.status, signed_up.error_code()), (403, "sso_required"), "no password account there either");
     let carol = json!({"email": "carol@elsewhere.example", "password": "correct horse battery"});
     assert_eq!(public_post(&app, "/v1/auth/sign-up", &carol).await.status, 201);
     assert_eq!(public_post(&app, "/v1/auth/sign-in", &carol).await.status, 200);
@@ -184,6 +188,16 @@ async fn an_organizations_people_sign_in_through_its_identity_provider() {
     let code = query_of(&back)["code"].clone();
     let bob_in = public_post(&app, "/v1/auth/oauth/exchange", &json!({"code": code, "code_verifier": verifier})).await;
     assert_eq!(bob_in.data()["user"]["email"], "bob@example.com", "{:?}", bob_in.body);
+    // Another account at the provider giving Alice's address (an address
+    // edited there) links to nobody; nor does one the provider says it has
+    // not verified.
+    for (login, error) in [("alice@example.com", "account_linked_elsewhere"), ("unverified-erin", "email_not_verified")]
+    {
+        let started = start(&app, "alice@example.com", &verifier).await;
+        let url = started.data()["authorization_url"].as_str().unwrap().to_string();
+        let back = Browser::new(login).until_application(url).await;
+        assert_eq!(query_of(&back).get("error").map(String::as_str), Some(error), "{login}: {back}");
+    }
 
     // The provider speaks for the organization's domains only: an address
     // elsewhere neither links to Carol nor makes a user.
@@ -219,6 +233,15 @@ async fn an_organizations_people_sign_in_through_its_identity_provider() {
     assert_eq!(disabled.status, 200, "{:?}", disabled.body);
     assert_eq!(start(&app, "alice@example.com", &verifier).await.status, 404);
     assert_eq!(public_post(&app, "/v1/auth/sign-in", &bob).await.status, 200);
+    // Any enabled connection of the organization that requires SSO
+    // refuses passwords, not only the oldest.
+    let path = format!("/v1/organizations/{acme}/sso-connections/{connection_id}");
+    let relaxed = app.patch(&path, &json!({"enabled": true, "sso_required": false})).await;
+    assert_eq!(relaxed.status, 200, "{:?}", relaxed.body);
+    let strict = json!({"protocol": "oidc", "name": "Acme Entra", "issuer": issuer, "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET, "sso_required": true});
+    assert_eq!(app.post(&format!("/v1/organizations/{acme}/sso-connections"), &strict).await.status, 201);
+    assert_eq!(public_post(&app, "/v1/auth/sign-in", &bob).await.error_code(), "sso_required");
 }
 
 #[actix_web::test]
@@ -307,7 +330,7 @@ async fn sso_sign_in(app: &TestApp, login: &str) -> Result<Value, String> {
 }
 
 #[actix_web::test]
-async fn owners_and_admins_manage_their_organizations_connections_and_grant_only_what_they_may() {
+async fn owners_manage_their_organizations_connections_admins_see_them_and_a_role_stays_its_setters_grant() {
     use crate::invitations::member;
     let app = node().await;
     let acme = organization(&app, "Acme").await;
@@ -328,11 +351,11 @@ async fn owners_and_admins_manage_their_organizations_connections_and_grant_only
             "client_secret": CLIENT_SECRET, "default_role": role})
     };
 
-    // Only owners and admins, and an admin grants only `member`.
-    let refused = dashboard(&app, &plain, Method::POST, "", Some(body("member"))).await;
-    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"), "{:?}", refused.body);
-    let refused = dashboard(&app, &admin, Method::POST, "", Some(body("admin"))).await;
-    assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"), "{:?}", refused.body);
+    // Only owners make them: whoever controls the provider signs in as anyone at the domain.
+    for caller in [&plain, &admin] {
+        let refused = dashboard(&app, caller, Method::POST, "", Some(body("member"))).await;
+        assert_eq!((refused.status, refused.error_code()), (403, "insufficient_role"), "{:?}", refused.body);
+    }
     let listed = app.get(&format!("/v1/organizations/{acme}/sso-connections")).await;
     assert_eq!(listed.data(), &json!([]), "a refusal made nothing");
 
@@ -343,12 +366,18 @@ async fn owners_and_admins_manage_their_organizations_connections_and_grant_only
     assert_eq!(made.data()["organization_id"], acme.as_str());
     let by_key = app.get(&format!("/v1/organizations/{acme}/sso-connections/{id}")).await;
     assert_eq!(by_key.data()["default_role"], "admin");
+    // An admin sees it, and changes nothing.
     assert_eq!(dashboard(&app, &admin, Method::GET, "", None).await.data().as_array().unwrap().len(), 1);
-    let renamed = dashboard(&app, &admin, Method::PATCH, &format!("/{id}"), Some(json!({"name": "Okta"}))).await;
+    assert_eq!(dashboard(&app, &admin, Method::GET, &format!("/{id}"), None).await.status, 200);
+    let elsewhere = Some(json!({"issuer": "https://idp.example"}));
+    let by_admin = dashboard(&app, &admin, Method::PATCH, &format!("/{id}"), elsewhere).await;
+    assert_eq!(by_admin.error_code(), "insufficient_role", "{:?}", by_admin.body);
+    assert_eq!(
+        dashboard(&app, &admin, Method::DELETE, &format!("/{id}"), None).await.error_code(),
+        "insufficient_role"
+    );
+    let renamed = dashboard(&app, &owner, Method::PATCH, &format!("/{id}"), Some(json!({"name": "Okta"}))).await;
     assert_eq!((renamed.status, renamed.data()["default_role"].as_str()), (200, Some("admin")), "{:?}", renamed.body);
-    let raised =
-        dashboard(&app, &admin, Method::PATCH, &format!("/{id}"), Some(json!({"default_role": "owner"}))).await;
-    assert_eq!(raised.error_code(), "insufficient_role");
 
     // Another organization's owner: 404 for each of its routes, and it is left as it was.
     for method in [Method::GET, Method::PATCH, Method::DELETE] {

@@ -192,6 +192,11 @@ pub async fn sign_up(
     new: NewSignUp,
     session_ttl: Duration,
 ) -> Result<(Signer, user::Model, Opened), AuthError> {
+    // An organization that requires SSO of its domains makes its people's
+    // accounts through its connection, not with a password.
+    if sso_connections::required_for(scope, &new.email).await?.is_some() {
+        return Err(AuthError::SsoRequired);
+    }
     let state = issuer.tenants.state(scope).await.map_err(AuthError::Tenant)?;
     hooks::pre_sign_up(hook_caller, scope, &state, &new.email, &Value::Object(new.profile.clone())).await?;
     let password_hash = passwords.hash(new.password).await?;

@@ -68,6 +68,10 @@ pub enum Refusal {
     NoActiveOrganization,
     #[error("the caller's role in the organization does not allow this")]
     InsufficientRole,
+    /// An owner's alone (an SSO connection: who controls it can sign in
+    /// as anyone at the organization's domains).
+    #[error("only the organization's owners may do this")]
+    OwnersOnly,
     /// A role above what the caller may grant ([`may_grant`]).
     #[error("the caller's role `{granter}` may not grant the role `{role}`")]
     MayNotGrant { granter: String, role: String },
@@ -86,6 +90,7 @@ impl From<Refusal> for ApiError {
                 Code::InsufficientRole,
                 "Only the organization's owners and admins may do this.",
             ),
+            Refusal::OwnersOnly => ApiError::new(Code::InsufficientRole, "Only the organization's owners may do this."),
             Refusal::MayNotGrant { granter, role } => ApiError::new(
                 Code::InsufficientRole,
                 format!(
@@ -130,6 +135,15 @@ pub async fn granting_role(
 }
 
 impl Manager {
+    /// Refuses (403 `insufficient_role`) an admin.
+    pub fn owner_only(&self) -> Result<(), Refusal> {
+        if self.role == OWNER {
+            Ok(())
+        } else {
+            Err(Refusal::OwnersOnly)
+        }
+    }
+
     /// Refuses (403 `insufficient_role`) a role this manager may not grant.
     pub fn may_grant(&self, role: &str) -> Result<(), Refusal> {
         if may_grant(&self.role, role) {

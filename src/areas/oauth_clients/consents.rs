@@ -5,8 +5,8 @@
 //! at every OpenID Provider. The user sees and withdraws it; a withdrawal
 //! ends the sessions issued to that client too.
 use chrono::{DateTime, Utc};
-use entity::{oauth_client, oauth_consent, session};
-use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder, QuerySelect};
+use entity::{oauth_client, oauth_code, oauth_consent};
+use sea_orm::{ActiveValue::Set, ColumnTrait, Condition, DbErr, IntoActiveModel, QueryFilter, QueryOrder};
 use serde::Serialize;
 use serde_json::json;
 use utoipa::ToSchema;
@@ -125,28 +125,17 @@ pub async fn withdraw(scope: &TenantScope, user_id: Uuid, client_id: Uuid) -> Re
     let mut txn = scope.begin().await?;
     let Some(row) = find(&txn, user_id, client_id).await? else { return Ok(None) };
     txn.delete::<oauth_consent::Entity>(oauth_consent::Column::Id.eq(row.id)).await?;
-    let ended = end_sessions_of_client(&mut txn, user_id, client_id).await?;
+    // A code issued just before, not exchanged yet, would open a session.
+    let unexchanged = Condition::all()
+        .add(oauth_code::Column::UserId.eq(user_id))
+        .add(oauth_code::Column::ClientId.eq(client_id))
+        .add(oauth_code::Column::UsedAt.is_null());
+    txn.delete::<oauth_code::Entity>(unexchanged).await?;
+    let ended = sessions::revoke_of_user_and_client_in(&mut txn, user_id, client_id, "consent_withdrawn").await?;
     let data = json!({"user_id": user_id, "client_id": client_id, "sessions_ended": ended});
     txn.audit(EventType::OAuthConsentWithdrawn, Some(row.id), data).await?;
     txn.commit().await?;
     Ok(Some(ended))
-}
-
-async fn end_sessions_of_client(txn: &mut TenantTxn, user_id: Uuid, client_id: Uuid) -> Result<usize, DbErr> {
-    let live: Vec<Uuid> = txn
-        .find::<session::Entity>()
-        .select_only()
-        .column(session::Column::Id)
-        .filter(session::Column::UserId.eq(user_id))
-        .filter(session::Column::OauthClientId.eq(client_id))
-        .filter(session::Column::RevokedAt.is_null())
-        .into_tuple()
-        .all(txn.conn())
-        .await?;
-    for id in &live {
-        sessions::revoke_in(txn, *id, "consent_withdrawn").await?;
-    }
-    Ok(live.len())
 }
 
 /// Forgets every consent to a client (the client deleted), in its

@@ -33,6 +33,9 @@ pub enum LinkRefused {
     EmailRequired,
     #[error("the provider has not verified the email address")]
     EmailNotVerified,
+    /// The address's user is linked to another account at this provider.
+    #[error("the address's user is linked to another account at this provider")]
+    LinkedToAnother,
     /// The application's profile schema requires fields a provider cannot give.
     #[error(transparent)]
     ProfileIncomplete(Invalid),
@@ -46,6 +49,7 @@ impl LinkRefused {
         match self {
             LinkRefused::EmailRequired => "email_required",
             LinkRefused::EmailNotVerified => "email_not_verified",
+            LinkRefused::LinkedToAnother => "account_linked_elsewhere",
             LinkRefused::ProfileIncomplete(_) => "profile_incomplete",
             LinkRefused::Hook(HookError::Unavailable) => "hook_unavailable",
             LinkRefused::Hook(_) => "sign_up_denied",
@@ -101,6 +105,17 @@ pub async fn plan(
         return Ok(Err(LinkRefused::EmailNotVerified));
     }
     if let Some(user) = users::find_by_email(scope, &email).await? {
+        // A user is one account at a provider: another account giving the
+        // same address (an address edited at the provider) links to nobody.
+        let linked = scope
+            .find::<user_identity::Entity>()
+            .filter(user_identity::Column::Provider.eq(provider))
+            .filter(user_identity::Column::UserId.eq(user.id))
+            .one(scope.conn())
+            .await?;
+        if linked.is_some() {
+            return Ok(Err(LinkRefused::LinkedToAnother));
+        }
         return Ok(Ok(Plan::LinkTo { user, email }));
     }
     // A new user's profile is what the sign-in gives (an SSO connection's
@@ -138,7 +153,12 @@ pub async fn apply(
         Plan::LinkTo { user, email } => (user, email),
         Plan::Create { email, profile } => {
             let user = users::insert(txn, email.clone(), None, profile).await?;
-            crate::areas::sso_domains::auto_join(txn, policies, user.id, &user.email).await?;
+            // Through an organization's connection, the connection's role
+            // is the one granted (`sso_connections::sign_in::join`), not
+            // the domain's auto-join role.
+            if crate::areas::sso_connections::connection_of_provider(provider).is_none() {
+                crate::areas::sso_domains::auto_join(txn, policies, user.id, &user.email).await?;
+            }
             (user, email)
         }
     };

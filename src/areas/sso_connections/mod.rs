@@ -356,16 +356,9 @@ pub async fn delete(scope: &TenantScope, organization_id: Uuid, id: Uuid) -> Res
 /// the organization that verified the address's domain, the oldest when
 /// it has several.
 pub async fn for_email(db: &impl TenantConn, email: &str) -> Result<Option<sso_connection::Model>, DbErr> {
-    let Some((_, domain)) = email.rsplit_once('@') else { return Ok(None) };
-    let verified = db
-        .find::<sso_domain::Entity>()
-        .filter(sso_domain::Column::Domain.eq(domain))
-        .filter(sso_domain::Column::Status.eq(sso_domains::VERIFIED))
-        .one(db.conn())
-        .await?;
-    let Some(verified) = verified else { return Ok(None) };
+    let Some(organization_id) = verifying_organization(db, email).await? else { return Ok(None) };
     db.find::<sso_connection::Entity>()
-        .filter(sso_connection::Column::OrganizationId.eq(verified.organization_id))
+        .filter(sso_connection::Column::OrganizationId.eq(organization_id))
         .filter(sso_connection::Column::Enabled.eq(true))
         .order_by_asc(sso_connection::Column::CreatedAt)
         .order_by_asc(sso_connection::Column::Id)
@@ -382,8 +375,27 @@ pub async fn any_enabled(db: &impl TenantConn) -> Result<bool, DbErr> {
 }
 
 /// The connection a password sign-in of `email` must give way to: the
-/// address's organization requires SSO (`sso_required`) on an enabled
-/// connection.
+/// address's organization requires SSO (`sso_required`) on one of its
+/// enabled connections, whichever.
 pub async fn required_for(db: &impl TenantConn, email: &str) -> Result<Option<sso_connection::Model>, DbErr> {
-    Ok(for_email(db, email).await?.filter(|c| c.sso_required))
+    let Some(organization_id) = verifying_organization(db, email).await? else { return Ok(None) };
+    db.find::<sso_connection::Entity>()
+        .filter(sso_connection::Column::OrganizationId.eq(organization_id))
+        .filter(sso_connection::Column::Enabled.eq(true))
+        .filter(sso_connection::Column::SsoRequired.eq(true))
+        .order_by_asc(sso_connection::Column::CreatedAt)
+        .one(db.conn())
+        .await
+}
+
+/// The organization that verified the domain of `email`, if one did.
+async fn verifying_organization(db: &impl TenantConn, email: &str) -> Result<Option<Uuid>, DbErr> {
+    let Some((_, domain)) = email.rsplit_once('@') else { return Ok(None) };
+    let verified = db
+        .find::<sso_domain::Entity>()
+        .filter(sso_domain::Column::Domain.eq(domain))
+        .filter(sso_domain::Column::Status.eq(sso_domains::VERIFIED))
+        .one(db.conn())
+        .await?;
+    Ok(verified.map(|d| d.organization_id))
 }

@@ -24,6 +24,8 @@ pub enum Refused {
     NoEmail,
     #[error("the address is not at a domain the connection's organization verified")]
     DomainNotVerified,
+    #[error("the identity provider says it has not verified the address")]
+    NotVerified,
 }
 
 impl Refused {
@@ -32,6 +34,7 @@ impl Refused {
         match self {
             Refused::NoEmail => "email_required",
             Refused::DomainNotVerified => "email_domain_not_verified",
+            Refused::NotVerified => "email_not_verified",
         }
     }
 }
@@ -54,6 +57,11 @@ pub async fn admit(
     };
     if !sso_domains::verified_by(db, connection.organization_id, &email).await? {
         return Ok(Err(Refused::DomainNotVerified));
+    }
+    // The domain proves the address, unless the provider itself says it
+    // has not verified its `email`.
+    if mapping.email == EMAIL_CLAIM && account.claims.get("email_verified") == Some(&serde_json::Value::Bool(false)) {
+        return Ok(Err(Refused::NotVerified));
     }
     account.email_verified = true;
     Ok(Ok(()))

@@ -38,7 +38,7 @@ pub struct SignUpRequest {
 /// Sign up: checks the profile against the schema, runs the `pre_sign_up`
 /// hooks, creates the user and a session.
 #[utoipa::path(post, path = "/v1/auth/sign-up", tag = "auth", request_body = SignUpRequest,
-    responses((status = 201, body = SignedInView), (status = 403, description = "`sign_up_denied`: the email's domain is restricted (`/v1/sign-up-restrictions`), or a `pre_sign_up` hook refused; or `origin_not_allowed`"),
+    responses((status = 201, body = SignedInView), (status = 403, description = "`sign_up_denied`: the email's domain is restricted (`/v1/sign-up-restrictions`), or a `pre_sign_up` hook refused; `sso_required`: the address's organization requires its SSO connection; or `origin_not_allowed`"),
         (status = 409, description = "email in use"), (status = 422), (status = 429), (status = 503, description = "hook_unavailable")))]
 pub async fn sign_up(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
@@ -76,7 +76,8 @@ pub struct SignInRequest {
 /// get the same 401 `invalid_credentials`, after the same work. A user with
 /// a second factor gets `{mfa_required: true, challenge}` and no tokens.
 #[utoipa::path(post, path = "/v1/auth/sign-in", tag = "auth", request_body = SignInRequest,
-    responses((status = 200, body = SignInAnswer), (status = 401, description = "invalid_credentials"), (status = 429)))]
+    responses((status = 200, body = SignInAnswer), (status = 401, description = "invalid_credentials"),
+        (status = 403, description = "`sso_required`: the address's organization requires its SSO connection"), (status = 429)))]
 pub async fn sign_in(state: web::Data<AppState>, req: HttpRequest, body: Body) -> ApiResult<HttpResponse> {
     let scope = public_caller(&req, &state)?;
     let application_id = scope.tenant().id;

@@ -1,9 +1,11 @@
 //! An organization's SSO connections managed from a customer's dashboard
-//! by the organization's owners and admins with their access token, as its
-//! SSO domains are: the same requests, answers and checks as the secret
-//! key's routes, on the session's active organization. The role a
-//! connection grants is one the caller may grant (an admin only `member`),
-//! and it stays the caller's grant: re-checked at each first sign-in.
+//! with the user's access token: the same requests, answers and checks as
+//! the secret key's routes, on the session's active organization. Owners
+//! and admins see them; only owners make, change or delete them, since
+//! whoever controls a connection's provider signs in as anyone at the
+//! organization's verified domains, the organization's owners included.
+//! The role a connection grants stays its setter's grant: re-checked at
+//! each first sign-in.
 use actix_web::{web, HttpResponse};
 
 use super::connections::{create_in, update_in, view, CreateSsoConnectionRequest, UpdateSsoConnectionRequest};
@@ -51,12 +53,11 @@ async fn manager(user: &EndUser) -> ApiResult<memberships::Manager> {
     Ok(memberships::manager(&user.scope, user.claims.sub, user.claims.org).await?)
 }
 
-/// Make an SSO connection for the caller's active organization (owners and
-/// admins). The role it grants is one the caller may grant.
+/// Make an SSO connection for the caller's active organization (owners).
 #[utoipa::path(post, path = "/v1/dashboard/sso/connections", tag = "sso",
     request_body = CreateSsoConnectionRequest,
     responses((status = 201, body = super::connections::SsoConnectionView),
-        (status = 403, description = "no_active_organization; or insufficient_role: not an owner or admin, or a default_role the caller may not grant (an admin may grant only member)"),
+        (status = 403, description = "no_active_organization; or insufficient_role: not an owner"),
         (status = 422, description = "validation_failed (or the limit of SSO connections is reached); invalid_url: the issuer; sso_discovery_failed")),
     security(("access_token" = [])))]
 pub async fn create_dashboard_sso_connection(
@@ -66,7 +67,7 @@ pub async fn create_dashboard_sso_connection(
 ) -> ApiResult<HttpResponse> {
     let request: CreateSsoConnectionRequest = body.json().await?;
     let manager = manager(&user).await?;
-    manager.may_grant(request.default_role.as_deref().unwrap_or(memberships::MEMBER))?;
+    manager.owner_only()?;
     let row = create_in(&state, &user.scope, manager.organization_id, request, Some(manager.user_id)).await?;
     Ok(envelope::created(view(&state, &row)))
 }
@@ -97,13 +98,12 @@ pub async fn find_dashboard_sso_connection(
     Ok(envelope::ok(view(&state, &sso_connections::find(&user.scope, manager.organization_id, id).await?)))
 }
 
-/// Change one of the active organization's SSO connections. A new
-/// `default_role` is one the caller may grant.
+/// Change one of the active organization's SSO connections (owners).
 #[utoipa::path(patch, path = "/v1/dashboard/sso/connections/{connection_id}", tag = "sso",
     params(("connection_id" = Uuid, Path, description = "The connection's id.")),
     request_body = UpdateSsoConnectionRequest,
     responses((status = 200, body = super::connections::SsoConnectionView),
-        (status = 403, description = "no_active_organization; or insufficient_role: not an owner or admin, or a default_role the caller may not grant"),
+        (status = 403, description = "no_active_organization; or insufficient_role: not an owner"),
         (status = 404), (status = 422, description = "validation_failed; invalid_url: the issuer; sso_discovery_failed")),
     security(("access_token" = [])))]
 pub async fn update_dashboard_sso_connection(
@@ -115,22 +115,21 @@ pub async fn update_dashboard_sso_connection(
     let id = path_id("SSO connection", &path)?;
     let request: UpdateSsoConnectionRequest = body.json().await?;
     let manager = manager(&user).await?;
-    if let Some(role) = &request.default_role {
-        manager.may_grant(role)?;
-    }
+    manager.owner_only()?;
     let ids = (manager.organization_id, id);
     let row = update_in(&state, &user.scope, ids, request, Some(manager.user_id)).await?;
     Ok(envelope::ok(view(&state, &row)))
 }
 
-/// Delete one of the active organization's SSO connections. Its users keep
-/// their accounts and memberships.
+/// Delete one of the active organization's SSO connections (owners). Its
+/// users keep their accounts and memberships.
 #[utoipa::path(delete, path = "/v1/dashboard/sso/connections/{connection_id}", tag = "sso",
     params(("connection_id" = Uuid, Path, description = "The connection's id.")),
     responses((status = 200), (status = 403), (status = 404)), security(("access_token" = [])))]
 pub async fn delete_dashboard_sso_connection(user: EndUser, path: web::Path<String>) -> ApiResult<HttpResponse> {
     let id = path_id("SSO connection", &path)?;
     let manager = manager(&user).await?;
+    manager.owner_only()?;
     sso_connections::delete(&user.scope, manager.organization_id, id).await?;
     Ok(envelope::ok(serde_json::json!({})))
 }
