@@ -68,9 +68,10 @@ pub struct Account {
     pub email_verified: bool,
     /// How the user signed in at the provider (its ID token's `amr`).
     pub amr: Option<Vec<String>>,
-    /// What the provider says of the user: its ID token's claims, with the
-    /// user-info endpoint's where the token lacks one (an SSO connection's
-    /// attribute mapping reads them).
+    /// What an OpenID provider says of the user: its ID token's claims,
+    /// with the user-info endpoint's where the token lacks one (an SSO
+    /// connection's attribute mapping reads them); empty for the OAuth-only
+    /// providers, whose sign-ins read none.
     pub claims: Map<String, Value>,
     /// The profile fields a new user gets from this sign-in (an SSO
     /// connection's attribute mapping); empty for other sign-ins.
@@ -340,7 +341,7 @@ fn discord_account(info: &Value) -> Result<Account, ProviderError> {
         email: text(&info["email"]),
         email_verified: flag(&info["verified"]),
         amr: None,
-        claims: info.as_object().cloned().unwrap_or_default(),
+        claims: Map::new(),
         profile: Map::new(),
     })
 }
@@ -356,8 +357,14 @@ fn github_account(info: &Value, emails: &Value) -> Result<Account, ProviderError
         Some(entry) => (text(&entry["email"]), true),
         None => (text(&info["email"]), false),
     };
-    let claims = info.as_object().cloned().unwrap_or_default();
-    Ok(Account { subject: subject(&info["id"])?, email, email_verified, amr: None, claims, profile: Map::new() })
+    Ok(Account {
+        subject: subject(&info["id"])?,
+        email,
+        email_verified,
+        amr: None,
+        claims: Map::new(),
+        profile: Map::new(),
+    })
 }
 
 #[cfg(test)]

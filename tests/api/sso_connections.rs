@@ -454,4 +454,13 @@ async fn the_attribute_mapping_names_the_address_and_fills_a_new_users_profile()
     assert_eq!(app.patch(&path, &wrong).await.status, 200);
     assert_eq!(sso_sign_in(&app, "erin").await.err().as_deref(), Some("profile_incomplete"));
     assert_eq!(app.get("/v1/users?email=erin@example.com").await.data(), &json!([]), "nobody made");
+    // The field deleted since: left out, and the sign-in goes through.
+    let badge =
+        app.post("/v1/profile-fields", &json!({"key": "level", "label": "Level", "field_type": "number"})).await;
+    let level = json!({"attribute_mapping": {"email": "preferred_username", "profile": {"level": "department"}}});
+    assert_eq!(app.patch(&path, &level).await.status, 200);
+    let field = badge.data()["id"].as_str().unwrap().to_string();
+    assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/profile-fields/{field}"), None).await.status, 200);
+    let erin = sso_sign_in(&app, "erin").await.unwrap();
+    assert_eq!(erin["user"]["profile"], json!({}));
 }

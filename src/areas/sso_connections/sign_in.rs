@@ -12,7 +12,10 @@ use uuid::Uuid;
 
 use super::attributes::{AttributeMapping, EMAIL_CLAIM};
 use crate::{
-    areas::{memberships, organizations::OrganizationError, sessions::SsoSignIn, sod::Grant, sso_domains, users},
+    areas::{
+        memberships, organizations::OrganizationError, profile_fields, sessions::SsoSignIn, sod::Grant, sso_domains,
+        users,
+    },
     oauth::client::Account,
     storage::{TenantConn, TenantTxn},
 };
@@ -52,6 +55,12 @@ pub async fn admit(
         account.email = mapping.email_in(&account.claims);
     }
     account.profile = mapping.profile_in(&account.claims);
+    if !account.profile.is_empty() {
+        // A field deleted since the mapping named it is left out, not a
+        // reason to refuse every first sign-in.
+        let fields = profile_fields::schema(db).await?;
+        account.profile.retain(|key, _| fields.iter().any(|field| &field.key == key));
+    }
     let Some(email) = account.email.as_deref().and_then(users::normalize_email) else {
         return Ok(Err(Refused::NoEmail));
     };

@@ -17,9 +17,9 @@ use super::{
 };
 use crate::{
     areas::{
+        auth::SignedIn,
         openid_provider::authorize::{self, Checked},
         provider_sign_in::{self, exchange::exchange, start::start_from_hosted_pages, ProviderSignInError},
-        sso_connections,
     },
     auth::public::{client_ip, limit, session_ttl},
     error::ApiResult,
@@ -100,8 +100,10 @@ pub(super) async fn returned(
     };
     match exchange(scope, &state.issuer(), code, Some(&verifier), session_ttl(state)).await {
         Ok(signed_in) => {
-            // Back from an organization's SSO connection, or a provider.
-            let sso = given.get(RETURN_MARK).and_then(|p| sso_connections::connection_of_provider(p)).is_some();
+            // Back from an organization's SSO connection, or a provider: as
+            // the session says (an SSO sign-in's carries its `amr`), never
+            // as the returning URL does, which the browser can change.
+            let sso = matches!(&signed_in, SignedIn::Session(_, _, opened) if opened.session.amr.is_some());
             let method = if sso { "sso" } else { "oauth" };
             Ok(Next::FirstFactor(Box::new(checked), Box::new(signed_in), method))
         }
