@@ -19,7 +19,7 @@ pub struct Model {
     pub sso_required: bool,
     /// The role a first sign-in grants in the organization.
     pub default_role: String,
-    /// Whose grant `default_role` is: the owner or admin who set it from
+    /// Whose grant `default_role` is: the owner who set it from
     /// the dashboard, re-checked at each grant as an SSO domain's claimer
     /// is; null when the application's secret key set it.
     pub role_granted_by: Option<Uuid>,

@@ -5,7 +5,7 @@ use sea_orm_migration::prelude::*;
 /// - `sso_connections`: the provider's issuer and the endpoints its
 ///   discovery document named, the client's id and its secret (sealed to
 ///   the master key), the role a first sign-in grants (and whose grant it
-///   is, when an owner or admin set it from the dashboard), whether the
+///   is, when an owner set it from the dashboard), whether the
 ///   organization requires it (`sso_required`) of its domains' users, and
 ///   which claims hold the address and fill profile fields.
 /// - `oauth_flows` gains what an SSO sign-in carries from the callback to

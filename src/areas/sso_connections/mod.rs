@@ -273,7 +273,7 @@ pub struct Change {
     /// A new issuer, or the same one read again (its endpoints moved).
     pub discovered: Option<Discovered>,
     pub attribute_mapping: Option<AttributeMapping>,
-    /// Who asks: the owner or admin of the dashboard, whose grant a new
+    /// Who asks: the owner on the dashboard, whose grant a new
     /// `default_role` then is, or `None` for the secret key.
     pub by: Option<Uuid>,
 }

@@ -78,7 +78,7 @@ pub async fn admit(
 
 /// Makes the user a member of the connection's organization with its
 /// role, unless they are one already (whatever their role: an owner
-/// signing in through SSO stays an owner). A role an owner or admin set
+/// signing in through SSO stays an owner). A role an owner set
 /// from the dashboard is theirs to grant now, as an SSO domain's auto-join
 /// role is its claimer's: set by an owner since demoted, it is refused.
 pub async fn join(

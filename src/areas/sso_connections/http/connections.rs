@@ -185,7 +185,7 @@ async fn check_mapping(scope: &TenantScope, issues: &mut Issues, mapping: Option
 }
 
 /// Makes the connection a create request asks for, in `organization_id`:
-/// the secret key's route and the dashboard's (`by` its owner or admin,
+/// the secret key's route and the dashboard's (`by` the owner who asks there,
 /// whose grant the role then is).
 pub(super) async fn create_in(
     state: &AppState,
