@@ -433,3 +433,29 @@ async fn the_start_and_the_callback_reach_the_node_of_the_applications_region() 
     assert_eq!(query_of(&back)["error"], "access_denied");
     assert_eq!(query_of(&back)["state"], "eu-state");
 }
+
+/// An organization that requires SSO of its domain: its people cannot sign
+/// in through another provider (here the application's Google), and
+/// people elsewhere still can.
+#[actix_web::test]
+async fn an_organization_that_requires_sso_is_not_bypassed_through_another_provider() {
+    let provider_port = free_port();
+    let issuer = format!("http://127.0.0.1:{provider_port}");
+    let app = node_with_google(&issuer).await;
+    let callback = app.url("/v1/auth/oauth/google/callback");
+    let Some(_provider) = OidcProvider::start(provider_port, &[CLIENT_ID], CLIENT_SECRET, &callback, None) else {
+        return;
+    };
+    let acme = crate::sso_connections::organization(&app, "Acme").await;
+    crate::sso_connections::verified_domain(&app, &acme, "example.com").await;
+    let connection = json!({"protocol": "oidc", "name": "Acme Okta", "issuer": issuer, "client_id": CLIENT_ID,
+        "client_secret": CLIENT_SECRET, "sso_required": true});
+    let made = app.post(&format!("/v1/organizations/{acme}/sso-connections"), &connection).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let verifier = gatehouse::oauth::random_token(32);
+    let back = Browser::new("alice").until_application(authorization_url(&app, &verifier).await).await;
+    assert_eq!(query_of(&back).get("error").map(String::as_str), Some("sso_required"), "{back}");
+    assert_eq!(app.get("/v1/users?email=alice@example.com").await.data(), &json!([]), "nobody made");
+    let back = Browser::new("bob@elsewhere.example").until_application(authorization_url(&app, &verifier).await).await;
+    assert!(query_of(&back).contains_key("code"), "another domain signs in: {back}");
+}

@@ -34,14 +34,14 @@ async fn node() -> TestApp {
     app
 }
 
-async fn organization(app: &TestApp, name: &str) -> String {
+pub async fn organization(app: &TestApp, name: &str) -> String {
     let made = app.post("/v1/organizations", &json!({"name": name})).await;
     assert_eq!(made.status, 201, "{:?}", made.body);
     made.data()["id"].as_str().unwrap().to_string()
 }
 
 /// The organization has verified `domain` (as its DNS check would).
-async fn verified_domain(app: &TestApp, organization_id: &str, domain: &str) {
+pub async fn verified_domain(app: &TestApp, organization_id: &str, domain: &str) {
     let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
     let now = chrono::Utc::now();
     let row = entity::sso_domain::Model {

@@ -19,6 +19,7 @@ use crate::{
     areas::{
         hooks::{self, HookError},
         sso_connections::{self, attributes::AttributeMapping},
+        users,
     },
     audit::Actor,
     crypto::sha256,
@@ -177,6 +178,16 @@ async fn finish(
         };
         if let Some(failure) = refused {
             return Err(Failure { email: account.email.clone(), ..failure });
+        }
+    } else if let Some(email) = account.email.as_deref().and_then(users::normalize_email) {
+        // An organization that requires SSO of its domains: its people sign
+        // in through its connection, not through another provider.
+        match sso_connections::required_for(scope, &email).await {
+            Ok(None) => {}
+            Ok(Some(_)) => {
+                return Err(Failure { email: account.email.clone(), ..Failure::new("sso_required", "sso_required") })
+            }
+            Err(err) => return Err(unavailable(&err)),
         }
     }
     let with_email = |failure: Failure| Failure { email: account.email.clone(), ..failure };
