@@ -1385,6 +1385,13 @@ async fn consent_is_remembered_until_the_user_withdraws_it() {
         app.send(&ada_user, Method::GET, "/v1/auth/me/consents", None).await.data().as_array().unwrap().len(),
         1
     );
+    // A wider request allowed: the allowance covers both.
+    let (_, _, page) = browser.get(&authorize_url(&app, &id, &[("scope", "openid email profile")])).await;
+    let mut wider = form_fields(&page);
+    wider.push(("consent".into(), "allow".into()));
+    browser.post(&issuer_url(&app, "oauth/authorize"), &wider).await;
+    let listed = app.send(&ada_user, Method::GET, "/v1/auth/me/consents", None).await;
+    assert_eq!(listed.data()[0]["scopes"], json!(["openid", "email", "offline_access", "profile"]));
     assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/oauth-clients/{id}"), None).await.status, 200);
     assert_eq!(app.send(&ada_user, Method::GET, "/v1/auth/me/consents", None).await.data(), &json!([]));
 }

@@ -63,12 +63,12 @@ pub async fn remember(scope: &TenantScope, user_id: Uuid, client_id: Uuid, scope
     let row = match find(&txn, user_id, client_id).await? {
         Some(row) => {
             let mut allowed = scopes_of(&row);
-            let before = allowed.len();
-            allowed.extend(scopes.iter().filter(|s| !row.scope.split_whitespace().any(|a| a == *s)).cloned());
-            if allowed.len() == before {
+            let more: Vec<String> = scopes.iter().filter(|s| !allowed.contains(s)).cloned().collect();
+            if more.is_empty() {
                 txn.commit().await?;
                 return Ok(());
             }
+            allowed.extend(more);
             let mut active = row.into_active_model();
             active.scope = Set(allowed.join(" "));
             active.updated_at = Set(now);
