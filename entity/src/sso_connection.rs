@@ -1,8 +1,10 @@
 use sea_orm::entity::prelude::*;
 
-/// An organization's enterprise SSO connection (regional): its own OpenID
-/// Provider, found by discovery, that its people at its verified domains
-/// sign in with. The client secret is sealed to the master key.
+/// An organization's enterprise SSO connection (regional): its own
+/// identity provider, that its people at its verified domains sign in
+/// with. An OpenID Provider (`oidc`) is found by discovery, its client
+/// secret sealed to the master key; a SAML 2.0 one (`saml`) is described by
+/// its metadata, and leaves the OpenID columns empty.
 #[derive(Clone, PartialEq, Eq, DeriveEntityModel)]
 #[sea_orm(table_name = "sso_connections")]
 pub struct Model {
@@ -10,7 +12,7 @@ pub struct Model {
     pub id: Uuid,
     pub application_id: Uuid,
     pub organization_id: Uuid,
-    /// `oidc`.
+    /// `oidc` or `saml`.
     pub protocol: String,
     pub name: String,
     pub enabled: bool,
@@ -23,12 +25,15 @@ pub struct Model {
     /// the dashboard, re-checked at each grant as an SSO domain's claimer
     /// is; null when the application's secret key set it.
     pub role_granted_by: Option<Uuid>,
-    /// The provider's issuer, as its ID tokens name it.
+    /// The provider's issuer, as its ID tokens name it; a SAML identity
+    /// provider's entity ID.
     pub issuer: String,
     pub client_id: String,
     pub client_secret_sealed: Vec<u8>,
     /// Asked of the provider, space-separated (`openid` among them).
     pub scopes: String,
+    /// Where the browser is sent: the authorization endpoint, or a SAML
+    /// identity provider's single sign-on endpoint (HTTP-Redirect binding).
     pub authorization_url: String,
     pub token_url: String,
     pub jwks_url: String,
@@ -38,6 +43,12 @@ pub struct Model {
     pub attribute_mapping: Json,
     pub created_at: DateTimeUtc,
     pub updated_at: DateTimeUtc,
+    /// A SAML identity provider's metadata, as last read: its signing
+    /// certificates are the only keys its responses are checked against.
+    #[sea_orm(column_type = "Text", nullable)]
+    pub idp_metadata: Option<String>,
+    /// Where that metadata is read from, when it was given by URL.
+    pub idp_metadata_url: Option<String>,
 }
 
 /// Written by hand so that `{:?}` never shows the sealed secret; the
@@ -66,6 +77,8 @@ impl std::fmt::Debug for Model {
             attribute_mapping,
             created_at,
             updated_at,
+            idp_metadata,
+            idp_metadata_url,
         } = self;
         f.debug_struct("Model")
             .field("id", id)
@@ -88,6 +101,8 @@ impl std::fmt::Debug for Model {
             .field("attribute_mapping", attribute_mapping)
             .field("created_at", created_at)
             .field("updated_at", updated_at)
+            .field("idp_metadata", &idp_metadata.as_ref().map(|xml| xml.len()))
+            .field("idp_metadata_url", idp_metadata_url)
             .finish()
     }
 }

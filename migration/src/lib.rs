@@ -54,6 +54,7 @@ mod m20261209_000048_create_deployment_secrets;
 mod m20261210_000049_create_scim;
 mod m20261211_000050_create_sso_connections;
 mod m20261212_000051_create_oauth_consents;
+mod m20261213_000052_add_saml_connections;
 
 /// Migrations of the catalog database: accounts, the application directory,
 /// the region-move journal, the processor accounts that point into it
@@ -130,6 +131,7 @@ impl MigratorTrait for RegionMigrator {
             Box::new(m20261210_000049_create_scim::Migration),
             Box::new(m20261211_000050_create_sso_connections::Migration),
             Box::new(m20261212_000051_create_oauth_consents::Migration),
+            Box::new(m20261213_000052_add_saml_connections::Migration),
         ]
     }
 

@@ -143,6 +143,22 @@ impl ProviderClient {
         serde_json::from_slice(&body).map_err(|_| ProviderError::Unreadable("the discovery document is not JSON"))
     }
 
+    /// Reads a SAML identity provider's metadata document from `url`.
+    pub async fn saml_metadata(&self, url: &str, reach: Reach) -> Result<String, ProviderError> {
+        let response = self
+            .http(NamedBy::Application(reach))
+            .get(url)
+            .header("accept", "application/samlmetadata+xml, application/xml, text/xml")
+            .send()
+            .await
+            .map_err(|_| ProviderError::Unreachable)?;
+        if !response.status().is_success() {
+            return Err(ProviderError::Unreadable("the metadata URL answered an error"));
+        }
+        let body = read(response).await?;
+        String::from_utf8(body).map_err(|_| ProviderError::Unreadable("the metadata is not UTF-8"))
+    }
+
     /// Exchanges the code and says which account signed in: from the
     /// verified ID token (OpenID providers; the user-info endpoint fills in
     /// an email, or a `wanted` claim, the token leaves out) or from the

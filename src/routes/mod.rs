@@ -56,6 +56,7 @@ pub const AREAS: &[Area] = &[
     sso_connections::http::connections::AREA,
     sso_connections::http::dashboard::AREA,
     sso_connections::http::sign_in::AREA,
+    sso_connections::http::saml::AREA,
 ];
 
 /// The routes whose requests name their application other than by header,
@@ -66,6 +67,7 @@ pub const APPLICATION_ELSEWHERE: &[&[ApplicationIn]] = &[
     provider_sign_in::http::APPLICATION_IN,
     scim::http::protocol::APPLICATION_IN,
     sso_connections::http::sign_in::APPLICATION_IN,
+    sso_connections::http::saml::APPLICATION_IN,
 ];
 
 pub fn configure(cfg: &mut web::ServiceConfig) {

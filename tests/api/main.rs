@@ -43,6 +43,7 @@ mod region_move_crash;
 mod region_moves;
 mod regions;
 mod routing;
+mod saml_connections;
 mod scim;
 mod second_factors;
 mod secrets;

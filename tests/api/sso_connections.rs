@@ -21,7 +21,7 @@ const CLIENT_ID: &str = "acme-gatehouse";
 const CLIENT_SECRET: &str = "acme-client-secret-0123456789abcdef";
 
 /// A node with a public URL the provider can call back, allowing [`APP_ORIGIN`].
-async fn node() -> TestApp {
+pub async fn node() -> TestApp {
     let port = free_port();
     let app = spawn_with(|settings| {
         settings.server.listen = format!("127.0.0.1:{port}");
@@ -59,11 +59,11 @@ pub async fn verified_domain(app: &TestApp, organization_id: &str, domain: &str)
     entity::sso_domain::Entity::insert(entity::sso_domain::ActiveModel::from(row)).exec(shard).await.unwrap();
 }
 
-fn redirect_uri() -> String {
+pub fn redirect_uri() -> String {
     format!("{APP_ORIGIN}/signed-in")
 }
 
-async fn public_post(app: &TestApp, path: &str, body: &Value) -> crate::helpers::Reply {
+pub async fn public_post(app: &TestApp, path: &str, body: &Value) -> crate::helpers::Reply {
     crate::end_users::public_post(app, &app.caller, path, body).await
 }
 
@@ -74,11 +74,11 @@ async fn start(app: &TestApp, email: &str, verifier: &str) -> crate::helpers::Re
     public_post(app, "/v1/auth/sso/start", &body).await
 }
 
-fn query_of(url: &str) -> std::collections::BTreeMap<String, String> {
+pub fn query_of(url: &str) -> std::collections::BTreeMap<String, String> {
     Url::parse(url).unwrap().query_pairs().into_owned().collect()
 }
 
-fn claims_of(token: &str) -> Value {
+pub fn claims_of(token: &str) -> Value {
     let payload = token.split('.').nth(1).unwrap();
     serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap()
 }

@@ -18,7 +18,7 @@ use super::{
 use crate::{
     areas::{
         hooks::{self, HookError},
-        sso_connections::{self, attributes::AttributeMapping},
+        sso_connections::{self, attributes::AttributeMapping, saml},
         users,
     },
     audit::Actor,
@@ -26,9 +26,10 @@ use crate::{
     events::catalog::EventType,
     oauth::{
         self,
-        client::{Credentials, Grant, ProviderError},
+        client::{Account, Credentials, Grant, ProviderError},
     },
     storage::{TenantScope, Unaudited},
+    tenancy::state::TenantState,
 };
 
 /// The callback's query (or form, for providers that POST it); unknown
@@ -88,8 +89,67 @@ pub async fn callback(
     if !take_state(scope, &flow).await? {
         return Err(ProviderSignInError::InvalidState);
     }
-    match finish(scope, deps, hook_caller, &flow, params).await {
-        Ok(code) => Ok(back_to_application(&flow, &[("code", &code)])),
+    let finished = finish(scope, deps, hook_caller, &flow, params).await;
+    answer(scope, &flow, finished).await
+}
+
+/// A SAML identity provider's response, posted to the connection's
+/// assertion consumer service: its `RelayState` is the flow's `state`.
+pub struct SamlPost {
+    pub connection_id: uuid::Uuid,
+    pub saml_response: String,
+    pub relay_state: String,
+}
+
+/// The SAML counterpart of [`callback`]: the flow taken once by its
+/// `RelayState`, the response checked against the request the flow sent
+/// and the connection's metadata, then the same rules and one-time code.
+pub async fn saml_callback(
+    scope: &TenantScope,
+    deps: &Deps<'_>,
+    hook_caller: &hooks::Caller<'_>,
+    post: SamlPost,
+) -> Result<String, ProviderSignInError> {
+    let provider = sso_connections::provider_name(post.connection_id);
+    let flow = match flow_of_state(scope, &post.relay_state).await? {
+        Some(flow) if flow.provider == provider && !post.relay_state.is_empty() => flow,
+        _ => return Err(ProviderSignInError::InvalidState),
+    };
+    if !take_state(scope, &flow).await? {
+        return Err(ProviderSignInError::InvalidState);
+    }
+    let finished = async {
+        let connection = match sso_connections::find_any(scope, post.connection_id).await {
+            Ok(Some(row)) if row.enabled && row.protocol == sso_connections::SAML => row,
+            Ok(_) => return Err(Failure::new("provider_error", "not_enabled")),
+            Err(err) => return Err(unavailable(&err)),
+        };
+        let metadata = connection.idp_metadata.as_deref().unwrap_or_default();
+        let sp = saml::ServiceProvider::of(&deps.public_url, scope.tenant().id, connection.id);
+        let posted = saml::Posted {
+            saml_response: &post.saml_response,
+            relay_state: &post.relay_state,
+            request_id: &flow.nonce,
+            now: std::time::SystemTime::from(crate::clock::now()),
+        };
+        let account = saml::accept(&sp, metadata, posted)
+            .map_err(|refused| Failure::new("invalid_saml_response", format!("saml_{}", refused.0)))?;
+        let state = deps.tenants.state(scope).await.map_err(|e| unavailable(&e.message))?;
+        issue(scope, &state, hook_caller, &flow, Some(&connection), account).await
+    };
+    let finished = finished.await;
+    answer(scope, &flow, finished).await
+}
+
+/// The browser's way back to the application: with the one-time `code`, or
+/// with the `error` (audited as `sign_in.failed`).
+async fn answer(
+    scope: &TenantScope,
+    flow: &oauth_flow::Model,
+    finished: Result<String, Failure>,
+) -> Result<String, ProviderSignInError> {
+    match finished {
+        Ok(code) => Ok(back_to_application(flow, &[("code", &code)])),
         Err(failure) => {
             let detail = json!({"method": method_of(&flow.provider), "provider": flow.provider,
                 "reason": failure.reason, "email": failure.email});
@@ -100,7 +160,7 @@ pub async fn callback(
             if let Some(description) = &failure.description {
                 answer.push(("error_description", description));
             }
-            Ok(back_to_application(&flow, &answer))
+            Ok(back_to_application(flow, &answer))
         }
     }
 }
@@ -145,10 +205,6 @@ async fn finish(
         .code
         .filter(|c| !c.is_empty() && c.len() <= 4096)
         .ok_or_else(|| Failure::new("provider_error", "no_code"))?;
-    let unavailable = |err: &dyn std::fmt::Display| {
-        tracing::warn!(error = %err, "a provider sign-in could not be completed");
-        Failure::new("temporarily_unavailable", "unavailable")
-    };
     let state = deps.tenants.state(scope).await.map_err(|e| unavailable(&e.message))?;
     // Disabled (or its credentials removed) since the start: no sign-in.
     let provider = match resolve(scope, &state, deps, &flow.provider).await {
@@ -168,9 +224,28 @@ async fn finish(
     let callback_url = deps.callback_url(&flow.provider);
     let grant = Grant { code: &code, redirect_uri: &callback_url, code_verifier: &verifier, nonce: &flow.nonce };
     let wanted = provider.connection.as_ref().map(|c| AttributeMapping::of(&c.attribute_mapping).claims());
-    let mut account =
+    let account =
         deps.client.sign_in(&provider.endpoints, &credentials, &grant, wanted.as_deref().unwrap_or_default()).await?;
-    if let Some(connection) = &provider.connection {
+    issue(scope, &state, hook_caller, flow, provider.connection.as_ref(), account).await
+}
+
+fn unavailable(err: &dyn std::fmt::Display) -> Failure {
+    tracing::warn!(error = %err, "a provider sign-in could not be completed");
+    Failure::new("temporarily_unavailable", "unavailable")
+}
+
+/// What every provider's sign-in does once it knows the account: the
+/// connection's rules (or `sso_required` for another provider), the link
+/// to a user, the organization joined, and the one-time code.
+async fn issue(
+    scope: &TenantScope,
+    state: &TenantState,
+    hook_caller: &hooks::Caller<'_>,
+    flow: &oauth_flow::Model,
+    connection: Option<&entity::sso_connection::Model>,
+    mut account: Account,
+) -> Result<String, Failure> {
+    if let Some(connection) = connection {
         let refused = match sso_connections::sign_in::admit(scope, connection, &mut account).await {
             Ok(Ok(())) => None,
             Ok(Err(refused)) => Some(Failure::new(refused.code(), refused.code())),
@@ -192,7 +267,7 @@ async fn finish(
     }
     let with_email = |failure: Failure| Failure { email: account.email.clone(), ..failure };
 
-    let plan = match link::plan(scope, &state, hook_caller, &flow.provider, &account).await {
+    let plan = match link::plan(scope, state, hook_caller, &flow.provider, &account).await {
         Ok(Ok(plan)) => plan,
         Ok(Err(refused)) => return Err(with_email(refused_failure(refused))),
         Err(err) => return Err(unavailable(&err)),
@@ -201,7 +276,7 @@ async fn finish(
     let issued = async {
         let mut txn = scope.acting_as(plan.actor()).begin().await?;
         let user = link::apply(&mut txn, &flow.provider, &account, plan, &policies).await?;
-        let sso = match &provider.connection {
+        let sso = match connection {
             Some(connection) => {
                 sso_connections::sign_in::join(&mut txn, &policies, connection, user.id).await?;
                 Some(sso_connections::sign_in::session(connection, &account))

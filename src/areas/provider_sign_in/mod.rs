@@ -137,7 +137,10 @@ pub async fn resolve(
         return configured(state, deps, provider);
     };
     let not_enabled = || ProviderSignInError::NotEnabled(provider.to_string());
-    let row = sso_connections::find_any(scope, id).await?.filter(|row| row.enabled).ok_or_else(not_enabled)?;
+    let row = sso_connections::find_any(scope, id)
+        .await?
+        .filter(|row| row.enabled && row.protocol == sso_connections::OIDC)
+        .ok_or_else(not_enabled)?;
     // The rules again, as at each webhook delivery: the operator may have
     // stopped allowing private destinations since the discovery.
     let (production, reach) = (scope.tenant().environment.is_live(), deps.reach(scope));

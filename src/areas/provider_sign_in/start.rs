@@ -8,7 +8,11 @@ use uuid::Uuid;
 
 use super::{new_state, resolve, seal_verifier, Configured, Deps, ProviderSignInError, STATE_TTL_SECONDS};
 use crate::{
-    areas::{applications, validate::Issues},
+    areas::{
+        applications,
+        sso_connections::{self, provider_name, saml},
+        validate::Issues,
+    },
     crypto::sha256,
     oauth::{self, providers::Protocol},
     storage::{TenantScope, Unaudited},
@@ -40,15 +44,23 @@ pub async fn start_from_hosted_pages(
     return_to: String,
     code_challenge: String,
 ) -> Result<String, ProviderSignInError> {
+    let back = Back { redirect_uri: return_to, client_state: None, client_code_challenge: Some(code_challenge) };
+    if let Some(connection) = saml_connection(scope, provider).await? {
+        return start_saml(scope, deps, &connection, back).await;
+    }
     let state = deps.tenants.state(scope).await?;
     let provider = resolve(scope, &state, deps, provider).await?;
-    open_flow(scope, deps, &provider, return_to, None, Some(code_challenge), None).await
+    open_flow(scope, deps, &provider, back, None).await
 }
 
 /// Checks the request, stores the flow and answers where to send the browser.
 pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) -> Result<String, ProviderSignInError> {
     let state = deps.tenants.state(scope).await?;
-    let provider = resolve(scope, &state, deps, &request.provider).await?;
+    let saml = saml_connection(scope, &request.provider).await?;
+    let provider = match saml {
+        Some(_) => None,
+        None => Some(resolve(scope, &state, deps, &request.provider).await?),
+    };
     applications::redirect_uri_issue(&request.redirect_uri, &state.settings.allowed_origins)
         .map_or(Ok(()), |issue| Err(ProviderSignInError::RedirectUri(issue)))?;
     let mut issues = Issues::default();
@@ -68,8 +80,55 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
         (Some(_), Some(_)) => issues.add("code_challenge_method", "must be S256"),
     }
     issues.finish()?;
-    let hint = request.login_hint.as_deref();
-    open_flow(scope, deps, &provider, request.redirect_uri, request.state, request.code_challenge, hint).await
+    let back = Back {
+        redirect_uri: request.redirect_uri,
+        client_state: request.state,
+        client_code_challenge: request.code_challenge,
+    };
+    match (saml, provider) {
+        (Some(connection), _) => start_saml(scope, deps, &connection, back).await,
+        (None, Some(provider)) => open_flow(scope, deps, &provider, back, request.login_hint.as_deref()).await,
+        (None, None) => Err(ProviderSignInError::NotEnabled(request.provider)),
+    }
+}
+
+/// Where the flow ends: the browser's way back, and what the exchange must prove.
+struct Back {
+    redirect_uri: String,
+    /// The application's own `state`, handed back unchanged.
+    client_state: Option<String>,
+    client_code_challenge: Option<String>,
+}
+
+/// The enabled SAML connection `provider` names (`sso:{connection_id}`), if it is one.
+async fn saml_connection(
+    scope: &TenantScope,
+    provider: &str,
+) -> Result<Option<entity::sso_connection::Model>, ProviderSignInError> {
+    let Some(id) = sso_connections::connection_of_provider(provider) else { return Ok(None) };
+    let found = sso_connections::find_any(scope, id).await?;
+    Ok(found.filter(|row| row.enabled && row.protocol == sso_connections::SAML))
+}
+
+/// Stores a flow whose `state` is the SAML `RelayState` and whose nonce is
+/// the `AuthnRequest`'s ID, and answers the identity provider's URL with
+/// the request (HTTP-Redirect binding).
+async fn start_saml(
+    scope: &TenantScope,
+    deps: &Deps<'_>,
+    connection: &entity::sso_connection::Model,
+    back: Back,
+) -> Result<String, ProviderSignInError> {
+    let not_enabled = || ProviderSignInError::NotEnabled(provider_name(connection.id));
+    let metadata = connection.idp_metadata.as_deref().ok_or_else(not_enabled)?;
+    let sp = saml::ServiceProvider::of(&deps.public_url, scope.tenant().id, connection.id);
+    let state_value = new_state(scope.tenant().id);
+    let requested = saml::request(&sp, metadata, &state_value).map_err(|err| {
+        tracing::warn!(error = %err, connection = %connection.id, "a SAML request could not be made");
+        not_enabled()
+    })?;
+    store_flow(scope, deps, provider_name(connection.id), back, &state_value, requested.request_id).await?;
+    Ok(requested.url)
 }
 
 /// Stores a flow (the `state` hashed, our PKCE verifier sealed) and
@@ -78,46 +137,13 @@ async fn open_flow(
     scope: &TenantScope,
     deps: &Deps<'_>,
     provider: &Configured,
-    redirect_uri: String,
-    client_state: Option<String>,
-    client_code_challenge: Option<String>,
+    back: Back,
     login_hint: Option<&str>,
 ) -> Result<String, ProviderSignInError> {
-    let application_id = scope.tenant().id;
-    let now = crate::clock::now();
-    let flow_id = Uuid::now_v7();
-    let state_value = new_state(application_id);
-    let verifier = oauth::random_token(32);
+    let state_value = new_state(scope.tenant().id);
     let nonce = oauth::random_token(16);
-    let flow = oauth_flow::Model {
-        id: flow_id,
-        application_id,
-        provider: provider.endpoints.provider.clone(),
-        state_hash: sha256(&state_value).to_vec(),
-        code_verifier_sealed: seal_verifier(deps.master_key, application_id, flow_id, &verifier),
-        nonce: nonce.clone(),
-        redirect_uri,
-        client_state,
-        client_code_challenge,
-        expires_at: now + Duration::seconds(STATE_TTL_SECONDS),
-        called_back_at: None,
-        user_id: None,
-        code_hash: None,
-        code_expires_at: None,
-        exchanged_at: None,
-        created_at: now,
-        organization_id: None,
-        amr: None,
-    };
-    let mut txn = scope.begin().await?;
-    txn.unaudited(Unaudited::ProviderSignInStep);
-    // Flows long past use go as new ones come (their codes expired a
-    // minute after their states at the latest).
-    let stale = now - Duration::seconds(STATE_TTL_SECONDS);
-    txn.delete::<oauth_flow::Entity>(oauth_flow::Column::ExpiresAt.lt(stale)).await?;
-    txn.insert(flow.into_active_model()).await?;
-    txn.commit().await?;
-
+    let verifier =
+        store_flow(scope, deps, provider.endpoints.provider.clone(), back, &state_value, nonce.clone()).await?;
     let mut url = url::Url::parse(&provider.endpoints.authorization_url)
         .map_err(|_| ProviderSignInError::NotEnabled(provider.endpoints.provider.clone()))?;
     {
@@ -141,4 +167,49 @@ async fn open_flow(
         }
     }
     Ok(url.into())
+}
+
+/// Stores a flow of `provider` under `state_value` (hashed), with a new
+/// PKCE verifier (sealed), which it answers.
+async fn store_flow(
+    scope: &TenantScope,
+    deps: &Deps<'_>,
+    provider: String,
+    back: Back,
+    state_value: &str,
+    nonce: String,
+) -> Result<String, ProviderSignInError> {
+    let application_id = scope.tenant().id;
+    let now = crate::clock::now();
+    let flow_id = Uuid::now_v7();
+    let verifier = oauth::random_token(32);
+    let flow = oauth_flow::Model {
+        id: flow_id,
+        application_id,
+        provider,
+        state_hash: sha256(state_value).to_vec(),
+        code_verifier_sealed: seal_verifier(deps.master_key, application_id, flow_id, &verifier),
+        nonce,
+        redirect_uri: back.redirect_uri,
+        client_state: back.client_state,
+        client_code_challenge: back.client_code_challenge,
+        expires_at: now + Duration::seconds(STATE_TTL_SECONDS),
+        called_back_at: None,
+        user_id: None,
+        code_hash: None,
+        code_expires_at: None,
+        exchanged_at: None,
+        created_at: now,
+        organization_id: None,
+        amr: None,
+    };
+    let mut txn = scope.begin().await?;
+    txn.unaudited(Unaudited::ProviderSignInStep);
+    // Flows long past use go as new ones come (their codes expired a
+    // minute after their states at the latest).
+    let stale = now - Duration::seconds(STATE_TTL_SECONDS);
+    txn.delete::<oauth_flow::Entity>(oauth_flow::Column::ExpiresAt.lt(stale)).await?;
+    txn.insert(flow.into_active_model()).await?;
+    txn.commit().await?;
+    Ok(verifier)
 }

@@ -13,10 +13,11 @@
 pub mod attributes;
 pub mod http;
 pub mod records;
+pub mod saml;
 pub mod sign_in;
 
 use entity::{sso_connection, sso_domain};
-use sea_orm::{ActiveValue::Set, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder};
+use sea_orm::{ActiveModelTrait, ColumnTrait, DbErr, IntoActiveModel, QueryFilter, QueryOrder};
 use serde_json::{json, Value};
 use uuid::Uuid;
 
@@ -39,8 +40,10 @@ pub const MAX_NAME: usize = 255;
 pub const MAX_CLIENT_ID: usize = 255;
 pub const MAX_CLIENT_SECRET: usize = 1024;
 pub const MAX_SCOPES: usize = 20;
+pub const OIDC: &str = "oidc";
+pub const SAML: &str = "saml";
 /// The protocols a connection speaks.
-pub const PROTOCOLS: [&str; 1] = ["oidc"];
+pub const PROTOCOLS: [&str; 2] = [OIDC, SAML];
 /// The scopes asked when the connection names none.
 pub const DEFAULT_SCOPES: [&str; 3] = ["openid", "email", "profile"];
 
@@ -60,12 +63,15 @@ pub fn open_client_secret(key: &MasterKey, row: &sso_connection::Model) -> Optio
 pub enum ConnectionError {
     #[error("SSO connection `{0}` not found")]
     NotFound(Uuid),
-    /// The issuer's discovery document is unreachable, unreadable, names
-    /// another issuer, or an endpoint the rules refuse.
+    /// The issuer's discovery document (or a SAML metadata URL) is
+    /// unreachable, unreadable, names another issuer, or an endpoint the
+    /// rules refuse.
     #[error("the issuer's discovery failed: {0}")]
     Discovery(String),
     #[error("`issuer` {0}")]
     IssuerUrl(String),
+    #[error("`idp_metadata_url` {0}")]
+    MetadataUrl(String),
     #[error(transparent)]
     Organization(#[from] OrganizationError),
     #[error(transparent)]
@@ -85,6 +91,7 @@ impl From<ConnectionError> for ApiError {
                 format!("The issuer's discovery document could not be used: {why}."),
             ),
             ConnectionError::IssuerUrl(issue) => ApiError::invalid_url("issuer", issue),
+            ConnectionError::MetadataUrl(issue) => ApiError::invalid_url("idp_metadata_url", issue),
             ConnectionError::Organization(err) => err.into(),
             ConnectionError::Invalid(err) => err.into(),
             ConnectionError::Limit(err) => err.into(),
@@ -144,6 +151,17 @@ pub async fn discover(reaching: Reaching<'_>, issuer: &str) -> Result<Discovered
     })
 }
 
+/// Reads a SAML identity provider's metadata from its URL, which must be
+/// one the application may call.
+pub async fn fetch_metadata(reaching: Reaching<'_>, url: &str) -> Result<String, ConnectionError> {
+    url_safety::check(url, reaching.production, reaching.reach).map_err(ConnectionError::MetadataUrl)?;
+    reaching
+        .client
+        .saml_metadata(url, reaching.reach)
+        .await
+        .map_err(|err| ConnectionError::Discovery(format!("the metadata URL: {err}")))
+}
+
 /// Checks `scopes`: at most [`MAX_SCOPES`] scope tokens (RFC 6749 section
 /// 3.3), `openid` added when missing.
 pub fn scopes(issues: &mut Issues, given: Option<Vec<String>>) -> Vec<String> {
@@ -165,12 +183,26 @@ pub fn scopes(issues: &mut Issues, given: Option<Vec<String>>) -> Vec<String> {
     scopes
 }
 
+/// The identity provider a connection signs in with, checked.
+pub enum Provider {
+    /// An OpenID Provider: the organization's client at it, and the
+    /// endpoints its discovery document named.
+    OpenId { client_id: String, client_secret: String, scopes: Vec<String>, discovered: Discovered },
+    /// A SAML 2.0 identity provider: its metadata as given (or read from
+    /// `metadata_url`), and what it says.
+    Saml(SamlMetadata),
+}
+
+/// A SAML identity provider's metadata, read.
+pub struct SamlMetadata {
+    pub xml: String,
+    pub url: Option<String>,
+    pub read: saml::IdentityProvider,
+}
+
 /// A connection as asked for, checked.
 pub struct NewConnection {
     pub name: String,
-    pub client_id: String,
-    pub client_secret: String,
-    pub scopes: Vec<String>,
     pub default_role: String,
     pub enabled: bool,
     pub sso_required: bool,
@@ -185,7 +217,7 @@ pub async fn create(
     key: &MasterKey,
     organization_id: Uuid,
     new: NewConnection,
-    discovered: Discovered,
+    provider: Provider,
     limit: u64,
 ) -> Result<sso_connection::Model, ConnectionError> {
     let mut txn = scope.begin().await?;
@@ -195,37 +227,76 @@ pub async fn create(
     let now = clock::now();
     let id = Uuid::now_v7();
     let application_id = txn.application_id();
-    let row = sso_connection::Model {
+    let mut row = sso_connection::Model {
         id,
         application_id,
         organization_id,
-        protocol: "oidc".into(),
+        protocol: String::new(),
         name: new.name,
         enabled: new.enabled,
         sso_required: new.sso_required,
         default_role: new.default_role,
         role_granted_by: new.role_granted_by,
-        issuer: discovered.issuer,
-        client_id: new.client_id,
-        client_secret_sealed: seal::seal(key, &secret_context(application_id, id), new.client_secret.as_bytes()),
-        scopes: new.scopes.join(" "),
-        authorization_url: discovered.authorization_url,
-        token_url: discovered.token_url,
-        jwks_url: discovered.jwks_url,
-        userinfo_url: discovered.userinfo_url,
+        issuer: String::new(),
+        client_id: String::new(),
+        client_secret_sealed: Vec::new(),
+        scopes: String::new(),
+        authorization_url: String::new(),
+        token_url: String::new(),
+        jwks_url: String::new(),
+        userinfo_url: None,
         attribute_mapping: new.attribute_mapping.to_value(),
         created_at: now,
         updated_at: now,
+        idp_metadata: None,
+        idp_metadata_url: None,
     };
+    set_provider(&mut row, key, provider);
     txn.insert(sso_connection::ActiveModel::from(row.clone())).await?;
     txn.audit(EventType::SsoConnectionCreated, Some(id), audit_data(&row)).await?;
     txn.commit().await?;
     Ok(row)
 }
 
+/// Writes the provider's columns: those of its protocol, the others empty.
+fn set_provider(row: &mut sso_connection::Model, key: &MasterKey, provider: Provider) {
+    match provider {
+        Provider::OpenId { client_id, client_secret, scopes, discovered } => {
+            row.protocol = OIDC.into();
+            row.client_id = client_id;
+            row.client_secret_sealed =
+                seal::seal(key, &secret_context(row.application_id, row.id), client_secret.as_bytes());
+            row.scopes = scopes.join(" ");
+            set_discovered(row, discovered);
+            row.idp_metadata = None;
+            row.idp_metadata_url = None;
+        }
+        Provider::Saml(metadata) => {
+            row.protocol = SAML.into();
+            set_saml(row, metadata);
+        }
+    }
+}
+
+fn set_discovered(row: &mut sso_connection::Model, found: Discovered) {
+    row.issuer = found.issuer;
+    row.authorization_url = found.authorization_url;
+    row.token_url = found.token_url;
+    row.jwks_url = found.jwks_url;
+    row.userinfo_url = found.userinfo_url;
+}
+
+fn set_saml(row: &mut sso_connection::Model, metadata: SamlMetadata) {
+    row.issuer = metadata.read.entity_id;
+    row.authorization_url = metadata.read.sso_url;
+    row.idp_metadata = Some(metadata.xml);
+    row.idp_metadata_url = metadata.url;
+}
+
 fn audit_data(row: &sso_connection::Model) -> Value {
     json!({"organization_id": row.organization_id, "protocol": row.protocol, "name": row.name,
-        "issuer": row.issuer, "client_id": row.client_id, "enabled": row.enabled,
+        "issuer": row.issuer, "client_id": row.client_id, "idp_metadata_url": row.idp_metadata_url,
+        "enabled": row.enabled,
         "sso_required": row.sso_required, "default_role": row.default_role,
         "attribute_mapping": row.attribute_mapping})
 }
@@ -272,6 +343,9 @@ pub struct Change {
     pub sso_required: Option<bool>,
     /// A new issuer, or the same one read again (its endpoints moved).
     pub discovered: Option<Discovered>,
+    /// A SAML identity provider's metadata, new or read again (its
+    /// certificates rotated).
+    pub saml: Option<SamlMetadata>,
     pub attribute_mapping: Option<AttributeMapping>,
     /// Who asks: the owner on the dashboard, whose grant a new
     /// `default_role` then is, or `None` for the secret key.
@@ -286,9 +360,7 @@ pub async fn update(
     change: Change,
 ) -> Result<sso_connection::Model, ConnectionError> {
     let mut txn = scope.begin().await?;
-    let row = find(&txn, organization_id, id).await?;
-    let application_id = row.application_id;
-    let mut active = row.into_active_model();
+    let mut row = find(&txn, organization_id, id).await?;
     let Change {
         name,
         client_id,
@@ -298,43 +370,44 @@ pub async fn update(
         enabled,
         sso_required,
         discovered,
+        saml,
         attribute_mapping,
         by,
     } = change;
     if let Some(name) = name {
-        active.name = Set(name);
+        row.name = name;
     }
     if let Some(client_id) = client_id {
-        active.client_id = Set(client_id);
+        row.client_id = client_id;
     }
     if let Some(secret) = client_secret {
-        active.client_secret_sealed = Set(seal::seal(key, &secret_context(application_id, id), secret.as_bytes()));
+        row.client_secret_sealed = seal::seal(key, &secret_context(row.application_id, id), secret.as_bytes());
     }
     if let Some(scopes) = scopes {
-        active.scopes = Set(scopes.join(" "));
+        row.scopes = scopes.join(" ");
     }
     if let Some(role) = default_role {
-        active.default_role = Set(role);
-        active.role_granted_by = Set(by);
+        row.default_role = role;
+        row.role_granted_by = by;
     }
     if let Some(enabled) = enabled {
-        active.enabled = Set(enabled);
+        row.enabled = enabled;
     }
     if let Some(required) = sso_required {
-        active.sso_required = Set(required);
+        row.sso_required = required;
     }
     if let Some(mapping) = attribute_mapping {
-        active.attribute_mapping = Set(mapping.to_value());
+        row.attribute_mapping = mapping.to_value();
     }
     if let Some(found) = discovered {
-        active.issuer = Set(found.issuer);
-        active.authorization_url = Set(found.authorization_url);
-        active.token_url = Set(found.token_url);
-        active.jwks_url = Set(found.jwks_url);
-        active.userinfo_url = Set(found.userinfo_url);
+        set_discovered(&mut row, found);
     }
-    active.updated_at = Set(clock::now());
-    let updated = txn.update(active).await?;
+    if let Some(metadata) = saml {
+        set_saml(&mut row, metadata);
+    }
+    row.updated_at = clock::now();
+    // Every column written: the row was read in this transaction.
+    let updated = txn.update(row.into_active_model().reset_all()).await?;
     txn.audit(EventType::SsoConnectionUpdated, Some(id), audit_data(&updated)).await?;
     txn.commit().await?;
     Ok(updated)

@@ -1,6 +1,7 @@
 //! SSO connections of an organization: make one from its issuer (the
-//! endpoints read from its discovery document), list, get, change (a new
-//! issuer read again), delete.
+//! endpoints read from its discovery document) or, for SAML, from its
+//! identity provider's metadata (given, or read from a URL); list, get,
+//! change (a new issuer or metadata read again), delete.
 use actix_web::{web, HttpResponse};
 use chrono::{DateTime, Utc};
 use entity::sso_connection;
@@ -13,8 +14,8 @@ use crate::{
     areas::{
         profile_fields,
         sso_connections::{
-            self, attributes::AttributeMapping, provider_name, scopes, Change, Discovered, NewConnection, Reaching,
-            MAX_CLIENT_ID, MAX_CLIENT_SECRET, MAX_NAME, PROTOCOLS,
+            self, attributes::AttributeMapping, provider_name, saml, scopes, Change, Discovered, NewConnection,
+            Provider, Reaching, SamlMetadata, MAX_CLIENT_ID, MAX_CLIENT_SECRET, MAX_NAME, OIDC, PROTOCOLS, SAML,
         },
         validate::Issues,
     },
@@ -60,26 +61,37 @@ pub fn configure(cfg: &mut web::ServiceConfig) {
 #[serde(deny_unknown_fields)]
 pub struct CreateSsoConnectionRequest {
     /// `oidc`: an OpenID Provider (Okta, Entra ID, Google Workspace,
-    /// Keycloak…). SAML connections are not available yet.
-    #[schema(pattern = "^oidc$")]
+    /// Keycloak…), with `issuer`, `client_id` and `client_secret`. `saml`: a
+    /// SAML 2.0 identity provider (Okta, Entra ID, ADFS, Google
+    /// Workspace…), with `idp_metadata_xml` or `idp_metadata_url`.
+    #[schema(pattern = "^(oidc|saml)$")]
     pub protocol: String,
     #[schema(schema_with = crate::openapi::fields::text::<255>)]
     pub name: String,
-    /// The provider's issuer: its endpoints are read from
+    /// `oidc`: the provider's issuer. Its endpoints are read from
     /// `{issuer}/.well-known/openid-configuration`, which must name the
     /// same issuer. `https` and a public host for a production application.
-    #[schema(schema_with = crate::openapi::fields::url)]
-    pub issuer: String,
-    /// The organization's client at the provider.
-    #[schema(schema_with = crate::openapi::fields::text::<255>)]
-    pub client_id: String,
-    /// Its secret: stored sealed, never shown again.
-    #[schema(schema_with = crate::openapi::fields::text::<1024>)]
-    pub client_secret: String,
-    /// Asked of the provider (`openid` is added when missing). Default
-    /// `openid email profile`.
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
+    pub issuer: Option<String>,
+    /// `oidc`: the organization's client at the provider.
+    #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
+    pub client_id: Option<String>,
+    /// `oidc`: its secret, stored sealed and never shown again.
+    #[schema(schema_with = crate::openapi::fields::optional_text::<1024>)]
+    pub client_secret: Option<String>,
+    /// `oidc`: asked of the provider (`openid` is added when missing).
+    /// Default `openid email profile`.
     #[schema(max_items = 20)]
     pub scopes: Option<Vec<String>>,
+    /// `saml`: the identity provider's metadata (an `EntityDescriptor` with
+    /// an `IDPSSODescriptor`, its HTTP-Redirect single sign-on endpoint and
+    /// signing certificates), at most 256 KiB.
+    #[schema(max_length = 262144)]
+    pub idp_metadata_xml: Option<String>,
+    /// `saml`: where that metadata is read from (now, and again at each
+    /// `refresh_metadata`). The rules of `issuer` apply.
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
+    pub idp_metadata_url: Option<String>,
     /// The role a user's first SSO sign-in grants in the organization.
     /// Default `member`.
     #[schema(pattern = "^[a-z][a-z0-9_-]{0,62}$")]
@@ -99,7 +111,17 @@ pub struct CreateSsoConnectionRequest {
 pub struct UpdateSsoConnectionRequest {
     #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
     pub name: Option<String>,
-    /// A new issuer, or the same one: its discovery document is read again.
+    /// `saml`: new metadata (its certificates replace the old ones).
+    #[schema(max_length = 262144)]
+    pub idp_metadata_xml: Option<String>,
+    /// `saml`: a new metadata URL, read now.
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
+    pub idp_metadata_url: Option<String>,
+    /// `saml`: read the metadata URL again (the identity provider rotated
+    /// its signing certificates).
+    pub refresh_metadata: Option<bool>,
+    /// `oidc`: a new issuer, or the same one: its discovery document is
+    /// read again.
     #[schema(schema_with = crate::openapi::fields::optional_url)]
     pub issuer: Option<String>,
     #[schema(schema_with = crate::openapi::fields::optional_text::<255>)]
@@ -125,22 +147,51 @@ pub struct SsoConnectionView {
     pub enabled: bool,
     pub sso_required: bool,
     pub default_role: String,
+    /// The OpenID Provider's issuer, or the SAML identity provider's entity ID.
     pub issuer: String,
-    pub client_id: String,
-    pub scopes: Vec<String>,
-    /// Register this as the client's redirect URI at the provider.
-    pub redirect_uri: String,
-    /// The endpoints the issuer's discovery document named.
+    /// `oidc`: the organization's client at the provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
+    /// `oidc`: register this as the client's redirect URI at the provider.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_uri: Option<String>,
+    /// Where sign-ins are sent: the authorization endpoint the issuer's
+    /// discovery document named, or the SAML single sign-on endpoint.
     pub authorization_endpoint: String,
-    pub token_endpoint: String,
-    pub jwks_uri: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub token_endpoint: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jwks_uri: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub userinfo_endpoint: Option<String>,
+    /// `saml`: what to give the identity provider's administrator.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service_provider: Option<ServiceProviderView>,
+    /// `saml`: where the identity provider's metadata is read from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idp_metadata_url: Option<String>,
     pub attribute_mapping: AttributeMapping,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
+/// A SAML connection's service provider (this service), as its identity
+/// provider is told: the entity ID is the URL of its metadata.
+#[derive(Serialize, ToSchema)]
+pub struct ServiceProviderView {
+    pub entity_id: String,
+    /// The assertion consumer service (HTTP-POST binding).
+    pub acs_url: String,
+    /// The SP metadata document (XML), for identity providers that import it.
+    pub metadata_url: String,
+}
+
 pub(super) fn view(state: &AppState, row: &sso_connection::Model) -> SsoConnectionView {
+    let oidc = (row.protocol == OIDC).then_some(());
+    let sp = (row.protocol == SAML)
+        .then(|| saml::ServiceProvider::of(&state.settings.public_url(), row.application_id, row.id));
     SsoConnectionView {
         id: row.id,
         organization_id: row.organization_id,
@@ -150,13 +201,19 @@ pub(super) fn view(state: &AppState, row: &sso_connection::Model) -> SsoConnecti
         sso_required: row.sso_required,
         default_role: row.default_role.clone(),
         issuer: row.issuer.clone(),
-        client_id: row.client_id.clone(),
-        scopes: row.scopes.split(' ').map(str::to_string).collect(),
-        redirect_uri: state.provider_sign_in().callback_url(&provider_name(row.id)),
+        client_id: oidc.map(|_| row.client_id.clone()),
+        scopes: oidc.map(|_| row.scopes.split(' ').map(str::to_string).collect()),
+        redirect_uri: oidc.map(|_| state.provider_sign_in().callback_url(&provider_name(row.id))),
         authorization_endpoint: row.authorization_url.clone(),
-        token_endpoint: row.token_url.clone(),
-        jwks_uri: row.jwks_url.clone(),
+        token_endpoint: oidc.map(|_| row.token_url.clone()),
+        jwks_uri: oidc.map(|_| row.jwks_url.clone()),
         userinfo_endpoint: row.userinfo_url.clone(),
+        service_provider: sp.map(|sp| ServiceProviderView {
+            metadata_url: sp.entity_id.clone(),
+            entity_id: sp.entity_id,
+            acs_url: sp.acs_url,
+        }),
+        idp_metadata_url: row.idp_metadata_url.clone(),
         attribute_mapping: AttributeMapping::of(&row.attribute_mapping),
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -195,14 +252,8 @@ pub(super) async fn create_in(
     by: Option<Uuid>,
 ) -> ApiResult<sso_connection::Model> {
     let mut issues = Issues::default();
-    if !PROTOCOLS.contains(&request.protocol.as_str()) {
-        issues.add("protocol", "must be `oidc` (SAML connections are not available yet)");
-    }
     let new = NewConnection {
         name: issues.text("name", &request.name, MAX_NAME),
-        client_id: issues.text("client_id", &request.client_id, MAX_CLIENT_ID),
-        client_secret: issues.text("client_secret", &request.client_secret, MAX_CLIENT_SECRET),
-        scopes: scopes(&mut issues, request.scopes),
         default_role: request.default_role.unwrap_or_else(|| "member".into()),
         enabled: request.enabled.unwrap_or(true),
         sso_required: request.sso_required.unwrap_or(false),
@@ -211,10 +262,71 @@ pub(super) async fn create_in(
     };
     issues.role("default_role", &new.default_role);
     check_mapping(scope, &mut issues, Some(&new.attribute_mapping)).await?;
-    issues.finish()?;
-    let discovered = sso_connections::discover(reaching(state, scope), &request.issuer).await?;
+    if !PROTOCOLS.contains(&request.protocol.as_str()) {
+        issues.add("protocol", "must be `oidc` or `saml`");
+    }
+    let provider = match request.protocol.as_str() {
+        SAML => {
+            let oidc_fields = [
+                ("issuer", request.issuer.is_some()),
+                ("client_id", request.client_id.is_some()),
+                ("client_secret", request.client_secret.is_some()),
+                ("scopes", request.scopes.is_some()),
+            ];
+            for (field, _) in oidc_fields.into_iter().filter(|(_, given)| *given) {
+                issues.add(field, "is for `oidc` connections");
+            }
+            if request.idp_metadata_xml.is_some() == request.idp_metadata_url.is_some() {
+                issues.add("idp_metadata_xml", "give the metadata, or `idp_metadata_url`: one of the two");
+            }
+            issues.finish()?;
+            Provider::Saml(saml_metadata(state, scope, request.idp_metadata_xml, request.idp_metadata_url).await?)
+        }
+        _ => {
+            for (field, given) in
+                [("idp_metadata_xml", &request.idp_metadata_xml), ("idp_metadata_url", &request.idp_metadata_url)]
+            {
+                if given.is_some() {
+                    issues.add(field, "is for `saml` connections");
+                }
+            }
+            let mut required = |field: &str, given: Option<String>, max: usize| match given {
+                Some(value) => issues.text(field, &value, max),
+                None => {
+                    issues.add(field, "is required for an `oidc` connection");
+                    String::new()
+                }
+            };
+            let client_id = required("client_id", request.client_id, MAX_CLIENT_ID);
+            let client_secret = required("client_secret", request.client_secret, MAX_CLIENT_SECRET);
+            let issuer = request.issuer.unwrap_or_default();
+            if issuer.is_empty() {
+                issues.add("issuer", "is required for an `oidc` connection");
+            }
+            let scopes = scopes(&mut issues, request.scopes);
+            issues.finish()?;
+            let discovered = sso_connections::discover(reaching(state, scope), &issuer).await?;
+            Provider::OpenId { client_id, client_secret, scopes, discovered }
+        }
+    };
     let limit = state.settings.limits.sso_connections_per_application;
-    Ok(sso_connections::create(scope, &state.master_key, organization_id, new, discovered, limit).await?)
+    Ok(sso_connections::create(scope, &state.master_key, organization_id, new, provider, limit).await?)
+}
+
+/// A SAML identity provider's metadata, as given or read from its URL.
+async fn saml_metadata(
+    state: &AppState,
+    scope: &TenantScope,
+    xml: Option<String>,
+    url: Option<String>,
+) -> ApiResult<SamlMetadata> {
+    let (xml, url) = match (xml, url) {
+        (Some(xml), _) => (xml, None),
+        (None, Some(url)) => (sso_connections::fetch_metadata(reaching(state, scope), &url).await?, Some(url)),
+        (None, None) => return Err(crate::error::ApiError::invalid("idp_metadata_xml", "is required")),
+    };
+    let read = saml::read_metadata(&xml).map_err(|issue| crate::error::ApiError::invalid("idp_metadata_xml", issue))?;
+    Ok(SamlMetadata { xml, url, read })
 }
 
 /// Changes a connection of `organization_id` as an update request asks
@@ -226,7 +338,42 @@ pub(super) async fn update_in(
     request: UpdateSsoConnectionRequest,
     by: Option<Uuid>,
 ) -> ApiResult<sso_connection::Model> {
+    // Found first: a connection of another organization is 404 before any call.
+    let row = sso_connections::find(scope, organization_id, id).await?;
     let mut issues = Issues::default();
+    let (saml_fields, oidc_fields) = (
+        [
+            ("idp_metadata_xml", request.idp_metadata_xml.is_some()),
+            ("idp_metadata_url", request.idp_metadata_url.is_some()),
+            ("refresh_metadata", request.refresh_metadata.is_some()),
+        ],
+        [
+            ("issuer", request.issuer.is_some()),
+            ("client_id", request.client_id.is_some()),
+            ("client_secret", request.client_secret.is_some()),
+            ("scopes", request.scopes.is_some()),
+        ],
+    );
+    let (foreign, protocol) = match row.protocol.as_str() {
+        SAML => (&oidc_fields[..], OIDC),
+        _ => (&saml_fields[..], SAML),
+    };
+    for (field, _) in foreign.iter().filter(|(_, given)| *given) {
+        issues.add(field, format!("is for `{protocol}` connections"));
+    }
+    if request.idp_metadata_xml.is_some() && request.idp_metadata_url.is_some() {
+        issues.add("idp_metadata_xml", "give the metadata, or `idp_metadata_url`: one of the two");
+    }
+    let refresh_url = match request.refresh_metadata {
+        Some(true) if request.idp_metadata_url.is_none() && request.idp_metadata_xml.is_none() => {
+            let url = row.idp_metadata_url.clone();
+            if url.is_none() {
+                issues.add("refresh_metadata", "the connection's metadata was given, not read from a URL");
+            }
+            url
+        }
+        _ => None,
+    };
     let change = Change {
         name: request.name.map(|n| issues.text("name", &n, MAX_NAME)),
         client_id: request.client_id.map(|c| issues.text("client_id", &c, MAX_CLIENT_ID)),
@@ -236,6 +383,7 @@ pub(super) async fn update_in(
         enabled: request.enabled,
         sso_required: request.sso_required,
         discovered: None,
+        saml: None,
         attribute_mapping: request.attribute_mapping,
         by,
     };
@@ -244,13 +392,16 @@ pub(super) async fn update_in(
     }
     check_mapping(scope, &mut issues, change.attribute_mapping.as_ref()).await?;
     issues.finish()?;
-    // Found first: a connection of another organization is 404 before any call.
-    sso_connections::find(scope, organization_id, id).await?;
     let discovered: Option<Discovered> = match &request.issuer {
         Some(issuer) => Some(sso_connections::discover(reaching(state, scope), issuer).await?),
         None => None,
     };
-    let change = Change { discovered, ..change };
+    let url = request.idp_metadata_url.or(refresh_url);
+    let saml = match request.idp_metadata_xml.is_some() || url.is_some() {
+        true => Some(saml_metadata(state, scope, request.idp_metadata_xml, url).await?),
+        false => None,
+    };
+    let change = Change { discovered, saml, ..change };
     Ok(sso_connections::update(scope, &state.master_key, organization_id, id, change).await?)
 }
 
