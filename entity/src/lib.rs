@@ -54,6 +54,7 @@ pub mod profile_field;
 pub mod recovery_code;
 pub mod refresh_token;
 pub mod region_move;
+pub mod saml_assertion;
 pub mod scim_directory;
 pub mod scim_group_member;
 pub mod scim_resource;

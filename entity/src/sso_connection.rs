@@ -49,6 +49,20 @@ pub struct Model {
     pub idp_metadata: Option<String>,
     /// Where that metadata is read from, when it was given by URL.
     pub idp_metadata_url: Option<String>,
+    /// A SAML connection's own private key (PKCS #8 PEM), sealed to the
+    /// master key: it signs the requests of an IdP that wants them signed,
+    /// and decrypts encrypted assertions.
+    pub sp_key_sealed: Option<Vec<u8>>,
+    /// That key's self-signed certificate (PEM), in our SP metadata.
+    #[sea_orm(column_type = "Text", nullable)]
+    pub sp_certificate: Option<String>,
+    /// The IdP is asked to encrypt its assertions (our metadata names the
+    /// encryption certificate) and a plaintext one is refused.
+    pub encrypt_assertions: bool,
+    /// The IdP may start a sign-in (an unsolicited response); off unless enabled.
+    pub idp_initiated: bool,
+    /// Where such a sign-in sends the browser with its one-time code.
+    pub idp_initiated_redirect_uri: Option<String>,
 }
 
 /// Written by hand so that `{:?}` never shows the sealed secret; the
@@ -79,6 +93,11 @@ impl std::fmt::Debug for Model {
             updated_at,
             idp_metadata,
             idp_metadata_url,
+            sp_key_sealed: _,
+            sp_certificate,
+            encrypt_assertions,
+            idp_initiated,
+            idp_initiated_redirect_uri,
         } = self;
         f.debug_struct("Model")
             .field("id", id)
@@ -103,6 +122,11 @@ impl std::fmt::Debug for Model {
             .field("updated_at", updated_at)
             .field("idp_metadata", &idp_metadata.as_ref().map(|xml| xml.len()))
             .field("idp_metadata_url", idp_metadata_url)
+            .field("sp_key_sealed", &crate::REDACTED)
+            .field("sp_certificate", &sp_certificate.as_ref().map(|pem| pem.len()))
+            .field("encrypt_assertions", encrypt_assertions)
+            .field("idp_initiated", idp_initiated)
+            .field("idp_initiated_redirect_uri", idp_initiated_redirect_uri)
             .finish()
     }
 }

@@ -160,4 +160,5 @@ tenant_tables!(
     scim_resource,
     scim_group_member,
     sso_connection,
+    saml_assertion,
 );

@@ -7,7 +7,9 @@
 //! refusals: a response replayed (into its flow and into another), an
 //! unsigned one, one signed by a key not in the metadata (accepted once the
 //! metadata is read again: the IdP rotated), another connection's, an
-//! address outside the organization's domains.
+//! address outside the organization's domains. Then encrypted assertions
+//! (AES-256-CBC, RSA-OAEP: xmlsec1 encrypts, we decrypt) and IdP-initiated
+//! sign-ins, each assertion used once.
 use std::{
     io::{BufRead, BufReader},
     path::Path,
@@ -62,8 +64,15 @@ impl SamlIdp {
     }
 
     async fn sign(&self, what: &str) {
+        self.configure(json!({"sign": what})).await;
+    }
+
+    /// Changes what the IdP signs or encrypts, or has it answer an
+    /// IdP-initiated response (`unsolicited_to`): its answer.
+    async fn configure(&self, settings: Value) -> Value {
         let url = format!("http://127.0.0.1:{}/sign", self.port);
-        reqwest::Client::new().post(url).json(&json!({"sign": what})).send().await.unwrap();
+        let answer = reqwest::Client::new().post(url).json(&settings).send().await.unwrap();
+        answer.json().await.unwrap()
     }
 
     /// What the IdP's page posts for `user`, signed in there, answering the
@@ -229,4 +238,79 @@ async fn an_organizations_people_sign_in_through_its_saml_identity_provider() {
     let reasons: Vec<&str> =
         failed.data().as_array().unwrap().iter().filter_map(|row| row["data"]["reason"].as_str()).collect();
     assert!(reasons.iter().any(|r| r.starts_with("saml_")), "{reasons:?}");
+}
+
+#[actix_web::test]
+async fn encrypted_assertions_and_idp_initiated_sign_ins_where_the_connection_allows_them() {
+    let Some(idp) = SamlIdp::start(free_port(), "idp") else { return };
+    let app = node().await;
+    let acme = organization(&app, "Acme").await;
+    verified_domain(&app, &acme, "example.com").await;
+    let path = format!("/v1/organizations/{acme}/sso-connections");
+    let landing = format!("{}/idp-initiated", crate::oidc::APP_ORIGIN);
+    // IdP-initiated sign-ins need a landing on the application's origins.
+    for mut body in [
+        json!({"idp_initiated": true}),
+        json!({"idp_initiated": true, "idp_initiated_redirect_uri": "https://elsewhere.example/x"}),
+    ] {
+        body["protocol"] = json!("saml");
+        body["name"] = json!("x");
+        body["idp_metadata_url"] = json!(idp.metadata_url());
+        let refused = app.post(&path, &body).await;
+        assert_eq!((refused.status, refused.error_code()), (422, "validation_failed"), "{body}: {:?}", refused.body);
+    }
+    let body = json!({"protocol": "saml", "name": "Acme Okta", "idp_metadata_url": idp.metadata_url(),
+        "encrypt_assertions": true, "idp_initiated": true, "idp_initiated_redirect_uri": landing});
+    let made = app.post(&path, &body).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let connection = made.data().clone();
+    assert_eq!(
+        (connection["encrypt_assertions"].clone(), connection["idp_initiated"].clone()),
+        (json!(true), json!(true))
+    );
+    let acs = connection["service_provider"]["acs_url"].as_str().unwrap().to_string();
+    let metadata = reqwest::get(connection["service_provider"]["metadata_url"].as_str().unwrap()).await.unwrap();
+    let metadata = metadata.text().await.unwrap();
+    assert!(metadata.contains("use=\"encryption\"") && metadata.contains("use=\"signing\""), "{metadata}");
+
+    // Encrypted to the connection's key: pysaml2 (xmlsec1) encrypts, we open it.
+    idp.configure(json!({"sign": "both", "encrypt": true})).await;
+    let verifier = gatehouse::oauth::random_token(32);
+    let form = idp.respond(&start(&app, "alice@example.com", &verifier).await, "alice@example.com").await;
+    let (_, back) = post_form(&form, None).await;
+    let code = query_of(&back).get("code").cloned().unwrap_or_else(|| panic!("no code: {back}"));
+    let signed_in =
+        public_post(&app, "/v1/auth/oauth/exchange", &json!({"code": code, "code_verifier": verifier})).await;
+    assert_eq!(signed_in.data()["user"]["email"], "alice@example.com", "{:?}", signed_in.body);
+    // The connection asked for encryption: a plaintext assertion is refused.
+    idp.configure(json!({"encrypt": false})).await;
+    let form = idp.respond(&start(&app, "alice@example.com", &verifier).await, "alice@example.com").await;
+    let (_, back) = post_form(&form, None).await;
+    assert_eq!(query_of(&back)["error"], "invalid_saml_response", "{back}");
+
+    // IdP-initiated: from the IdP's dashboard to the connection's landing.
+    idp.configure(json!({"encrypt": true})).await;
+    let unsolicited = idp.configure(json!({"unsolicited_to": acs, "user": "bob@example.com"})).await;
+    let (status, back) = post_form(&unsolicited, None).await;
+    assert_eq!(status, 303);
+    assert!(back.starts_with(&landing), "{back}");
+    let code = query_of(&back).get("code").cloned().unwrap_or_else(|| panic!("no code: {back}"));
+    let bob = public_post(&app, "/v1/auth/oauth/exchange", &json!({"code": code})).await;
+    assert_eq!(bob.data()["user"]["email"], "bob@example.com", "{:?}", bob.body);
+    assert_eq!(claims_of(bob.data()["access_token"].as_str().unwrap())["org"], acme.as_str());
+    // Its assertion is used once.
+    let (_, back) = post_form(&unsolicited, None).await;
+    assert_eq!(query_of(&back)["error"], "invalid_saml_response", "a replayed assertion: {back}");
+
+    // Off (the default): an unsolicited response has no flow to land in.
+    let off = app
+        .patch(
+            &format!("/v1/organizations/{acme}/sso-connections/{}", connection["id"].as_str().unwrap()),
+            &json!({"idp_initiated": false}),
+        )
+        .await;
+    assert_eq!(off.status, 200, "{:?}", off.body);
+    let unsolicited = idp.configure(json!({"unsolicited_to": acs, "user": "bob@example.com"})).await;
+    let (status, _) = post_form(&unsolicited, None).await;
+    assert_eq!(status, 400);
 }

@@ -10,7 +10,10 @@ independent of Gatehouse's), on loopback, for the SAML connection tests.
       entity ID, which must be a loopback URL) and answers, as JSON, the
       HTTP-POST form a browser would submit: {"action", "SAMLResponse",
       "RelayState"}, for `user` signed in here.
-- POST /sign {"sign": …}              changes what is signed from now on.
+- POST /sign {"sign": …, "encrypt": bool, "unsolicited_to": ACS URL}
+      changes what is signed (and whether the assertion is encrypted to
+      the SP's encryption certificate) from now on; with `unsolicited_to`,
+      answers an IdP-initiated response to that ACS instead.
 
 It prints "listening" once it serves.
 """
@@ -24,14 +27,29 @@ import urllib.request
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import functools
+
+import saml2.entity
+import saml2.sigver
 from saml2 import BINDING_HTTP_POST, BINDING_HTTP_REDIRECT
 from saml2.config import IdPConfig
 from saml2.metadata import create_metadata_string
 from saml2.saml import NAMEID_FORMAT_EMAILADDRESS, NameID
 from saml2.server import Server
 
+# pysaml2 encrypts an IdP's assertions with 3DES, which no current IdP
+# uses (nor Gatehouse accepts): AES-256-CBC, as Okta, Entra ID and ADFS do.
+saml2.entity.pre_encryption_part = functools.partial(
+    saml2.sigver.pre_encryption_part, msg_enc="http://www.w3.org/2001/04/xmlenc#aes256-cbc"
+)
+_encrypt_assertion = saml2.sigver.SecurityContext.encrypt_assertion
+saml2.sigver.SecurityContext.encrypt_assertion = lambda self, statement, enc_key, template, key_type="aes-256", node_xpath=None: _encrypt_assertion(
+    self, statement, enc_key, template, key_type="aes-256", node_xpath=node_xpath
+)
+
 PORT, KEY, CERT = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 SIGN = sys.argv[sys.argv.index("--sign") + 1] if "--sign" in sys.argv else "both"
+ENCRYPT = False
 BASE = f"http://127.0.0.1:{PORT}"
 RSA_SHA256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"
 SHA256 = "http://www.w3.org/2001/04/xmlenc#sha256"
@@ -82,10 +100,37 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self):
-        global SIGN
+        global SIGN, ENCRYPT
         body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
         SIGN = body.get("sign", SIGN)
-        self.answer(200, json.dumps({"sign": SIGN}))
+        ENCRYPT = body.get("encrypt", ENCRYPT)
+        if body.get("unsolicited_to"):
+            sp_entity = body["unsolicited_to"].rsplit("/", 1)[0] + "/metadata"
+            form = self.respond(sp_entity, None, body.get("user", "alice@example.com"), body.get("relay_state", ""))
+            return self.answer(200, json.dumps(form))
+        self.answer(200, json.dumps({"sign": SIGN, "encrypt": ENCRYPT}))
+
+    def respond(self, sp_entity, in_response_to, user, relay_state):
+        """The HTTP-POST form of a response for `user` to the SP."""
+        with tempfile.NamedTemporaryFile("wb", suffix=".xml", delete=False) as sp_metadata:
+            sp_metadata.write(urllib.request.urlopen(sp_entity, timeout=5).read())
+        idp = Server(config=config(sp_metadata.name))
+        destination = idp.metadata.assertion_consumer_service(sp_entity, BINDING_HTTP_POST)[0]["location"]
+        response = idp.create_authn_response(
+            identity={"mail": [user], "givenName": ["Alice"], "sn": ["Example"]},
+            in_response_to=in_response_to,
+            destination=destination,
+            sp_entity_id=sp_entity,
+            name_id=NameID(format=NAMEID_FORMAT_EMAILADDRESS, text=user),
+            sign_response=SIGN in ("response", "both"),
+            sign_assertion=SIGN in ("assertion", "both"),
+            encrypt_assertion=ENCRYPT,
+            encrypted_advice_attributes=False,
+            sign_alg=RSA_SHA256,
+            digest_alg=SHA256,
+        )
+        encoded = base64.b64encode(str(response).encode()).decode()
+        return {"action": destination, "SAMLResponse": encoded, "RelayState": relay_state}
 
     def do_GET(self):
         url = urllib.parse.urlparse(self.path)
@@ -99,24 +144,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.answer(400, json.dumps({"error": "the request's issuer is not a loopback SP"}))
         with tempfile.NamedTemporaryFile("wb", suffix=".xml", delete=False) as sp_metadata:
             sp_metadata.write(urllib.request.urlopen(sp_entity, timeout=5).read())
-        idp = Server(config=config(sp_metadata.name))
-        request = idp.parse_authn_request(query["SAMLRequest"], BINDING_HTTP_REDIRECT)
+        request = Server(config=config(sp_metadata.name)).parse_authn_request(query["SAMLRequest"], BINDING_HTTP_REDIRECT)
         user = query.get("user", "alice@example.com")
-        destination = idp.metadata.assertion_consumer_service(sp_entity, BINDING_HTTP_POST)[0]["location"]
-        response = idp.create_authn_response(
-            identity={"mail": [user], "givenName": ["Alice"], "sn": ["Example"]},
-            in_response_to=request.message.id,
-            destination=destination,
-            sp_entity_id=sp_entity,
-            name_id=NameID(format=NAMEID_FORMAT_EMAILADDRESS, text=user),
-            sign_response=SIGN in ("response", "both"),
-            sign_assertion=SIGN in ("assertion", "both"),
-            sign_alg=RSA_SHA256,
-            digest_alg=SHA256,
-        )
-        encoded = base64.b64encode(str(response).encode()).decode()
-        form = {"action": destination, "SAMLResponse": encoded, "RelayState": query.get("RelayState", "")}
-        self.answer(200, json.dumps(form))
+        self.answer(200, json.dumps(self.respond(sp_entity, request.message.id, user, query.get("RelayState", ""))))
 
 
 server = ThreadingHTTPServer(("127.0.0.1", PORT), Handler)

@@ -18,7 +18,7 @@ use super::{
 use crate::{
     areas::{
         hooks::{self, HookError},
-        sso_connections::{self, attributes::AttributeMapping, saml},
+        sso_connections::{self, attributes::AttributeMapping},
         users,
     },
     audit::Actor,
@@ -48,7 +48,7 @@ pub struct CallbackParams {
 /// A failure after the `state` was accepted: what the application is told
 /// (`error`, and a `description` meant for the end user when there is
 /// one) and what the audit row says (`reason`).
-struct Failure {
+pub(super) struct Failure {
     error: &'static str,
     description: Option<String>,
     reason: String,
@@ -56,7 +56,7 @@ struct Failure {
 }
 
 impl Failure {
-    fn new(error: &'static str, reason: impl Into<String>) -> Failure {
+    pub(super) fn new(error: &'static str, reason: impl Into<String>) -> Failure {
         Failure { error, description: None, reason: reason.into(), email: None }
     }
 }
@@ -93,57 +93,9 @@ pub async fn callback(
     answer(scope, &flow, finished).await
 }
 
-/// A SAML identity provider's response, posted to the connection's
-/// assertion consumer service: its `RelayState` is the flow's `state`.
-pub struct SamlPost {
-    pub connection_id: uuid::Uuid,
-    pub saml_response: String,
-    pub relay_state: String,
-}
-
-/// The SAML counterpart of [`callback`]: the flow taken once by its
-/// `RelayState`, the response checked against the request the flow sent
-/// and the connection's metadata, then the same rules and one-time code.
-pub async fn saml_callback(
-    scope: &TenantScope,
-    deps: &Deps<'_>,
-    hook_caller: &hooks::Caller<'_>,
-    post: SamlPost,
-) -> Result<String, ProviderSignInError> {
-    let provider = sso_connections::provider_name(post.connection_id);
-    let flow = match flow_of_state(scope, &post.relay_state).await? {
-        Some(flow) if flow.provider == provider && !post.relay_state.is_empty() => flow,
-        _ => return Err(ProviderSignInError::InvalidState),
-    };
-    if !take_state(scope, &flow).await? {
-        return Err(ProviderSignInError::InvalidState);
-    }
-    let finished = async {
-        let connection = match sso_connections::find_any(scope, post.connection_id).await {
-            Ok(Some(row)) if row.enabled && row.protocol == sso_connections::SAML => row,
-            Ok(_) => return Err(Failure::new("provider_error", "not_enabled")),
-            Err(err) => return Err(unavailable(&err)),
-        };
-        let metadata = connection.idp_metadata.as_deref().unwrap_or_default();
-        let sp = saml::ServiceProvider::of(&deps.public_url, scope.tenant().id, connection.id);
-        let posted = saml::Posted {
-            saml_response: &post.saml_response,
-            relay_state: &post.relay_state,
-            request_id: &flow.nonce,
-            now: std::time::SystemTime::from(crate::clock::now()),
-        };
-        let account = saml::accept(&sp, metadata, posted)
-            .map_err(|refused| Failure::new("invalid_saml_response", format!("saml_{}", refused.0)))?;
-        let state = deps.tenants.state(scope).await.map_err(|e| unavailable(&e.message))?;
-        issue(scope, &state, hook_caller, &flow, Some(&connection), account).await
-    };
-    let finished = finished.await;
-    answer(scope, &flow, finished).await
-}
-
 /// The browser's way back to the application: with the one-time `code`, or
 /// with the `error` (audited as `sign_in.failed`).
-async fn answer(
+pub(super) async fn answer(
     scope: &TenantScope,
     flow: &oauth_flow::Model,
     finished: Result<String, Failure>,
@@ -169,7 +121,7 @@ async fn answer(
 /// NULL AND expires_at > now`: of two callbacks with one `state`, one wins.
 /// Committed at once, so a replay is refused even while the first one is
 /// still talking to the provider.
-async fn take_state(scope: &TenantScope, flow: &oauth_flow::Model) -> Result<bool, sea_orm::DbErr> {
+pub(super) async fn take_state(scope: &TenantScope, flow: &oauth_flow::Model) -> Result<bool, sea_orm::DbErr> {
     let now = crate::clock::now();
     let mut txn = scope.begin().await?;
     txn.unaudited(Unaudited::ProviderSignInStep);
@@ -229,7 +181,7 @@ async fn finish(
     issue(scope, &state, hook_caller, flow, provider.connection.as_ref(), account).await
 }
 
-fn unavailable(err: &dyn std::fmt::Display) -> Failure {
+pub(super) fn unavailable(err: &dyn std::fmt::Display) -> Failure {
     tracing::warn!(error = %err, "a provider sign-in could not be completed");
     Failure::new("temporarily_unavailable", "unavailable")
 }
@@ -237,7 +189,7 @@ fn unavailable(err: &dyn std::fmt::Display) -> Failure {
 /// What every provider's sign-in does once it knows the account: the
 /// connection's rules (or `sso_required` for another provider), the link
 /// to a user, the organization joined, and the one-time code.
-async fn issue(
+pub(super) async fn issue(
     scope: &TenantScope,
     state: &TenantState,
     hook_caller: &hooks::Caller<'_>,

@@ -4,7 +4,10 @@
 //! exchanges its code, learns the account (a verified ID token, or the
 //! user-info endpoint), [`link`]s it to a user and hands the browser a
 //! one-time code; [`exchange`] turns that code into our session and tokens
-//! exactly as a password sign-in does. Tokens never travel in a URL.
+//! exactly as a password sign-in does. Tokens never travel in a URL. A SAML
+//! connection's sign-in starts in [`start`] too, and its response comes
+//! back to [`assertion`].
+pub mod assertion;
 pub mod callback;
 pub mod exchange;
 pub mod http;

@@ -93,11 +93,11 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
 }
 
 /// Where the flow ends: the browser's way back, and what the exchange must prove.
-struct Back {
-    redirect_uri: String,
+pub(super) struct Back {
+    pub redirect_uri: String,
     /// The application's own `state`, handed back unchanged.
-    client_state: Option<String>,
-    client_code_challenge: Option<String>,
+    pub client_state: Option<String>,
+    pub client_code_challenge: Option<String>,
 }
 
 /// The enabled SAML connection `provider` names (`sso:{connection_id}`), if it is one.
@@ -121,7 +121,7 @@ async fn start_saml(
 ) -> Result<String, ProviderSignInError> {
     let not_enabled = || ProviderSignInError::NotEnabled(provider_name(connection.id));
     let metadata = connection.idp_metadata.as_deref().ok_or_else(not_enabled)?;
-    let sp = saml::ServiceProvider::of(&deps.public_url, scope.tenant().id, connection.id);
+    let sp = saml::credentials::service_provider(deps.master_key, &deps.public_url, connection);
     let state_value = new_state(scope.tenant().id);
     let requested = saml::request(&sp, metadata, &state_value).map_err(|err| {
         tracing::warn!(error = %err, connection = %connection.id, "a SAML request could not be made");
@@ -171,7 +171,7 @@ async fn open_flow(
 
 /// Stores a flow of `provider` under `state_value` (hashed), with a new
 /// PKCE verifier (sealed), which it answers.
-async fn store_flow(
+pub(super) async fn store_flow(
     scope: &TenantScope,
     deps: &Deps<'_>,
     provider: String,

@@ -189,8 +189,18 @@ pub enum Provider {
     /// endpoints its discovery document named.
     OpenId { client_id: String, client_secret: String, scopes: Vec<String>, discovered: Discovered },
     /// A SAML 2.0 identity provider: its metadata as given (or read from
-    /// `metadata_url`), and what it says.
-    Saml(SamlMetadata),
+    /// `metadata_url`), the connection's own key, and how it signs in.
+    Saml { metadata: SamlMetadata, key: saml::credentials::SpKey, options: SamlOptions },
+}
+
+/// How a SAML connection signs in.
+#[derive(Clone, Debug, Default)]
+pub struct SamlOptions {
+    /// Assertions come encrypted to the connection's key, and only so.
+    pub encrypt_assertions: bool,
+    /// The IdP may start sign-ins, which land at `idp_initiated_redirect_uri`.
+    pub idp_initiated: bool,
+    pub idp_initiated_redirect_uri: Option<String>,
 }
 
 /// A SAML identity provider's metadata, read.
@@ -250,6 +260,11 @@ pub async fn create(
         updated_at: now,
         idp_metadata: None,
         idp_metadata_url: None,
+        sp_key_sealed: None,
+        sp_certificate: None,
+        encrypt_assertions: false,
+        idp_initiated: false,
+        idp_initiated_redirect_uri: None,
     };
     set_provider(&mut row, key, provider);
     txn.insert(sso_connection::ActiveModel::from(row.clone())).await?;
@@ -271,9 +286,12 @@ fn set_provider(row: &mut sso_connection::Model, key: &MasterKey, provider: Prov
             row.idp_metadata = None;
             row.idp_metadata_url = None;
         }
-        Provider::Saml(metadata) => {
+        Provider::Saml { metadata, key: sp_key, options } => {
             row.protocol = SAML.into();
             set_saml(row, metadata);
+            row.sp_key_sealed = Some(saml::credentials::seal_key(key, row.application_id, row.id, &sp_key));
+            row.sp_certificate = Some(sp_key.certificate_pem);
+            set_saml_options(row, options);
         }
     }
 }
@@ -286,6 +304,12 @@ fn set_discovered(row: &mut sso_connection::Model, found: Discovered) {
     row.userinfo_url = found.userinfo_url;
 }
 
+fn set_saml_options(row: &mut sso_connection::Model, options: SamlOptions) {
+    row.encrypt_assertions = options.encrypt_assertions;
+    row.idp_initiated = options.idp_initiated;
+    row.idp_initiated_redirect_uri = options.idp_initiated_redirect_uri;
+}
+
 fn set_saml(row: &mut sso_connection::Model, metadata: SamlMetadata) {
     row.issuer = metadata.read.entity_id;
     row.authorization_url = metadata.read.sso_url;
@@ -296,7 +320,8 @@ fn set_saml(row: &mut sso_connection::Model, metadata: SamlMetadata) {
 fn audit_data(row: &sso_connection::Model) -> Value {
     json!({"organization_id": row.organization_id, "protocol": row.protocol, "name": row.name,
         "issuer": row.issuer, "client_id": row.client_id, "idp_metadata_url": row.idp_metadata_url,
-        "enabled": row.enabled,
+        "encrypt_assertions": row.encrypt_assertions, "idp_initiated": row.idp_initiated,
+        "idp_initiated_redirect_uri": row.idp_initiated_redirect_uri, "enabled": row.enabled,
         "sso_required": row.sso_required, "default_role": row.default_role,
         "attribute_mapping": row.attribute_mapping})
 }
@@ -346,6 +371,8 @@ pub struct Change {
     /// A SAML identity provider's metadata, new or read again (its
     /// certificates rotated).
     pub saml: Option<SamlMetadata>,
+    /// A SAML connection's options, whole (the request's over the row's).
+    pub saml_options: Option<SamlOptions>,
     pub attribute_mapping: Option<AttributeMapping>,
     /// Who asks: the owner on the dashboard, whose grant a new
     /// `default_role` then is, or `None` for the secret key.
@@ -371,6 +398,7 @@ pub async fn update(
         sso_required,
         discovered,
         saml,
+        saml_options,
         attribute_mapping,
         by,
     } = change;
@@ -404,6 +432,9 @@ pub async fn update(
     }
     if let Some(metadata) = saml {
         set_saml(&mut row, metadata);
+    }
+    if let Some(options) = saml_options {
+        set_saml_options(&mut row, options);
     }
     row.updated_at = clock::now();
     // Every column written: the row was read in this transaction.

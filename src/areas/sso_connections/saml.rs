@@ -15,14 +15,22 @@
 //!   (`InResponseTo`), within its time bounds with [`CLOCK_SKEW_SECONDS`];
 //! - a response is used once: it answers one request, whose flow is taken
 //!   once (the `RelayState`), so neither it nor its assertion can be
-//!   replayed, into that flow or another.
+//!   replayed, into that flow or another. An IdP-initiated response answers
+//!   no request: its response and assertion IDs are kept until they expire
+//!   ([`Asserted::uses`]), and each is taken once;
+//! - a connection that asked for encrypted assertions refuses a plaintext one.
+pub mod credentials;
+
 use std::time::{Duration, SystemTime};
 
+use base64::{engine::general_purpose::STANDARD, Engine};
 use saml_rs::{
     constants::{Binding, CertUse},
-    AcsEndpoint, AudienceValidationPolicy, AuthnRequest, BrowserInput, ClockSkew, EntityId, FormField, IdpDescriptor,
-    MetadataTrustPolicy, NameIdFormat, Pending, PendingSnapshot, RelayStateParam, ReplayPolicy, Saml, SamlError,
-    SamlValidationContext, Sp, SpConfig, SpValidationPolicy, SsoResponse, StartSso, XmlSignatureProfile,
+    AcsEndpoint, AudienceValidationPolicy, AuthnRequest, AuthnRequestSigningPolicy, BrowserInput, CertificatePem,
+    ClockSkew, Credentials, EntityId, FormField, IdpDescriptor, MetadataTrustPolicy, NameIdFormat, Pending,
+    PendingSnapshot, PrivateKeyPem, RelayStateParam, ReplayCache, ReplayKey, ReplayPolicy, Saml, SamlError,
+    SamlValidationContext, Sp, SpConfig, SpValidationPolicy, SsoResponse, SsoSession, StartSso, XmlEncryptionPolicy,
+    XmlPolicy, XmlSignatureProfile,
 };
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -46,10 +54,14 @@ pub const EMAIL_ATTRIBUTES: [&str; 4] = [
 ];
 
 /// Our side of a connection: its entity ID is the URL of its metadata.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone)]
 pub struct ServiceProvider {
     pub entity_id: String,
     pub acs_url: String,
+    /// The connection's own key, when it has one.
+    key: Option<credentials::SpKey>,
+    /// Assertions must come encrypted to that key.
+    encrypt_assertions: bool,
 }
 
 impl ServiceProvider {
@@ -60,25 +72,60 @@ impl ServiceProvider {
             application_id,
             connection_id
         );
-        ServiceProvider { entity_id: format!("{base}/metadata"), acs_url: format!("{base}/acs") }
+        ServiceProvider {
+            entity_id: format!("{base}/metadata"),
+            acs_url: format!("{base}/acs"),
+            key: None,
+            encrypt_assertions: false,
+        }
     }
 
-    fn saml(&self) -> Result<Saml<Sp>, SamlError> {
+    pub fn with_key(self, key: credentials::SpKey, encrypt_assertions: bool) -> ServiceProvider {
+        ServiceProvider { key: Some(key), encrypt_assertions, ..self }
+    }
+
+    /// The library's service provider; it signs its requests when
+    /// `sign_requests` (the IdP wants them signed) and it has a key.
+    fn saml(&self, sign_requests: bool) -> Result<Saml<Sp>, SamlError> {
+        let signs = sign_requests && self.key.is_some();
         let validation = SpValidationPolicy {
             xml_signatures: XmlSignatureProfile::StrictRsaSha2,
             audience: AudienceValidationPolicy::Validate,
+            authn_requests: match signs {
+                true => AuthnRequestSigningPolicy::Sign,
+                false => AuthnRequestSigningPolicy::DoNotSignForCompatibility,
+            },
             ..SpValidationPolicy::recommended()
         };
-        let config = SpConfig::builder(EntityId::try_new(self.entity_id.clone())?)
+        let mut config = SpConfig::builder(EntityId::try_new(self.entity_id.clone())?)
             .acs_endpoint(AcsEndpoint::post(self.acs_url.clone())?)
-            .validation(validation)
-            .build()?;
-        Saml::sp(config)
+            .validation(validation);
+        if let Some(key) = &self.key {
+            let certificate = || Some(CertificatePem::new(key.certificate_pem.clone()));
+            config = config.credentials(Credentials {
+                signing_key: Some(PrivateKeyPem::new(key.private_pem.clone())),
+                signing_certificate: certificate(),
+                encryption_certificate: if self.encrypt_assertions { certificate() } else { None },
+                decryption_key: Some(PrivateKeyPem::new(key.private_pem.clone())),
+                ..Credentials::default()
+            });
+            if self.encrypt_assertions {
+                // IdPs encrypt the assertion's key to ours with RSA (OAEP or
+                // PKCS #1 v1.5): the RustCrypto backend's RSA decryption is
+                // not constant-time (RUSTSEC-2023-0071), and is reached only
+                // for a connection that asks for encryption, per connection
+                // key, at the rate-limited assertion consumer service.
+                let encryption = XmlEncryptionPolicy::encrypt_assertions()
+                    .with_insecure_software_rsa_key_transport_decryption_allowed();
+                config = config.xml(XmlPolicy { encryption, ..XmlPolicy::default() });
+            }
+        }
+        Saml::sp(config.build()?)
     }
 
     /// Our metadata, for the identity provider's administrator.
     pub fn metadata_xml(&self) -> Result<String, SamlError> {
-        Ok(self.saml()?.metadata_xml().to_string())
+        Ok(self.saml(false)?.metadata_xml().to_string())
     }
 }
 
@@ -124,10 +171,13 @@ pub struct Requested {
     pub request_id: String,
 }
 
-/// An `AuthnRequest` for the HTTP-Redirect binding, carrying `relay_state`.
+/// An `AuthnRequest` for the HTTP-Redirect binding, carrying `relay_state`,
+/// signed when the IdP's metadata wants it (`WantAuthnRequestsSigned`).
 pub fn request(sp: &ServiceProvider, idp_metadata: &str, relay_state: &str) -> Result<Requested, SamlError> {
     let relay_state = RelayStateParam::try_from_option(Some(relay_state.to_string()))?;
-    let started = sp.saml()?.start_sso(&descriptor(idp_metadata)?, StartSso::redirect().relay_state(relay_state))?;
+    let idp = descriptor(idp_metadata)?;
+    let sign = idp.metadata().is_want_authn_requests_signed();
+    let started = sp.saml(sign)?.start_sso(&idp, StartSso::redirect().relay_state(relay_state))?;
     Ok(Requested {
         url: started.outbound.redirect_url()?.to_string(),
         request_id: started.pending.request_id().as_str().to_string(),
@@ -170,12 +220,36 @@ fn variant_name(debug: &str) -> String {
 }
 
 /// The response as posted to our assertion consumer service, with what its
-/// flow remembers of the request it answers.
+/// flow remembers of the request it answers (`None`: an IdP-initiated
+/// response, which answers none).
 pub struct Posted<'a> {
     pub saml_response: &'a str,
     pub relay_state: &'a str,
-    pub request_id: &'a str,
+    pub request_id: Option<&'a str>,
     pub now: SystemTime,
+}
+
+/// A response accepted: the account it asserts, and the IDs it used.
+pub struct Asserted {
+    pub account: Account,
+    /// The response's and its assertions' IDs (`kind:id`), with when each
+    /// stops being accepted anyway: an IdP-initiated sign-in takes each once.
+    pub uses: Vec<(String, SystemTime)>,
+}
+
+/// Keeps what the library would have a replay cache check.
+#[derive(Default)]
+struct Uses(Vec<(String, SystemTime)>);
+
+impl ReplayCache for Uses {
+    fn check_and_store(&mut self, key: ReplayKey, expires_at: SystemTime) -> Result<(), SamlError> {
+        let key = key.cache_key();
+        if self.0.iter().any(|(seen, _)| *seen == key) {
+            return Err(SamlError::ReplayDetected { key });
+        }
+        self.0.push((key, expires_at));
+        Ok(())
+    }
 }
 
 /// Checks a response (see the module's rules) and answers the account it
@@ -185,26 +259,49 @@ pub struct Posted<'a> {
 /// (else a `NameID` that is an address). The assertion's signature is
 /// checked, its address is not proven yet: the connection's rules
 /// ([`super::sign_in::admit`]) decide that.
-pub fn accept(sp: &ServiceProvider, idp_metadata: &str, posted: Posted<'_>) -> Result<Account, Refused> {
+pub fn accept(sp: &ServiceProvider, idp_metadata: &str, posted: Posted<'_>) -> Result<Asserted, Refused> {
     let idp = descriptor(idp_metadata)?;
-    let relay_state = RelayStateParam::try_from_option(Some(posted.relay_state.to_string()))?;
-    let snapshot = PendingSnapshot::<AuthnRequest>::authn_request(
-        posted.request_id,
-        relay_state,
-        idp.entity_id().as_str(),
-        "post",
-        sp.acs_url.as_str(),
-        "post",
-    );
-    let pending = Pending::<AuthnRequest>::from_snapshot(snapshot)?;
+    if sp.encrypt_assertions && !encrypted(posted.saml_response) {
+        return Err(Refused("assertion_not_encrypted".into()));
+    }
     let fields =
         vec![FormField::new("SAMLResponse", posted.saml_response), FormField::new("RelayState", posted.relay_state)];
+    let input = BrowserInput::<SsoResponse>::post(fields);
     let skew_ms = Duration::from_secs(CLOCK_SKEW_SECONDS).as_millis() as i64;
-    // Replays are refused by the flow (one response per request, one use
-    // of the request), which a replay cache of this library would repeat.
-    let validation = SamlValidationContext::new(posted.now, ReplayPolicy::DisabledForCompatibility)
+    let mut uses = Uses::default();
+    let validation = SamlValidationContext::new(posted.now, ReplayPolicy::RequireCache(&mut uses))
         .with_clock_skew(ClockSkew::from_millis(-skew_ms, skew_ms));
-    let session = sp.saml()?.finish_sso(&idp, &pending, BrowserInput::<SsoResponse>::post(fields), validation)?;
+    let saml = sp.saml(false)?;
+    let session = match posted.request_id {
+        Some(request_id) => {
+            let relay_state = RelayStateParam::try_from_option(Some(posted.relay_state.to_string()))?;
+            let snapshot = PendingSnapshot::<AuthnRequest>::authn_request(
+                request_id,
+                relay_state,
+                idp.entity_id().as_str(),
+                "post",
+                sp.acs_url.as_str(),
+                "post",
+            );
+            saml.finish_sso(&idp, &Pending::<AuthnRequest>::from_snapshot(snapshot)?, input, validation)?
+        }
+        None => saml.accept_unsolicited_sso(&idp, input, validation)?,
+    };
+    Ok(Asserted { account: account(&session)?, uses: uses.0 })
+}
+
+/// Whether the response carries its assertion encrypted, and no other.
+fn encrypted(saml_response: &str) -> bool {
+    let Some(xml) = STANDARD.decode(saml_response.trim()).ok().and_then(|bytes| String::from_utf8(bytes).ok()) else {
+        return false;
+    };
+    let Ok(document) = saml_rs::xml::dom::parse(&xml) else { return false };
+    let children = &document.root.children;
+    children.iter().any(|child| child.local_name == "EncryptedAssertion")
+        && !children.iter().any(|child| child.local_name == "Assertion")
+}
+
+fn account(session: &SsoSession) -> Result<Account, Refused> {
     if session.verified_xml_signatures().is_empty() {
         return Err(Refused("signature_missing".into()));
     }

@@ -12,15 +12,16 @@ use uuid::Uuid;
 use crate::{
     area::Area,
     areas::{
-        profile_fields,
+        applications, profile_fields,
         sso_connections::{
             self, attributes::AttributeMapping, provider_name, saml, scopes, Change, Discovered, NewConnection,
-            Provider, Reaching, SamlMetadata, MAX_CLIENT_ID, MAX_CLIENT_SECRET, MAX_NAME, OIDC, PROTOCOLS, SAML,
+            Provider, Reaching, SamlMetadata, SamlOptions, MAX_CLIENT_ID, MAX_CLIENT_SECRET, MAX_NAME, OIDC, PROTOCOLS,
+            SAML,
         },
         validate::Issues,
     },
     auth::secret_key::SecretKey,
-    error::ApiResult,
+    error::{ApiError, ApiResult},
     http::{body::Body, envelope, path_id},
     state::AppState,
     storage::TenantScope,
@@ -92,6 +93,19 @@ pub struct CreateSsoConnectionRequest {
     /// `refresh_metadata`). The rules of `issuer` apply.
     #[schema(schema_with = crate::openapi::fields::optional_url)]
     pub idp_metadata_url: Option<String>,
+    /// `saml`: ask the IdP to encrypt its assertions (our metadata then
+    /// names an encryption certificate) and refuse plaintext ones. Default
+    /// `false`.
+    pub encrypt_assertions: Option<bool>,
+    /// `saml`: accept sign-ins the IdP starts (unsolicited responses, from
+    /// the IdP's dashboard). Default `false`: they cannot be bound to a
+    /// browser that asked, so a stolen response could sign someone in.
+    pub idp_initiated: Option<bool>,
+    /// `saml`: where an IdP-initiated sign-in sends the browser with its
+    /// one-time `code` (required with `idp_initiated`): an absolute URL on
+    /// one of the application's `allowed_origins`.
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
+    pub idp_initiated_redirect_uri: Option<String>,
     /// The role a user's first SSO sign-in grants in the organization.
     /// Default `member`.
     #[schema(pattern = "^[a-z][a-z0-9_-]{0,62}$")]
@@ -120,6 +134,10 @@ pub struct UpdateSsoConnectionRequest {
     /// `saml`: read the metadata URL again (the identity provider rotated
     /// its signing certificates).
     pub refresh_metadata: Option<bool>,
+    pub encrypt_assertions: Option<bool>,
+    pub idp_initiated: Option<bool>,
+    #[schema(schema_with = crate::openapi::fields::optional_url)]
+    pub idp_initiated_redirect_uri: Option<String>,
     /// `oidc`: a new issuer, or the same one: its discovery document is
     /// read again.
     #[schema(schema_with = crate::openapi::fields::optional_url)]
@@ -172,6 +190,14 @@ pub struct SsoConnectionView {
     /// `saml`: where the identity provider's metadata is read from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idp_metadata_url: Option<String>,
+    /// `saml`: assertions must come encrypted.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub encrypt_assertions: Option<bool>,
+    /// `saml`: the IdP may start sign-ins, which land at `idp_initiated_redirect_uri`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idp_initiated: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idp_initiated_redirect_uri: Option<String>,
     pub attribute_mapping: AttributeMapping,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -208,12 +234,15 @@ pub(super) fn view(state: &AppState, row: &sso_connection::Model) -> SsoConnecti
         token_endpoint: oidc.map(|_| row.token_url.clone()),
         jwks_uri: oidc.map(|_| row.jwks_url.clone()),
         userinfo_endpoint: row.userinfo_url.clone(),
-        service_provider: sp.map(|sp| ServiceProviderView {
+        service_provider: sp.as_ref().map(|sp| ServiceProviderView {
             metadata_url: sp.entity_id.clone(),
-            entity_id: sp.entity_id,
-            acs_url: sp.acs_url,
+            entity_id: sp.entity_id.clone(),
+            acs_url: sp.acs_url.clone(),
         }),
         idp_metadata_url: row.idp_metadata_url.clone(),
+        encrypt_assertions: sp.as_ref().map(|_| row.encrypt_assertions),
+        idp_initiated: sp.as_ref().map(|_| row.idp_initiated),
+        idp_initiated_redirect_uri: row.idp_initiated_redirect_uri.clone(),
         attribute_mapping: AttributeMapping::of(&row.attribute_mapping),
         created_at: row.created_at,
         updated_at: row.updated_at,
@@ -279,8 +308,23 @@ pub(super) async fn create_in(
             if request.idp_metadata_xml.is_some() == request.idp_metadata_url.is_some() {
                 issues.add("idp_metadata_xml", "give the metadata, or `idp_metadata_url`: one of the two");
             }
+            let options = SamlOptions {
+                encrypt_assertions: request.encrypt_assertions.unwrap_or(false),
+                idp_initiated: request.idp_initiated.unwrap_or(false),
+                idp_initiated_redirect_uri: request.idp_initiated_redirect_uri,
+            };
+            check_saml_options(state, scope, &mut issues, &options).await?;
             issues.finish()?;
-            Provider::Saml(saml_metadata(state, scope, request.idp_metadata_xml, request.idp_metadata_url).await?)
+            let metadata = saml_metadata(state, scope, request.idp_metadata_xml, request.idp_metadata_url).await?;
+            let key = tokio::task::spawn_blocking(saml::credentials::generate)
+                .await
+                .map_err(|err| err.to_string())
+                .and_then(|made| made)
+                .map_err(|err| {
+                    tracing::error!(error = %err, "a SAML connection's key could not be made");
+                    ApiError::unavailable("The connection's key could not be made; try again.")
+                })?;
+            Provider::Saml { metadata, key, options }
         }
         _ => {
             for (field, given) in
@@ -313,6 +357,26 @@ pub(super) async fn create_in(
     Ok(sso_connections::create(scope, &state.master_key, organization_id, new, provider, limit).await?)
 }
 
+/// IdP-initiated sign-ins need somewhere to land, on the application's origins.
+async fn check_saml_options(
+    state: &AppState,
+    scope: &TenantScope,
+    issues: &mut Issues,
+    options: &SamlOptions,
+) -> ApiResult<()> {
+    match &options.idp_initiated_redirect_uri {
+        Some(uri) => {
+            let tenant = state.tenants.state(scope).await?;
+            if let Some(issue) = applications::redirect_uri_issue(uri, &tenant.settings.allowed_origins) {
+                issues.add("idp_initiated_redirect_uri", issue);
+            }
+        }
+        None if options.idp_initiated => issues.add("idp_initiated_redirect_uri", "is required with `idp_initiated`"),
+        None => {}
+    }
+    Ok(())
+}
+
 /// A SAML identity provider's metadata, as given or read from its URL.
 async fn saml_metadata(
     state: &AppState,
@@ -323,9 +387,9 @@ async fn saml_metadata(
     let (xml, url) = match (xml, url) {
         (Some(xml), _) => (xml, None),
         (None, Some(url)) => (sso_connections::fetch_metadata(reaching(state, scope), &url).await?, Some(url)),
-        (None, None) => return Err(crate::error::ApiError::invalid("idp_metadata_xml", "is required")),
+        (None, None) => return Err(ApiError::invalid("idp_metadata_xml", "is required")),
     };
-    let read = saml::read_metadata(&xml).map_err(|issue| crate::error::ApiError::invalid("idp_metadata_xml", issue))?;
+    let read = saml::read_metadata(&xml).map_err(|issue| ApiError::invalid("idp_metadata_xml", issue))?;
     Ok(SamlMetadata { xml, url, read })
 }
 
@@ -346,6 +410,9 @@ pub(super) async fn update_in(
             ("idp_metadata_xml", request.idp_metadata_xml.is_some()),
             ("idp_metadata_url", request.idp_metadata_url.is_some()),
             ("refresh_metadata", request.refresh_metadata.is_some()),
+            ("encrypt_assertions", request.encrypt_assertions.is_some()),
+            ("idp_initiated", request.idp_initiated.is_some()),
+            ("idp_initiated_redirect_uri", request.idp_initiated_redirect_uri.is_some()),
         ],
         [
             ("issuer", request.issuer.is_some()),
@@ -384,12 +451,31 @@ pub(super) async fn update_in(
         sso_required: request.sso_required,
         discovered: None,
         saml: None,
+        saml_options: None,
         attribute_mapping: request.attribute_mapping,
         by,
     };
     if let Some(role) = &change.default_role {
         issues.role("default_role", role);
     }
+    let saml_options = match row.protocol == SAML
+        && (request.encrypt_assertions.is_some()
+            || request.idp_initiated.is_some()
+            || request.idp_initiated_redirect_uri.is_some())
+    {
+        true => {
+            let options = SamlOptions {
+                encrypt_assertions: request.encrypt_assertions.unwrap_or(row.encrypt_assertions),
+                idp_initiated: request.idp_initiated.unwrap_or(row.idp_initiated),
+                idp_initiated_redirect_uri: request
+                    .idp_initiated_redirect_uri
+                    .or(row.idp_initiated_redirect_uri.clone()),
+            };
+            check_saml_options(state, scope, &mut issues, &options).await?;
+            Some(options)
+        }
+        false => None,
+    };
     check_mapping(scope, &mut issues, change.attribute_mapping.as_ref()).await?;
     issues.finish()?;
     let discovered: Option<Discovered> = match &request.issuer {
@@ -401,7 +487,7 @@ pub(super) async fn update_in(
         true => Some(saml_metadata(state, scope, request.idp_metadata_xml, url).await?),
         false => None,
     };
-    let change = Change { discovered, saml, ..change };
+    let change = Change { discovered, saml, saml_options, ..change };
     Ok(sso_connections::update(scope, &state.master_key, organization_id, id, change).await?)
 }
 

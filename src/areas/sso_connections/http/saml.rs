@@ -8,7 +8,7 @@ use actix_web::{http::StatusCode, web, HttpRequest, HttpResponse};
 use crate::{
     area::{ApplicationFrom, ApplicationIn, Area},
     areas::{
-        provider_sign_in::{self, callback::SamlPost, ProviderSignInError},
+        provider_sign_in::{self, assertion::SamlPost, ProviderSignInError},
         sso_connections::{self, saml},
     },
     auth::{
@@ -75,8 +75,8 @@ pub async fn saml_metadata(
     req: HttpRequest,
     path: web::Path<(String, String)>,
 ) -> ApiResult<HttpResponse> {
-    let (scope, row) = connection(&state, &req, &path).await?;
-    let sp = saml::ServiceProvider::of(&state.settings.public_url(), scope.tenant().id, row.id);
+    let (_, row) = connection(&state, &req, &path).await?;
+    let sp = saml::credentials::service_provider(&state.master_key, &state.settings.public_url(), &row);
     let xml = sp.metadata_xml().map_err(|err| {
         tracing::warn!(error = %err, "SAML SP metadata could not be made");
         ApiError::unavailable("The metadata could not be made; try again.")
@@ -92,7 +92,10 @@ pub async fn saml_metadata(
 /// then signs the user in as through an OpenID connection: 303 to the
 /// application's `redirect_uri` with a one-time `code`, or an `error`
 /// (those of the SSO callback, and `invalid_saml_response`). A response
-/// without our `RelayState` (IdP-initiated) is refused.
+/// without our `RelayState` is IdP-initiated: refused unless the
+/// connection allows those (`idp_initiated`), when it goes to the
+/// connection's `idp_initiated_redirect_uri`. Each response and assertion
+/// ID is used once.
 #[utoipa::path(post, path = "/v1/applications/{application_id}/sso/{connection_id}/saml/acs", tag = "sso",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = Uuid, Path), ("connection_id" = Uuid, Path)),
@@ -100,7 +103,7 @@ pub async fn saml_metadata(
         description = "`SAMLResponse` (base64) and `RelayState`"),
     responses((status = 303, description = "To the application's `redirect_uri`",
             headers(("Location" = String, description = "`redirect_uri` with `code` or `error`, and `state`"))),
-        (status = 400, description = "`invalid_state`: no `RelayState`, or one unknown, expired or already used"),
+        (status = 400, description = "`invalid_state`: a `RelayState` unknown, expired or already used, or none where the connection does not allow IdP-initiated sign-ins"),
         (status = 404, description = "No such application, or no SAML connection of that id"),
         (status = 429)))]
 pub async fn saml_acs(
@@ -115,12 +118,13 @@ pub async fn saml_acs(
     let invalid = || ApiError::from(ProviderSignInError::InvalidState);
     let bytes = body.raw().await?;
     let form = crate::http::oauth_form::read(&req, &bytes).map_err(|_| invalid())?;
-    let (Some(saml_response), Some(relay_state)) = (form.get("SAMLResponse"), form.get("RelayState")) else {
-        return Err(invalid());
+    let Some(saml_response) = form.get("SAMLResponse").filter(|r| !r.is_empty()) else { return Err(invalid()) };
+    let post = SamlPost {
+        connection_id: row.id,
+        saml_response: saml_response.clone(),
+        relay_state: form.get("RelayState").cloned(),
     };
-    let post =
-        SamlPost { connection_id: row.id, saml_response: saml_response.clone(), relay_state: relay_state.clone() };
     let deps = state.provider_sign_in();
-    let location = provider_sign_in::callback::saml_callback(&scope, &deps, &state.hook_caller(), post).await?;
+    let location = provider_sign_in::assertion::saml_callback(&scope, &deps, &state.hook_caller(), post).await?;
     Ok(redirect(StatusCode::SEE_OTHER, &location))
 }

@@ -23,6 +23,10 @@ const IDP_ENTITY: &str = "https://idp.example.com/metadata";
 const RELAY_STATE: &str = "0123456789abcdef0123456789abcdef.state";
 
 fn idp(key: &str, cert: &str) -> Saml<saml_rs::Idp> {
+    idp_with(key, cert, saml_rs::XmlPolicy::default())
+}
+
+fn idp_with(key: &str, cert: &str, xml: saml_rs::XmlPolicy) -> Saml<saml_rs::Idp> {
     let credentials = Credentials {
         signing_key: Some(PrivateKeyPem::new(key)),
         signing_certificate: Some(CertificatePem::new(cert)),
@@ -32,6 +36,7 @@ fn idp(key: &str, cert: &str) -> Saml<saml_rs::Idp> {
         .sso_endpoint(SsoEndpoint::redirect("https://idp.example.com/sso").unwrap())
         .credentials(credentials)
         .validation(IdpValidationPolicy::recommended())
+        .xml(xml)
         .build()
         .unwrap();
     Saml::idp(config).unwrap()
@@ -59,9 +64,12 @@ enum Signed {
 }
 
 fn issue(to: &ServiceProvider, key: &str, cert: &str, name_id: &str, signed: Signed) -> Issued {
+    issue_by(&idp(key, cert), to, name_id, signed)
+}
+
+fn issue_by(idp: &Saml<saml_rs::Idp>, to: &ServiceProvider, name_id: &str, signed: Signed) -> Issued {
     let requested = request(to, &metadata(), RELAY_STATE).unwrap();
     let query = requested.url.split_once('?').unwrap().1.to_string();
-    let idp = idp(key, cert);
     // This identity provider signs the assertion when the SP's metadata
     // wants it, else the response.
     let mut sp_metadata = to.metadata_xml().unwrap();
@@ -81,9 +89,13 @@ fn issue(to: &ServiceProvider, key: &str, cert: &str, name_id: &str, signed: Sig
 }
 
 fn post(xml: &str, request_id: &str, now: SystemTime) -> Result<Account, Refused> {
+    post_to(&sp(), xml, Some(request_id), now).map(|asserted| asserted.account)
+}
+
+fn post_to(to: &ServiceProvider, xml: &str, request_id: Option<&str>, now: SystemTime) -> Result<Asserted, Refused> {
     let encoded = STANDARD.encode(xml);
     let posted = Posted { saml_response: &encoded, relay_state: RELAY_STATE, request_id, now };
-    accept(&sp(), &metadata(), posted)
+    accept(to, &metadata(), posted)
 }
 
 fn signed_assertion() -> Issued {
@@ -312,4 +324,51 @@ fn the_library_s_refusals_are_named_in_snake_case() {
     assert_eq!(variant_name("AudienceMismatch { expected: [] }"), "audience_mismatch");
     assert_eq!(variant_name("SignatureMissing"), "signature_missing");
     assert_eq!(variant_name("Xml(\"bad\")"), "xml");
+}
+
+fn keyed(encrypt_assertions: bool) -> ServiceProvider {
+    sp().with_key(credentials::generate().unwrap(), encrypt_assertions)
+}
+
+#[test]
+fn an_encrypted_assertion_is_opened_and_a_plaintext_one_refused_where_encryption_is_asked() {
+    let keyed = keyed(true);
+    let encrypting = saml_rs::XmlPolicy {
+        encryption: saml_rs::XmlEncryptionPolicy::encrypt_assertions(),
+        ..saml_rs::XmlPolicy::default()
+    };
+    let issued = issue_by(&idp_with(IDP_KEY, IDP_CERT, encrypting), &keyed, "alice@example.com", Signed::Response);
+    assert!(issued.xml.contains("EncryptedAssertion") && !issued.xml.contains("alice@example.com"));
+    let asserted = post_to(&keyed, &issued.xml, Some(&issued.request_id), SystemTime::now()).unwrap();
+    assert_eq!(asserted.account.subject, "alice@example.com");
+    // The connection asked for encryption: a plaintext assertion is refused.
+    let plain = issue(&keyed, IDP_KEY, IDP_CERT, "alice@example.com", Signed::Assertion);
+    let refused = post_to(&keyed, &plain.xml, Some(&plain.request_id), SystemTime::now()).err().unwrap();
+    assert_eq!(refused, Refused("assertion_not_encrypted".into()));
+}
+
+#[test]
+fn requests_are_signed_when_the_identity_provider_wants_them_signed() {
+    let wanting = metadata().replace("WantAuthnRequestsSigned=\"false\"", "WantAuthnRequestsSigned=\"true\"");
+    assert_ne!(wanting, metadata());
+    let signed = request(&keyed(false), &wanting, RELAY_STATE).unwrap();
+    let query: Vec<(String, String)> = url::Url::parse(&signed.url).unwrap().query_pairs().into_owned().collect();
+    assert!(query.iter().any(|(k, v)| k == "SigAlg" && v.ends_with("rsa-sha256")), "{query:?}");
+    assert!(query.iter().any(|(k, _)| k == "Signature"));
+    let unsigned = request(&keyed(false), &metadata(), RELAY_STATE).unwrap();
+    assert!(!unsigned.url.contains("Signature="));
+}
+
+#[test]
+fn an_idp_initiated_response_is_accepted_with_the_ids_it_uses() {
+    let issued = signed_assertion();
+    // The library's IdP answers a request; without it the response is unsolicited
+    // only once its InResponseTo is gone, which breaks the signature: an
+    // unsolicited response is accepted as signed, and names the IDs to take once.
+    let refused = post_to(&sp(), &issued.xml, None, SystemTime::now());
+    assert!(refused.is_err(), "a response to a request is not an unsolicited one");
+    let asserted = post_to(&sp(), &issued.xml, Some(&issued.request_id), SystemTime::now()).unwrap();
+    let assertion_id = id_of(element(&issued.xml, "Assertion"));
+    assert!(asserted.uses.iter().any(|(key, _)| key == &format!("assertion_id:{assertion_id}")), "{:?}", asserted.uses);
+    assert!(asserted.uses.iter().any(|(key, _)| key.starts_with("response_id:")));
 }
