@@ -1300,6 +1300,61 @@ async fn an_organization_that_requires_sso_sends_its_people_to_its_provider_from
     assert_eq!(members.data().as_array().unwrap().len(), 1, "{:?}", members.body);
 }
 
+/// The same from the hosted page through an organization's SAML identity
+/// provider (pysaml2): "Use single sign-on" finds it, the browser goes
+/// there with the request, its response comes back to our assertion
+/// consumer service, and the hosted page goes on to the client.
+#[actix_web::test]
+async fn the_hosted_page_signs_an_organizations_people_in_through_its_saml_identity_provider() {
+    use crate::{saml_connections, sso_connections};
+    let Some(idp) = saml_connections::SamlIdp::start(crate::oidc::free_port(), "idp") else { return };
+    let app = &sso_connections::node().await;
+    let acme = sso_connections::organization(app, "Acme").await;
+    sso_connections::verified_domain(app, &acme, "example.com").await;
+    let body = json!({"protocol": "saml", "name": "Acme ADFS", "idp_metadata_url": idp.metadata_url()});
+    let made = app.post(&format!("/v1/organizations/{acme}/sso-connections"), &body).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
+    let web = client(app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (client_id, secret) = credentials(&web);
+    let endpoint = issuer_url(app, "oauth/authorize");
+
+    let mut browser = Browser::new();
+    let (_, _, page) = browser.get(&authorize_url(app, &client_id, &[])).await;
+    assert!(page.contains("Use single sign-on"), "{page}");
+    let mut fields = form_fields(&page);
+    fields.extend([("email".into(), "ada@example.com".into()), ("sso".into(), "find".into())]);
+    let reply =
+        browser.client.post(&endpoint).header("cookie", browser.cookie_header()).form(&fields).send().await.unwrap();
+    let policy = reply.headers()["content-security-policy"].to_str().unwrap().to_string();
+    let (status, location, page) = browser.answer(reply).await;
+    let at_idp = match status {
+        303 => location.unwrap(),
+        _ => {
+            assert!(page.contains("Continue with Acme ADFS"), "{status}: {page}");
+            assert!(policy.contains(idp.metadata_url().trim_end_matches("/metadata")), "{policy}");
+            let mut fields = form_fields(&page);
+            fields.push(("sign_in_with".into(), format!("sso:{}", made.data()["id"].as_str().unwrap())));
+            let (status, location, page) = browser.post(&endpoint, &fields).await;
+            assert_eq!(status, 303, "{page}");
+            location.unwrap()
+        }
+    };
+    let form = idp.respond(&at_idp, "ada@example.com").await;
+    let (status, back) = saml_connections::post_form(&form, None).await;
+    assert_eq!(status, 303);
+    assert!(back.starts_with(&endpoint), "back to the hosted page: {back}");
+    let (status, location, page) = browser.get(&back).await;
+    assert_eq!(status, 303, "{page}");
+    let location = location.unwrap();
+    assert!(location.starts_with(CALLBACK), "{location}");
+    let code = query_of(&location).get("code").unwrap_or_else(|| panic!("no code: {location}")).clone();
+    let tokens = exchange_code(app, &code, (&client_id, &secret)).await;
+    assert_eq!(tokens.status, 200, "{:?}", tokens.body);
+    let id_token = crate::end_users::claims_of(tokens.body["id_token"].as_str().unwrap());
+    assert_eq!(id_token["email"], "ada@example.com");
+    assert_eq!(id_token["amr"], json!(["sso"]));
+}
+
 /// Consent is remembered: the same scopes are not asked again (so
 /// `prompt=none` works for a third party), `prompt=consent` or a wider
 /// request asks again, and the user sees and withdraws it, which ends the

@@ -27,13 +27,13 @@ use crate::{
 
 /// The pysaml2 identity provider, or `None` (the test is skipped) when
 /// pysaml2 or xmlsec1 is missing and `GATEHOUSE_TEST_REQUIRE_SAML` is unset.
-struct SamlIdp {
+pub struct SamlIdp {
     child: Child,
     port: u16,
 }
 
 impl SamlIdp {
-    fn start(port: u16, key: &str) -> Option<SamlIdp> {
+    pub fn start(port: u16, key: &str) -> Option<SamlIdp> {
         let available = Path::new("/usr/bin/xmlsec1").exists()
             && Command::new("python3").args(["-c", "import saml2"]).output().is_ok_and(|o| o.status.success());
         if !available {
@@ -59,7 +59,7 @@ impl SamlIdp {
         Some(SamlIdp { child, port })
     }
 
-    fn metadata_url(&self) -> String {
+    pub fn metadata_url(&self) -> String {
         format!("http://127.0.0.1:{}/metadata", self.port)
     }
 
@@ -77,7 +77,7 @@ impl SamlIdp {
 
     /// What the IdP's page posts for `user`, signed in there, answering the
     /// request of `sso_url` (the SSO start's `authorization_url`).
-    async fn respond(&self, sso_url: &str, user: &str) -> Value {
+    pub async fn respond(&self, sso_url: &str, user: &str) -> Value {
         assert!(sso_url.starts_with(&format!("http://127.0.0.1:{}/sso/redirect?", self.port)), "{sso_url}");
         let url = format!("{sso_url}&user={user}");
         let answer = reqwest::get(url).await.unwrap();
@@ -94,7 +94,7 @@ impl Drop for SamlIdp {
 }
 
 /// The browser posting the IdP's form: our answer's status and `Location`.
-async fn post_form(form: &Value, relay_state: Option<&str>) -> (u16, String) {
+pub async fn post_form(form: &Value, relay_state: Option<&str>) -> (u16, String) {
     let client = reqwest::Client::builder().redirect(Policy::none()).build().unwrap();
     let fields = [
         ("SAMLResponse", form["SAMLResponse"].as_str().unwrap()),

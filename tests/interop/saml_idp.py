@@ -9,7 +9,11 @@ independent of Gatehouse's), on loopback, for the SAML connection tests.
       service provider's metadata (read from the request's Issuer, its
       entity ID, which must be a loopback URL) and answers, as JSON, the
       HTTP-POST form a browser would submit: {"action", "SAMLResponse",
-      "RelayState"}, for `user` signed in here.
+      "RelayState"}, for `user` signed in here. Without `user`, a browser's
+      page: a sign-in form (POST /sso/login), whose answer is the HTTP-POST
+      form that submits itself to the SP.
+- GET  /start?sp=SP_METADATA_URL      the IdP's dashboard tile: the same
+      sign-in form, for an IdP-initiated response to that SP.
 - POST /sign {"sign": …, "encrypt": bool, "unsolicited_to": ACS URL}
       changes what is signed (and whether the assertion is encrypted to
       the SP's encryption certificate) from now on; with `unsolicited_to`,
@@ -18,6 +22,7 @@ independent of Gatehouse's), on loopback, for the SAML connection tests.
 It prints "listening" once it serves.
 """
 import base64
+import html
 import json
 import re
 import sys
@@ -87,6 +92,14 @@ def issuer_of(saml_request):
     return found.group(1).strip() if found else None
 
 
+def login_page(hidden):
+    fields = "".join(f'<input type="hidden" name="{k}" value="{html.escape(v)}">' for k, v in hidden.items())
+    return (
+        '<!doctype html><title>Test IdP</title><form method="post" action="/sso/login">'
+        f'{fields}<label>Email <input name="user" type="email"></label><button>Sign in</button></form>'
+    )
+
+
 class Handler(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
@@ -101,7 +114,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def do_POST(self):
         global SIGN, ENCRYPT
-        body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))) or b"{}")
+        raw = self.rfile.read(int(self.headers.get("content-length", 0)))
+        if self.path == "/sso/login":
+            return self.login(dict(urllib.parse.parse_qsl(raw.decode())))
+        body = json.loads(raw or b"{}")
         SIGN = body.get("sign", SIGN)
         ENCRYPT = body.get("encrypt", ENCRYPT)
         if body.get("unsolicited_to"):
@@ -109,6 +125,29 @@ class Handler(BaseHTTPRequestHandler):
             form = self.respond(sp_entity, None, body.get("user", "alice@example.com"), body.get("relay_state", ""))
             return self.answer(200, json.dumps(form))
         self.answer(200, json.dumps({"sign": SIGN, "encrypt": ENCRYPT}))
+
+    def login(self, form):
+        """The sign-in form posted: the page that posts the response to the SP."""
+        if "sp" in form:
+            answer = self.respond(form["sp"], None, form["user"], "")
+        else:
+            sp_entity = issuer_of(form["SAMLRequest"])
+            with tempfile.NamedTemporaryFile("wb", suffix=".xml", delete=False) as sp_metadata:
+                sp_metadata.write(urllib.request.urlopen(sp_entity, timeout=5).read())
+            request = Server(config=config(sp_metadata.name)).parse_authn_request(
+                form["SAMLRequest"], BINDING_HTTP_REDIRECT
+            )
+            answer = self.respond(sp_entity, request.message.id, form["user"], form["RelayState"])
+        fields = "".join(
+            f'<input type="hidden" name="{name}" value="{html.escape(answer[name])}">'
+            for name in ("SAMLResponse", "RelayState")
+            if answer[name]
+        )
+        page = (
+            f'<!doctype html><title>Signing in</title><form method="post" action="{html.escape(answer["action"])}">'
+            f"{fields}<button>Continue</button></form><script>document.forms[0].submit()</script>"
+        )
+        self.answer(200, page, "text/html")
 
     def respond(self, sp_entity, in_response_to, user, relay_state):
         """The HTTP-POST form of a response for `user` to the SP."""
@@ -137,8 +176,13 @@ class Handler(BaseHTTPRequestHandler):
         query = dict(urllib.parse.parse_qsl(url.query))
         if url.path == "/metadata":
             return self.answer(200, METADATA, "application/samlmetadata+xml")
+        if url.path == "/start":
+            return self.answer(200, login_page({"sp": query["sp"]}), "text/html")
         if url.path != "/sso/redirect":
             return self.answer(404, "{}")
+        if "user" not in query:
+            fields = {"SAMLRequest": query["SAMLRequest"], "RelayState": query.get("RelayState", "")}
+            return self.answer(200, login_page(fields), "text/html")
         sp_entity = issuer_of(query["SAMLRequest"])
         if not sp_entity or not sp_entity.startswith("http://127.0.0.1:"):
             return self.answer(400, json.dumps({"error": "the request's issuer is not a loopback SP"}))
