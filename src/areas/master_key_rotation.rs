@@ -129,6 +129,12 @@ pub const SEALED: &[SealedColumn] = &[
         context: |app, part| sso_connections::secret_context(app, part.id()),
     },
     SealedColumn {
+        table: "sso_connections",
+        column: "sp_key_sealed",
+        part: Part::Id("id"),
+        context: |app, part| sso_connections::saml::credentials::key_context(app, part.id()),
+    },
+    SealedColumn {
         table: "oauth_flows",
         column: "code_verifier_sealed",
         part: Part::Id("id"),
