@@ -1,7 +1,12 @@
 #!/usr/bin/env python3
-"""Enterprise SSO sign-in latency, with a real OpenID Provider.
+"""Enterprise SSO sign-in latency, with a real OpenID Provider or SAML IdP.
 
-    python3 bench/sso.py path/to/gatehouse [sign-ins]
+    python3 bench/sso.py path/to/gatehouse [sign-ins] [--saml]
+
+With `--saml` the organization's identity provider is pysaml2
+(tests/interop/saml_idp.py, signing with xmlsec1), and the callback step is
+the assertion consumer service: the response's signature and checks, the
+user made and joined. The IdP's own work (its page, signing) is left out.
 
 Runs the binary on SQLite files in a new directory and the certified
 `oidc-provider` package (tests/interop, `npm ci --prefix tests/interop`)
@@ -53,6 +58,15 @@ def provider(port, callback):
     return child
 
 
+def saml_idp(port):
+    fixtures = ROOT / "tests/fixtures/saml"
+    child = subprocess.Popen(["python3", str(ROOT / "tests/interop/saml_idp.py"), str(port),
+                              str(fixtures / "idp.key"), str(fixtures / "idp.crt")],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert child.stdout.readline().strip() == "listening", "the SAML IdP did not start"
+    return child
+
+
 def form_of(html):
     """The page's first form: its action and its inputs."""
     form = html[html.index("<form"):]
@@ -84,7 +98,9 @@ def at_provider(browser, url, login):
 
 
 def main():
-    binary, count = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 50
+    saml = "--saml" in sys.argv
+    args = [a for a in sys.argv[1:] if a != "--saml"]
+    binary, count = args[0], int(args[1]) if len(args) > 1 else 50
     workdir = tempfile.mkdtemp()
     port, provider_port = free_port(), free_port()
     base, issuer = f"http://127.0.0.1:{port}", f"http://127.0.0.1:{provider_port}"
@@ -112,13 +128,18 @@ def main():
             db.execute("INSERT INTO sso_domains (id, application_id, organization_id, domain, verification_token, "
                        "status, created_at, verified_at) VALUES (?, ?, ?, 'example.com', 't', 'verified', ?, ?)",
                        (uuid.uuid4().bytes, uuid.UUID(app).bytes, uuid.UUID(organization).bytes, now, now))
-        idp = provider(provider_port, "http://127.0.0.1:9/not-yet")
-        connection = api("POST", f"/v1/organizations/{organization}/sso-connections",
-                         {"protocol": "oidc", "name": "Bench IdP", "issuer": issuer, "client_id": CLIENT_ID,
-                          "client_secret": CLIENT_SECRET})["data"]
-        idp.kill()
-        idp.wait()
-        idp = provider(provider_port, connection["redirect_uri"])
+        if saml:
+            idp = saml_idp(provider_port)
+            api("POST", f"/v1/organizations/{organization}/sso-connections",
+                {"protocol": "saml", "name": "Bench IdP", "idp_metadata_url": f"{issuer}/metadata"})
+        else:
+            idp = provider(provider_port, "http://127.0.0.1:9/not-yet")
+            connection = api("POST", f"/v1/organizations/{organization}/sso-connections",
+                             {"protocol": "oidc", "name": "Bench IdP", "issuer": issuer, "client_id": CLIENT_ID,
+                              "client_secret": CLIENT_SECRET})["data"]
+            idp.kill()
+            idp.wait()
+            idp = provider(provider_port, connection["redirect_uri"])
 
         steps = {"start": [], "callback": [], "exchange": []}
         public = {"x-application-id": app}
@@ -129,9 +150,16 @@ def main():
             started = requests.post(f"{base}/v1/auth/sso/start", json=body, headers=public)
             steps["start"].append(time.perf_counter() - began)
             assert started.status_code == 200, started.text
-            callback = at_provider(browser, started.json()["data"]["authorization_url"], f"user{i}@example.com")
-            began = time.perf_counter()
-            back = browser.get(callback, allow_redirects=False)
+            at_idp = started.json()["data"]["authorization_url"]
+            if saml:
+                form = requests.get(f"{at_idp}&user=user{i}@example.com").json()
+                fields = {"SAMLResponse": form["SAMLResponse"], "RelayState": form["RelayState"]}
+                began = time.perf_counter()
+                back = browser.post(form["action"], data=fields, allow_redirects=False)
+            else:
+                callback = at_provider(browser, at_idp, f"user{i}@example.com")
+                began = time.perf_counter()
+                back = browser.get(callback, allow_redirects=False)
             steps["callback"].append(time.perf_counter() - began)
             code = parse_qs(urlparse(back.headers["location"]).query).get("code")
             assert code, back.headers["location"]

@@ -294,67 +294,88 @@ pub(super) async fn create_in(
     if !PROTOCOLS.contains(&request.protocol.as_str()) {
         issues.add("protocol", "must be `oidc` or `saml`");
     }
+    let oidc_fields = [
+        ("issuer", request.issuer.is_some()),
+        ("client_id", request.client_id.is_some()),
+        ("client_secret", request.client_secret.is_some()),
+        ("scopes", request.scopes.is_some()),
+    ];
+    let saml_fields = [
+        ("idp_metadata_xml", request.idp_metadata_xml.is_some()),
+        ("idp_metadata_url", request.idp_metadata_url.is_some()),
+        ("encrypt_assertions", request.encrypt_assertions.is_some()),
+        ("idp_initiated", request.idp_initiated.is_some()),
+        ("idp_initiated_redirect_uri", request.idp_initiated_redirect_uri.is_some()),
+    ];
+    refuse_foreign_fields(&mut issues, &request.protocol, &oidc_fields, &saml_fields);
     let provider = match request.protocol.as_str() {
-        SAML => {
-            let oidc_fields = [
-                ("issuer", request.issuer.is_some()),
-                ("client_id", request.client_id.is_some()),
-                ("client_secret", request.client_secret.is_some()),
-                ("scopes", request.scopes.is_some()),
-            ];
-            for (field, _) in oidc_fields.into_iter().filter(|(_, given)| *given) {
-                issues.add(field, "is for `oidc` connections");
-            }
-            if request.idp_metadata_xml.is_some() == request.idp_metadata_url.is_some() {
-                issues.add("idp_metadata_xml", "give the metadata, or `idp_metadata_url`: one of the two");
-            }
-            let options = SamlOptions {
-                encrypt_assertions: request.encrypt_assertions.unwrap_or(false),
-                idp_initiated: request.idp_initiated.unwrap_or(false),
-                idp_initiated_redirect_uri: request.idp_initiated_redirect_uri,
-            };
-            check_saml_options(state, scope, &mut issues, &options).await?;
-            issues.finish()?;
-            let metadata = saml_metadata(state, scope, request.idp_metadata_xml, request.idp_metadata_url).await?;
-            let key = tokio::task::spawn_blocking(saml::credentials::generate)
-                .await
-                .map_err(|err| err.to_string())
-                .and_then(|made| made)
-                .map_err(|err| {
-                    tracing::error!(error = %err, "a SAML connection's key could not be made");
-                    ApiError::unavailable("The connection's key could not be made; try again.")
-                })?;
-            Provider::Saml { metadata, key, options }
-        }
-        _ => {
-            for (field, given) in
-                [("idp_metadata_xml", &request.idp_metadata_xml), ("idp_metadata_url", &request.idp_metadata_url)]
-            {
-                if given.is_some() {
-                    issues.add(field, "is for `saml` connections");
-                }
-            }
-            let mut required = |field: &str, given: Option<String>, max: usize| match given {
-                Some(value) => issues.text(field, &value, max),
-                None => {
-                    issues.add(field, "is required for an `oidc` connection");
-                    String::new()
-                }
-            };
-            let client_id = required("client_id", request.client_id, MAX_CLIENT_ID);
-            let client_secret = required("client_secret", request.client_secret, MAX_CLIENT_SECRET);
-            let issuer = request.issuer.unwrap_or_default();
-            if issuer.is_empty() {
-                issues.add("issuer", "is required for an `oidc` connection");
-            }
-            let scopes = scopes(&mut issues, request.scopes);
-            issues.finish()?;
-            let discovered = sso_connections::discover(reaching(state, scope), &issuer).await?;
-            Provider::OpenId { client_id, client_secret, scopes, discovered }
-        }
+        SAML => saml_provider(state, scope, issues, request).await?,
+        _ => openid_provider(state, scope, issues, request).await?,
     };
     let limit = state.settings.limits.sso_connections_per_application;
     Ok(sso_connections::create(scope, &state.master_key, organization_id, new, provider, limit).await?)
+}
+
+/// Refuses the fields of the protocol the connection does not speak.
+fn refuse_foreign_fields(issues: &mut Issues, protocol: &str, oidc: &[(&str, bool)], saml: &[(&str, bool)]) {
+    let (foreign, theirs) = if protocol == SAML { (oidc, OIDC) } else { (saml, SAML) };
+    for (field, _) in foreign.iter().filter(|(_, given)| *given) {
+        issues.add(field, format!("is for `{theirs}` connections"));
+    }
+}
+
+/// An OpenID connection's provider: its client, checked, and its issuer's discovery document.
+async fn openid_provider(
+    state: &AppState,
+    scope: &TenantScope,
+    mut issues: Issues,
+    request: CreateSsoConnectionRequest,
+) -> ApiResult<Provider> {
+    let mut required = |field: &str, given: Option<String>, max: usize| match given {
+        Some(value) => issues.text(field, &value, max),
+        None => {
+            issues.add(field, "is required for an `oidc` connection");
+            String::new()
+        }
+    };
+    let client_id = required("client_id", request.client_id, MAX_CLIENT_ID);
+    let client_secret = required("client_secret", request.client_secret, MAX_CLIENT_SECRET);
+    let issuer = request.issuer.unwrap_or_default();
+    if issuer.is_empty() {
+        issues.add("issuer", "is required for an `oidc` connection");
+    }
+    let scopes = scopes(&mut issues, request.scopes);
+    issues.finish()?;
+    let discovered = sso_connections::discover(reaching(state, scope), &issuer).await?;
+    Ok(Provider::OpenId { client_id, client_secret, scopes, discovered })
+}
+
+/// A SAML connection's provider: the IdP's metadata, read, the
+/// connection's options, checked, and its new key.
+async fn saml_provider(
+    state: &AppState,
+    scope: &TenantScope,
+    mut issues: Issues,
+    request: CreateSsoConnectionRequest,
+) -> ApiResult<Provider> {
+    if request.idp_metadata_xml.is_some() == request.idp_metadata_url.is_some() {
+        issues.add("idp_metadata_xml", "give the metadata, or `idp_metadata_url`: one of the two");
+    }
+    let options = SamlOptions {
+        encrypt_assertions: request.encrypt_assertions.unwrap_or(false),
+        idp_initiated: request.idp_initiated.unwrap_or(false),
+        idp_initiated_redirect_uri: request.idp_initiated_redirect_uri,
+    };
+    check_saml_options(state, scope, &mut issues, &options).await?;
+    issues.finish()?;
+    let metadata = saml_metadata(state, scope, request.idp_metadata_xml, request.idp_metadata_url).await?;
+    // Seconds at worst: off the async threads.
+    let made = tokio::task::spawn_blocking(saml::credentials::generate).await.map_err(|err| err.to_string());
+    let key = made.and_then(|made| made).map_err(|err| {
+        tracing::error!(error = %err, "a SAML connection's key could not be made");
+        ApiError::unavailable("The connection's key could not be made; try again.")
+    })?;
+    Ok(Provider::Saml { metadata, key, options })
 }
 
 /// IdP-initiated sign-ins need somewhere to land, on the application's origins.
@@ -405,29 +426,21 @@ pub(super) async fn update_in(
     // Found first: a connection of another organization is 404 before any call.
     let row = sso_connections::find(scope, organization_id, id).await?;
     let mut issues = Issues::default();
-    let (saml_fields, oidc_fields) = (
-        [
-            ("idp_metadata_xml", request.idp_metadata_xml.is_some()),
-            ("idp_metadata_url", request.idp_metadata_url.is_some()),
-            ("refresh_metadata", request.refresh_metadata.is_some()),
-            ("encrypt_assertions", request.encrypt_assertions.is_some()),
-            ("idp_initiated", request.idp_initiated.is_some()),
-            ("idp_initiated_redirect_uri", request.idp_initiated_redirect_uri.is_some()),
-        ],
-        [
-            ("issuer", request.issuer.is_some()),
-            ("client_id", request.client_id.is_some()),
-            ("client_secret", request.client_secret.is_some()),
-            ("scopes", request.scopes.is_some()),
-        ],
-    );
-    let (foreign, protocol) = match row.protocol.as_str() {
-        SAML => (&oidc_fields[..], OIDC),
-        _ => (&saml_fields[..], SAML),
-    };
-    for (field, _) in foreign.iter().filter(|(_, given)| *given) {
-        issues.add(field, format!("is for `{protocol}` connections"));
-    }
+    let oidc_fields = [
+        ("issuer", request.issuer.is_some()),
+        ("client_id", request.client_id.is_some()),
+        ("client_secret", request.client_secret.is_some()),
+        ("scopes", request.scopes.is_some()),
+    ];
+    let saml_fields = [
+        ("idp_metadata_xml", request.idp_metadata_xml.is_some()),
+        ("idp_metadata_url", request.idp_metadata_url.is_some()),
+        ("refresh_metadata", request.refresh_metadata.is_some()),
+        ("encrypt_assertions", request.encrypt_assertions.is_some()),
+        ("idp_initiated", request.idp_initiated.is_some()),
+        ("idp_initiated_redirect_uri", request.idp_initiated_redirect_uri.is_some()),
+    ];
+    refuse_foreign_fields(&mut issues, &row.protocol, &oidc_fields, &saml_fields);
     if request.idp_metadata_xml.is_some() && request.idp_metadata_url.is_some() {
         issues.add("idp_metadata_xml", "give the metadata, or `idp_metadata_url`: one of the two");
     }
