@@ -277,17 +277,17 @@ pub(super) async fn create_in(
     state: &AppState,
     scope: &TenantScope,
     organization_id: Uuid,
-    request: CreateSsoConnectionRequest,
+    mut request: CreateSsoConnectionRequest,
     by: Option<Uuid>,
 ) -> ApiResult<sso_connection::Model> {
     let mut issues = Issues::default();
     let new = NewConnection {
         name: issues.text("name", &request.name, MAX_NAME),
-        default_role: request.default_role.unwrap_or_else(|| "member".into()),
+        default_role: request.default_role.take().unwrap_or_else(|| "member".into()),
         enabled: request.enabled.unwrap_or(true),
         sso_required: request.sso_required.unwrap_or(false),
         role_granted_by: by,
-        attribute_mapping: request.attribute_mapping.unwrap_or_default(),
+        attribute_mapping: request.attribute_mapping.take().unwrap_or_default(),
     };
     issues.role("default_role", &new.default_role);
     check_mapping(scope, &mut issues, Some(&new.attribute_mapping)).await?;
