@@ -181,6 +181,15 @@ async fn an_organizations_people_sign_in_through_its_saml_identity_provider() {
     let audit = app.get("/v1/audit-logs/export?type=sign_in.succeeded").await;
     assert_eq!(audit.data()[0]["data"]["method"], "sso", "{:?}", audit.body);
 
+    // The IdP says how she signed in (its AuthnContextClassRef): so do the tokens.
+    idp.configure(json!({"authn_class": "http://schemas.microsoft.com/claims/multipleauthn"})).await;
+    let form = idp.respond(&start(&app, "alice@example.com", &verifier).await, "alice@example.com").await;
+    let (_, back) = post_form(&form, None).await;
+    let code = query_of(&back).get("code").cloned().unwrap_or_else(|| panic!("no code: {back}"));
+    let again = public_post(&app, "/v1/auth/oauth/exchange", &json!({"code": code, "code_verifier": verifier})).await;
+    assert_eq!(claims_of(again.data()["access_token"].as_str().unwrap())["amr"], json!(["mfa"]), "{:?}", again.body);
+    idp.configure(json!({"authn_class": null})).await;
+
     // Replayed into its own flow: that flow is used.
     let (status, _) = post_form(&form, None).await;
     assert_eq!(status, 400);

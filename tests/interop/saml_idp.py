@@ -14,9 +14,10 @@ independent of Gatehouse's), on loopback, for the SAML connection tests.
       form that submits itself to the SP.
 - GET  /start?sp=SP_METADATA_URL      the IdP's dashboard tile: the same
       sign-in form, for an IdP-initiated response to that SP.
-- POST /sign {"sign": …, "encrypt": bool, "unsolicited_to": ACS URL}
-      changes what is signed (and whether the assertion is encrypted to
-      the SP's encryption certificate) from now on; with `unsolicited_to`,
+- POST /sign {"sign": …, "encrypt": bool, "authn_class": URI, "unsolicited_to": ACS URL}
+      changes what is signed (whether the assertion is encrypted to the
+      SP's encryption certificate, and the AuthnStatement's class) from now
+      on; with `unsolicited_to`,
       answers an IdP-initiated response to that ACS instead.
 
 It prints "listening" once it serves.
@@ -55,6 +56,7 @@ saml2.sigver.SecurityContext.encrypt_assertion = lambda self, statement, enc_key
 PORT, KEY, CERT = int(sys.argv[1]), sys.argv[2], sys.argv[3]
 SIGN = sys.argv[sys.argv.index("--sign") + 1] if "--sign" in sys.argv else "both"
 ENCRYPT = False
+AUTHN_CLASS = None
 BASE = f"http://127.0.0.1:{PORT}"
 RSA_SHA256 = "http://www.w3.org/2001/04/xmldsig-more#rsa-sha256"
 SHA256 = "http://www.w3.org/2001/04/xmlenc#sha256"
@@ -113,13 +115,14 @@ class Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def do_POST(self):
-        global SIGN, ENCRYPT
+        global SIGN, ENCRYPT, AUTHN_CLASS
         raw = self.rfile.read(int(self.headers.get("content-length", 0)))
         if self.path == "/sso/login":
             return self.login(dict(urllib.parse.parse_qsl(raw.decode())))
         body = json.loads(raw or b"{}")
         SIGN = body.get("sign", SIGN)
         ENCRYPT = body.get("encrypt", ENCRYPT)
+        AUTHN_CLASS = body.get("authn_class", AUTHN_CLASS)
         if body.get("unsolicited_to"):
             sp_entity = body["unsolicited_to"].rsplit("/", 1)[0] + "/metadata"
             form = self.respond(sp_entity, None, body.get("user", "alice@example.com"), body.get("relay_state", ""))
@@ -164,6 +167,7 @@ class Handler(BaseHTTPRequestHandler):
             sign_response=SIGN in ("response", "both"),
             sign_assertion=SIGN in ("assertion", "both"),
             encrypt_assertion=ENCRYPT,
+            authn={"class_ref": AUTHN_CLASS} if AUTHN_CLASS else None,
             encrypted_advice_attributes=False,
             sign_alg=RSA_SHA256,
             digest_alg=SHA256,

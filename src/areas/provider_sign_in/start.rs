@@ -16,6 +16,7 @@ use crate::{
     crypto::sha256,
     oauth::{self, providers::Protocol},
     storage::{TenantScope, Unaudited},
+    tenancy::state::TenantState,
 };
 
 pub const MAX_CLIENT_STATE: usize = 512;
@@ -44,23 +45,16 @@ pub async fn start_from_hosted_pages(
     return_to: String,
     code_challenge: String,
 ) -> Result<String, ProviderSignInError> {
-    let back = Back { redirect_uri: return_to, client_state: None, client_code_challenge: Some(code_challenge) };
-    if let Some(connection) = saml_connection(scope, provider).await? {
-        return start_saml(scope, deps, &connection, back).await;
-    }
     let state = deps.tenants.state(scope).await?;
-    let provider = resolve(scope, &state, deps, provider).await?;
-    open_flow(scope, deps, &provider, back, None).await
+    let target = target(scope, &state, deps, provider).await?;
+    let back = Back { redirect_uri: return_to, client_state: None, client_code_challenge: Some(code_challenge) };
+    open(scope, deps, target, back, None).await
 }
 
 /// Checks the request, stores the flow and answers where to send the browser.
 pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) -> Result<String, ProviderSignInError> {
     let state = deps.tenants.state(scope).await?;
-    let saml = saml_connection(scope, &request.provider).await?;
-    let provider = match saml {
-        Some(_) => None,
-        None => Some(resolve(scope, &state, deps, &request.provider).await?),
-    };
+    let target = target(scope, &state, deps, &request.provider).await?;
     applications::redirect_uri_issue(&request.redirect_uri, &state.settings.allowed_origins)
         .map_or(Ok(()), |issue| Err(ProviderSignInError::RedirectUri(issue)))?;
     let mut issues = Issues::default();
@@ -85,10 +79,39 @@ pub async fn start(scope: &TenantScope, deps: &Deps<'_>, request: StartRequest) 
         client_state: request.state,
         client_code_challenge: request.code_challenge,
     };
-    match (saml, provider) {
-        (Some(connection), _) => start_saml(scope, deps, &connection, back).await,
-        (None, Some(provider)) => open_flow(scope, deps, &provider, back, request.login_hint.as_deref()).await,
-        (None, None) => Err(ProviderSignInError::NotEnabled(request.provider)),
+    open(scope, deps, target, back, request.login_hint.as_deref()).await
+}
+
+/// Where a sign-in sends the browser: a provider's authorization
+/// endpoint, or a SAML connection's IdP.
+enum Target {
+    Provider(Box<Configured>),
+    Saml(Box<entity::sso_connection::Model>),
+}
+
+async fn target(
+    scope: &TenantScope,
+    state: &TenantState,
+    deps: &Deps<'_>,
+    provider: &str,
+) -> Result<Target, ProviderSignInError> {
+    match saml_connection(scope, provider).await? {
+        Some(connection) => Ok(Target::Saml(Box::new(connection))),
+        None => Ok(Target::Provider(Box::new(resolve(scope, state, deps, provider).await?))),
+    }
+}
+
+/// Stores the flow and answers where to send the browser.
+async fn open(
+    scope: &TenantScope,
+    deps: &Deps<'_>,
+    target: Target,
+    back: Back,
+    login_hint: Option<&str>,
+) -> Result<String, ProviderSignInError> {
+    match target {
+        Target::Provider(provider) => open_flow(scope, deps, &provider, back, login_hint).await,
+        Target::Saml(connection) => start_saml(scope, deps, &connection, back).await,
     }
 }
 

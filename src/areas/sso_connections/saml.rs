@@ -331,7 +331,38 @@ fn account(session: &SsoSession) -> Result<Account, Refused> {
         claims.entry("email").or_insert_with(|| Value::String(email.clone()));
     }
     claims.insert(NAME_ID_CLAIM.into(), Value::String(subject.clone()));
-    Ok(Account { subject, email, email_verified: false, amr: None, claims, profile: Map::new() })
+    let amr = authn_context(&session.raw_flow().saml_content).as_deref().and_then(amr_of);
+    Ok(Account { subject, email, email_verified: false, amr, claims, profile: Map::new() })
+}
+
+/// The `AuthnContextClassRef` of the accepted assertion's `AuthnStatement`
+/// (in the verified, decrypted document the library answers).
+fn authn_context(verified_xml: &str) -> Option<String> {
+    let document = saml_rs::xml::dom::parse(verified_xml).ok()?;
+    let child = |node: &'_ saml_rs::xml::dom::Node, name: &str| -> Option<saml_rs::xml::dom::Node> {
+        node.children.iter().find(|c| c.local_name == name).cloned()
+    };
+    let assertion = child(&document.root, "Assertion")?;
+    let class = child(&child(&child(&assertion, "AuthnStatement")?, "AuthnContext")?, "AuthnContextClassRef")?;
+    Some(class.text.trim().to_string())
+}
+
+/// How the user signed in at the IdP, as RFC 8176 methods: from the
+/// SAML authentication context classes the IdPs send (SAML 2.0 Authn
+/// Context, and Entra ID's and ADFS's own). Others say nothing (`sso`).
+fn amr_of(class: &str) -> Option<Vec<String>> {
+    const SAML: &str = "urn:oasis:names:tc:SAML:2.0:ac:classes:";
+    let methods: &[&str] = match class.strip_prefix(SAML).unwrap_or(class) {
+        "Password" | "PasswordProtectedTransport" => &["pwd"],
+        "Smartcard" | "SmartcardPKI" => &["sc"],
+        "SoftwarePKI" => &["swk"],
+        "TimeSyncToken" => &["otp"],
+        "Kerberos" => &["wia"],
+        "http://schemas.microsoft.com/claims/multipleauthn" => &["mfa"],
+        "http://schemas.microsoft.com/ws/2008/06/identity/authenticationmethod/windows" => &["wia"],
+        _ => return None,
+    };
+    Some(methods.iter().map(|m| m.to_string()).collect())
 }
 
 #[cfg(test)]

@@ -372,3 +372,18 @@ fn an_idp_initiated_response_is_accepted_with_the_ids_it_uses() {
     assert!(asserted.uses.iter().any(|(key, _)| key == &format!("assertion_id:{assertion_id}")), "{:?}", asserted.uses);
     assert!(asserted.uses.iter().any(|(key, _)| key.starts_with("response_id:")));
 }
+
+#[test]
+fn the_idps_authentication_context_is_the_sessions_amr() {
+    let class = |c: &str| amr_of(c).map(|m| m.join(" "));
+    assert_eq!(class("urn:oasis:names:tc:SAML:2.0:ac:classes:PasswordProtectedTransport").as_deref(), Some("pwd"));
+    assert_eq!(class("http://schemas.microsoft.com/claims/multipleauthn").as_deref(), Some("mfa"));
+    assert_eq!(class("urn:oasis:names:tc:SAML:2.0:ac:classes:Smartcard").as_deref(), Some("sc"));
+    assert_eq!(class("urn:oasis:names:tc:SAML:2.0:ac:classes:unspecified"), None);
+    let xml = r#"<samlp:Response xmlns:samlp="urn:oasis:names:tc:SAML:2.0:protocol"><saml:Assertion
+        xmlns:saml="urn:oasis:names:tc:SAML:2.0:assertion"><saml:AuthnStatement><saml:AuthnContext>
+        <saml:AuthnContextClassRef> urn:oasis:names:tc:SAML:2.0:ac:classes:Password </saml:AuthnContextClassRef>
+        </saml:AuthnContext></saml:AuthnStatement></saml:Assertion></samlp:Response>"#;
+    assert_eq!(authn_context(xml).as_deref(), Some("urn:oasis:names:tc:SAML:2.0:ac:classes:Password"));
+    assert_eq!(authn_context("<samlp:Response/>"), None);
+}
