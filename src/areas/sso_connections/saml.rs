@@ -1,5 +1,5 @@
-//! The SAML 2.0 service provider of a connection (Web Browser SSO,
-//! SP-initiated): our metadata, the `AuthnRequest` sent by the
+//! The SAML 2.0 service provider of a connection (Web Browser SSO, SP- and
+//! IdP-initiated): our metadata, the `AuthnRequest` sent by the
 //! HTTP-Redirect binding, and the identity provider's `Response` taken at
 //! our assertion consumer service by the HTTP-POST binding. The XML,
 //! its signatures and the protocol's checks are the `saml-rs` crate's
