@@ -33,9 +33,10 @@ use crate::{
     storage::{TenantScope, Unaudited},
 };
 
-/// A response as posted to the connection's assertion consumer service.
+/// A response as posted to a SAML connection's assertion consumer service
+/// (the connection as the route found it).
 pub struct SamlPost {
-    pub connection_id: Uuid,
+    pub connection: sso_connection::Model,
     pub saml_response: String,
     pub relay_state: Option<String>,
 }
@@ -49,13 +50,13 @@ pub async fn saml_callback(
     hook_caller: &hooks::Caller<'_>,
     post: SamlPost,
 ) -> Result<String, ProviderSignInError> {
-    let provider = provider_name(post.connection_id);
+    let connection = post.connection;
+    let provider = provider_name(connection.id);
+    if !connection.enabled || connection.protocol != sso_connections::SAML {
+        return Err(ProviderSignInError::NotEnabled(provider));
+    }
     let relay_state = post.relay_state.as_deref().filter(|state| !state.is_empty());
     let ours = relay_state.is_some_and(|state| application_of_state(state) == Some(scope.tenant().id));
-    let connection = sso_connections::find_any(scope, post.connection_id)
-        .await?
-        .filter(|row| row.enabled && row.protocol == sso_connections::SAML)
-        .ok_or_else(|| ProviderSignInError::NotEnabled(provider.clone()))?;
     let (flow, request_id) = if ours {
         let state = relay_state.unwrap_or_default();
         let flow = match flow_of_state(scope, state).await? {

@@ -120,7 +120,7 @@ pub async fn saml_acs(
     let form = crate::http::oauth_form::read(&req, &bytes).map_err(|_| invalid())?;
     let Some(saml_response) = form.get("SAMLResponse").filter(|r| !r.is_empty()) else { return Err(invalid()) };
     let post = SamlPost {
-        connection_id: row.id,
+        connection: row,
         saml_response: saml_response.clone(),
         relay_state: form.get("RelayState").cloned(),
     };

@@ -360,11 +360,11 @@ fn requests_are_signed_when_the_identity_provider_wants_them_signed() {
 }
 
 #[test]
-fn an_idp_initiated_response_is_accepted_with_the_ids_it_uses() {
+fn a_response_names_the_ids_to_take_once_and_is_no_unsolicited_one() {
     let issued = signed_assertion();
-    // The library's IdP answers a request; without it the response is unsolicited
-    // only once its InResponseTo is gone, which breaks the signature: an
-    // unsolicited response is accepted as signed, and names the IDs to take once.
+    // This IdP answers requests only (IdP-initiated responses are pysaml2's,
+    // tests/api/saml_connections.rs): a response to a request, posted as
+    // unsolicited, is refused.
     let refused = post_to(&sp(), &issued.xml, None, SystemTime::now());
     assert!(refused.is_err(), "a response to a request is not an unsolicited one");
     let asserted = post_to(&sp(), &issued.xml, Some(&issued.request_id), SystemTime::now()).unwrap();
