@@ -3,7 +3,14 @@
 //! (`RssAnon`: the heap and the hashing threads' argon2 blocks) does not
 //! grow from the 12th sign-in to the 52nd, because each hashing thread
 //! reuses its block. Once the sign-ins stop, the threads give their blocks
-//! back to the kernel and the whole resident set (`VmRSS`) is under 64 MiB.
+//! back to the kernel and the anonymous memory is under 32 MiB.
+//!
+//! The bound is on anonymous memory, not on the whole resident set: this
+//! test runs the debug binary (100 MiB of code and symbols), whose
+//! file-backed pages in memory depend on the page cache and on what else
+//! the machine runs (25 MiB alone, 38 MiB beside three busy loops, which
+//! took the whole set past 64 MiB). The release binary's whole resident
+//! set is what `bench/memory.sh` measures (BENCHMARKS.md).
 use std::time::{Duration, Instant};
 
 use serde_json::json;
@@ -18,7 +25,7 @@ fn status_kib(pid: u32, field: &str) -> u64 {
 }
 
 #[tokio::test]
-async fn fifty_two_sign_ins_reuse_the_hashing_memory_and_leave_the_process_under_64_mib() {
+async fn fifty_two_sign_ins_reuse_the_hashing_memory_and_give_it_back() {
     if !std::path::Path::new("/proc/self/status").exists() {
         eprintln!("SKIPPED: no /proc to read memory from");
         return;
@@ -50,13 +57,13 @@ async fn fifty_two_sign_ins_reuse_the_hashing_memory_and_leave_the_process_under
     let after_all = status_kib(child.id(), "RssAnon:");
     // The hashing threads release their blocks after ten seconds without work.
     let quiet = Instant::now();
-    let mut resident = status_kib(child.id(), "VmRSS:");
-    while resident >= 64 * 1024 && quiet.elapsed() < Duration::from_secs(20) {
+    let mut anonymous = status_kib(child.id(), "RssAnon:");
+    while anonymous >= 32 * 1024 && quiet.elapsed() < Duration::from_secs(20) {
         tokio::time::sleep(Duration::from_millis(100)).await;
-        resident = status_kib(child.id(), "VmRSS:");
+        anonymous = status_kib(child.id(), "RssAnon:");
     }
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(after_all < after_twelve + 4 * 1024, "it grew from {after_twelve} KiB to {after_all} KiB");
-    assert!(resident < 64 * 1024, "{resident} KiB resident 20 s after 52 sign-ins");
+    assert!(anonymous < 32 * 1024, "{anonymous} KiB anonymous memory 20 s after 52 sign-ins");
 }
