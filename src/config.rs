@@ -654,6 +654,25 @@ mod tests {
         Region::new(name).unwrap()
     }
 
+    /// Every file of the Kustomize layout under `deploy/kubernetes`, as a
+    /// path from the repository's root.
+    fn kubernetes_files(root: &Path) -> Vec<String> {
+        let mut files = Vec::new();
+        let mut folders = vec![root.join("deploy/kubernetes")];
+        while let Some(folder) = folders.pop() {
+            for entry in std::fs::read_dir(folder).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    folders.push(path);
+                } else {
+                    files.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        assert!(files.len() > 5, "{files:?}");
+        files
+    }
+
     /// A setting's environment name misspelt in a deployment would be
     /// ignored without a word: every `GATEHOUSE__…` the deployment files use
     /// is one `config/default.toml` documents.
@@ -668,7 +687,9 @@ mod tests {
                 .collect()
         };
         let documented = names("config/default.toml");
-        for file in ["deploy/kubernetes.yaml", "deploy/local-cluster.sh"] {
+        let mut files = kubernetes_files(root);
+        files.push("deploy/local-cluster.sh".into());
+        for file in &files {
             for name in names(file) {
                 assert!(documented.contains(&name), "{file} sets {name}, which config/default.toml does not document");
             }
@@ -778,7 +799,7 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let text = std::fs::read_to_string(root.join("config/production.example.toml")).unwrap();
         assert!(text.lines().any(|l| l.trim().starts_with("allow_private_destinations = false")));
-        for file in ["deploy/kubernetes.yaml", "deploy/local-cluster.sh", "deploy/Dockerfile"] {
+        for file in ["deploy/kubernetes/shared/settings.yaml", "deploy/local-cluster.sh", "deploy/Dockerfile"] {
             let text = std::fs::read_to_string(root.join(file)).unwrap();
             let at = text.find("GATEHOUSE__SECURITY__ALLOW_PRIVATE_DESTINATIONS").unwrap_or_else(|| panic!("{file}"));
             let after: String = text[at..].chars().take(80).collect();
