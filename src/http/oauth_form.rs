@@ -93,6 +93,7 @@ pub fn no_store(status: StatusCode) -> HttpResponseBuilder {
 
 /// RFC 6749 section 5.2.
 #[derive(Serialize, ToSchema)]
+#[schema(example = json!({"error": "invalid_grant", "error_description": "The code is unknown, used, expired or another client's."}))]
 pub struct OAuthErrorView {
     /// `invalid_request`, `invalid_client`, `unauthorized_client`,
     /// `unsupported_grant_type` or `invalid_scope`.

@@ -116,4 +116,34 @@ mod tests {
             }
         }
     }
+
+    /// Every enveloped refusal shows an example: the envelope with a code
+    /// its status is answered with (redocly, in `.ci/run`, checks each
+    /// example against its schema).
+    #[test]
+    fn every_enveloped_refusal_has_an_example_of_a_code_of_its_status() {
+        let document: serde_json::Value = serde_json::from_str(super::json()).expect("the document is JSON");
+        let shared = &document["components"]["responses"];
+        let mut checked = 0;
+        for (path, item) in document["paths"].as_object().expect("paths") {
+            for (method, operation) in item.as_object().expect("a path item") {
+                for (status, response) in operation["responses"].as_object().into_iter().flatten() {
+                    let response = match response["$ref"].as_str() {
+                        Some(name) => &shared[name.rsplit('/').next().unwrap()],
+                        None => response,
+                    };
+                    let body = &response["content"]["application/json"];
+                    if body["schema"]["$ref"] != "#/components/schemas/ErrorEnvelope" {
+                        continue;
+                    }
+                    let code = body["example"]["error"]["code"].as_str();
+                    let code = crate::error::Code::ALL.iter().find(|c| Some(c.as_str()) == code);
+                    let here = format!("{} {path} {status}", method.to_uppercase());
+                    assert_eq!(code.map(|c| c.status().to_string()).as_deref(), Some(status.as_str()), "{here}");
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 400, "{checked} refusals");
+    }
 }

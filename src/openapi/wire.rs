@@ -133,17 +133,17 @@ fn shape(operation: &mut Operation, kind: Kind) {
                 wrap_success(response);
             }
         } else if response.content.is_empty() && !status.starts_with('3') {
-            response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
             if response.description.is_empty() {
                 let shared = SHARED.iter().find(|(s, _, _)| s == status);
                 response.description = shared.map(|(_, _, d)| d.to_string()).unwrap_or_default();
             }
+            response.content.insert("application/json".into(), refusal(status, &response.description));
         }
     }
     if let Some(scope) = declared.secret_key_scope() {
-        let refusal = format!("`insufficient_scope`: the key holds neither `{scope}` nor `admin`.");
-        let mut response = Response::new(refusal);
-        response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
+        let description = format!("`insufficient_scope`: the key holds neither `{scope}` nor `admin`.");
+        let mut response = Response::new(&description);
+        response.content.insert("application/json".into(), refusal("403", &description));
         responses.insert("403".into(), RefOr::T(response));
     }
     for status in shared {
@@ -228,11 +228,30 @@ fn add_components(components: &mut Components) {
     for (name, value) in schemas {
         components.schemas.insert(name.into(), schema(value));
     }
-    for (_, name, description) in SHARED {
+    for (status, name, description) in SHARED {
         let mut response = Response::new(*description);
-        response.content.insert("application/json".into(), content(reference("ErrorEnvelope")));
+        response.content.insert("application/json".into(), refusal(status, description));
         components.responses.insert((*name).into(), RefOr::T(response));
     }
+}
+
+/// A refusal's body: the error envelope, with an example of the first
+/// code its description names (in backticks) that is answered with its
+/// status, or else the first code of that status.
+fn refusal(status: &str, description: &str) -> Content {
+    let status_code: u16 = status.parse().unwrap_or(0);
+    let of_status = || Code::ALL.iter().filter(move |c| c.status() == status_code);
+    let named = description.split('`').skip(1).step_by(2).find_map(|word| of_status().find(|c| c.as_str() == word));
+    let mut body = content(reference("ErrorEnvelope"));
+    body.example = named.or_else(|| of_status().next()).map(|code| {
+        json!({
+            "success": false,
+            "data": null,
+            "error": {"code": code.as_str(), "message": code.meaning()},
+            "meta": {"timestamp": "2026-12-01T09:30:00.000000Z", "request_id": "019ad93e-5f10-7c3a-9b61-3a1e2c4d5e6f"},
+        })
+    });
+    body
 }
 
 fn reference(schema_name: &str) -> RefOr<Schema> {

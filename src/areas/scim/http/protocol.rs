@@ -514,7 +514,12 @@ pub struct ScimPatchView(#[allow(dead_code)] Value);
 
 /// A SCIM error (RFC 7644 section 3.12): `schemas`, `status`, `scimType`, `detail`.
 #[derive(ToSchema)]
-#[schema(value_type = Object)]
+#[schema(value_type = Object, example = json!({
+    "schemas": ["urn:ietf:params:scim:api:messages:2.0:Error"],
+    "status": "409",
+    "scimType": "uniqueness",
+    "detail": "the directory has a User with this userName"
+}))]
 pub struct ScimErrorView(#[allow(dead_code)] Value);
 
 /// What the server supports (RFC 7643 section 5): PATCH, filters, ETags; no bulk, no sorting.
