@@ -177,6 +177,22 @@ pub fn postgres_env(settings: &gatehouse::config::Settings) -> Vec<(String, Stri
     env
 }
 
+/// `url` pointed at the PostgreSQL server itself when the tests pass
+/// through a pooler: `GATEHOUSE_TEST_POSTGRES_SERVER_URL` names its host
+/// and port. Backups and restores (`pg_dump`, `pg_restore`) go to the
+/// server, never through a transaction pooler, whose server connection
+/// changes between their statements (docs/operations/postgresql.md).
+pub fn postgres_server(url: &str) -> String {
+    let Ok(server) = std::env::var("GATEHOUSE_TEST_POSTGRES_SERVER_URL") else {
+        return url.to_string();
+    };
+    let server = url::Url::parse(&server).expect("GATEHOUSE_TEST_POSTGRES_SERVER_URL is a URL");
+    let mut url = url::Url::parse(url).expect("a database URL");
+    url.set_host(server.host_str()).unwrap();
+    url.set_port(server.port()).unwrap();
+    url.to_string()
+}
+
 /// A running `gatehouse serve`, killed when dropped: a test that fails
 /// half-way leaves no server behind.
 pub struct Serving(Child);

@@ -673,7 +673,7 @@ async fn a_postgresql_backup_taken_under_writes_restores_into_fresh_databases_th
     for (n, (_, url)) in databases.iter().enumerate() {
         let file = dumps.join(format!("{n}.dump"));
         let mut dump = std::process::Command::new("pg_dump");
-        dump.args(["--format=custom", "--file", file.to_str().unwrap(), url]);
+        dump.args(["--format=custom", "--file", file.to_str().unwrap(), &crate::binary::postgres_server(url)]);
         let done = tokio::task::spawn_blocking(move || dump.output().unwrap()).await.unwrap();
         assert!(done.status.success(), "pg_dump: {}", String::from_utf8_lossy(&done.stderr));
     }
@@ -690,7 +690,7 @@ async fn a_postgresql_backup_taken_under_writes_restores_into_fresh_databases_th
         url.set_path(&database);
         let file = dumps.join(format!("{n}.dump"));
         let restore = std::process::Command::new("pg_restore")
-            .args(["--no-owner", "--dbname", url.as_str(), file.to_str().unwrap()])
+            .args(["--no-owner", "--dbname", &crate::binary::postgres_server(url.as_str()), file.to_str().unwrap()])
             .output()
             .unwrap();
         assert!(restore.status.success(), "pg_restore: {}", String::from_utf8_lossy(&restore.stderr));
