@@ -540,7 +540,7 @@ def rollback(env):
     # after server_login_retry (1 s here): wait until it takes one.
     accepts = until(lambda: subprocess.run(["psql", f"{PG}/{PREFIX}_ca", "-qAtc", "SELECT 1"],
                                               capture_output=True).returncode == 0, 10)
-    check(accepts, "ca accepts connections again")
+    check(accepts is not None, "ca accepts connections again")
     status = call("us2", "POST", "/v1/security/region", app, key, {"region": "ca"}, timeout=60)[0]
     check(status == 200, "the same move, once ca accepts connections again")
     names = organization_names("ap", app, key)
