@@ -657,18 +657,10 @@ mod tests {
     /// Every file of the Kustomize layout under `deploy/kubernetes`, as a
     /// path from the repository's root.
     fn kubernetes_files(root: &Path) -> Vec<String> {
-        let mut files = Vec::new();
-        let mut folders = vec![root.join("deploy/kubernetes")];
-        while let Some(folder) = folders.pop() {
-            for entry in std::fs::read_dir(folder).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    folders.push(path);
-                } else {
-                    files.push(path.strip_prefix(root).unwrap().to_string_lossy().into_owned());
-                }
-            }
-        }
+        let files: Vec<String> = crate::generated_docs::files_under("deploy/kubernetes")
+            .iter()
+            .map(|path| path.strip_prefix(root).unwrap().to_string_lossy().into_owned())
+            .collect();
         assert!(files.len() > 5, "{files:?}");
         files
     }

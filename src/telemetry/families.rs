@@ -180,31 +180,23 @@ pub fn markdown() -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::{collections::BTreeSet, path::Path};
+    use std::collections::BTreeSet;
 
     use super::*;
 
     /// Every name in a `counter!`, `gauge!` or `histogram!` under `src/`.
     fn recorded_names() -> BTreeSet<String> {
         let mut names = BTreeSet::new();
-        let mut dirs = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("src")];
-        while let Some(dir) = dirs.pop() {
-            for entry in std::fs::read_dir(dir).unwrap() {
-                let path = entry.unwrap().path();
-                if path.is_dir() {
-                    dirs.push(path);
-                } else if path.extension().is_some_and(|e| e == "rs") {
-                    let text = std::fs::read_to_string(&path).unwrap();
-                    for macro_call in ["counter!(", "gauge!(", "histogram!("] {
-                        for (at, _) in text.match_indices(macro_call) {
-                            let rest = text[at + macro_call.len()..].trim_start();
-                            let quoted = rest.strip_prefix('"').and_then(|q| q.split_once('"')).map(|(name, _)| name);
-                            // A metric's name, not this test's own `"counter!("` strings.
-                            if let Some(name) = quoted.filter(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_'))
-                            {
-                                names.insert(name.to_string());
-                            }
-                        }
+        let sources = crate::generated_docs::files_under("src");
+        for path in sources.iter().filter(|p| p.extension().is_some_and(|e| e == "rs")) {
+            let text = std::fs::read_to_string(path).unwrap();
+            for macro_call in ["counter!(", "gauge!(", "histogram!("] {
+                for (at, _) in text.match_indices(macro_call) {
+                    let rest = text[at + macro_call.len()..].trim_start();
+                    let quoted = rest.strip_prefix('"').and_then(|q| q.split_once('"')).map(|(name, _)| name);
+                    // A metric's name, not this test's own `"counter!("` strings.
+                    if let Some(name) = quoted.filter(|n| n.chars().all(|c| c.is_ascii_lowercase() || c == '_')) {
+                        names.insert(name.to_string());
                     }
                 }
             }

@@ -52,11 +52,8 @@ build() {
 start() {
   [ -x "$BUILD/bin/pgbouncer" ] || build >&2
   stop
-  # PgBouncer refuses to run as root: as root, it runs as postgres.
-  local as=()
-  if [ "$(id -u)" = 0 ]; then as=(runuser -u postgres --); fi
   rm -rf "$RUN"
-  if [ "$(id -u)" = 0 ]; then install -d -o postgres "$RUN"; else mkdir -p "$RUN"; fi
+  mkdir -p "$RUN"
   cp "$BUILD/bin/pgbouncer" "$RUN/pgbouncer"
   # Each test makes databases of its own: every name passes through, each
   # with a small pool, and idle server connections close after 10 s, so
@@ -87,7 +84,12 @@ logfile = $RUN/pgbouncer.log
 pidfile = $RUN/pgbouncer.pid
 INI
   echo '"postgres" ""' >"$RUN/users.txt"
-  [ "$(id -u)" != 0 ] || chown -R postgres "$RUN"
+  # PgBouncer refuses to run as root: as root, it runs as postgres.
+  local as=()
+  if [ "$(id -u)" = 0 ]; then
+    chown -R postgres "$RUN"
+    as=(runuser -u postgres --)
+  fi
   "${as[@]}" "$RUN/pgbouncer" -d "$RUN/pgbouncer.ini"
   for _ in $(seq 50); do
     if timeout 1 bash -c "exec 3<>/dev/tcp/127.0.0.1/$PORT" 2>/dev/null; then
