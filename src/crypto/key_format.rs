@@ -60,6 +60,19 @@ pub fn display_prefix(secret: &str) -> String {
     secret.chars().take(DISPLAY_PREFIX_LEN).collect()
 }
 
+/// `presented`, when it is one of our credentials, with its random part
+/// spelt `EXAMPLE0…` and the checksum to match: well-formed, and held by no
+/// one (the documentation's examples show these).
+#[cfg(test)]
+pub fn example_of(presented: &str) -> Option<String> {
+    use KeyKind::*;
+    let ours = [Secret, User, ServiceAccount, Enrollment, OAuthClient, ScimDirectory];
+    ours.iter().find(|kind| parse(**kind, presented).is_some())?;
+    let random = "EXAMPLE0".repeat(RANDOM_LEN / 8);
+    let head = &presented[..presented.len() - RANDOM_LEN - CHECKSUM_LEN];
+    Some(format!("{head}{random}{}", std::str::from_utf8(&checksum(&random)).expect("base62 is ASCII")))
+}
+
 fn checksum(random: &str) -> [u8; CHECKSUM_LEN] {
     let mut value = crc32fast::hash(random.as_bytes());
     let mut digits = [b'0'; CHECKSUM_LEN];
@@ -83,6 +96,15 @@ mod tests {
         broken[10] = if broken[10] == b'a' { b'b' } else { b'a' };
         assert_eq!(parse(KeyKind::Secret, &String::from_utf8(broken).unwrap()), None);
         assert_eq!(parse(KeyKind::User, &key), None);
+    }
+
+    #[test]
+    fn an_example_credential_is_well_formed_and_not_the_one_it_replaces() {
+        let key = generate(KeyKind::OAuthClient, true);
+        let example = example_of(&key).expect("one of ours");
+        assert_eq!(parse(KeyKind::OAuthClient, &example), Some(true));
+        assert!(example.starts_with("ocs_live_EXAMPLE0EXAMPLE0"), "{example}");
+        assert_eq!(example_of("sk_test_not-one-of-ours"), None);
     }
 
     #[test]

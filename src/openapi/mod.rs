@@ -1,6 +1,7 @@
 //! The OpenAPI 3.1 document, generated from the handlers' annotations and
 //! what every route shares ([`wire`]).
 mod conditions;
+mod examples;
 pub mod fields;
 mod links;
 mod objects;
@@ -82,18 +83,26 @@ pub fn for_deployment(settings: &Settings) -> serde_json::Value {
 pub fn json() -> &'static str {
     static JSON: OnceLock<String> = OnceLock::new();
     JSON.get_or_init(|| {
-        let mut described = ApiDoc::openapi();
-        for area in routes::AREAS {
-            described.merge((area.operations)());
-        }
-        SecretKeyAuth.modify(&mut described);
-        Wire.modify(&mut described);
-        let mut document = serde_json::to_value(described).expect("the OpenAPI document serialises");
-        links::add(&mut document);
-        conditions::add(&mut document);
-        objects::open(&mut document);
+        let mut document = described();
+        examples::add(&mut document);
         document.to_string()
     })
+}
+
+/// The document as the handlers and [`wire`] describe it, before the
+/// recorded examples ([`examples`]) join it.
+fn described() -> serde_json::Value {
+    let mut described = ApiDoc::openapi();
+    for area in routes::AREAS {
+        described.merge((area.operations)());
+    }
+    SecretKeyAuth.modify(&mut described);
+    Wire.modify(&mut described);
+    let mut document = serde_json::to_value(described).expect("the OpenAPI document serialises");
+    links::add(&mut document);
+    conditions::add(&mut document);
+    objects::open(&mut document);
+    document
 }
 
 #[cfg(test)]

@@ -129,7 +129,10 @@ fn shape(operation: &mut Operation, kind: Kind) {
     for (status, response) in responses.iter_mut() {
         let RefOr::T(response) = response else { continue };
         if status.starts_with('2') {
-            if kind != Kind::Document && kind != Kind::Standard {
+            // A page or a metadata document is answered as it is: only a
+            // JSON (or undeclared) success is enveloped.
+            let json = response.content.is_empty() || response.content.contains_key("application/json");
+            if kind != Kind::Document && kind != Kind::Standard && json {
                 wrap_success(response);
             }
         } else if response.content.is_empty() && !status.starts_with('3') {

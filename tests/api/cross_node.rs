@@ -285,12 +285,12 @@ async fn a_disabled_or_deleted_service_account_is_refused_by_the_other_node_with
             wait_for_first_use(&a, &caller_key).await;
         }
         let path = format!("/v1/service-accounts/{id}");
-        let status = if change == "disable" {
-            a.patch(&path, &json!({"enabled": false})).await.status
+        let changed = if change == "disable" {
+            a.patch(&path, &json!({"enabled": false})).await
         } else {
-            a.send(&a.caller, Method::DELETE, &path, None).await.status
+            a.send(&a.caller, Method::DELETE, &path, None).await
         };
-        assert_eq!(status, 200);
+        assert_eq!(changed.status, 200, "{change}: {:?}", changed.body);
         assert!(!verify_at(a.address.clone(), secret.clone()).await, "refused at once on the node that changed it");
         seen.push(
             time_until(|| {

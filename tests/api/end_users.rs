@@ -544,6 +544,10 @@ async fn organizations_memberships_and_activation_put_org_claims_in_the_token() 
 
     let other_org = app.post("/v1/organizations", &json!({"name": "Other"})).await;
     let other_id = other_org.data()["id"].as_str().unwrap();
+    let renamed = app.patch(&format!("/v1/organizations/{other_id}"), &json!({"name": "Other Ltd"})).await;
+    assert_eq!((renamed.status, renamed.data()["name"].as_str()), (200, Some("Other Ltd")), "{:?}", renamed.body);
+    let read = app.get(&format!("/v1/organizations/{other_id}")).await;
+    assert_eq!((read.status, read.data()["name"].as_str()), (200, Some("Other Ltd")), "{:?}", read.body);
     let not_member = app.send(&user, Method::POST, &format!("/v1/auth/organizations/{other_id}/activate"), None).await;
     assert_eq!(not_member.status, 404);
 

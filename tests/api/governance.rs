@@ -228,6 +228,8 @@ async fn an_access_review_snapshots_memberships_and_a_revocation_ends_access_at_
     let closed = app.post(&format!("/v1/access-reviews/{review}/close"), &json!({})).await;
     assert_eq!((closed.status, closed.data()["status"].as_str()), (200, Some("closed")), "{:?}", closed.body);
     assert!(closed.data()["closed_at"].is_string());
+    let read = app.get(&format!("/v1/access-reviews/{review}")).await;
+    assert_eq!((read.status, read.data()["status"].as_str()), (200, Some("closed")), "{:?}", read.body);
     let items = app.get(&format!("/v1/access-reviews/{review}/items")).await;
     let owner_item = items.data().as_array().unwrap().iter().find(|i| i["user_id"] == owner.as_str()).unwrap().clone();
     assert_eq!(owner_item["decision"], "approved");

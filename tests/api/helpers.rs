@@ -210,7 +210,7 @@ impl TestApp {
         if let Some(body) = body {
             request = request.json(body);
         }
-        reply(request.send().await.expect("request sent")).await
+        self.raw(request).await
     }
 
     pub async fn get(&self, path: &str) -> Reply {
@@ -225,9 +225,15 @@ impl TestApp {
         self.send(&self.caller, Method::PATCH, path, Some(body)).await
     }
 
-    /// A request built by the test, sent as it is.
+    /// A request built by the test, sent as it is (and recorded as an
+    /// example when the suite records: [`crate::examples`]).
     pub async fn raw(&self, request: reqwest::RequestBuilder) -> Reply {
-        reply(request.send().await.expect("request sent")).await
+        let response = crate::examples::send(request).await;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let text = response.text().await.unwrap_or_default();
+        let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
+        Reply { status, headers, body }
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -268,12 +274,4 @@ impl TestApp {
         let rows = self.get("/v1/audit-logs/export?limit=1000").await;
         rows.data().as_array().unwrap().iter().map(|r| r["type"].as_str().unwrap().to_string()).collect()
     }
-}
-
-async fn reply(response: reqwest::Response) -> Reply {
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let text = response.text().await.unwrap_or_default();
-    let body = serde_json::from_str(&text).unwrap_or(Value::String(text));
-    Reply { status, headers, body }
 }

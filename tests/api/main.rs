@@ -19,6 +19,7 @@ mod end_users;
 mod enrollment;
 mod entitlements;
 mod event_types;
+mod examples;
 mod governance;
 mod hardening;
 mod helpers;

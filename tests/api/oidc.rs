@@ -134,7 +134,7 @@ impl Browser {
                 None => self.client.get(&url),
             };
             let cookie = self.cookies.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join("; ");
-            let response = request.header("cookie", cookie).send().await.unwrap();
+            let response = crate::examples::send(request.header("cookie", cookie)).await;
             for set in response.headers().get_all("set-cookie") {
                 let pair = set.to_str().unwrap().split(';').next().unwrap();
                 if let Some((name, value)) = pair.split_once('=') {

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 
 use crate::{
     end_users::{as_user, sign_up},
-    helpers::{spawn_app, Reply, TestApp},
+    helpers::{spawn_app, spawn_with, Reply, TestApp},
 };
 
 const CALLBACK: &str = "https://app.example.com/callback";
@@ -363,12 +363,13 @@ impl Browser {
 
     /// Status, `Location`, the page's text.
     async fn get(&mut self, url: &str) -> (u16, Option<String>, String) {
-        let reply = self.client.get(url).header("cookie", self.cookie_header()).send().await.unwrap();
+        let reply = crate::examples::send(self.client.get(url).header("cookie", self.cookie_header())).await;
         self.answer(reply).await
     }
 
     async fn post(&mut self, url: &str, form: &[(String, String)]) -> (u16, Option<String>, String) {
-        let reply = self.client.post(url).header("cookie", self.cookie_header()).form(form).send().await.unwrap();
+        let reply =
+            crate::examples::send(self.client.post(url).header("cookie", self.cookie_header()).form(form)).await;
         self.answer(reply).await
     }
 
@@ -452,6 +453,33 @@ async fn sign_in_on_page(
     let (status, location, page) = browser.post(&issuer_url(app, "oauth/authorize"), &fields).await;
     assert_eq!(status, 303, "{page}");
     query_of(&location.unwrap())
+}
+
+/// The hosted sign-in counts attempts per address as the API does: past the
+/// limit the page says so (429), even to the right password.
+#[actix_web::test]
+async fn the_hosted_sign_in_is_rate_limited_per_address_like_the_api() {
+    let app = spawn_with(|s| s.rate_limits.sign_in_per_email_per_minute = 2).await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, _) = credentials(&web);
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    let url = authorize_url(&app, &id, &[]);
+    for _ in 0..2 {
+        assert_eq!(attempt_on_page(&app, &mut browser, &url, "not the password").await.0, 401);
+    }
+    let (status, page) = attempt_on_page(&app, &mut browser, &url, crate::end_users::PASSWORD).await;
+    assert_eq!(status, 429, "{page}");
+    assert!(page.contains("Too many attempts"), "{page}");
+}
+
+/// Ada's address and `password` on the sign-in page of `url`: the status and page.
+async fn attempt_on_page(app: &TestApp, browser: &mut Browser, url: &str, password: &str) -> (u16, String) {
+    let (_, _, page) = browser.get(url).await;
+    let mut fields = form_fields(&page);
+    fields.extend([("email".into(), "ada@example.com".into()), ("password".into(), password.into())]);
+    let (status, _, page) = browser.post(&issuer_url(app, "oauth/authorize"), &fields).await;
+    (status, page)
 }
 
 #[actix_web::test]
@@ -731,8 +759,26 @@ async fn rp_initiated_logout_ends_the_hosted_sign_in_and_goes_back_only_to_a_reg
     let (status, location, _) = browser.get(&authorize_url(&app, &id, &[("prompt", "none")])).await;
     assert_eq!(status, 303);
     assert_eq!(query_of(&location.unwrap())["error"], "login_required", "the hosted sign-in ended");
+
+    // Asked without a hint, the user confirms on the page: an address the
+    // client did not register is refused there too, and the page's own
+    // form signs out.
+    sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    let (_, _, page) = browser.get(&logout(&[])).await;
+    let confirm = form_fields(&page);
+    let mut elsewhere = confirm.clone();
+    elsewhere.extend([
+        ("client_id".into(), id.clone()),
+        ("post_logout_redirect_uri".into(), "https://evil.example/".into()),
+    ]);
+    let (status, location, _) = browser.post(&logout(&[]), &elsewhere).await;
+    assert_eq!((status, location), (400, None));
+    let (status, _, page) = browser.post(&logout(&[]), &confirm).await;
+    assert_eq!(status, 200, "{page}");
+    let (_, location, _) = browser.get(&authorize_url(&app, &id, &[("prompt", "none")])).await;
+    assert_eq!(query_of(&location.unwrap())["error"], "login_required", "signed out from the page");
     let types = app.audit_types().await;
-    assert!(types.iter().filter(|t| *t == "session.revoked").count() >= 1, "{types:?}");
+    assert!(types.iter().filter(|t| *t == "session.revoked").count() >= 2, "{types:?}");
 }
 
 #[actix_web::test]
@@ -1273,7 +1319,8 @@ async fn an_organization_that_requires_sso_sends_its_people_to_its_provider_from
     let mut fields = form_fields(&page);
     fields.extend([("email".into(), "ada@example.com".into()), ("password".into(), "any password at all".into())]);
     let reply =
-        browser.client.post(&endpoint).header("cookie", browser.cookie_header()).form(&fields).send().await.unwrap();
+        crate::examples::send(browser.client.post(&endpoint).header("cookie", browser.cookie_header()).form(&fields))
+            .await;
     let policy = reply.headers()["content-security-policy"].to_str().unwrap().to_string();
     let (status, _, page) = browser.answer(reply).await;
     assert_eq!(status, 200, "{page}");
@@ -1324,7 +1371,8 @@ async fn the_hosted_page_signs_an_organizations_people_in_through_its_saml_ident
     let mut fields = form_fields(&page);
     fields.extend([("email".into(), "ada@example.com".into()), ("sso".into(), "find".into())]);
     let reply =
-        browser.client.post(&endpoint).header("cookie", browser.cookie_header()).form(&fields).send().await.unwrap();
+        crate::examples::send(browser.client.post(&endpoint).header("cookie", browser.cookie_header()).form(&fields))
+            .await;
     let policy = reply.headers()["content-security-policy"].to_str().unwrap().to_string();
     let (status, location, page) = browser.answer(reply).await;
     let at_idp = match status {

@@ -39,6 +39,8 @@ async fn fields_are_created_listed_changed_and_deleted_with_409_on_a_used_key() 
     let patched = app.patch(&format!("/v1/profile-fields/{id}"), &json!({"label": "Employer", "required": true})).await;
     assert_eq!(patched.status, 200, "{:?}", patched.body);
     assert_eq!(patched.data()["label"], "Employer");
+    let read = app.get(&format!("/v1/profile-fields/{id}")).await;
+    assert_eq!((read.status, &read.data()["required"]), (200, &json!(true)), "{:?}", read.body);
     let key_change = app.patch(&format!("/v1/profile-fields/{id}"), &json!({"key": "other"})).await;
     assert!(matches!(key_change.status, 400 | 422), "the key is fixed");
     assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/profile-fields/{id}"), None).await.status, 200);

@@ -217,13 +217,13 @@ async fn an_unknown_code_is_refused_and_a_form_post_callback_comes_back_as_a_get
         assert_eq!((reply.status, reply.error_code()), (400, "invalid_grant"), "{:?}", reply.body);
     }
     assert_eq!(exchange(&app, &app.caller, json!({"code": 1})).await.status, 422);
-    let form = no_redirects()
-        .post(app.url("/v1/auth/oauth/apple/callback"))
-        .header("content-type", "application/x-www-form-urlencoded")
-        .body("state=abc&code=def&user=%7B%7D")
-        .send()
-        .await
-        .unwrap();
+    let form = crate::examples::send(
+        no_redirects()
+            .post(app.url("/v1/auth/oauth/apple/callback"))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body("state=abc&code=def&user=%7B%7D"),
+    )
+    .await;
     assert_eq!(form.status(), StatusCode::SEE_OTHER);
     assert_eq!(form.headers()["location"], "/v1/auth/oauth/apple/callback?state=abc&code=def");
 }

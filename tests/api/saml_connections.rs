@@ -100,7 +100,7 @@ pub async fn post_form(form: &Value, relay_state: Option<&str>) -> (u16, String)
         ("SAMLResponse", form["SAMLResponse"].as_str().unwrap()),
         ("RelayState", relay_state.unwrap_or_else(|| form["RelayState"].as_str().unwrap())),
     ];
-    let answer = client.post(form["action"].as_str().unwrap()).form(&fields).send().await.unwrap();
+    let answer = crate::examples::send(client.post(form["action"].as_str().unwrap()).form(&fields)).await;
     let location = answer.headers().get("location").map(|l| l.to_str().unwrap().to_string()).unwrap_or_default();
     (answer.status().as_u16(), location)
 }

@@ -148,6 +148,25 @@ async fn a_directory_provisions_users_into_its_organization_with_the_roles_of_th
     .await;
     assert_eq!(left.status, 200, "{:?}", left.body);
     assert_eq!(members(&app, &org).await, vec![(ada_id.clone(), "member".to_string())]);
+    // A group replaced whole (PUT) with her in it gives the role back.
+    let replaced = json!({"schemas": [GROUP], "displayName": "admins", "members": [{"value": ada_scim}]});
+    let put = scim(&app, &directory, Method::PUT, &admins_path, Some(replaced)).await;
+    assert_eq!(
+        (put.status, put.body["members"][0]["value"].as_str()),
+        (200, Some(ada_scim.as_str())),
+        "{:?}",
+        put.body
+    );
+    assert_eq!(members(&app, &org).await, vec![(ada_id.clone(), "admin".to_string())]);
+    let left = scim(
+        &app,
+        &directory,
+        Method::PATCH,
+        &admins_path,
+        patch(json!([{"op": "replace", "path": "members", "value": []}])),
+    )
+    .await;
+    assert_eq!(left.status, 200, "{:?}", left.body);
 
     // A user without an email is kept, and is nobody in Gatehouse yet.
     let nameless =
@@ -170,6 +189,31 @@ async fn a_directory_provisions_users_into_its_organization_with_the_roles_of_th
     ] {
         assert!(types.iter().any(|t| t == wanted), "{wanted} in {types:?}");
     }
+}
+
+/// RFC 7644 section 4: what a client reads before it provisions.
+#[actix_web::test]
+async fn the_discovery_endpoints_describe_what_the_directory_supports() {
+    let app = spawn_app().await;
+    let org = organization(&app, &app.caller, "Acme").await;
+    let directory = directory(&app, &app.caller, &org, json!([])).await;
+    let config = scim(&app, &directory, Method::GET, "/ServiceProviderConfig", None).await;
+    assert_eq!(config.status, 200, "{:?}", config.body);
+    assert_eq!((&config.body["patch"]["supported"], &config.body["bulk"]["supported"]), (&json!(true), &json!(false)));
+    let types = scim(&app, &directory, Method::GET, "/ResourceTypes", None).await;
+    let names: Vec<&str> =
+        types.body["Resources"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["User", "Group"], "{:?}", types.body);
+    let user_type = scim(&app, &directory, Method::GET, "/ResourceTypes/User", None).await;
+    assert_eq!((user_type.status, user_type.body["schema"].as_str()), (200, Some(USER)), "{:?}", user_type.body);
+    let schemas = scim(&app, &directory, Method::GET, "/Schemas", None).await;
+    let ids: Vec<&str> =
+        schemas.body["Resources"].as_array().unwrap().iter().map(|s| s["id"].as_str().unwrap()).collect();
+    assert!(ids.contains(&USER) && ids.contains(&GROUP), "{ids:?}");
+    let user_schema = scim(&app, &directory, Method::GET, &format!("/Schemas/{USER}"), None).await;
+    assert_eq!((user_schema.status, user_schema.body["name"].as_str()), (200, Some("User")), "{:?}", user_schema.body);
+    let unknown = scim(&app, &directory, Method::GET, "/ResourceTypes/Printer", None).await;
+    assert_eq!(unknown.status, 404, "{:?}", unknown.body);
 }
 
 #[actix_web::test]
@@ -281,6 +325,17 @@ async fn a_token_opens_only_its_own_directory_and_a_rotation_or_a_deletion_ends_
     let listed = app.get(&format!("/v1/organizations/{acme}/scim-directories")).await;
     assert_eq!(listed.data().as_array().unwrap().len(), 1);
     assert!(listed.data()[0].get("token").is_none(), "a token is shown once: {:?}", listed.body);
+    let path = format!("/v1/organizations/{acme}/scim-directories/{}", mine.id);
+    let renamed = app.patch(&path, &json!({"name": "Okta (production)"})).await;
+    assert_eq!(
+        (renamed.status, renamed.data()["name"].as_str()),
+        (200, Some("Okta (production)")),
+        "{:?}",
+        renamed.body
+    );
+    let read = app.get(&path).await;
+    assert_eq!((read.status, read.data()["name"].as_str()), (200, Some("Okta (production)")), "{:?}", read.body);
+    assert!(read.data().get("token").is_none(), "{:?}", read.body);
 
     let rotated =
         app.post(&format!("/v1/organizations/{acme}/scim-directories/{}/rotate-token", mine.id), &json!({})).await;

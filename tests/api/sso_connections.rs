@@ -240,8 +240,15 @@ async fn an_organizations_people_sign_in_through_its_identity_provider() {
     assert_eq!(relaxed.status, 200, "{:?}", relaxed.body);
     let strict = json!({"protocol": "oidc", "name": "Acme Entra", "issuer": issuer, "client_id": CLIENT_ID,
         "client_secret": CLIENT_SECRET, "sso_required": true});
-    assert_eq!(app.post(&format!("/v1/organizations/{acme}/sso-connections"), &strict).await.status, 201);
+    let made = app.post(&format!("/v1/organizations/{acme}/sso-connections"), &strict).await;
+    assert_eq!(made.status, 201, "{:?}", made.body);
     assert_eq!(public_post(&app, "/v1/auth/sign-in", &bob).await.error_code(), "sso_required");
+    // Deleted, it requires nothing any more.
+    let strict_path = format!("/v1/organizations/{acme}/sso-connections/{}", made.data()["id"].as_str().unwrap());
+    let deleted = app.send(&app.caller, Method::DELETE, &strict_path, None).await;
+    assert_eq!(deleted.status, 200, "{:?}", deleted.body);
+    assert_eq!(app.get(&strict_path).await.status, 404);
+    assert_eq!(public_post(&app, "/v1/auth/sign-in", &bob).await.status, 200);
 }
 
 #[actix_web::test]

@@ -118,6 +118,8 @@ impl From<ConnectStatus> for ConnectStatusView {
 #[derive(ToSchema)]
 #[allow(dead_code)] // the document's description of the body; the handler reads raw bytes
 pub struct ProcessorEventBody {
+    /// `event`.
+    pub object: Option<String>,
     /// The event id (`evt_…`): a second delivery is acknowledged and ignored.
     pub id: String,
     /// `account.updated` changes the status; other types are acknowledged.

@@ -182,6 +182,10 @@ pub struct IntrospectionView {
     pub jti: Option<uuid::Uuid>,
     pub org: Option<uuid::Uuid>,
     pub org_role: Option<String>,
+    /// The OAuth client the token was issued to.
+    pub client_id: Option<uuid::Uuid>,
+    /// The scopes granted, space-separated.
+    pub scope: Option<String>,
 }
 
 /// Whether a token of the application is active, and what it says (RFC

@@ -512,15 +512,27 @@ pub struct ScimResourceView(#[allow(dead_code)] Value);
 #[schema(value_type = Object)]
 pub struct ScimPatchView(#[allow(dead_code)] Value);
 
-/// A SCIM error (RFC 7644 section 3.12): `schemas`, `status`, `scimType`, `detail`.
+/// A SCIM error (RFC 7644 section 3.12), as `ScimError::body` writes it.
 #[derive(ToSchema)]
-#[schema(value_type = Object, example = json!({
+#[schema(example = json!({
     "schemas": ["urn:ietf:params:scim:api:messages:2.0:Error"],
     "status": "409",
     "scimType": "uniqueness",
     "detail": "the directory has a User with this userName"
 }))]
-pub struct ScimErrorView(#[allow(dead_code)] Value);
+#[allow(dead_code)] // the document's description only
+pub struct ScimErrorView {
+    /// `["urn:ietf:params:scim:api:messages:2.0:Error"]`.
+    schemas: Vec<String>,
+    /// The HTTP status, as a string.
+    status: String,
+    /// The error's kind where RFC 7644 names one: `invalidFilter`,
+    /// `invalidSyntax`, `invalidValue`, `invalidPath`, `noTarget`,
+    /// `mutability` or `uniqueness`.
+    #[schema(rename = "scimType")]
+    scim_type: Option<String>,
+    detail: String,
+}
 
 /// What the server supports (RFC 7643 section 5): PATCH, filters, ETags; no bulk, no sorting.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/scim/v2/{directory_id}/ServiceProviderConfig", tag = "scim",
