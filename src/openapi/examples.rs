@@ -7,11 +7,16 @@
 //! ```text
 //! rm -f target/exchanges.jsonl
 //! GATEHOUSE_RECORD_EXAMPLES=$PWD/target/exchanges.jsonl cargo test --test api
-//! GATEHOUSE_RECORD_EXAMPLES=$PWD/target/exchanges.jsonl GATEHOUSE_WRITE_DOCS=1 cargo test --lib openapi::examples
+//! GATEHOUSE_RECORD_EXAMPLES=$PWD/target/exchanges.jsonl GATEHOUSE_WRITE_DOCS=1 cargo test --lib openapi::examples::tests::docs_
 //! ```
 use serde_json::Value;
 
 const RECORDED: &str = include_str!("examples.json");
+
+/// Whether a media type object (or a schema) shows an example already.
+fn shows_example(media: &Value) -> bool {
+    media.get("example").is_some() || media.get("examples").is_some()
+}
 
 /// Gives each body its recorded example, where the handler's annotations
 /// gave none.
@@ -30,7 +35,7 @@ pub fn add(document: &mut Value) {
                 };
                 for (media_type, example) in by_media_type.as_object().expect("examples by media type") {
                     match content.get_mut(media_type) {
-                        Some(media) if media.get("example").is_none() && media.get("examples").is_none() => {
+                        Some(media) if !shows_example(media) => {
                             media["example"] = example.clone();
                         }
                         _ => {}
@@ -74,8 +79,7 @@ mod recording {
             let mut consider = |part: String, declared: &Value, sent: &Value| {
                 let media_type = sent["media_type"].as_str().unwrap_or_default();
                 let media = &declared["content"][media_type];
-                let annotated = !media["example"].is_null() || !media["examples"].is_null();
-                if media.is_null() || annotated || sent["body"] == json!("") {
+                if media.is_null() || super::shows_example(media) || sent["body"] == json!("") {
                     return;
                 }
                 let mut body = cleaned(&sent["body"]);
@@ -243,12 +247,11 @@ mod tests {
         let document = document();
         let bodies = bodies(&document);
         let has_example = |media: &Value| {
-            let shown = |v: &Value| v.get("example").is_some() || v.get("examples").is_some();
             let schema = match media["schema"]["$ref"].as_str() {
                 Some(name) => &document["components"]["schemas"][name.rsplit('/').next().expect("a name")],
                 None => &media["schema"],
             };
-            shown(media) || shown(schema)
+            super::shows_example(media) || super::shows_example(schema)
         };
         let missing: Vec<&String> = bodies.iter().filter(|(_, m)| !has_example(m)).map(|(w, _)| w).collect();
         assert!(missing.is_empty(), "{} of {} bodies have no example: {missing:#?}", missing.len(), bodies.len());

@@ -272,8 +272,9 @@ pub fn optional_review_decision() -> RefOr<Schema> {
 }
 
 /// A domain name such as `example.com`: two or more labels of letters,
-/// digits and inner hyphens (a Unicode name is taken too and stored as its
-/// IDNA form, though not described here). `conditions` adds that it is not
+/// digits and inner hyphens, perhaps with the root's trailing dot, which is
+/// dropped (a Unicode name is taken too and stored as its IDNA form, though
+/// not described here). `conditions` adds that it is not
 /// a consumer mail domain (a keyword utoipa's schema type does not keep).
 pub fn sso_domain() -> RefOr<Schema> {
     schema(domain(), false)
@@ -282,14 +283,13 @@ pub fn sso_domain() -> RefOr<Schema> {
 fn domain() -> Value {
     let label = "[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
     let top = "[A-Za-z]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?";
-    let pattern = format!(r"^({label}\.)+{top}$");
+    let pattern = format!(r"^({label}\.)+{top}\.?$");
     json!({"type": "string", "maxLength": 253, "pattern": pattern})
 }
 
 /// Email domains a sign-up is checked against: at most 100 domain names
 /// (a name given twice is kept once; as with `sso_domain`, a Unicode name
-/// or a trailing dot is taken too and stored in normal form, though not
-/// described here).
+/// is taken too and stored in normal form, though not described here).
 pub fn email_domains() -> RefOr<Schema> {
     schema(json!({"type": "array", "maxItems": restrictions::MAX_DOMAINS, "items": domain()}), false)
 }

@@ -126,6 +126,27 @@ mod tests {
         }
     }
 
+    /// A page or a metadata document is answered as it is: a success that
+    /// declares another media type does not also claim the JSON envelope.
+    #[test]
+    fn a_success_that_is_a_page_or_a_document_is_not_enveloped_json() {
+        let document: serde_json::Value = serde_json::from_str(super::json()).expect("the document is JSON");
+        let mut pages = 0;
+        for (path, item) in document["paths"].as_object().expect("paths") {
+            for (method, operation) in item.as_object().expect("a path item") {
+                for (status, response) in operation["responses"].as_object().into_iter().flatten() {
+                    let content = response["content"].as_object();
+                    let types: Vec<&String> = content.into_iter().flat_map(|c| c.keys()).collect();
+                    if status.starts_with('2') && types.iter().any(|t| *t == "text/html" || t.ends_with("+xml")) {
+                        pages += 1;
+                        assert_eq!(types.len(), 1, "{} {path} {status}: {types:?}", method.to_uppercase());
+                    }
+                }
+            }
+        }
+        assert!(pages >= 4, "{pages} pages");
+    }
+
     /// Every enveloped refusal shows an example: the envelope with a code
     /// its status is answered with (redocly, in `.ci/run`, checks each
     /// example against its schema).
