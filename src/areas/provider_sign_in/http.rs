@@ -144,13 +144,31 @@ pub async fn callback(
     Ok(redirect(actix_web::http::StatusCode::SEE_OTHER, &location))
 }
 
+/// A provider's answer by `form_post` (OAuth 2.0 Form Post Response Mode).
+#[derive(ToSchema)]
+#[allow(dead_code)] // the document's description; read by hand below
+pub struct CallbackForm {
+    /// The sign-in's state, given back unchanged.
+    state: String,
+    /// The provider's authorization code.
+    code: Option<String>,
+    /// The provider's error, in place of a code.
+    error: Option<String>,
+    /// The provider's issuer (RFC 9207).
+    iss: Option<String>,
+    /// Apple's `user` (the name, on a first sign-in): ignored.
+    user: Option<String>,
+    /// Apple's `id_token`: ignored (the code is exchanged for one).
+    id_token: Option<String>,
+}
+
 /// The callback of providers that POST their answer as a form (Apple's
 /// `form_post`): 303 to the same callback with the answer in the query,
 /// where the `state` finds the application and its region.
 #[utoipa::path(post, path = "/v1/auth/oauth/{provider}/callback", tag = "auth",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("provider" = String, Path)),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded"),
+    request_body(content = CallbackForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 303, description = "To `GET` of the same callback",
             headers(("Location" = String, description = "The callback with the answer in its query"))),
         (status = 400, description = "`invalid_state`: the form is not one, or carries no `state`")))]

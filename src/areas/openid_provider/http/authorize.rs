@@ -19,6 +19,7 @@ use actix_web::{
 };
 use entity::{membership, organization, session};
 use url::Url;
+use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{
@@ -45,24 +46,89 @@ use crate::{
     storage::{TenantScope, Unaudited},
 };
 
+/// An authorization request (RFC 6749 section 4.1.1, OIDC Core section
+/// 3.1.2.1): the query of a `GET`, or the form of a `POST`, where it rides
+/// along on every hosted page's form.
+#[derive(IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // the document's description; read by hand (`browser::parameters`)
+pub struct AuthorizationRequest {
+    /// `code`
+    response_type: Option<String>,
+    /// The OAuth client's id.
+    client_id: Option<String>,
+    /// One of the client's redirect URIs, exactly.
+    redirect_uri: Option<String>,
+    /// Space-separated; each one of the client's.
+    scope: Option<String>,
+    /// Given back unchanged.
+    state: Option<String>,
+    /// Put in the ID token.
+    nonce: Option<String>,
+    /// PKCE S256 challenge; required of public clients.
+    code_challenge: Option<String>,
+    /// `S256`
+    code_challenge_method: Option<String>,
+    /// `none`, `login`, `consent`, `select_account`, `create` (the sign-up form)
+    prompt: Option<String>,
+    /// Seconds since the user last signed in here, at most.
+    max_age: Option<String>,
+    /// The email to fill in.
+    login_hint: Option<String>,
+    /// `aal2`: a sign-in that proved a second factor, when the user has one.
+    acr_values: Option<String>,
+    /// With the `organization` scope: the id of the user's organization to
+    /// carry (else the user chooses when in several).
+    organization: Option<String>,
+}
+
+/// A hosted page's form: the authorization request again, the CSRF token,
+/// and the fields of the step it submits. A sign-up's profile fields are
+/// `profile.<key>`.
+#[derive(ToSchema)]
+#[allow(dead_code)] // the document's description; read by hand (`browser::parameters`)
+pub struct AuthorizePageForm {
+    #[serde(flatten)]
+    request: AuthorizationRequest,
+    /// The page's CSRF token (the browser's cookie must match it).
+    csrf: Option<String>,
+    /// Sign-in, sign-up, or a password reset's `send`.
+    email: Option<String>,
+    /// Sign-in, sign-up, or a password reset's `reset`.
+    password: Option<String>,
+    /// Present: the sign-up form's submission.
+    sign_up: Option<String>,
+    /// Present, with `email_code`: the emailed code after a sign-up.
+    verify_email: Option<String>,
+    /// The code a verification email carries.
+    email_code: Option<String>,
+    /// `ask`, `send` (with `email`) or `reset` (with `reset_code` and `password`).
+    forgot_password: Option<String>,
+    /// The code a password-reset email carries.
+    reset_code: Option<String>,
+    /// The sign-in's second-factor challenge, with `code` (or a passkey).
+    mfa_challenge: Option<String>,
+    /// A TOTP code or a recovery code.
+    code: Option<String>,
+    /// `sign_in`, `second_step` or `assert` (with `passkey_ceremony` and `passkey_credential`).
+    passkey: Option<String>,
+    /// The ceremony an options call answered.
+    passkey_ceremony: Option<String>,
+    /// The authenticator's credential (JSON).
+    passkey_credential: Option<String>,
+    /// An identity provider to sign in with.
+    sign_in_with: Option<String>,
+    /// Present, with `organization`: the organization chosen.
+    choose_organization: Option<String>,
+    /// `allow` or `deny`.
+    consent: Option<String>,
+}
+
 /// Sign in and authorize the client: answers the sign-in page, or sends
 /// the browser back to the client with a code or an error.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
-    params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
-        ("response_type" = Option<String>, Query, description = "`code`"),
-        ("client_id" = Option<String>, Query, description = "The OAuth client's id."),
-        ("redirect_uri" = Option<String>, Query, description = "One of the client's redirect URIs, exactly."),
-        ("scope" = Option<String>, Query, description = "Space-separated; each one of the client's."),
-        ("state" = Option<String>, Query, description = "Given back unchanged."),
-        ("nonce" = Option<String>, Query, description = "Put in the ID token."),
-        ("code_challenge" = Option<String>, Query, description = "PKCE S256 challenge; required of public clients."),
-        ("code_challenge_method" = Option<String>, Query, description = "`S256`"),
-        ("prompt" = Option<String>, Query, description = "`none`, `login`, `consent`, `select_account`, `create` (the sign-up form)"),
-        ("max_age" = Option<String>, Query, description = "Seconds since the user last signed in here, at most."),
-        ("login_hint" = Option<String>, Query, description = "The email to fill in."),
-        ("acr_values" = Option<String>, Query, description = "`aal2`: a sign-in that proved a second factor, when the user has one."),
-        ("organization" = Option<String>, Query, description = "With the `organization` scope: the id of the user's organization to carry (else the user chooses when in several).")),
+    params(("application_id" = uuid::Uuid, Path, description = "The application's id."), AuthorizationRequest),
     responses((status = 200, description = "The sign-in page (HTML)", content_type = "text/html"),
         (status = 303, description = "Back to the client's redirect URI with `code` or `error`, `state` and `iss`"),
         (status = 400, description = "An unknown client or redirect URI (HTML, never redirected)", content_type = "text/html"),
@@ -132,8 +198,7 @@ async fn start(
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/authorize", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "The authorization request's parameters and `csrf`, with `email` and `password`; `sign_up`, `email`, `password` and `profile.<key>`; `verify_email` and `email_code`; `forgot_password` (`ask`, `send` with `email`, `reset` with `reset_code` and `password`); `mfa_challenge` and `code`; `passkey` (`sign_in`, `second_step`, `assert` with `passkey_ceremony` and `passkey_credential`); `sign_in_with` (a provider); `choose_organization` and `organization`; or `consent`"),
+    request_body(content = AuthorizePageForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "The next page: the second factor, a passkey's prompt, the emailed code, a password reset's step, the organization's choice, consent, or sign-in after a verified email or a reset (HTML)", content_type = "text/html"),
         (status = 303, description = "Back to the client with a code, or `access_denied`; or on to the identity provider"),
         (status = 400, description = "An unknown client or redirect URI, or an unreadable form (HTML)", content_type = "text/html"),

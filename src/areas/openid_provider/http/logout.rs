@@ -11,6 +11,7 @@ use actix_web::{
     web, HttpRequest, HttpResponse,
 };
 use url::Url;
+use utoipa::{IntoParams, ToSchema};
 
 use super::{
     browser::{cookie, origin_of, parameters, same_browser, set_cookie, shown, with_cookie, with_csrf, LOGIN_COOKIE},
@@ -25,16 +26,38 @@ use crate::{
     tokens::jwt,
 };
 
+/// A logout request (RP-Initiated Logout 1.0 section 2): the query of a
+/// `GET`, or with `csrf` the form of the confirmation.
+#[derive(IntoParams, ToSchema)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // the document's description; read by hand (`browser::parameters`)
+pub struct LogoutRequest {
+    /// An ID token this issuer gave the client; without one the user is asked.
+    id_token_hint: Option<String>,
+    /// The client, when no hint names it.
+    client_id: Option<String>,
+    /// One of the client's post-logout redirect URIs, exactly.
+    post_logout_redirect_uri: Option<String>,
+    /// Given back unchanged.
+    state: Option<String>,
+}
+
+/// The confirmation page's form: the logout request and its CSRF token.
+#[derive(ToSchema)]
+#[allow(dead_code)] // the document's description; read by hand (`browser::parameters`)
+pub struct LogoutConfirmation {
+    #[serde(flatten)]
+    request: LogoutRequest,
+    /// The page's CSRF token (the browser's cookie must match it).
+    csrf: Option<String>,
+}
+
 /// End the user's sign-in on the hosted pages (OpenID Connect RP-Initiated
 /// Logout): `id_token_hint`, `client_id`, `post_logout_redirect_uri` (one
 /// of the client's, exactly) and `state`.
 #[utoipa::path(get, path = "/v1/applications/{application_id}/oauth/logout", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
-    params(("application_id" = uuid::Uuid, Path, description = "The application's id."),
-        ("id_token_hint" = Option<String>, Query, description = "An ID token this issuer gave the client; without one the user is asked."),
-        ("client_id" = Option<String>, Query, description = "The client, when no hint names it."),
-        ("post_logout_redirect_uri" = Option<String>, Query, description = "One of the client's post-logout redirect URIs, exactly."),
-        ("state" = Option<String>, Query, description = "Given back unchanged.")),
+    params(("application_id" = uuid::Uuid, Path, description = "The application's id."), LogoutRequest),
     responses((status = 200, description = "The confirmation page, or the signed-out page (HTML)", content_type = "text/html"),
         (status = 303, description = "Signed out: back to the client's post-logout redirect URI"),
         (status = 400, description = "A client or post-logout URI that does not match (HTML)", content_type = "text/html"),
@@ -72,8 +95,7 @@ pub async fn logout(state: web::Data<AppState>, req: HttpRequest, path: web::Pat
 #[utoipa::path(post, path = "/v1/applications/{application_id}/oauth/logout", tag = "tokens",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = uuid::Uuid, Path, description = "The application's id.")),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "The logout request's parameters and `csrf`"),
+    request_body(content = LogoutConfirmation, content_type = "application/x-www-form-urlencoded"),
     responses((status = 200, description = "Signed out (HTML)", content_type = "text/html"),
         (status = 303, description = "Signed out: back to the client's post-logout redirect URI"),
         (status = 400, description = "An unreadable form, or a client or URI that does not match (HTML)", content_type = "text/html"),

@@ -84,6 +84,18 @@ pub async fn saml_metadata(
     Ok(HttpResponse::Ok().content_type("application/samlmetadata+xml").body(xml))
 }
 
+/// A SAML response by the HTTP-POST binding (SAML Bindings section 3.5.4).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // the document's description; read by hand (`oauth_form::read`)
+pub struct SamlPostForm {
+    /// The identity provider's `<Response>`, base64.
+    #[serde(rename = "SAMLResponse")]
+    saml_response: String,
+    /// Ours, given back unchanged; none when the sign-in is IdP-initiated.
+    #[serde(rename = "RelayState")]
+    relay_state: Option<String>,
+}
+
 /// The assertion consumer service of a SAML connection (HTTP-POST
 /// binding): takes the flow its `RelayState` names once, checks the
 /// response against the request that flow sent and the identity
@@ -99,8 +111,7 @@ pub async fn saml_metadata(
 #[utoipa::path(post, path = "/v1/applications/{application_id}/sso/{connection_id}/saml/acs", tag = "sso",
     extensions(("x-gatehouse-caller" = json!("browser"))),
     params(("application_id" = Uuid, Path), ("connection_id" = Uuid, Path)),
-    request_body(content = String, content_type = "application/x-www-form-urlencoded",
-        description = "`SAMLResponse` (base64) and `RelayState`"),
+    request_body(content = SamlPostForm, content_type = "application/x-www-form-urlencoded"),
     responses((status = 303, description = "To the application's `redirect_uri`",
             headers(("Location" = String, description = "`redirect_uri` with `code` or `error`, and `state`"))),
         (status = 400, description = "`invalid_state`: a `RelayState` unknown, expired or already used, or none where the connection does not allow IdP-initiated sign-ins"),
