@@ -189,12 +189,18 @@ pub async fn readable(db: &impl TenantConn, rows: Vec<audit_event::Model>) -> Re
 #[allow(clippy::disallowed_methods)]
 pub async fn verify(db: &impl ConnectionTrait, application_id: Uuid) -> Result<Result<i64, ChainBreak>, DbErr> {
     const PAGE: u64 = 1000;
+    // The head first, then the rows up to it: rows are linked and the head
+    // moved in one transaction, so a batch linked while this reads lies
+    // beyond the head read, not between it and the rows.
+    let head = audit_head::Entity::find_by_id(application_id).one(db).await?;
+    let (seq, hash) = head.map(|h| (h.seq, h.hash)).unwrap_or((0, super::chain::GENESIS.to_string()));
     let mut verifier = Verifier::default();
     let mut after_seq = 0;
     loop {
         let rows = audit_event::Entity::find()
             .filter(audit_event::Column::ApplicationId.eq(application_id))
             .filter(audit_event::Column::Seq.gt(after_seq))
+            .filter(audit_event::Column::Seq.lte(seq))
             .order_by_asc(audit_event::Column::Seq)
             .limit(PAGE)
             .all(db)
@@ -209,7 +215,5 @@ pub async fn verify(db: &impl ConnectionTrait, application_id: Uuid) -> Result<R
             _ => break,
         }
     }
-    let head = audit_head::Entity::find_by_id(application_id).one(db).await?;
-    let (seq, hash) = head.map(|h| (h.seq, h.hash)).unwrap_or((0, super::chain::GENESIS.to_string()));
     Ok(verifier.finish(seq, &hash))
 }

@@ -127,6 +127,37 @@ async fn concurrent_writers_never_fork_the_chain_and_a_tampered_row_is_named() {
     assert_eq!(broken.seq, 7);
 }
 
+/// Verification reads a chain that writers are still extending: the rows
+/// up to the head it read first, so a batch linked meanwhile is never
+/// taken for a break.
+#[actix_web::test]
+async fn the_chain_verifies_while_writers_extend_it() {
+    let app = spawn_app().await;
+    let shard = &app.state.storage.shard(first_shard("us")).unwrap().conn;
+    let application_id: uuid::Uuid = app.caller.application_id.parse().unwrap();
+    let writing = std::cell::Cell::new(true);
+    let writers = async {
+        let bodies: Vec<Value> = (0..40).map(|i| json!({"name": format!("w{i}")})).collect();
+        for chunk in bodies.chunks(4) {
+            let writes = chunk.iter().map(|body| app.post("/v1/api-keys", body));
+            assert!(futures_util::future::join_all(writes).await.iter().all(|r| r.status == 201));
+        }
+        writing.set(false);
+    };
+    let verifier = async {
+        let mut verified = 0;
+        while writing.get() {
+            let rows = gatehouse::audit::query::verify(shard, application_id).await.unwrap();
+            assert!(rows.is_ok(), "mid-write verification: {rows:?}");
+            verified += 1;
+        }
+        verified
+    };
+    let ((), verified) = futures_util::future::join(writers, verifier).await;
+    assert!(verified > 1, "verified {verified} times while writing");
+    assert_eq!(gatehouse::audit::query::verify(shard, application_id).await.unwrap(), Ok(42));
+}
+
 /// A sign-in appends twice in one transaction (`session.created`, then
 /// `sign_in.succeeded`): the second append chains on from the head the
 /// first one locked, and the head is written once, at the commit.
