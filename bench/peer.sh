@@ -6,8 +6,9 @@
 # threads, 64 connections): the issuer's JWKS, its discovery document, and
 # machine tokens by client_credentials (HTTP Basic, scope "a b"). Gatehouse
 # runs on SQLite with 2 HTTP workers; its /healthz is its own ceiling.
-# Then, Gatehouse on PostgreSQL (each change and its audit rows committed
-# before the answer) against the peer's one process (what it issues is in
+# Then, Gatehouse on each backend, SQLite (the embedded default) and
+# PostgreSQL (production's), each change and its audit rows committed
+# before the answer, against the peer's one process (what it issues is in
 # its memory; a cluster's processes would not share it):
 # - refresh-token rotation, 16 connections each rotating its own token;
 # - the authorization-code exchange with PKCE (64 connections, each code
@@ -72,48 +73,61 @@ result[gatehouse_discovery]=$(load "$issuer/.well-known/openid-configuration")
 result[gatehouse_tokens]=$(tokens "$issuer/oauth/token" "$(printf '%s:%s' "$account" "$secret" | base64 -w0)")
 kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
 
-# Gatehouse on PostgreSQL, for refresh: 16 sessions of one user.
-for db in catalog us eu ap; do
-  psql "$PG_URL" -qc "DROP DATABASE IF EXISTS gh_bench_$db" -c "CREATE DATABASE gh_bench_$db" >/dev/null
-done
-port=$(free_port)
-export GATEHOUSE__STORAGE__DATA_DIR="$scratch/postgres" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" \
-  GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0 \
-  GATEHOUSE__STORAGE__CATALOG_URL="${PG_URL%/*}/gh_bench_catalog" GATEHOUSE__REGIONS__US__DATABASE_URL="${PG_URL%/*}/gh_bench_us" \
-  GATEHOUSE__REGIONS__EU__DATABASE_URL="${PG_URL%/*}/gh_bench_eu" GATEHOUSE__REGIONS__AP__DATABASE_URL="${PG_URL%/*}/gh_bench_ap"
-export APP
-creds=$("$BIN" bootstrap --name Peer)
-APP=$(echo "$creds" | json_field '["application_id"]')
-key=$(echo "$creds" | json_field '["secret_key"]')
-"$BIN" serve >/dev/null 2>&1 &
-pid=$!
-base="http://127.0.0.1:$port"
-for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
-user() { curl -sf -X POST -H 'content-type: application/json' -H "x-application-id: $APP" -d '{"email": "peer@example.com", "password": "correct horse battery"}' "$base$1"; }
-user /v1/auth/sign-up >/dev/null
-for _ in $(seq 16); do user /v1/auth/sign-in | json_field '["data"]["refresh_token"]'; done >"$scratch/gatehouse_tokens"
-result[gatehouse_refresh]=$(refresh "$base/v1/auth/token" "$scratch/gatehouse_tokens")
+# Gatehouse's stateful rows, on each backend (SQLite: the embedded
+# default; PostgreSQL: production's), every change committed before the
+# answer: refresh (16 sessions of one user), the authorization requests of
+# a signed-in browser, the code exchange and userinfo, by a first-party
+# confidential client.
+stateful() { # backend
+  local backend=$1 db
+  port=$(free_port)
+  export GATEHOUSE__STORAGE__DATA_DIR="$scratch/$backend" GATEHOUSE__SERVER__LISTEN="127.0.0.1:$port" \
+    GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_EMAIL_PER_MINUTE=0 GATEHOUSE__RATE_LIMITS__SIGN_IN_PER_IP_PER_MINUTE=0
+  unset GATEHOUSE__STORAGE__CATALOG_URL GATEHOUSE__REGIONS__US__DATABASE_URL GATEHOUSE__REGIONS__EU__DATABASE_URL \
+    GATEHOUSE__REGIONS__AP__DATABASE_URL
+  if [ "$backend" = postgres ]; then
+    for db in catalog us eu ap; do
+      psql "$PG_URL" -qc "DROP DATABASE IF EXISTS gh_bench_$db" -c "CREATE DATABASE gh_bench_$db" >/dev/null
+    done
+    export GATEHOUSE__STORAGE__CATALOG_URL="${PG_URL%/*}/gh_bench_catalog" \
+      GATEHOUSE__REGIONS__US__DATABASE_URL="${PG_URL%/*}/gh_bench_us" \
+      GATEHOUSE__REGIONS__EU__DATABASE_URL="${PG_URL%/*}/gh_bench_eu" \
+      GATEHOUSE__REGIONS__AP__DATABASE_URL="${PG_URL%/*}/gh_bench_ap"
+  fi
+  creds=$("$BIN" bootstrap --name Peer)
+  app=$(echo "$creds" | json_field '["application_id"]')
+  key=$(echo "$creds" | json_field '["secret_key"]')
+  export APP=$app # bench/refresh.lua's
+  "$BIN" serve >/dev/null 2>&1 &
+  pid=$!
+  base="http://127.0.0.1:$port"
+  issuer="$base/v1/applications/$app"
+  for _ in $(seq 100); do curl -sf "$base/healthz" >/dev/null && break; sleep 0.1; done
+  user() { curl -sf -X POST -H 'content-type: application/json' -H "x-application-id: $app" -d '{"email": "peer@example.com", "password": "correct horse battery"}' "$base$1"; }
+  user /v1/auth/sign-up >/dev/null
+  for _ in $(seq 16); do user /v1/auth/sign-in | json_field '["data"]["refresh_token"]'; done >"$scratch/gatehouse_tokens"
+  result[${backend}_refresh]=$(refresh "$base/v1/auth/token" "$scratch/gatehouse_tokens")
 
-# The code exchange and userinfo: a first-party confidential client.
-issuer="$base/v1/applications/$APP"
-app=$APP
-client=$(manage /v1/oauth-clients "{\"name\": \"bench\", \"redirect_uris\": [\"$callback\"], \"first_party\": true}")
-client_id=$(echo "$client" | json_field '["data"]["client_id"]')
-client_secret=$(echo "$client" | json_field '["data"]["client_secret"]')
-client_basic=$(printf '%s:%s' "$client_id" "$client_secret" | base64 -w0)
-authorize="/v1/applications/$APP/oauth/authorize?response_type=code&client_id=$client_id&redirect_uri=https%3A%2F%2Fclient.example%2Fcallback&scope=openid+email+offline_access&state=s&nonce=n&code_challenge=$challenge&code_challenge_method=S256"
-cookie=$(python3 bench/hosted_sign_in.py "$base" "$authorize" peer@example.com "correct horse battery")
-mkdir "$scratch/minted"
-result[gatehouse_authorize]=$(CODES_DIR="$scratch/minted" COOKIE="$cookie" AUTHORIZE="$authorize" \
-  wrk -t2 -c64 -d"$DURATION" -s bench/mint_codes.lua "$base" | grep '^RESULT' | cut -d' ' -f2-)
-cat "$scratch/minted"/* >"$scratch/all_codes"
-head -1 "$scratch/all_codes" >"$scratch/first_code"
-tail -n +2 "$scratch/all_codes" >"$scratch/gatehouse_codes"
-access=$(curl -sf -u "$client_id:$client_secret" -d grant_type=authorization_code -d "code=$(cat "$scratch/first_code")" \
-  --data-urlencode "redirect_uri=$callback" -d "code_verifier=$verifier" "$issuer/oauth/token" | json_field '["access_token"]')
-result[gatehouse_exchange]=$(exchange "$issuer/oauth/token" "$scratch/gatehouse_codes" "$client_basic")
-result[gatehouse_userinfo]=$(load "$issuer/oauth/userinfo" -H "authorization: Bearer $access")
-kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+  client=$(manage /v1/oauth-clients "{\"name\": \"bench\", \"redirect_uris\": [\"$callback\"], \"first_party\": true}")
+  client_id=$(echo "$client" | json_field '["data"]["client_id"]')
+  client_secret=$(echo "$client" | json_field '["data"]["client_secret"]')
+  client_basic=$(printf '%s:%s' "$client_id" "$client_secret" | base64 -w0)
+  authorize="/v1/applications/$app/oauth/authorize?response_type=code&client_id=$client_id&redirect_uri=https%3A%2F%2Fclient.example%2Fcallback&scope=openid+email+offline_access&state=s&nonce=n&code_challenge=$challenge&code_challenge_method=S256"
+  cookie=$(python3 bench/hosted_sign_in.py "$base" "$authorize" peer@example.com "correct horse battery")
+  rm -rf "$scratch/minted"; mkdir "$scratch/minted"
+  result[${backend}_authorize]=$(CODES_DIR="$scratch/minted" COOKIE="$cookie" AUTHORIZE="$authorize" \
+    wrk -t2 -c64 -d"$DURATION" -s bench/mint_codes.lua "$base" | grep '^RESULT' | cut -d' ' -f2-)
+  cat "$scratch/minted"/* >"$scratch/all_codes"
+  head -1 "$scratch/all_codes" >"$scratch/first_code"
+  tail -n +2 "$scratch/all_codes" >"$scratch/gatehouse_codes"
+  access=$(curl -sf -u "$client_id:$client_secret" -d grant_type=authorization_code -d "code=$(cat "$scratch/first_code")" \
+    --data-urlencode "redirect_uri=$callback" -d "code_verifier=$verifier" "$issuer/oauth/token" | json_field '["access_token"]')
+  result[${backend}_exchange]=$(exchange "$issuer/oauth/token" "$scratch/gatehouse_codes" "$client_basic")
+  result[${backend}_userinfo]=$(load "$issuer/oauth/userinfo" -H "authorization: Bearer $access")
+  kill "$pid"; wait "$pid" 2>/dev/null || true; pid=""
+}
+stateful sqlite
+stateful postgres
 
 # The peer, one process and a cluster of two.
 for workers in 1 2; do
@@ -145,10 +159,13 @@ for what in jwks discovery tokens; do
   g=$(echo "${result[gatehouse_$what]}" | rps); p2=$(echo "${result[peer2_$what]}" | rps)
   echo "| $what | ${result[gatehouse_$what]} | ${result[peer1_$what]} | ${result[peer2_$what]} | $(ratio "$g" "$p2") |"
 done
-g=$(echo "${result[gatehouse_refresh]}" | rps); p1=$(echo "${result[peer1_refresh]}" | rps)
-echo "| refresh with rotation (16 conn; Gatehouse on PostgreSQL, the peer in memory) | ${result[gatehouse_refresh]} | ${result[peer1_refresh]} | (tokens in each process's memory) | $(ratio "$g" "$p1") of the one process |"
-echo "| authorization requests of a signed-in browser (Gatehouse on PostgreSQL: each code stored) | ${result[gatehouse_authorize]} | | | |"
-for what in exchange userinfo; do
-  g=$(echo "${result[gatehouse_$what]}" | rps); p1=$(echo "${result[peer1_$what]}" | rps)
-  echo "| $what (Gatehouse on PostgreSQL, the peer in memory) | ${result[gatehouse_$what]} | ${result[peer1_$what]} | (in each process's memory) | $(ratio "$g" "$p1") of the one process |"
+for backend in sqlite postgres; do
+  name=$([ "$backend" = sqlite ] && echo SQLite || echo PostgreSQL)
+  g=$(echo "${result[${backend}_refresh]}" | rps); p1=$(echo "${result[peer1_refresh]}" | rps)
+  echo "| refresh with rotation (16 conn; Gatehouse on $name, the peer in memory) | ${result[${backend}_refresh]} | ${result[peer1_refresh]} | (tokens in each process's memory) | $(ratio "$g" "$p1") of the one process |"
+  echo "| authorization requests of a signed-in browser (Gatehouse on $name: each code stored) | ${result[${backend}_authorize]} | | | |"
+  for what in exchange userinfo; do
+    g=$(echo "${result[${backend}_$what]}" | rps); p1=$(echo "${result[peer1_$what]}" | rps)
+    echo "| $what (Gatehouse on $name, the peer in memory) | ${result[${backend}_$what]} | ${result[peer1_$what]} | (in each process's memory) | $(ratio "$g" "$p1") of the one process |"
+  done
 done

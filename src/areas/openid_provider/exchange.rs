@@ -6,7 +6,7 @@
 //! session its first exchange opened (RFC 6749 section 4.1.2: it was
 //! stolen or replayed).
 use chrono::Duration;
-use entity::oauth_client;
+use entity::{oauth_client, user};
 use sea_orm::DbErr;
 
 use super::authorize::{amr_of_level, find_code, take_code, verifier_matches};
@@ -30,6 +30,8 @@ pub enum GrantRefused {
 /// A code exchanged: the client's new session and what the code carried.
 pub struct Exchanged {
     pub opened: Opened,
+    /// The user, as the exchange read them (the ID token's claims).
+    pub user: user::Model,
     pub scopes: Vec<String>,
     pub nonce: Option<String>,
     /// When the user signed in on the hosted pages (seconds).
@@ -98,7 +100,7 @@ pub async fn exchange_code(
         (None, Some(_)) => return Ok(Err(GrantRefused::InvalidGrant("the code was issued without PKCE"))),
         (None, None) => {}
     }
-    let Some(login) = sessions::find_active(&txn, row.login_session_id).await? else {
+    let Some((login, user)) = sessions::find_active_with_user(&txn, row.login_session_id).await? else {
         return Ok(Err(GrantRefused::InvalidGrant("the sign-in the code was issued for has ended")));
     };
     let grant =
@@ -107,6 +109,7 @@ pub async fn exchange_code(
     txn.commit().await?;
     Ok(Ok(Exchanged {
         opened,
+        user,
         scopes: row.scope.split_whitespace().map(str::to_owned).collect(),
         nonce: row.nonce,
         auth_time: login.created_at.timestamp(),
