@@ -214,7 +214,7 @@ async fn client_grant(
     let session = &exchanged.opened.session;
     let access = issuer.access_token(&signer, scope, session).await.map_err(ApiError::from)?;
     let id_token = if exchanged.granted("openid") {
-        let email = exchanged.granted("email").then_some(&exchanged.user);
+        let user = exchanged.granted("email").then_some(&exchanged.user);
         let now = crate::clock::now().timestamp();
         let claims = IdTokenClaims {
             iss: signer.issuer().to_string(),
@@ -229,8 +229,8 @@ async fn client_grant(
             amr: exchanged.amr.clone(),
             at_hash: id_token_signer.at_hash(&access.token),
             sid: session.id,
-            email: email.map(|u| u.email.clone()),
-            email_verified: email.map(|u| u.email_verified_at.is_some()),
+            email: user.map(|u| u.email.clone()),
+            email_verified: user.map(|u| u.email_verified_at.is_some()),
             org: session.active_organization_id.filter(|_| exchanged.granted("organization")),
         };
         Some(id_token_signer.sign(&claims))
