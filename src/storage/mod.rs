@@ -1,10 +1,10 @@
 //! Database connections: the catalog and the regional shards this node holds.
 //! SQLite and PostgreSQL go through the same code; the one difference is that
 //! SQLite allows a single writer, so write transactions on a SQLite file take
-//! an in-process lock first instead of failing with `database is locked`.
+//! turns in the process instead of failing with `database is locked`, and
+//! turns that queue are committed together ([`write_txn`]).
 use std::{
     collections::{BTreeMap, HashMap},
-    ops::Deref,
     sync::{Arc, RwLock},
     time::Duration,
 };
@@ -13,10 +13,10 @@ use std::future::Future;
 
 use migration::MigratorTrait;
 use sea_orm::{
-    sqlx, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DatabaseTransaction, DbBackend, DbErr,
-    RuntimeErr, SqlxPostgresConnector, TransactionTrait,
+    sqlx, ConnectOptions, ConnectionTrait, Database, DatabaseConnection, DbBackend, DbErr, RuntimeErr,
+    SqlxPostgresConnector, TransactionTrait,
 };
-use tokio::sync::{Mutex, OwnedMutexGuard};
+use tokio::sync::Mutex;
 
 use crate::{
     config::Settings,
@@ -38,83 +38,25 @@ pub mod shards;
 mod tenant;
 mod tenant_rows;
 pub mod tenant_tables;
+mod write_txn;
 
 pub use limits::{Limit, LimitReached, ReserveError};
 pub use page::Page;
 pub use revocation::Revocable;
 pub use tenant::{TenantConn, TenantScope, TenantTxn, Unaudited};
 pub use tenant_tables::{tenant_tables, TenantEntity};
+use write_txn::OneWriter;
+pub use write_txn::WriteTxn;
 
 #[derive(Clone)]
 pub struct Db {
     pub conn: DatabaseConnection,
     pub label: &'static str,
-    write_lock: Option<Arc<Mutex<()>>>,
+    /// SQLite's: its writes take turns, group-committed.
+    one_writer: Option<Arc<OneWriter>>,
     /// Seals what is written here under the master key (the personal data
     /// in audit rows, [`crate::audit::personal`]).
     master_key: MasterKey,
-}
-
-/// A write transaction; on SQLite it also holds the database's write lock.
-/// Dropped without a commit (an error returned half-way), it is rolled back
-/// *before* the lock is released: sea-orm only queues the rollback of a
-/// dropped transaction, and a connection back in the pool with its
-/// transaction still open would hold SQLite's file lock (or PostgreSQL's
-/// row locks) while the next writer starts, which then fails as busy.
-pub struct WriteTxn {
-    txn: Option<DatabaseTransaction>,
-    guard: Option<OwnedMutexGuard<()>>,
-}
-
-impl Deref for WriteTxn {
-    type Target = DatabaseTransaction;
-    fn deref(&self) -> &DatabaseTransaction {
-        self.txn.as_ref().expect("a write transaction is live until committed or dropped")
-    }
-}
-
-impl WriteTxn {
-    pub async fn commit(mut self) -> Result<(), DbErr> {
-        let txn = self.txn.take().expect("a write transaction commits once");
-        txn.commit().await
-    }
-}
-
-impl Drop for WriteTxn {
-    fn drop(&mut self) {
-        let Some(txn) = self.txn.take() else {
-            return;
-        };
-        let guard = self.guard.take();
-        match tokio::runtime::Handle::try_current() {
-            Ok(runtime) => {
-                runtime.spawn(async move {
-                    if let Err(err) = txn.rollback().await {
-                        tracing::warn!(error = %err, "rolling back an abandoned write transaction failed");
-                    }
-                    drop(guard);
-                });
-            }
-            // The runtime itself is going away, cancelling a task in the
-            // middle of a transaction (a background worker when a test's
-            // runtime ends): sqlx hands a dropped connection back through a
-            // task, which panics outside a runtime, so the transaction is
-            // dropped inside a throwaway one on a thread of its own (this
-            // thread may still count as driving the old one), and its
-            // connection closes.
-            Err(_) => {
-                let dropped = std::thread::spawn(move || {
-                    if let Ok(runtime) = tokio::runtime::Builder::new_current_thread().build() {
-                        runtime.block_on(async move {
-                            drop(txn);
-                            drop(guard);
-                        });
-                    }
-                });
-                let _ = dropped.join();
-            }
-        }
-    }
 }
 
 impl Db {
@@ -142,7 +84,7 @@ impl Db {
             #[allow(clippy::disallowed_methods)] // a connection setting, no rows
             conn.execute_unprepared("PRAGMA journal_mode=WAL").await?;
         }
-        Ok(Db { conn, label, write_lock: sqlite.then(|| Arc::new(Mutex::new(()))), master_key: master_key.clone() })
+        Ok(Db { conn, label, one_writer: sqlite.then(Arc::default), master_key: master_key.clone() })
     }
 
     /// The key that seals values written here.
@@ -163,7 +105,7 @@ impl Db {
 
     /// Whether the database takes one writer at a time (SQLite).
     pub fn has_one_writer(&self) -> bool {
-        self.write_lock.is_some()
+        self.one_writer.is_some()
     }
 
     pub fn backend(&self) -> DbBackend {
@@ -171,11 +113,7 @@ impl Db {
     }
 
     pub async fn begin_write(&self) -> Result<WriteTxn, DbErr> {
-        let guard = match &self.write_lock {
-            Some(lock) => Some(lock.clone().lock_owned().await),
-            None => None,
-        };
-        Ok(WriteTxn { txn: Some(self.conn.begin().await?), guard })
+        WriteTxn::begin(&self.conn, self.one_writer.as_ref()).await
     }
 }
 

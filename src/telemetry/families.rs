@@ -84,6 +84,12 @@ pub const FAMILIES: &[Family] = &[
         help: "Refresh-token rotations written together in one group commit.",
     },
     Family {
+        name: "gatehouse_sqlite_group_commit_members",
+        kind: Kind::Histogram(&[1.0, 2.0, 4.0, 8.0, 16.0]),
+        labels: "",
+        help: "SQLite write transactions committed together with one flush (the one writer's group commit).",
+    },
+    Family {
         name: "gatehouse_sign_ups_refused_total",
         kind: Kind::Counter,
         labels: "reason",
