@@ -199,6 +199,7 @@ impl Turn {
         let guard = self.guard.as_mut().expect("a turn is held until it ends");
         let Some(group) = guard.as_mut() else {
             if self.writer.waiting.load(Ordering::SeqCst) == 0 {
+                record_flush(1);
                 return txn.commit().await;
             }
             let (flushed, outcome) = watch::channel(None);
@@ -251,9 +252,13 @@ impl Drop for Turn {
 async fn end_group(guard: &mut OwnedMutexGuard<Option<Group>>) -> Result<(), DbErr> {
     let Some(group) = guard.take() else { return Ok(()) };
     let committed = group.txn.commit().await;
-    metrics::histogram!("gatehouse_sqlite_group_commit_members").record(group.members as f64);
+    record_flush(group.members);
     group.flushed.send_replace(Some(committed.as_ref().map(|_| ()).map_err(ToString::to_string)));
     committed
+}
+
+fn record_flush(members: usize) {
+    metrics::histogram!("gatehouse_sqlite_group_commit_members").record(members as f64);
 }
 
 async fn wait_for_flush(mut outcome: watch::Receiver<Option<Result<(), String>>>) -> Result<(), DbErr> {

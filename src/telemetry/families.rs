@@ -87,7 +87,7 @@ pub const FAMILIES: &[Family] = &[
         name: "gatehouse_sqlite_group_commit_members",
         kind: Kind::Histogram(&[1.0, 2.0, 4.0, 8.0, 16.0]),
         labels: "",
-        help: "SQLite write transactions committed together with one flush (the one writer's group commit).",
+        help: "Write transactions each flush of a SQLite file commits: 1 alone, more when queued writers are group-committed.",
     },
     Family {
         name: "gatehouse_sign_ups_refused_total",
