@@ -26,7 +26,7 @@ use tokio::sync::{watch, Mutex, OwnedMutexGuard};
 
 /// The most turns one flush commits. Each member's answer waits for the
 /// flush, so this bounds what grouping adds to the first one's latency.
-pub const MAX_MEMBERS: usize = 16;
+const MAX_MEMBERS: usize = 16;
 
 /// A write transaction; on SQLite it is also the file's writing turn.
 /// Dropped without a commit (an error returned half-way), it is rolled back
@@ -338,6 +338,37 @@ mod tests {
         assert!(second.await.unwrap().is_ok());
         assert!(first_commit.await.unwrap().is_ok());
         assert_eq!(committed(&conn).await, vec![1, 2]);
+    }
+
+    #[tokio::test]
+    async fn a_group_whose_flush_fails_fails_every_member_and_the_next_writer_starts_clean() {
+        let (_dir, conn, writer) = file().await;
+        // A foreign key checked at the outermost commit only: a savepoint's
+        // release passes it, the group's commit fails on it.
+        conn.execute_unprepared("CREATE TABLE refs (n INTEGER REFERENCES numbers (n) DEFERRABLE INITIALLY DEFERRED)")
+            .await
+            .unwrap();
+        let first = WriteTxn::begin(&conn, Some(&writer)).await.unwrap();
+        insert(&first, 1).await;
+        let second = tokio::spawn({
+            let (conn, writer) = (conn.clone(), writer.clone());
+            async move {
+                let txn = WriteTxn::begin(&conn, Some(&writer)).await.unwrap();
+                txn.execute_unprepared("INSERT INTO refs VALUES (99)").await.unwrap();
+                txn.commit().await
+            }
+        });
+        until_waiting(&writer, 1).await;
+
+        let first_committed = first.commit().await;
+
+        assert!(second.await.unwrap().is_err());
+        assert!(first_committed.is_err(), "the first member was in the failed flush");
+        assert_eq!(committed(&conn).await, Vec::<i64>::new());
+        let third = WriteTxn::begin(&conn, Some(&writer)).await.unwrap();
+        insert(&third, 3).await;
+        assert!(third.commit().await.is_ok());
+        assert_eq!(committed(&conn).await, vec![3]);
     }
 
     #[tokio::test]
