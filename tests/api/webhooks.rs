@@ -382,3 +382,47 @@ async fn retry_after_is_honoured() {
     let waited = delivered[1].at - delivered[0].at;
     assert!(waited >= Duration::from_millis(950), "retried after {waited:?}, before the 1 s it was asked to wait");
 }
+
+/// A change is queued for the endpoints of its moment: each change of them
+/// (created, disabled, refiltered, enabled again, deleted) holds for the
+/// next change of the application, and for no earlier one. (A cache of the
+/// endpoints between changes would have to keep this.)
+#[actix_web::test]
+async fn each_change_is_queued_for_the_endpoints_of_its_moment() {
+    let app = fast_app().await;
+    let (first, second) = (start_receiver(vec![]).await, start_receiver(vec![]).await);
+    let organization = |name: &'static str| {
+        let app = &app;
+        async move {
+            let created = app.post("/v1/organizations", &json!({"name": name})).await;
+            assert_eq!(created.status, 201, "{:?}", created.body);
+            created.data()["id"].as_str().unwrap().to_string()
+        }
+    };
+    let took = |receiver: &Receiver, id: &str| receiver.received.lock().unwrap().iter().any(|r| r.body.contains(id));
+    let (a, _) = register(&app, &first, json!([])).await;
+    let before = organization("before").await;
+    first.wait_for_body(&before).await;
+
+    let patch = |id: String, body: Value| {
+        let app = &app;
+        async move { assert_eq!(app.patch(&format!("/v1/webhooks/{id}"), &body).await.status, 200) }
+    };
+    patch(a.clone(), json!({"status": "disabled"})).await;
+    let (b, _) = register(&app, &second, json!(["organization"])).await;
+    let while_disabled = organization("while disabled").await;
+    second.wait_for_body(&while_disabled).await;
+
+    patch(a.clone(), json!({"status": "active", "event_types": ["user"]})).await;
+    let while_filtered = organization("while filtered").await;
+    second.wait_for_body(&while_filtered).await;
+
+    patch(a.clone(), json!({"event_types": []})).await;
+    assert_eq!(app.send(&app.caller, Method::DELETE, &format!("/v1/webhooks/{b}"), None).await.status, 200);
+    let after = organization("after").await;
+    first.wait_for_body(&after).await;
+
+    tokio::time::sleep(Duration::from_millis(300)).await; // what the poller would still deliver
+    assert!(!took(&first, &while_disabled) && !took(&first, &while_filtered), "the first endpoint took too much");
+    assert!(!took(&second, &before) && !took(&second, &after), "the second endpoint took too much");
+}
