@@ -13,8 +13,13 @@
 //! died, the database failed at that moment) is linked by the sweep
 //! ([`link_leftovers`], with the stalled-move scan); one fenced by a region
 //! move is copied with the application and linked in its new region.
+//!
+//! SQLite has one writer, whose queued changes already share a transaction
+//! and its flush (`storage::write_txn`): there the flush itself links the
+//! group's applications, in that transaction ([`before_flush`]), so the
+//! rows commit chained and a group of changes moves each head once.
 use std::{
-    collections::HashMap,
+    collections::{BTreeSet, HashMap},
     sync::{
         atomic::{AtomicU64, Ordering},
         Arc, LazyLock, Weak,
@@ -23,7 +28,10 @@ use std::{
 };
 
 use entity::{audit_event, audit_pending};
-use sea_orm::{sea_query::LockType, ColumnTrait, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect};
+use sea_orm::{
+    sea_query::LockType, ColumnTrait, ConnectionTrait, DatabaseTransaction, DbErr, EntityTrait, QueryFilter,
+    QueryOrder, QuerySelect, TransactionTrait,
+};
 use tokio::sync::Mutex;
 use uuid::Uuid;
 
@@ -89,12 +97,15 @@ pub async fn link_in_turn(db: &Db, application_id: Uuid) -> Result<u64, DbErr> {
     link(db, application_id).await
 }
 
-/// Chains every pending row of the application, in batches; answers how
-/// many. Fenced (a move copied them): `error::fenced`.
+/// Chains every pending row of the application, in batches of a
+/// transaction each; answers how many. Fenced (a move copied them):
+/// `error::fenced`.
 async fn link(db: &Db, application_id: Uuid) -> Result<u64, DbErr> {
     let mut linked = 0;
     loop {
-        let batch = link_batch(db, application_id).await?;
+        let txn = db.begin_write().await?;
+        let batch = link_batch(&*txn, application_id).await?;
+        txn.commit().await?;
         linked += batch;
         if batch < BATCH {
             return Ok(linked);
@@ -102,39 +113,74 @@ async fn link(db: &Db, application_id: Uuid) -> Result<u64, DbErr> {
     }
 }
 
+/// SQLite's flush: links the pending rows of `applications` in `txn`, the
+/// transaction it is about to commit, each application in a savepoint. One
+/// whose linking fails is reported and left pending for the sweep (its
+/// change commits all the same); one fenced was copied by its move, whose
+/// new region links it.
+pub async fn before_flush(txn: &DatabaseTransaction, applications: &BTreeSet<Uuid>) {
+    for &application_id in applications {
+        match link_in_savepoint(txn, application_id).await {
+            Ok(()) => {}
+            Err(err) if crate::error::is_fenced(&err) => {}
+            Err(err) => {
+                tracing::warn!(%application_id, error = %err, "linking audit rows failed; the sweep links them")
+            }
+        }
+    }
+}
+
+async fn link_in_savepoint(txn: &DatabaseTransaction, application_id: Uuid) -> Result<(), DbErr> {
+    let savepoint = txn.begin().await?;
+    loop {
+        match link_batch(&savepoint, application_id).await {
+            Ok(batch) if batch < BATCH => return savepoint.commit().await,
+            Ok(_) => {}
+            Err(err) => {
+                savepoint.rollback().await.ok();
+                return Err(err);
+            }
+        }
+    }
+}
+
+/// Chains up to [`BATCH`] pending rows of the application in `txn`;
+/// answers how many it took from pending.
 #[allow(clippy::disallowed_methods)] // the chain writer: every statement names the chain's application
-async fn link_batch(db: &Db, application_id: Uuid) -> Result<u64, DbErr> {
-    let txn = db.begin_write().await?;
+async fn link_batch(txn: &impl ConnectionTrait, application_id: Uuid) -> Result<u64, DbErr> {
     // Linkers take turns on the head; what one linked is gone for the next.
-    super::lock_head(&*txn, application_id, LockType::NoKeyUpdate).await?;
+    super::lock_head(txn, application_id, LockType::NoKeyUpdate).await?;
     let pending = audit_pending::Entity::find()
         .filter(audit_pending::Column::ApplicationId.eq(application_id))
         .order_by_asc(audit_pending::Column::OccurredAt)
         .order_by_asc(audit_pending::Column::Id)
         .limit(BATCH)
-        .all(&*txn)
+        .all(txn)
         .await?;
     if pending.is_empty() {
         return Ok(0);
     }
     let ids: Vec<Uuid> = pending.iter().map(|row| row.id).collect();
     // A row already chained (a relay that appended it before) is dropped.
-    let chained: Vec<Uuid> = audit_event::Entity::find()
+    // Looked up by id alone, the primary key: with the application's id
+    // too, SQLite's planner (which has no statistics) walks the
+    // application's whole chain by its index instead.
+    let chained: Vec<(Uuid, Uuid)> = audit_event::Entity::find()
         .select_only()
         .column(audit_event::Column::Id)
-        .filter(audit_event::Column::ApplicationId.eq(application_id))
+        .column(audit_event::Column::ApplicationId)
         .filter(audit_event::Column::Id.is_in(ids.iter().copied()))
         .into_tuple()
-        .all(&*txn)
+        .all(txn)
         .await?;
+    let chained: Vec<Uuid> = chained.into_iter().filter(|(_, app)| *app == application_id).map(|(id, _)| id).collect();
     let unchained: Vec<audit_pending::Model> = pending.into_iter().filter(|row| !chained.contains(&row.id)).collect();
-    super::chain_rows(&*txn, application_id, &unchained).await?;
+    super::chain_rows(txn, application_id, &unchained).await?;
     audit_pending::Entity::delete_many()
         .filter(audit_pending::Column::ApplicationId.eq(application_id))
         .filter(audit_pending::Column::Id.is_in(ids.iter().copied()))
-        .exec(&*txn)
+        .exec(txn)
         .await?;
-    txn.commit().await?;
     Ok(ids.len() as u64)
 }
 

@@ -163,7 +163,8 @@ const PENDING_PER_INSERT: usize = 256;
 /// A write transaction of one application. See the module comment.
 pub struct TenantTxn {
     txn: WriteTxn,
-    /// The shard's database, where the audit rows are linked after the commit.
+    /// The shard's database, where the audit rows are linked after the
+    /// commit (on PostgreSQL).
     db: Db,
     application_id: Uuid,
     actor: Actor,
@@ -361,23 +362,15 @@ impl TenantTxn {
     ///
     /// A change checks the application's fence last ([`audit::hold_unfenced`]:
     /// a region move's copy either waits for it or it is refused), writes its
-    /// audit rows as pending, commits, then links them into the chain.
-    pub async fn commit(self) -> Result<(), DbErr> {
+    /// audit rows as pending, commits, then links them into the chain. On
+    /// SQLite the commit's flush links them, in its transaction.
+    pub async fn commit(mut self) -> Result<(), DbErr> {
         let audited = !self.audit_rows.is_empty();
         if self.changed && !audited && self.unaudited.is_none() {
             return Err(DbErr::Custom(format!(
                 "a change of application {} has no audit row and was rolled back",
                 self.application_id
             )));
-        }
-        if self.db.has_one_writer() && audited {
-            // SQLite: the change holds the only writer, so its rows are
-            // chained in its own transaction (the head's update checks the
-            // fence); a second one would only add a turn of the writer
-            // (25% fewer grants a second, measured).
-            #[allow(clippy::disallowed_methods)] // the handle is the writer the lint points to
-            audit::chain_rows(&*self.txn, self.application_id, &self.audit_rows).await?;
-            return self.txn.commit().await;
         }
         if self.changed || audited {
             audit::hold_unfenced(&*self.txn, self.application_id).await?;
@@ -387,10 +380,15 @@ impl TenantTxn {
             #[allow(clippy::disallowed_methods)] // the rows carry this application's id
             entity::audit_pending::Entity::insert_many(rows).exec_without_returning(&*self.txn).await?;
         }
-        self.txn.commit().await?;
-        if audited {
-            audit::link::after_commit(&self.db, self.application_id).await;
+        if !audited {
+            return self.txn.commit().await;
         }
+        if self.db.has_one_writer() {
+            self.txn.link_before_flush(self.application_id);
+            return self.txn.commit().await;
+        }
+        self.txn.commit().await?;
+        audit::link::after_commit(&self.db, self.application_id).await;
         Ok(())
     }
 }

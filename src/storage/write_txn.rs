@@ -13,7 +13,14 @@
 //! that is not on disk. If the flush fails, every member is told so. A
 //! member rolled back (or failing to begin) ends its group at once: those
 //! before it commit, and no one runs after a savepoint that may be broken.
+//!
+//! The group's audit rows are chained once, by the flush: members commit
+//! theirs pending and name their application ([`WriteTxn::link_before_flush`]),
+//! and the flush's transaction links each named application's pending rows
+//! just before it commits ([`crate::audit::link::before_flush`]), so one
+//! head update chains a whole group's rows of one application.
 use std::{
+    collections::BTreeSet,
     ops::Deref,
     sync::{
         atomic::{AtomicUsize, Ordering},
@@ -23,6 +30,7 @@ use std::{
 
 use sea_orm::{DatabaseConnection, DatabaseTransaction, DbErr, TransactionTrait};
 use tokio::sync::{watch, Mutex, OwnedMutexGuard};
+use uuid::Uuid;
 
 /// The most turns one flush commits. Each member's answer waits for the
 /// flush, so this bounds what grouping adds to the first one's latency.
@@ -37,6 +45,8 @@ const MAX_MEMBERS: usize = 16;
 pub struct WriteTxn {
     txn: Option<DatabaseTransaction>,
     turn: Option<Turn>,
+    /// The applications whose pending audit rows the flush links.
+    to_link: BTreeSet<Uuid>,
 }
 
 impl Deref for WriteTxn {
@@ -51,7 +61,7 @@ impl WriteTxn {
     /// on SQLite (`writer`).
     pub(super) async fn begin(conn: &DatabaseConnection, writer: Option<&Arc<OneWriter>>) -> Result<WriteTxn, DbErr> {
         let Some(writer) = writer else {
-            return Ok(WriteTxn { txn: Some(conn.begin().await?), turn: None });
+            return Ok(WriteTxn { txn: Some(conn.begin().await?), turn: None, to_link: BTreeSet::new() });
         };
         let turn = writer.take_turn().await;
         let begun = match turn.group() {
@@ -59,12 +69,20 @@ impl WriteTxn {
             None => conn.begin().await,
         };
         match begun {
-            Ok(txn) => Ok(WriteTxn { txn: Some(txn), turn: Some(turn) }),
+            Ok(txn) => Ok(WriteTxn { txn: Some(txn), turn: Some(turn), to_link: BTreeSet::new() }),
             Err(err) => {
                 turn.end().await.ok();
                 Err(err)
             }
         }
+    }
+
+    /// On SQLite: the flush that commits this transaction first links the
+    /// application's pending audit rows into its chain, in the same
+    /// transaction. (PostgreSQL's changes link theirs after their commit.)
+    pub fn link_before_flush(&mut self, application_id: Uuid) {
+        debug_assert!(self.turn.is_some(), "only SQLite's one writer links in its flush");
+        self.to_link.insert(application_id);
     }
 
     /// Commits; on SQLite, returns once the commit is on disk (with the
@@ -73,7 +91,7 @@ impl WriteTxn {
         let txn = self.txn.take().expect("a write transaction commits once");
         match self.turn.take() {
             None => txn.commit().await,
-            Some(turn) => turn.commit(txn).await,
+            Some(turn) => turn.commit(txn, std::mem::take(&mut self.to_link)).await,
         }
     }
 }
@@ -131,6 +149,8 @@ struct Group {
     /// The first member's transaction; later members ran in savepoints of it.
     txn: DatabaseTransaction,
     members: usize,
+    /// The members' applications whose pending audit rows the flush links.
+    to_link: BTreeSet<Uuid>,
     /// The flush's outcome, for the members waiting for it.
     flushed: watch::Sender<Option<Result<(), String>>>,
 }
@@ -195,20 +215,23 @@ impl Turn {
 
     /// Commits `txn`, this turn's transaction: alone, or as the first
     /// member of a group it leaves open, or with the group it joined.
-    async fn commit(mut self, txn: DatabaseTransaction) -> Result<(), DbErr> {
+    async fn commit(mut self, txn: DatabaseTransaction, to_link: BTreeSet<Uuid>) -> Result<(), DbErr> {
         let guard = self.guard.as_mut().expect("a turn is held until it ends");
         let Some(group) = guard.as_mut() else {
             if self.writer.waiting.load(Ordering::SeqCst) == 0 {
                 record_flush(1);
+                crate::audit::link::before_flush(&txn, &to_link).await;
                 return txn.commit().await;
             }
             let (flushed, outcome) = watch::channel(None);
-            **guard = Some(Group { txn, members: 1, flushed });
+            **guard = Some(Group { txn, members: 1, to_link, flushed });
             self.hand_over();
             return wait_for_flush(outcome).await;
         };
         let released = txn.commit().await; // the savepoint's release
         group.members += 1;
+        // Released or not, what of its rows is pending in the group is linked.
+        group.to_link.extend(to_link);
         let outcome = group.flushed.subscribe();
         let full = group.members >= MAX_MEMBERS;
         if let Err(err) = released {
@@ -251,6 +274,7 @@ impl Drop for Turn {
 
 async fn end_group(guard: &mut OwnedMutexGuard<Option<Group>>) -> Result<(), DbErr> {
     let Some(group) = guard.take() else { return Ok(()) };
+    crate::audit::link::before_flush(&group.txn, &group.to_link).await;
     let committed = group.txn.commit().await;
     record_flush(group.members);
     group.flushed.send_replace(Some(committed.as_ref().map(|_| ()).map_err(ToString::to_string)));

@@ -285,6 +285,57 @@ async fn concurrent_changes_of_one_application_each_leave_one_row_in_one_chain()
     assert!(gatehouse::audit::query::verify(&shard.conn, id).await.unwrap().is_ok());
 }
 
+/// Group commit, seen from the database: sixty concurrent changes of one
+/// application move its chain head fewer times than they add rows (one
+/// update of the head links the rows of many changes: on SQLite those of a
+/// group the flush commits together, on PostgreSQL those committed while a
+/// linking ran), and the chain verifies.
+#[actix_web::test]
+async fn concurrent_changes_move_the_chain_head_fewer_times_than_they_add_rows() {
+    let app = spawn_app().await;
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
+    count_head_updates(&shard.conn).await;
+    let bodies: Vec<Value> = (0..60).map(|i| json!({"name": format!("Grouped {i}")})).collect();
+    let created = futures_util::future::join_all(bodies.iter().map(|body| app.post("/v1/organizations", body))).await;
+    assert!(created.iter().all(|reply| reply.status == 201));
+
+    let updates = head_updates(&shard.conn).await;
+    assert!((1..60).contains(&updates), "60 changes moved the head {updates} times");
+    let id: uuid::Uuid = app.caller.application_id.parse().unwrap();
+    assert!(gatehouse::audit::query::verify(&shard.conn, id).await.unwrap().is_ok());
+}
+
+/// Counts the updates of chain heads' hashes from now on (a trigger of the
+/// test's own, in the test's own database).
+async fn count_head_updates(db: &sea_orm::DatabaseConnection) {
+    use sea_orm::ConnectionTrait;
+    let sql = match db.get_database_backend() {
+        sea_orm::DbBackend::Postgres => {
+            "CREATE TABLE head_updates (n BIGINT NOT NULL); INSERT INTO head_updates VALUES (0);
+             CREATE FUNCTION count_head_update() RETURNS trigger LANGUAGE plpgsql AS
+               $$ BEGIN UPDATE head_updates SET n = n + 1; RETURN NEW; END $$;
+             CREATE TRIGGER count_head_updates AFTER UPDATE OF hash ON audit_heads
+               FOR EACH ROW EXECUTE FUNCTION count_head_update();"
+        }
+        _ => {
+            "CREATE TABLE head_updates (n INTEGER NOT NULL); INSERT INTO head_updates VALUES (0);
+             CREATE TRIGGER count_head_updates AFTER UPDATE OF hash ON audit_heads
+               BEGIN UPDATE head_updates SET n = n + 1; END;"
+        }
+    };
+    db.execute_unprepared(sql).await.unwrap();
+}
+
+async fn head_updates(db: &sea_orm::DatabaseConnection) -> i64 {
+    use sea_orm::{ConnectionTrait, Statement};
+    let row = db
+        .query_one(Statement::from_string(db.get_database_backend(), "SELECT n FROM head_updates"))
+        .await
+        .unwrap()
+        .unwrap();
+    row.try_get("", "n").unwrap()
+}
+
 /// A change whose process died between its commit and the linking of its
 /// audit row (here: the row written pending by hand, a few seconds old) has
 /// the row linked by the node's sweep, and the chain verifies.
