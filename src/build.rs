@@ -10,6 +10,7 @@ const TEST_PREREQUISITES: &[(&str, &str)] = &[
     ("GATEHOUSE_TEST_POSTGRES_URL", "gatehouse_test_postgres"),
     ("GATEHOUSE_TEST_REQUIRE_SMTP", "gatehouse_test_smtp"),
     ("GATEHOUSE_TEST_REQUIRE_TOTP", "gatehouse_test_totp"),
+    ("GATEHOUSE_TEST_REQUIRE_HASHES", "gatehouse_test_hashes"),
     ("GATEHOUSE_TEST_REQUIRE_OIDC", "gatehouse_test_oidc"),
     ("GATEHOUSE_TEST_REQUIRE_DNS", "gatehouse_test_dns"),
 ];

@@ -71,6 +71,10 @@ fn ndjson(lines: &[Value]) -> String {
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_hashes),
+    ignore = "needs passlib, bcrypt and argon2-cffi: pip3 install passlib==1.7.4 bcrypt==5.0.0 argon2-cffi==23.1.0, then GATEHOUSE_TEST_REQUIRE_HASHES=1 cargo test"
+)]
 async fn users_with_foreign_hashes_sign_in_with_their_old_passwords_which_are_then_rehashed() {
     let app = spawn_app().await;
     let hashes = foreign_hashes();
@@ -134,6 +138,10 @@ async fn users_with_foreign_hashes_sign_in_with_their_old_passwords_which_are_th
 }
 
 #[actix_web::test]
+#[cfg_attr(
+    not(gatehouse_test_hashes),
+    ignore = "needs passlib, bcrypt and argon2-cffi: pip3 install passlib==1.7.4 bcrypt==5.0.0 argon2-cffi==23.1.0, then GATEHOUSE_TEST_REQUIRE_HASHES=1 cargo test"
+)]
 async fn an_import_again_skips_what_it_made_and_a_bad_line_is_refused_alone() {
     let app = spawn_app().await;
     let good =
