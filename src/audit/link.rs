@@ -11,7 +11,7 @@
 //! A pending row is part of its change's commit: an acknowledged change
 //! never loses its audit row. One whose linking did not happen (the process
 //! died, the database failed at that moment) is linked by the sweep
-//! ([`link_leftovers`], with the stalled-move scan); one fenced by a region
+//! ([`leftovers`] and [`link_in_turn`], with the stalled-move scan); one fenced by a region
 //! move is copied with the application and linked in its new region.
 //!
 //! SQLite has one writer, whose queued changes already share a transaction
@@ -163,8 +163,8 @@ async fn link_batch(txn: &impl ConnectionTrait, application_id: Uuid) -> Result<
     let ids: Vec<Uuid> = pending.iter().map(|row| row.id).collect();
     // A row already chained (a relay that appended it before) is dropped.
     // Looked up by id alone, the primary key: with the application's id
-    // too, SQLite's planner (which has no statistics) walks the
-    // application's whole chain by its index instead.
+    // too and four ids or more, SQLite's planner (which has no statistics)
+    // walks the application's whole chain by its index instead.
     let chained: Vec<(Uuid, Uuid)> = audit_event::Entity::find()
         .select_only()
         .column(audit_event::Column::Id)
