@@ -8,7 +8,7 @@ use entity::{refresh_token, session, user};
 use rand::{rngs::OsRng, RngCore};
 use sea_orm::{
     sea_query::{Expr, IntoCondition},
-    ColumnTrait, Condition, DbErr, EntityTrait, JoinType, QueryFilter, QueryOrder, QuerySelect, Select, UpdateMany,
+    ColumnTrait, Condition, DbErr, EntityTrait, QueryFilter, QueryOrder, QuerySelect, Select, UpdateMany,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -329,8 +329,7 @@ async fn one_with_parent<C: EntityTrait, P: EntityTrait>(
     child_key: C::Column,
     parent_key: P::Column,
 ) -> Result<Option<(C::Model, P::Model)>, DbErr> {
-    let relation = C::belongs_to(P::default()).from(child_key).to(parent_key).into();
-    let found = query.select_also(P::default()).join(JoinType::InnerJoin, relation).one(db.conn()).await?;
+    let found = crate::storage::with_parent::<C, P>(query, child_key, parent_key).one(db.conn()).await?;
     Ok(found.and_then(|(child, parent)| Some((child, parent?))))
 }
 

@@ -43,7 +43,7 @@ mod write_txn;
 pub use limits::{Limit, LimitReached, ReserveError};
 pub use page::Page;
 pub use revocation::Revocable;
-pub use tenant::{TenantConn, TenantScope, TenantTxn, Unaudited};
+pub use tenant::{with_parent, TenantConn, TenantScope, TenantTxn, Unaudited};
 pub use tenant_tables::{tenant_tables, TenantEntity};
 use write_txn::OneWriter;
 pub use write_txn::WriteTxn;

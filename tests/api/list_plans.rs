@@ -172,3 +172,34 @@ async fn every_list_reads_its_page_from_an_index_in_its_order() {
     let plan = plan.join("\n");
     assert!(plan.contains("api_keys_active_name"), "the limit check counts every key:\n{plan}");
 }
+
+/// A user's memberships find their organizations by key (one join), not by
+/// `id IN (…)` beside the application's filter: from four ids on, SQLite's
+/// planner (no statistics) took the application's index for that and read
+/// every organization of the application (`/v1/auth/me`, the hosted
+/// organization choice).
+#[actix_web::test]
+async fn a_users_memberships_find_their_organizations_by_key() {
+    let app = spawn_app().await;
+    let shard = app.state.storage.shard(first_shard("us")).unwrap();
+    let backend = shard.backend();
+    if backend != DbBackend::Sqlite {
+        return; // PostgreSQL's planner has its own estimates; the trap is SQLite's
+    }
+    let memberships = membership::Entity::find()
+        .filter(membership::Column::ApplicationId.eq(Uuid::now_v7()))
+        .filter(membership::Column::UserId.eq(Uuid::now_v7()))
+        .order_by_asc(membership::Column::CreatedAt);
+    let statement = gatehouse::storage::with_parent::<_, organization::Entity>(
+        memberships,
+        membership::Column::OrganizationId,
+        organization::Column::Id,
+    )
+    .build(backend);
+    let explain = format!("EXPLAIN QUERY PLAN {}", statement.sql);
+    let values = statement.values.map(|v| v.0).unwrap_or_default();
+    let rows = shard.conn.query_all(Statement::from_sql_and_values(backend, explain, values)).await.unwrap();
+    let plan: Vec<String> = rows.iter().map(|row| row.try_get::<String>("", "detail").unwrap()).collect();
+    let organizations = plan.iter().find(|step| step.contains("organizations")).expect("the plan reads organizations");
+    assert!(organizations.contains("(id=?)"), "organizations are not found by key:\n{}", plan.join("\n"));
+}

@@ -428,17 +428,13 @@ pub async fn of_user(
     let memberships = db
         .find::<membership::Entity>()
         .filter(membership::Column::UserId.eq(user_id))
-        .order_by_asc(membership::Column::CreatedAt)
-        .all(db.conn())
-        .await?;
-    let ids: Vec<Uuid> = memberships.iter().map(|m| m.organization_id).collect();
-    let organizations =
-        db.find::<organization::Entity>().filter(organization::Column::Id.is_in(ids)).all(db.conn()).await?;
-    Ok(memberships
-        .into_iter()
-        .filter_map(|m| {
-            let organization = organizations.iter().find(|o| o.id == m.organization_id)?.clone();
-            Some((m, organization))
-        })
-        .collect())
+        .order_by_asc(membership::Column::CreatedAt);
+    let rows = crate::storage::with_parent::<_, organization::Entity>(
+        memberships,
+        membership::Column::OrganizationId,
+        organization::Column::Id,
+    )
+    .all(db.conn())
+    .await?;
+    Ok(rows.into_iter().filter_map(|(membership, organization)| Some((membership, organization?))).collect())
 }
