@@ -17,7 +17,7 @@
 #   peer's are minted in its memory before it listens;
 # - userinfo with a client's access token (64 connections).
 #
-#   bash bench/peer.sh                 # DURATION=10s by default
+#   bash bench/peer.sh                 # DURATION=10s by default (in seconds)
 #   BIN=target/release/gatehouse bash bench/peer.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,8 +115,10 @@ stateful() { # backend
   authorize="/v1/applications/$app/oauth/authorize?response_type=code&client_id=$client_id&redirect_uri=https%3A%2F%2Fclient.example%2Fcallback&scope=openid+email+offline_access&state=s&nonce=n&code_challenge=$challenge&code_challenge_method=S256"
   cookie=$(python3 bench/hosted_sign_in.py "$base" "$authorize" peer@example.com "correct horse battery")
   rm -rf "$scratch/minted"; mkdir "$scratch/minted"
+  # Minted for twice as long as the exchange runs: an exchange faster than
+  # the minting would otherwise run out of codes and count fast refusals.
   result[${backend}_authorize]=$(CODES_DIR="$scratch/minted" COOKIE="$cookie" AUTHORIZE="$authorize" \
-    wrk -t2 -c64 -d"$DURATION" -s bench/mint_codes.lua "$base" | grep '^RESULT' | cut -d' ' -f2-)
+    wrk -t2 -c64 -d"$(( ${DURATION%s} * 2 ))s" -s bench/mint_codes.lua "$base" | grep '^RESULT' | cut -d' ' -f2-)
   cat "$scratch/minted"/* >"$scratch/all_codes"
   head -1 "$scratch/all_codes" >"$scratch/first_code"
   tail -n +2 "$scratch/all_codes" >"$scratch/gatehouse_codes"

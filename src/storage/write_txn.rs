@@ -34,7 +34,11 @@ use uuid::Uuid;
 
 /// The most turns one flush commits. Each member's answer waits for the
 /// flush, so this bounds what grouping adds to the first one's latency.
-const MAX_MEMBERS: usize = 16;
+/// At 16, nearly every flush under 64 connections was full (1,944 of
+/// 1,954 in code exchanges). At 64 they held 53 on average; membership
+/// grants were 1.04 to 1.40× in three side-by-side pairs with p99 no
+/// higher, and code exchanges moved within the noise (BENCHMARKS.md).
+const MAX_MEMBERS: usize = 64;
 
 /// A write transaction; on SQLite it is also the file's writing turn.
 /// Dropped without a commit (an error returned half-way), it is rolled back

@@ -85,7 +85,7 @@ pub const FAMILIES: &[Family] = &[
     },
     Family {
         name: "gatehouse_sqlite_group_commit_members",
-        kind: Kind::Histogram(&[1.0, 2.0, 4.0, 8.0, 16.0]),
+        kind: Kind::Histogram(&[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0]),
         labels: "",
         help: "Write transactions each flush of a SQLite file commits: 1 alone, more when queued writers are group-committed.",
     },

@@ -782,6 +782,46 @@ async fn rp_initiated_logout_ends_the_hosted_sign_in_and_goes_back_only_to_a_reg
 }
 
 #[actix_web::test]
+async fn a_code_exchanged_by_several_requests_at_once_is_spent_once_and_what_it_opened_ends() {
+    let app = spawn_app().await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+
+    let attempts = (0..8).map(|_| exchange_code(&app, &answer["code"], (&id, &secret)));
+    let replies = futures_util::future::join_all(attempts).await;
+
+    let issued: Vec<&Reply> = replies.iter().filter(|reply| reply.status == 200).collect();
+    assert_eq!(issued.len(), 1, "{:?}", replies.iter().map(|reply| reply.status).collect::<Vec<_>>());
+    assert!(replies.iter().all(|reply| reply.status == 200 || reply.body["error"] == "invalid_grant"));
+    // RFC 6749 section 4.1.2: the code was replayed, so the session it opened ends.
+    assert_eq!(userinfo(&app, issued[0].body["access_token"].as_str()).await.status, 401);
+}
+
+#[actix_web::test]
+async fn a_code_whose_hosted_sign_in_has_ended_is_refused_and_opens_nothing() {
+    let app = spawn_app().await;
+    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    sign_up(&app, &app.caller, "ada@example.com").await;
+    let mut browser = Browser::new();
+    let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    let logout = issuer_url(&app, "oauth/logout");
+    let (_, _, page) = browser.get(&logout).await;
+    let (status, _, _) = browser.post(&logout, &form_fields(&page)).await;
+    assert_eq!(status, 200, "signed out on the hosted page");
+
+    let refused = exchange_code(&app, &answer["code"], (&id, &secret)).await;
+
+    assert_eq!((refused.status, &refused.body["error"]), (400, &json!("invalid_grant")));
+    assert!(refused.body["error_description"].as_str().unwrap().contains("sign-in"), "{:?}", refused.body);
+    let session_created = app.audit_types().await.iter().filter(|t| *t == "session.created").count();
+    assert_eq!(session_created, 2, "the sign-up's and the hosted sign-in's sessions, none for the code");
+}
+
+#[actix_web::test]
 #[cfg_attr(
     not(gatehouse_test_totp),
     ignore = "needs pyotp: pip3 install pyotp==2.9.0, then GATEHOUSE_TEST_REQUIRE_TOTP=1 cargo test"
