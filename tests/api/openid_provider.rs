@@ -781,16 +781,23 @@ async fn rp_initiated_logout_ends_the_hosted_sign_in_and_goes_back_only_to_a_reg
     assert!(types.iter().filter(|t| *t == "session.revoked").count() >= 2, "{types:?}");
 }
 
+/// A first-party confidential client's credentials, and a code it got for
+/// a user who signed in on the hosted page in `browser`.
+async fn code_of_a_signed_in_user(app: &TestApp, browser: &mut Browser) -> ((String, String), String) {
+    let web = client(app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
+    let (id, secret) = credentials(&web);
+    sign_up(app, &app.caller, "ada@example.com").await;
+    let answer = sign_in_on_page(app, browser, &authorize_url(app, &id, &[]), "ada@example.com").await;
+    ((id, secret), answer["code"].clone())
+}
+
 #[actix_web::test]
 async fn a_code_exchanged_by_several_requests_at_once_is_spent_once_and_what_it_opened_ends() {
     let app = spawn_app().await;
-    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
-    let (id, secret) = credentials(&web);
-    sign_up(&app, &app.caller, "ada@example.com").await;
     let mut browser = Browser::new();
-    let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    let ((id, secret), code) = code_of_a_signed_in_user(&app, &mut browser).await;
 
-    let attempts = (0..8).map(|_| exchange_code(&app, &answer["code"], (&id, &secret)));
+    let attempts = (0..8).map(|_| exchange_code(&app, &code, (&id, &secret)));
     let replies = futures_util::future::join_all(attempts).await;
 
     let issued: Vec<&Reply> = replies.iter().filter(|reply| reply.status == 200).collect();
@@ -803,17 +810,14 @@ async fn a_code_exchanged_by_several_requests_at_once_is_spent_once_and_what_it_
 #[actix_web::test]
 async fn a_code_whose_hosted_sign_in_has_ended_is_refused_and_opens_nothing() {
     let app = spawn_app().await;
-    let web = client(&app, json!({"name": "Web", "redirect_uris": [CALLBACK], "first_party": true})).await;
-    let (id, secret) = credentials(&web);
-    sign_up(&app, &app.caller, "ada@example.com").await;
     let mut browser = Browser::new();
-    let answer = sign_in_on_page(&app, &mut browser, &authorize_url(&app, &id, &[]), "ada@example.com").await;
+    let ((id, secret), code) = code_of_a_signed_in_user(&app, &mut browser).await;
     let logout = issuer_url(&app, "oauth/logout");
     let (_, _, page) = browser.get(&logout).await;
     let (status, _, _) = browser.post(&logout, &form_fields(&page)).await;
     assert_eq!(status, 200, "signed out on the hosted page");
 
-    let refused = exchange_code(&app, &answer["code"], (&id, &secret)).await;
+    let refused = exchange_code(&app, &code, (&id, &secret)).await;
 
     assert_eq!((refused.status, &refused.body["error"]), (400, &json!("invalid_grant")));
     assert!(refused.body["error_description"].as_str().unwrap().contains("sign-in"), "{:?}", refused.body);
