@@ -35,7 +35,7 @@ use uuid::Uuid;
 /// The most turns one flush commits. Each member's answer waits for the
 /// flush, so this bounds what grouping adds to the first one's latency.
 /// At 16, nearly every flush under 64 connections was full (1,944 of
-/// 1,954 in code exchanges). At 64 they held 53 on average; membership
+/// 1,954 in code exchanges). At 64 they held 54 on average; membership
 /// grants were 1.04 to 1.40× in three side-by-side pairs with p99 no
 /// higher, and code exchanges moved within the noise (BENCHMARKS.md).
 const MAX_MEMBERS: usize = 64;
